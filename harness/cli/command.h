@@ -1,0 +1,25 @@
+// Subcommands of the shardbench binary register themselves here (one file per command).
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace CLI { class App; }
+
+namespace sb::cli {
+
+struct Command {
+  std::string name;  // "plan", "run", ...
+  std::string help;
+  // Adds the subcommand's options to `sub` and sets sub.callback(...). The callback throws
+  // sb::Error on failure, or sb::cli::Exit to leave with a specific code.
+  std::function<void(CLI::App& sub)> setup;
+};
+void register_command(Command c);
+const std::vector<Command>& commands();
+
+struct Exit {
+  int code;
+};
+
+}  // namespace sb::cli

@@ -1,0 +1,31 @@
+// Checks that say what failed and where: file:line, and (once MPI is up) rank and host.
+// SB_CHECK throws sb::Error; code running under MPI catches it at the top and calls
+// sb::abort_all(), so a failing rank never leaves the others hanging in a collective.
+#pragma once
+#include <stdexcept>
+#include <string>
+#include <fmt/format.h>
+
+namespace sb {
+
+// An error with its origin. what() is the full, user-facing message.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// "rank 3 on host-a" once set_rank_identity() ran, else "" (single process tools).
+const std::string& rank_identity();
+void set_rank_identity(int rank, const std::string& host);
+
+[[noreturn]] void fail(const char* file, int line, const std::string& msg);
+
+}  // namespace sb
+
+#define SB_FAIL(...) ::sb::fail(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__))
+#define SB_CHECK(cond, ...)                                                        \
+  do {                                                                             \
+    if (!(cond)) ::sb::fail(__FILE__, __LINE__,                                    \
+                            ::fmt::format("check failed: {}: {}", #cond,           \
+                                          ::fmt::format(__VA_ARGS__)));            \
+  } while (0)

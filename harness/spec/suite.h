@@ -1,0 +1,25 @@
+// Suite files (suite/*.toml): parse, validate and expand into run points.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "harness/spec/point.h"
+
+namespace sb {
+
+struct Suite {
+  std::string name;         // [suite] name, defaults to the file stem
+  std::string file;         // path as given
+  std::string sha256;       // of the file's bytes (provenance)
+  std::string description;
+  std::vector<Point> points;  // expanded, validated, in deterministic order
+};
+
+// Parses, validates and expands. On any problem throws sb::Error whose message lists every
+// diagnostic as "file:line:column: key: message" (all of them, not just the first).
+Suite load_suite(const std::string& path);
+
+// Finds a point by index ("3") or id ("a1b2c3d4"); throws listing the valid range.
+const Point& find_point(const Suite& s, const std::string& index_or_id);
+
+}  // namespace sb

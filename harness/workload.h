@@ -1,0 +1,88 @@
+// The narrow interface between the harness and the workloads (train, infer, micro).
+// Workloads register themselves, their config keys and their names at static-init time;
+// the harness validates, expands, launches and records without knowing what a model is.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "harness/spec/point.h"
+
+namespace sb {
+
+class Recorder;
+class Progress;
+
+// ---- Config schema -------------------------------------------------------------------
+enum class KeyType { Bool, Int, Float, String, Name };  // Name: one of a registered name set
+
+struct KeySpec {
+  std::string key;       // e.g. "batch", "lr", "compress.param.block"
+  KeyType type;
+  Value default_value;
+  std::string name_set;  // for KeyType::Name: which set ("model", "strategy", ...)
+  std::string doc;       // one line, shown by `shardbench keys`
+};
+void register_key(KeySpec spec);
+const std::vector<KeySpec>& registered_keys();
+const KeySpec* find_key(const std::string& key);
+
+// Named variants (models, strategies, compressors, ...): the known names of each set,
+// so that an unknown name is an error listing the known ones.
+void register_name(const std::string& set, const std::string& name, const std::string& doc);
+std::vector<std::pair<std::string, std::string>> registered_names(const std::string& set);
+
+// Cross-key validation: a workload says which combinations are impossible.
+struct Diagnostic {
+  std::string key;      // the key to blame (its source position is reported)
+  std::string message;  // what is wrong and how to fix it
+};
+using Validator = std::function<void(const Point&, std::vector<Diagnostic>&)>;
+void register_validator(Validator v);
+const std::vector<Validator>& registered_validators();
+
+// ---- Running a point -----------------------------------------------------------------
+// Set by SIGTERM/SIGUSR1 (Slurm's pre-timeout signal) or the time limit; workloads poll it
+// between steps and finish cleanly with a partial trace.
+struct StopFlag {
+  std::atomic<bool> requested{false};
+  std::string reason;
+  bool stop() const { return requested.load(std::memory_order_relaxed); }
+};
+
+struct RunContext {
+  const Point& point;
+  MPI_Comm world;      // all ranks of this point
+  int rank = 0, size = 1;
+  Recorder& recorder;  // rank-local; the harness gathers and writes from rank 0
+  Progress& progress;  // rank 0 draws it
+  const StopFlag& stop;
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  // Runs the point on this rank. Throws sb::Error on failure (the harness records it).
+  virtual void run(RunContext& ctx) = 0;
+};
+
+struct TaskInfo {
+  std::string task;  // value of the "task" key: "train", "infer", "micro"
+  std::function<std::unique_ptr<Workload>()> make;
+  // Model-state bytes per rank for `shardbench plan` (documented in docs/METRICS.md).
+  std::function<double(const Point&)> model_state_bytes_per_rank;
+};
+void register_task(TaskInfo info);
+const TaskInfo* find_task(const std::string& task);
+
+// Static registration helper: `static sb::Registrar reg([]{ ... register_* ... });`
+struct Registrar {
+  explicit Registrar(const std::function<void()>& f) { f(); }
+};
+
+}  // namespace sb

@@ -1,0 +1,88 @@
+// The model interface shared by the reference trainer, the FSDP engine and inference.
+// A model is a list of units (the FSDP wrapping granularity: embeddings, each block, the
+// head); each unit owns an ordered list of parameters. The model never owns storage for
+// its parameters: it asks a ParamProvider for them, so the same forward code runs on
+// plain persistent tensors (reference) and on FSDP-gathered flat buffers (sharded).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace sb::models {
+
+struct ParamSpec {
+  std::string name;            // Hugging Face name, e.g. "h.3.attn.c_attn.weight"
+  std::vector<std::int64_t> shape;
+  bool decay = true;           // AdamW weight decay (false: biases, LayerNorm, embeddings' LN)
+  enum class Init { Normal, Zeros, Ones } init = Init::Normal;
+  double std = 0.02;           // for Init::Normal
+  std::int64_t numel() const;
+};
+
+struct UnitSpec {
+  std::string name;             // "embed", "block.3", "head"
+  std::vector<ParamSpec> params;
+  std::int64_t numel() const;
+};
+
+// Supplies a unit's parameters during forward. Units may be acquired more than once in one
+// forward (GPT-2's tied word embedding is used by the first and the last unit).
+class ParamProvider {
+ public:
+  virtual ~ParamProvider() = default;
+  // The unit's parameters in UnitSpec order, each with its spec shape.
+  virtual std::vector<torch::Tensor> acquire(int unit) = 0;
+  // The unit's forward is done; `out` is what flows on to the next unit (the FSDP engine
+  // hooks it to re-gather the unit before its backward).
+  virtual void release(int unit, const torch::Tensor& out) = 0;
+  // y = x w^T + b for the unit's linear weight at index w_index (shape (out, in); GPT-2's
+  // Conv1D weights are transposed to this layout on load). Every linear layer of a model
+  // goes through here so that quantized providers can run their own kernels.
+  // Default: at::linear(x, w, b). b may be undefined.
+  virtual torch::Tensor linear(int unit, int w_index, const torch::Tensor& x,
+                               const torch::Tensor& w, const torch::Tensor& b);
+};
+
+struct Batch {
+  torch::Tensor input_ids;       // (B, T) int64
+  torch::Tensor targets;         // (B, T) int64; -100 = ignored (LM / MLM targets)
+  torch::Tensor attention_mask;  // (B, T) int64 1 = real token, 0 = padding; undefined = all real
+  torch::Tensor token_type_ids;  // (B, T) int64 (BERT); undefined = zeros
+  torch::Tensor labels;          // (B) int64 sequence-classification labels; undefined = none
+  std::int64_t tokens() const { return input_ids.numel(); }
+};
+
+struct ModelConfig {
+  std::string family;  // "gpt2" | "bert"
+  std::string preset;  // "gpt2-tiny", ...
+  std::int64_t vocab = 0, max_pos = 0, d_model = 0, n_layer = 0, n_head = 0, d_ff = 0;
+  std::int64_t type_vocab = 2;   // BERT token types
+  std::int64_t num_labels = 2;   // BERT classification head
+  double ln_eps = 1e-5;
+  std::string attention = "naive";  // attention variant by name
+  std::int64_t attention_chunk = 128;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelConfig& config() const = 0;
+  virtual const std::vector<UnitSpec>& units() const = 0;
+  // Training objective: mean cross-entropy over non-ignored targets (GPT-2: next token,
+  // targets already shifted by the data loader; BERT: MLM, plus classification if labels).
+  virtual torch::Tensor loss(ParamProvider& p, const Batch& b) = 0;
+  // (B, T, vocab) for GPT-2 / BERT-MLM; (B, num_labels) for BERT classification via classify().
+  virtual torch::Tensor logits(ParamProvider& p, const Batch& b) = 0;
+  // Model FLOPs per token for one forward+backward (docs/METRICS.md): 6N + attention.
+  virtual double train_flops_per_token(std::int64_t seq_len) const = 0;
+};
+
+// Registry of presets by name ("gpt2-tiny", "gpt2", ..., "bert-large").
+std::unique_ptr<Model> make_model(const std::string& preset, const std::string& attention = "naive");
+std::vector<std::string> preset_names();
+std::int64_t count_params(const std::vector<UnitSpec>& units);
+
+}  // namespace sb::models
