@@ -1,17 +1,34 @@
-# Helpers to register tests with labels.
-# sb_mpi_test(NAME SRC RANKS...) builds one MPI test program and registers it at each rank count.
-function(sb_mpi_test name src)
-  add_executable(${name} ${src})
-  target_link_libraries(${name} PRIVATE -Wl,--whole-archive shardbench_workloads -Wl,--no-whole-archive
-                        shardbench::workloads GTest::gtest)
+# Helpers to build and register tests with labels. Each test source is its own program so
+# that an engineer working on one area only builds that area's tests.
+
+# sb_unit_test(SRC LABELS...): a gtest program linked with every workload library.
+function(sb_unit_test src)
+  get_filename_component(n ${src} NAME_WE)
+  add_executable(unit_${n} ${src})
+  target_link_libraries(unit_${n} PRIVATE shardbench::workloads GTest::gtest_main)
+  target_compile_definitions(unit_${n} PRIVATE SB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   if(SHARDBENCH_USE_PCH)
-    target_precompile_headers(${name} REUSE_FROM shardbench_workloads)
+    target_precompile_headers(unit_${n} REUSE_FROM sb_pch)
+  endif()
+  gtest_discover_tests(unit_${n} PROPERTIES LABELS "${ARGN}" ENVIRONMENT "OMP_NUM_THREADS=2"
+                       DISCOVERY_TIMEOUT 120)
+endfunction()
+
+# sb_mpi_test(SRC RANKS...): one MPI gtest program, registered once per rank count.
+# The program must call MPI_Init itself (tests/mpi/mpi_main.h provides a main).
+function(sb_mpi_test src)
+  get_filename_component(n ${src} NAME_WE)
+  add_executable(mpi_${n} ${src})
+  target_link_libraries(mpi_${n} PRIVATE shardbench::workloads GTest::gtest)
+  target_compile_definitions(mpi_${n} PRIVATE SB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  if(SHARDBENCH_USE_PCH)
+    target_precompile_headers(mpi_${n} REUSE_FROM sb_pch)
   endif()
   foreach(np ${ARGN})
-    add_test(NAME ${name}.np${np}
+    add_test(NAME mpi_${n}.np${np}
              COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe -np ${np}
-                     --mca btl self,vader $<TARGET_FILE:${name}>)
-    set_tests_properties(${name}.np${np} PROPERTIES LABELS mpi TIMEOUT 600 PROCESSORS ${np}
+                     --mca btl self,vader $<TARGET_FILE:mpi_${n}>)
+    set_tests_properties(mpi_${n}.np${np} PROPERTIES LABELS mpi TIMEOUT 600 PROCESSORS 2
                          ENVIRONMENT "OMP_NUM_THREADS=1")
   endforeach()
 endfunction()
