@@ -1,0 +1,174 @@
+# Reads RESULTS/points/*.h5 (docs/HDF5_SCHEMA.md) into tidy pandas tables. Never fatal: a
+# failed, incomplete, unreadable or missing point becomes a row of `problems` instead.
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+import h5py
+import numpy as np
+import pandas as pd
+
+SCHEMA_VERSION = 1
+FILE_RE = re.compile(r"^(\d+)-([^.]+)\.h5(\.tmp)?$")
+
+# Columns of each per-record group, in schema order (an absent dataset is an error: the
+# schema says every group is present, with zero-length datasets when it has no records).
+GROUP_COLUMNS = {
+    "steps": ["step", "warmup", "wall_s", "forward_s", "backward_s", "optimizer_s",
+              "comm_exposed_s", "loss", "grad_norm", "tokens_per_s", "samples_per_s", "mfu"],
+    "ranks": ["rank", "host", "param_bytes", "grad_bytes", "optim_bytes", "gathered_bytes",
+              "model_state_bytes", "peak_model_state_bytes", "peak_rss_bytes"],
+    "comm": ["step", "rank", "op", "group", "kind", "logical_bytes", "wire_bytes", "start_s",
+             "duration_s"],
+    "queries": ["scenario", "query", "issue_s", "latency_s", "samples", "tokens"],
+}
+PROBLEM_COLUMNS = ["point_index", "point_id", "file", "kind", "reason"]
+
+
+@dataclass
+class Results:
+    """Everything found under one results folder. Record tables carry a point_id column."""
+    root: str
+    points: pd.DataFrame      # one row per readable file: identity, status, config keys
+    steps: pd.DataFrame
+    ranks: pd.DataFrame
+    comm: pd.DataFrame
+    queries: pd.DataFrame
+    scalars: pd.DataFrame     # point_id, name, value
+    series: pd.DataFrame      # point_id, name, i, value
+    texts: pd.DataFrame       # point_id, name, value
+    problems: pd.DataFrame    # PROBLEM_COLUMNS
+    config: dict = field(default_factory=dict)     # point_id -> config dict
+    reference: dict = field(default_factory=dict)  # point_id -> reference dict
+
+    def done(self):
+        """Points whose file is complete and whose status is `done`: the only ones measured."""
+        return self.points[self.points["status"] == "done"]
+
+    def scalar(self, point_id, name, default=np.nan):
+        s = self.scalars
+        hit = s[(s["point_id"] == point_id) & (s["name"] == name)]
+        return float(hit["value"].iloc[0]) if len(hit) else default
+
+
+def _text(v):
+    return v.decode("utf-8") if isinstance(v, bytes) else str(v)
+
+
+def _read_column(ds):
+    if h5py.check_string_dtype(ds.dtype) is not None:
+        return np.array(ds.asstr()[()], dtype=object)
+    return ds[()]
+
+
+def _read_group(f, group, pid):
+    g = f[group]
+    cols = {c: _read_column(g[c]) for c in GROUP_COLUMNS[group]}
+    lengths = {len(v) for v in cols.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"/{group}: datasets of unequal length {sorted(lengths)}")
+    df = pd.DataFrame(cols)
+    df.insert(0, "point_id", pid)
+    return df
+
+
+def read_point(path):
+    """One point file -> dict of identity, config and record tables. Raises on any defect."""
+    with h5py.File(path, "r") as f:
+        a = f.attrs
+        version = int(a["schema_version"])
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"schema_version {version}, this analysis reads {SCHEMA_VERSION}")
+        pid = _text(a["point_id"])
+        p = {
+            "point_index": int(a["point_index"]), "point_id": pid,
+            "point_name": _text(a["point_name"]), "status": _text(a["status"]),
+            "failure_reason": _text(a["failure_reason"]), "baseline_id": _text(a["baseline_id"]),
+            "suite": _text(a["suite"]), "world_size": int(a["world_size"]),
+            "threads_per_rank": int(a["threads_per_rank"]), "elapsed_s": float(a["elapsed_s"]),
+            "git_commit": _text(a["git_commit"]), "file": os.path.basename(path),
+        }
+        config = json.loads(_text(a["config"]))
+        reference = json.loads(_text(a["reference"]) or "{}")
+        tables = {g: _read_group(f, g, pid) for g in GROUP_COLUMNS}
+        scalars = [(pid, k, float(v)) for k, v in f["scalars"].attrs.items()]
+        series = [(pid, k, i, float(x)) for k, ds in f["series"].items()
+                  for i, x in enumerate(ds[()])]
+        texts = [(pid, k, _text(v)) for k, v in f["texts"].attrs.items()]
+    return p, config, reference, tables, scalars, series, texts
+
+
+def load_results(root):
+    """Loads root/points. Returns Results; problems lists failed, incomplete, unreadable,
+    unfinished (.h5.tmp) and missing points (index gaps, baselines without a file)."""
+    pdir = os.path.join(root, "points")
+    names = sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []
+    problems, rows, configs, refs = [], [], {}, {}
+    tables = {g: [] for g in GROUP_COLUMNS}
+    scalars, series, texts = [], [], []
+    seen_index, seen_id, final_names = set(), set(), set(n for n in names if n.endswith(".h5"))
+
+    for name in names:
+        m = FILE_RE.match(name)
+        if not m:
+            continue
+        index, pid, tmp = int(m.group(1)), m.group(2), bool(m.group(3))
+        seen_index.add(index)
+        seen_id.add(pid)
+        if tmp:
+            # A rerun may be rewriting a point whose older final file still exists: only a
+            # temporary file without a final one means the point has no result yet.
+            if name[:-4] not in final_names:
+                problems.append((index, pid, name, "unfinished",
+                                 "temporary file only: the write never completed"))
+            continue
+        try:
+            p, cfg, ref, tb, sc, se, tx = read_point(os.path.join(pdir, name))
+        except Exception as e:  # noqa: BLE001 -- any defect in one file is that file's problem
+            problems.append((index, pid, name, "unreadable", f"{type(e).__name__}: {e}"))
+            continue
+        rows.append({**p, **{k: v for k, v in cfg.items() if k not in p}})
+        configs[p["point_id"]], refs[p["point_id"]] = cfg, ref
+        seen_id.add(p["point_id"])
+        if p["status"] != "done":
+            problems.append((p["point_index"], p["point_id"], name, p["status"],
+                             p["failure_reason"] or "(no reason recorded)"))
+        for g in tables:
+            tables[g].append(tb[g])
+        scalars += sc
+        series += se
+        texts += tx
+
+    # Missing: indices below the highest one seen that have no file at all, and baselines
+    # named by a point that have no file (the suite's expansion order has no holes).
+    for i in sorted(set(range(max(seen_index) + 1)) - seen_index) if seen_index else []:
+        problems.append((i, "", "", "missing", "no result file for this index"))
+    for r in rows:
+        b = r["baseline_id"]
+        if b and b not in seen_id:
+            problems.append((np.nan, b, "", "missing",
+                             f"baseline of {r['point_name']} has no result file"))
+            seen_id.add(b)
+
+    def frame(parts, group):
+        if parts:
+            return pd.concat(parts, ignore_index=True)
+        return pd.DataFrame(columns=["point_id"] + GROUP_COLUMNS[group])
+
+    points = pd.DataFrame(rows)
+    if len(points):
+        points = points.sort_values("point_index").reset_index(drop=True)
+    else:
+        points = pd.DataFrame(columns=["point_index", "point_id", "point_name", "status",
+                                       "failure_reason", "baseline_id", "world_size", "file"])
+    probs = pd.DataFrame(problems, columns=PROBLEM_COLUMNS)
+    probs = probs.sort_values(["point_index", "kind"], na_position="last").reset_index(drop=True)
+    return Results(
+        root=root, points=points,
+        steps=frame(tables["steps"], "steps"), ranks=frame(tables["ranks"], "ranks"),
+        comm=frame(tables["comm"], "comm"), queries=frame(tables["queries"], "queries"),
+        scalars=pd.DataFrame(scalars, columns=["point_id", "name", "value"]),
+        series=pd.DataFrame(series, columns=["point_id", "name", "i", "value"]),
+        texts=pd.DataFrame(texts, columns=["point_id", "name", "value"]),
+        problems=probs, config=configs, reference=refs)

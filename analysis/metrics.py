@@ -1,0 +1,93 @@
+# Per-point summary metrics (the "points x metrics" table) from the raw records, with the
+# formulas of docs/METRICS.md ("Analysis" section). Only timed (non-warm-up) steps count.
+import numpy as np
+import pandas as pd
+
+# Scalars that measure accuracy (higher is better), in order of preference.
+ACCURACY_SCALARS = ["accuracy", "mlm_accuracy", "cls_accuracy", "top1_agreement"]
+
+SUMMARY_COLUMNS = [
+    "point_id", "timed_steps", "step_time_s", "samples_per_s", "tokens_per_s", "mfu",
+    "tflops_per_worker", "final_loss", "accuracy", "accuracy_metric", "model_state_bytes",
+    "peak_model_state_bytes", "peak_rss_bytes", "memory_bytes", "wire_bytes_per_step",
+    "logical_bytes_per_step", "compression_ratio",
+]
+
+
+def timed_steps(steps):
+    return steps[steps["warmup"].astype(int) == 0]
+
+
+def timed_comm(results, pid):
+    """Collectives of timed steps. A point without step records (micro-benchmarks) has no
+    warm-up to leave out, so all its collectives count."""
+    c = results.comm[results.comm["point_id"] == pid]
+    s = results.steps[results.steps["point_id"] == pid]
+    if len(s) == 0:
+        return c
+    return c[c["step"].isin(timed_steps(s)["step"])]
+
+
+def _median(x):
+    x = pd.to_numeric(x, errors="coerce").dropna()
+    return float(np.median(x)) if len(x) else np.nan
+
+
+def summarize_point(results, pid):
+    s = timed_steps(results.steps[results.steps["point_id"] == pid])
+    r = results.ranks[results.ranks["point_id"] == pid]
+    row = {"point_id": pid, "timed_steps": len(s)}
+    # HPC convention: the median over timed steps is robust to a stray slow step; each step's
+    # time is already the slowest rank's.
+    for col, name in (("wall_s", "step_time_s"), ("samples_per_s", "samples_per_s"),
+                      ("tokens_per_s", "tokens_per_s"), ("mfu", "mfu")):
+        row[name] = _median(s[col]) if len(s) else np.nan
+    # Achieved model FLOP/s per rank, when the workload recorded its FLOPs per token.
+    fpt = results.scalar(pid, "model_flops_per_token")
+    world = float(results.points.set_index("point_id").loc[pid, "world_size"])
+    row["tflops_per_worker"] = (_median(s["tokens_per_s"].astype(float) * fpt / world / 1e12)
+                                if len(s) and np.isfinite(fpt) else np.nan)
+    final_eval = results.scalar(pid, "final_eval_loss")
+    # Only training steps carry a loss (inference records leave it 0).
+    trains = results.config.get(pid, {}).get("task") == "train"
+    row["final_loss"] = final_eval if np.isfinite(final_eval) else (
+        float(s["loss"].iloc[-1]) if len(s) and trains else np.nan)
+    row["accuracy"], row["accuracy_metric"] = np.nan, ""
+    for name in ACCURACY_SCALARS:
+        v = results.scalar(pid, name)
+        if np.isfinite(v):
+            row["accuracy"], row["accuracy_metric"] = v, name
+            break
+    for col in ("model_state_bytes", "peak_model_state_bytes", "peak_rss_bytes"):
+        row[col] = float(r[col].astype(float).max()) if len(r) else np.nan  # the fullest rank
+    model_bytes = results.scalar(pid, "model_bytes")
+    row["memory_bytes"] = model_bytes if np.isfinite(model_bytes) else row["peak_model_state_bytes"]
+    c = timed_comm(results, pid)
+    n = c["step"].nunique()
+    row["wire_bytes_per_step"] = float(c["wire_bytes"].astype(float).sum()) / n if n else np.nan
+    row["logical_bytes_per_step"] = float(c["logical_bytes"].astype(float).sum()) / n if n else np.nan
+    row["compression_ratio"] = (row["logical_bytes_per_step"] / row["wire_bytes_per_step"]
+                                if n and row["wire_bytes_per_step"] > 0 else np.nan)
+    return row
+
+
+def summarize(results):
+    """points x metrics for the points with status `done`, indexed by point_id."""
+    rows = [summarize_point(results, pid) for pid in results.done()["point_id"]]
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS).set_index("point_id")
+
+
+def query_summary(results):
+    """Per point and scenario: count, p50/p90/p99 latency (linear-interpolated percentiles)
+    and throughput = samples / (last completion - first issue)."""
+    q = results.queries[results.queries["point_id"].isin(results.done()["point_id"])]
+    rows = []
+    for (pid, scen), g in q.groupby(["point_id", "scenario"], sort=True):
+        lat = g["latency_s"].astype(float).to_numpy()
+        span = float((g["issue_s"] + g["latency_s"]).max() - g["issue_s"].min())
+        rows.append({"point_id": pid, "scenario": scen, "queries": len(g),
+                     "p50_ms": 1e3 * np.percentile(lat, 50), "p90_ms": 1e3 * np.percentile(lat, 90),
+                     "p99_ms": 1e3 * np.percentile(lat, 99),
+                     "samples_per_s": float(g["samples"].sum()) / span if span > 0 else np.nan})
+    return pd.DataFrame(rows, columns=["point_id", "scenario", "queries", "p50_ms", "p90_ms",
+                                       "p99_ms", "samples_per_s"])

@@ -1,0 +1,280 @@
+# Schema mirror: writes result files exactly as docs/HDF5_SCHEMA.md describes, with h5py,
+# so the analysis can be developed and tested before (and beside) the C++ writer.
+# The numbers are chosen so that every table value can be computed by hand (see test_*.py).
+import json
+import os
+
+import h5py
+import numpy as np
+
+STR = h5py.string_dtype()  # variable-length UTF-8, as the C++ writer stores strings
+
+STEP_FLOAT = ["wall_s", "forward_s", "backward_s", "optimizer_s", "comm_exposed_s",
+              "loss", "grad_norm", "tokens_per_s", "samples_per_s", "mfu"]
+RANK_U64 = ["param_bytes", "grad_bytes", "optim_bytes", "gathered_bytes", "model_state_bytes",
+            "peak_model_state_bytes", "peak_rss_bytes"]
+
+
+def _column(group, name, values, dtype):
+    # 1-D, chunked, extendible: the schema's rule for every dataset, empty ones included.
+    data = np.asarray(values, dtype=object if dtype is STR else dtype)
+    group.create_dataset(name, data=data, dtype=dtype, maxshape=(None,), chunks=(64,))
+
+
+def write_point(path, *, index, point_id, name, config, baseline_id="", reference=None,
+                status="done", failure_reason="", steps=(), ranks=(), comm=(), queries=(),
+                scalars=None, series=None, texts=None, suite="fixture"):
+    """Writes one point file. steps/ranks/comm/queries: sequences of dicts keyed like
+    harness/trace/records.h; missing step fields are 0."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with h5py.File(path, "w") as f:
+        a = f.attrs
+        a["schema_version"] = np.int64(1)
+        a["status"] = status
+        a["failure_reason"] = failure_reason
+        a["suite"] = suite
+        a["suite_file"] = f"suite/{suite}.toml"
+        a["suite_sha256"] = "0" * 64
+        a["point_index"] = np.int64(index)
+        a["point_id"] = point_id
+        a["point_name"] = name
+        a["baseline_id"] = baseline_id
+        a["config"] = json.dumps(config, sort_keys=True)
+        a["reference"] = json.dumps(reference or {}, sort_keys=True)
+        a["git_commit"] = "fixture"
+        a["shardbench_version"] = "0.1.0"
+        a["versions"] = json.dumps({"mpi": "fixture", "hdf5": h5py.version.hdf5_version})
+        world = int(config.get("world_size", 1))
+        a["hosts"] = json.dumps(["localhost"] * world)
+        a["world_size"] = np.int64(world)
+        a["threads_per_rank"] = np.int64(1)
+        for k in ("slurm_job_id", "slurm_array_job_id", "slurm_array_task_id"):
+            a[k] = ""
+        a["command_line"] = "make_fixture.py"
+        a["start_time"] = "2026-12-02T10:00:00Z"
+        a["end_time"] = "2026-12-02T10:01:00Z"
+        a["elapsed_s"] = np.float64(60.0)
+
+        g = f.create_group("steps")
+        _column(g, "step", [s.get("step", i) for i, s in enumerate(steps)], np.int64)
+        _column(g, "warmup", [int(s.get("warmup", False)) for s in steps], np.int8)
+        for c in STEP_FLOAT:
+            _column(g, c, [s.get(c, 0.0) for s in steps], np.float64)
+
+        g = f.create_group("ranks")
+        _column(g, "rank", [r["rank"] for r in ranks], np.int32)
+        _column(g, "host", [r.get("host", "localhost") for r in ranks], STR)
+        for c in RANK_U64:
+            _column(g, c, [r.get(c, 0) for r in ranks], np.uint64)
+
+        g = f.create_group("comm")
+        _column(g, "step", [e["step"] for e in comm], np.int64)
+        _column(g, "rank", [e["rank"] for e in comm], np.int32)
+        for c in ("op", "group", "kind"):
+            _column(g, c, [e[c] for e in comm], STR)
+        for c in ("logical_bytes", "wire_bytes"):
+            _column(g, c, [e[c] for e in comm], np.uint64)
+        for c in ("start_s", "duration_s"):
+            _column(g, c, [e.get(c, 0.0) for e in comm], np.float64)
+
+        g = f.create_group("queries")
+        _column(g, "scenario", [q["scenario"] for q in queries], STR)
+        _column(g, "query", [q["query"] for q in queries], np.int64)
+        _column(g, "issue_s", [q.get("issue_s", 0.0) for q in queries], np.float64)
+        _column(g, "latency_s", [q["latency_s"] for q in queries], np.float64)
+        _column(g, "samples", [q.get("samples", 1) for q in queries], np.int64)
+        _column(g, "tokens", [q.get("tokens", 0) for q in queries], np.int64)
+
+        g = f.create_group("scalars")
+        for k, v in (scalars or {}).items():
+            g.attrs[k] = np.float64(v)
+        g = f.create_group("series")
+        for k, v in (series or {}).items():
+            _column(g, k, v, np.float64)
+        g = f.create_group("texts")
+        for k, v in (texts or {}).items():
+            g.attrs[k] = v
+
+
+# ---- The fixture suite ------------------------------------------------------------------
+# Every figure below is referenced by a hand computation in the tests.
+
+def _train_steps(samples_per_s, seq_len, losses, wall_s=1.0, fwd=0.3, bwd=0.5, opt=0.1,
+                 exposed=0.05, warmup_first=True):
+    """One warm-up step (values that would distort every statistic: 1 sample/s, loss 99)
+    followed by one step per loss. samples/s go -1, +1, -1, ... around samples_per_s (0 for
+    an odd last step), so their median and mean over the timed steps are exactly samples_per_s."""
+    steps = []
+    if warmup_first:
+        steps.append(dict(step=0, warmup=True, wall_s=9.0, forward_s=3, backward_s=3,
+                          optimizer_s=1, comm_exposed_s=1, loss=99.0, samples_per_s=1.0,
+                          tokens_per_s=float(seq_len)))
+    paired = 2 * (len(losses) // 2)
+    for i, loss in enumerate(losses):
+        sps = samples_per_s + ((-1.0 if i % 2 == 0 else 1.0) if i < paired else 0.0)
+        steps.append(dict(step=len(steps), wall_s=wall_s, forward_s=fwd, backward_s=bwd,
+                          optimizer_s=opt, comm_exposed_s=exposed, loss=loss, grad_norm=1.0,
+                          samples_per_s=sps, tokens_per_s=sps * seq_len, mfu=0.4))
+    return steps
+
+
+def _ranks(world, param, grad, optim, gathered):
+    return [dict(rank=r, host="localhost", param_bytes=param, grad_bytes=grad,
+                 optim_bytes=optim, gathered_bytes=gathered,
+                 model_state_bytes=param + grad + optim,
+                 peak_model_state_bytes=param + grad + optim + gathered,
+                 peak_rss_bytes=10 * (param + grad + optim + gathered)) for r in range(world)]
+
+
+def _fsdp_comm(world, steps, gather_logical, gather_wire, rs_logical, rs_wire):
+    """Per step per rank: one parameter all-gather and one gradient reduce-scatter."""
+    ev = []
+    for s in steps:
+        for r in range(world):
+            ev.append(dict(step=s, rank=r, op="all_gather", group="world",
+                           kind="param_all_gather", logical_bytes=gather_logical,
+                           wire_bytes=gather_wire, start_s=0.0, duration_s=0.01))
+            ev.append(dict(step=s, rank=r, op="reduce_scatter", group="world",
+                           kind="grad_reduce_scatter", logical_bytes=rs_logical,
+                           wire_bytes=rs_wire, start_s=0.0, duration_s=0.02))
+    return ev
+
+
+def _cfg(**kw):
+    base = dict(model="gpt2-tiny", task="train", strategy="full_shard", compression="none",
+                quantization="none", attention="naive", dtype="fp32", world_size=2,
+                threads_per_rank=1, batch=8, seq_len=128, steps=6, warmup_steps=1, seed=1,
+                repetition=0)
+    base.update(kw)
+    return base
+
+
+# Alpha-beta ground truth of the micro point: t = alpha + beta * wire_bytes.
+ALPHA_BETA = {"all_reduce": (5e-6, 1e-10), "all_gather": (2e-6, 2e-10)}
+MICRO_SIZES = [1 << k for k in range(10, 25, 2)]  # 1 KiB .. 16 MiB
+
+
+def fixture_points():
+    """The fixture suite as (index, id, name, kwargs for write_point) in expansion order."""
+    P = []
+
+    def add(pid, name, config, **kw):
+        P.append((len(P), pid, name, dict(config=config, **kw)))
+
+    # Paper: BERT-Large inference, fp32 baseline vs int8-dynamic. Steps are batches.
+    inf = dict(model="bert-large", task="infer", strategy="no_shard", world_size=1, batch=8)
+    base_lat, opt_lat = [0.190, 0.180, 0.185], [0.044, 0.040, 0.042]
+
+    def infer_steps(lat):
+        return [dict(step=0, warmup=True, wall_s=2.0)] + \
+            [dict(step=i + 1, wall_s=w, samples_per_s=8 / w, tokens_per_s=8 * 128 / w)
+             for i, w in enumerate(lat)]
+
+    def queries(scale):
+        q = [dict(scenario="single-stream", query=i, issue_s=float(i), samples=1,
+                  latency_s=scale * (1 + i / 10.0)) for i in range(10)]
+        q += [dict(scenario="offline", query=i, issue_s=0.0, samples=8,
+                   latency_s=scale * 8 * (1 + i / 20.0)) for i in range(10)]
+        return q
+
+    add("a0000001", "bert-large/infer/none", _cfg(quantization="none", **inf),
+        reference={"latency_ms": 185, "memory_gb": 3.2},
+        steps=infer_steps(base_lat), ranks=_ranks(1, 1_340_000_000, 0, 0, 0),
+        queries=queries(0.02), scalars={"model_bytes": 1.34e9, "mlm_accuracy": 0.600})
+    add("a0000002", "bert-large/infer/int8-dynamic", _cfg(quantization="int8-dynamic", **inf),
+        baseline_id="a0000001",
+        reference={"latency_ms": 42, "memory_gb": 0.8, "accuracy_delta_pct": 0.5},
+        steps=infer_steps(opt_lat), ranks=_ranks(1, 402_000_000, 0, 0, 0),
+        queries=queries(0.005), scalars={"model_bytes": 0.402e9, "mlm_accuracy": 0.597})
+
+    # Paper: training throughput, baseline vs optimized, 4 repetitions each.
+    tr = dict(model="bert-large", task="train", world_size=2, steps=3)
+    for rep, sps in enumerate([30, 31, 32, 33]):
+        add(f"b00000{rep}0", f"bert-large/no_shard/rep{rep}",
+            _cfg(strategy="no_shard", repetition=rep, **tr),
+            baseline_id="", reference={"samples_per_s": 32},
+            steps=_train_steps(sps, 128, [3.0, 2.9, 2.8]), ranks=_ranks(2, 100, 100, 200, 0))
+    for rep, sps in enumerate([120, 122, 124, 126]):
+        add(f"b00000{rep}1", f"bert-large/full_shard/rep{rep}",
+            _cfg(strategy="full_shard", repetition=rep, **tr),
+            baseline_id=f"b00000{rep}0", reference={"samples_per_s": 124},
+            steps=_train_steps(sps, 128, [3.0, 2.9, 2.8]), ranks=_ranks(2, 50, 50, 100, 25))
+
+    # Compression policies on gpt2-tiny full_shard at 2 ranks (also the w2 scaling point).
+    loss_none = [4.0, 3.0, 2.5, 2.2, 2.1, 2.0]
+    loss_naive = [4.0, 3.1, 2.7, 2.4, 2.2, 2.1]
+    loss_hybrid = [4.0, 3.0, 2.5, 2.2, 2.1, 2.005]
+    flops = {"model_flops_per_token": 6e6}
+    comm_steps = range(1, 7)  # step 0 is the warm-up: its traffic is left out of per-step bytes
+    add("c0000000", "gpt2-tiny/full_shard/none/w2", _cfg(compression="none"),
+        steps=_train_steps(100, 128, loss_none), ranks=_ranks(2, 1000, 1000, 2000, 500),
+        comm=_fsdp_comm(2, range(0, 7), 4000, 4000, 4000, 4000), scalars=flops,
+        series={"eval_loss": [3.5, 2.6, 2.05]})
+    add("c0000001", "gpt2-tiny/full_shard/naive/w2", _cfg(compression="naive"),
+        baseline_id="c0000000",
+        reference={"tflops_gain_pct": 22.5, "samples_gain_pct": 23.6, "reached_baseline_loss": 0},
+        steps=_train_steps(123.6, 128, loss_naive), ranks=_ranks(2, 1000, 1000, 2000, 500),
+        comm=_fsdp_comm(2, range(0, 7), 4000, 1000, 4000, 1000), scalars=flops)
+    add("c0000002", "gpt2-tiny/full_shard/hybrid/w2", _cfg(compression="hybrid"),
+        baseline_id="c0000000",
+        reference={"tflops_gain_pct": 17.3, "samples_gain_pct": 12.7, "reached_baseline_loss": 1},
+        steps=_train_steps(112.7, 128, loss_hybrid), ranks=_ranks(2, 1000, 1000, 2000, 500),
+        comm=_fsdp_comm(2, range(0, 7), 4000, 2000, 4000, 400), scalars=flops)
+
+    # Scaling: full_shard at 1 and 4 ranks (2 ranks is c0000000), no_shard at 1 and 2.
+    add("d0000001", "gpt2-tiny/full_shard/none/w1", _cfg(world_size=1),
+        steps=_train_steps(55, 128, loss_none), ranks=_ranks(1, 2000, 2000, 4000, 0))
+    add("d0000004", "gpt2-tiny/full_shard/none/w4", _cfg(world_size=4),
+        steps=_train_steps(180, 128, loss_none), ranks=_ranks(4, 500, 500, 1000, 500))
+    add("e0000001", "gpt2-tiny/no_shard/none/w1", _cfg(strategy="no_shard", world_size=1),
+        steps=_train_steps(60, 128, loss_none), ranks=_ranks(1, 2000, 2000, 4000, 0))
+    add("e0000002", "gpt2-tiny/no_shard/none/w2", _cfg(strategy="no_shard", world_size=2),
+        steps=_train_steps(90, 128, loss_none), ranks=_ranks(2, 2000, 2000, 4000, 0))
+
+    # Micro-benchmark: collectives over sizes, durations exactly on the alpha-beta line.
+    ev = []
+    for op, (alpha, beta) in ALPHA_BETA.items():
+        for i, n in enumerate(MICRO_SIZES):
+            for r in range(2):
+                ev.append(dict(step=i, rank=r, op=op, group="world", kind="other",
+                               logical_bytes=n, wire_bytes=n, start_s=float(i),
+                               duration_s=alpha + beta * n))
+    add("f0000000", "micro/collectives/w2", _cfg(task="micro", model="none"), comm=ev)
+    return P
+
+
+def write_fixture(results_dir, with_problems=True):
+    """Writes the fixture suite under results_dir/points. with_problems adds a failed point,
+    a corrupt file, an unfinished .h5.tmp and leaves an index gap (a missing point)."""
+    pts = os.path.join(results_dir, "points")
+    os.makedirs(pts, exist_ok=True)
+    P = fixture_points()
+    for index, pid, name, kw in P:
+        write_point(os.path.join(pts, f"{index}-{pid}.h5"), index=index, point_id=pid,
+                    name=name, **kw)
+    if with_problems:
+        add_problems(results_dir, first_free_index=len(P))
+    return P
+
+
+def add_problems(results_dir, first_free_index):
+    """A failed point, a corrupt file, an unfinished write, and a gap of one index."""
+    pts = os.path.join(results_dir, "points")
+    i = first_free_index
+    write_point(os.path.join(pts, f"{i}-f0000bad.h5"), index=i, point_id="f0000bad",
+                name="gpt2-tiny/full_shard/none/w8", config=_cfg(world_size=8),
+                status="failed",
+                failure_reason="rank 3 on localhost: out of memory (workloads/fsdp/full_shard.cpp:88)")
+    with open(os.path.join(pts, f"{i + 1}-c0ffee00.h5"), "wb") as fh:
+        fh.write(b"\x89HDF\r\n\x1a\n" + b"\x00garbage" * 64)  # HDF5 magic, then nonsense
+    with open(os.path.join(pts, f"{i + 2}-7e3a0000.h5.tmp"), "wb") as fh:
+        fh.write(b"partial")
+    # index i + 3 is missing entirely; i + 4 exists so the gap is visible.
+    write_point(os.path.join(pts, f"{i + 4}-0dd00000.h5"), index=i + 4, point_id="0dd00000",
+                name="gpt2-tiny/full_shard/none/w3", config=_cfg(world_size=3),
+                steps=_train_steps(140, 128, [2.0, 1.9, 1.8]), ranks=_ranks(3, 700, 700, 1400, 300))
+
+
+if __name__ == "__main__":
+    import sys
+    write_fixture(sys.argv[1] if len(sys.argv) > 1 else "results/fixture")
