@@ -1,6 +1,7 @@
 # Each point against its baseline (baseline_id from the suite). Points that differ only in
 # the `repetition` config key form one group; a group's figure is the median of its members.
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -43,7 +44,8 @@ class Groups:
             self.of_point[pid] = k
             self.members.setdefault(k, []).append(pid)
         names = done.set_index("point_id")["point_name"]
-        self.name = {k: names[m[0]] for k, m in self.members.items()}
+        # Expansion names repetitions "<name>/r<k>"; a group is shown by the common name.
+        self.name = {k: re.sub(r"/r\d+$", "", names[m[0]]) for k, m in self.members.items()}
 
     def config(self, key):
         return json.loads(key)

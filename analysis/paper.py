@@ -124,6 +124,6 @@ def compression_tables(groups, summary):
                 "repetitions": len(groups.members[key])})
         c = json.loads(fam)
         title = (f"Compression policies: {c.get('model', '?')} {c.get('strategy', '?')} "
-                 f"on {c.get('world_size', '?')} ranks")
+                 f"on {c.get('world', '?')} ranks")
         out[title] = pd.DataFrame(rows)
     return out

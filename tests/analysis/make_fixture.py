@@ -44,7 +44,7 @@ def write_point(path, *, index, point_id, name, config, baseline_id="", referenc
         a["git_commit"] = "fixture"
         a["shardbench_version"] = "0.1.0"
         a["versions"] = json.dumps({"mpi": "fixture", "hdf5": h5py.version.hdf5_version})
-        world = int(config.get("world_size", 1))
+        world = int(config.get("world", 1))
         a["hosts"] = json.dumps(["localhost"] * world)
         a["world_size"] = np.int64(world)
         a["threads_per_rank"] = np.int64(1)
@@ -142,9 +142,8 @@ def _fsdp_comm(world, steps, gather_logical, gather_wire, rs_logical, rs_wire):
 
 def _cfg(**kw):
     base = dict(model="gpt2-tiny", task="train", strategy="full_shard", compression="none",
-                quantization="none", attention="naive", dtype="fp32", world_size=2,
-                threads_per_rank=1, batch=8, seq_len=128, steps=6, warmup_steps=1, seed=1,
-                repetition=0)
+                quantization="none", attention="naive", dtype="fp32", world=2, threads=1,
+                batch=8, seq=128, steps=6, warmup=1, seed=1, repetitions=1, repetition=0)
     base.update(kw)
     return base
 
@@ -162,7 +161,7 @@ def fixture_points():
         P.append((len(P), pid, name, dict(config=config, **kw)))
 
     # Paper: BERT-Large inference, fp32 baseline vs int8-dynamic. Steps are batches.
-    inf = dict(model="bert-large", task="infer", strategy="no_shard", world_size=1, batch=8)
+    inf = dict(model="bert-large", task="infer", strategy="no_shard", world=1, batch=8)
     base_lat, opt_lat = [0.190, 0.180, 0.185], [0.044, 0.040, 0.042]
 
     def infer_steps(lat):
@@ -188,14 +187,14 @@ def fixture_points():
         queries=queries(0.005), scalars={"model_bytes": 0.402e9, "mlm_accuracy": 0.597})
 
     # Paper: training throughput, baseline vs optimized, 4 repetitions each.
-    tr = dict(model="bert-large", task="train", world_size=2, steps=3)
+    tr = dict(model="bert-large", task="train", world=2, steps=4, repetitions=4)
     for rep, sps in enumerate([30, 31, 32, 33]):
-        add(f"b00000{rep}0", f"bert-large/no_shard/rep{rep}",
+        add(f"b00000{rep}0", f"bert-large/no_shard/r{rep}",
             _cfg(strategy="no_shard", repetition=rep, **tr),
             baseline_id="", reference={"samples_per_s": 32},
             steps=_train_steps(sps, 128, [3.0, 2.9, 2.8]), ranks=_ranks(2, 100, 100, 200, 0))
     for rep, sps in enumerate([120, 122, 124, 126]):
-        add(f"b00000{rep}1", f"bert-large/full_shard/rep{rep}",
+        add(f"b00000{rep}1", f"bert-large/full_shard/r{rep}",
             _cfg(strategy="full_shard", repetition=rep, **tr),
             baseline_id=f"b00000{rep}0", reference={"samples_per_s": 124},
             steps=_train_steps(sps, 128, [3.0, 2.9, 2.8]), ranks=_ranks(2, 50, 50, 100, 25))
@@ -222,13 +221,13 @@ def fixture_points():
         comm=_fsdp_comm(2, range(0, 7), 4000, 2000, 4000, 400), scalars=flops)
 
     # Scaling: full_shard at 1 and 4 ranks (2 ranks is c0000000), no_shard at 1 and 2.
-    add("d0000001", "gpt2-tiny/full_shard/none/w1", _cfg(world_size=1),
+    add("d0000001", "gpt2-tiny/full_shard/none/w1", _cfg(world=1),
         steps=_train_steps(55, 128, loss_none), ranks=_ranks(1, 2000, 2000, 4000, 0))
-    add("d0000004", "gpt2-tiny/full_shard/none/w4", _cfg(world_size=4),
+    add("d0000004", "gpt2-tiny/full_shard/none/w4", _cfg(world=4),
         steps=_train_steps(180, 128, loss_none), ranks=_ranks(4, 500, 500, 1000, 500))
-    add("e0000001", "gpt2-tiny/no_shard/none/w1", _cfg(strategy="no_shard", world_size=1),
+    add("e0000001", "gpt2-tiny/no_shard/none/w1", _cfg(strategy="no_shard", world=1),
         steps=_train_steps(60, 128, loss_none), ranks=_ranks(1, 2000, 2000, 4000, 0))
-    add("e0000002", "gpt2-tiny/no_shard/none/w2", _cfg(strategy="no_shard", world_size=2),
+    add("e0000002", "gpt2-tiny/no_shard/none/w2", _cfg(strategy="no_shard", world=2),
         steps=_train_steps(90, 128, loss_none), ranks=_ranks(2, 2000, 2000, 4000, 0))
 
     # Micro-benchmark: collectives over sizes, durations exactly on the alpha-beta line.
@@ -262,7 +261,7 @@ def add_problems(results_dir, first_free_index):
     pts = os.path.join(results_dir, "points")
     i = first_free_index
     write_point(os.path.join(pts, f"{i}-f0000bad.h5"), index=i, point_id="f0000bad",
-                name="gpt2-tiny/full_shard/none/w8", config=_cfg(world_size=8),
+                name="gpt2-tiny/full_shard/none/w8", config=_cfg(world=8),
                 status="failed",
                 failure_reason="rank 3 on localhost: out of memory (workloads/fsdp/full_shard.cpp:88)")
     with open(os.path.join(pts, f"{i + 1}-c0ffee00.h5"), "wb") as fh:
@@ -271,7 +270,7 @@ def add_problems(results_dir, first_free_index):
         fh.write(b"partial")
     # index i + 3 is missing entirely; i + 4 exists so the gap is visible.
     write_point(os.path.join(pts, f"{i + 4}-0dd00000.h5"), index=i + 4, point_id="0dd00000",
-                name="gpt2-tiny/full_shard/none/w3", config=_cfg(world_size=3),
+                name="gpt2-tiny/full_shard/none/w3", config=_cfg(world=3),
                 steps=_train_steps(140, 128, [2.0, 1.9, 1.8]), ranks=_ranks(3, 700, 700, 1400, 300))
 
 

@@ -1,0 +1,148 @@
+# The report: /usr/bin/python3 -m analysis.report RESULTS [--out DIR]. Writes report.md, a
+# self-contained report.html, tables/*.csv and plots/*.png. Partial results are reported,
+# never fatal (docs/REPORTS.md).
+import argparse
+import datetime
+import os
+import re
+import sys
+
+import pandas as pd
+
+from analysis import paper, render
+from analysis.compare import Groups, compare
+from analysis.load import load_results
+from analysis.metrics import query_summary, summarize
+from analysis.plots import alpha_beta_fits, make_plots
+
+
+def slug(title):
+    return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")
+
+
+def build(results_dir, out_dir):
+    """Loads, analyses and writes everything. Returns a dict of what was written."""
+    res = load_results(results_dir)
+    summary = summarize(res)
+    groups = Groups(res)
+    comparisons = compare(res, summary, groups)
+    seed = paper.seed_tables(groups, summary)
+    compression = paper.compression_tables(groups, summary)
+    queries = query_summary(res)
+    _, fits = alpha_beta_fits(res)
+    names = res.points.set_index("point_id")["point_name"] if len(res.points) else pd.Series(dtype=str)
+
+    tables_dir, plots_dir = os.path.join(out_dir, "tables"), os.path.join(out_dir, "plots")
+    os.makedirs(tables_dir, exist_ok=True)
+    plots = make_plots(res, summary, groups, plots_dir)
+
+    metrics = summary.reset_index()
+    metrics.insert(1, "point_name", metrics["point_id"].map(names))
+    csv = {
+        "points": res.points, "metrics": metrics, "comparisons": comparisons,
+        "problems": res.problems, "steps": res.steps, "ranks": res.ranks, "comm": res.comm,
+        "queries": res.queries, "query_summary": queries, "scalars": res.scalars,
+        "series": res.series, "alpha_beta": fits,
+    }
+    csv.update({"paper_" + slug(t): df for t, df in seed.items()})
+    csv.update({slug(t): df for t, df in compression.items()})
+    for name, df in csv.items():
+        df.to_csv(os.path.join(tables_dir, name + ".csv"), index=False)
+
+    blocks = _blocks(res, results_dir, metrics, comparisons, seed, compression, queries, fits,
+                     plots, sorted(csv))
+    title = "shardbench report"
+    with open(os.path.join(out_dir, "report.md"), "w") as fh:
+        fh.write(render.to_markdown(blocks, "plots"))
+    with open(os.path.join(out_dir, "report.html"), "w") as fh:
+        fh.write(render.to_html(blocks, title))
+    return {"results": res, "plots": plots, "tables": csv, "out": out_dir}
+
+
+def _blocks(res, results_dir, metrics, comparisons, seed, compression, queries, fits, plots,
+            csv_names):
+    suites = ", ".join(sorted(set(res.points["suite"]))) if len(res.points) else "(none)"
+    done = len(res.done())
+    B = [("h1", f"shardbench report: {suites}"),
+         ("p", f"Results: {os.path.abspath(results_dir)}. Generated "
+               f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC. "
+               f"{len(res.points)} readable point files, {done} done, "
+               f"{len(res.problems)} problems.")]
+
+    B.append(("h2", "Problems: failed, incomplete, unreadable and missing points"))
+    if len(res.problems):
+        B.append(("table", res.problems))
+    else:
+        B.append(("p", "None: every point has a complete result."))
+
+    B.append(("h2", "The paper's tables"))
+    if seed:
+        B.append(("p", "Paper figures are the suite's reference values; ours are medians over "
+                       "repetitions (docs/REPORTS.md says which points form each table)."))
+        for t, df in seed.items():
+            B += [("h3", t), ("table", df)]
+    else:
+        B.append(("p", "No done point carries the paper's reference figures (latency_ms, "
+                       "memory_gb, samples_per_s, accuracy_delta_pct) with a baseline."))
+    if compression:
+        for t, df in compression.items():
+            B += [("h3", t), ("table", df)]
+    else:
+        B.append(("p", "No hybrid-compression table: no training points that differ only in "
+                       "the compression policy and include `none`."))
+
+    B.append(("h2", "Comparisons against baselines"))
+    if len(comparisons):
+        shown = comparisons[["group", "baseline", "metric", "n", "median", "min", "max",
+                             "baseline_n", "baseline_median", "ratio", "pct", "p", "warning"]]
+        B += [("p", "ratio = median / baseline median; pct = (ratio - 1) x 100; p: two-sided "
+                    "Mann-Whitney U over repetitions."), ("table", shown)]
+    else:
+        B.append(("p", "No point names a baseline with a done result."))
+
+    B.append(("h2", "Per-point metrics (medians over timed steps)"))
+    B.append(("table", metrics.drop(columns=["point_id"])) if len(metrics) else
+             ("p", "No done points."))
+    if len(queries):
+        B += [("h2", "Inference query latency by scenario"), ("table", queries)]
+    if len(fits):
+        B += [("h2", "Alpha-beta fits of collective time (t = alpha + beta x bytes)"),
+              ("table", fits)]
+
+    B.append(("h2", "Plots"))
+    for p in plots:
+        if p["path"]:
+            B.append(("img", p["path"], p["caption"]))
+        else:
+            B.append(("p", f"Skipped: {p['caption']}: {p['note']}."))
+    B += [("h2", "Tables as CSV"), ("p", ", ".join(f"tables/{n}.csv" for n in csv_names))]
+    return B
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m analysis.report",
+                                 description="Comparison report, paper tables and plots from "
+                                             "a shardbench results folder.")
+    ap.add_argument("results", help="results folder (holds points/)")
+    ap.add_argument("--out", help="output folder (default RESULTS/report)")
+    a = ap.parse_args(argv)
+    if not os.path.isdir(a.results):
+        print(f"analysis.report: {a.results}: no such results folder", file=sys.stderr)
+        return 2
+    out = a.out or os.path.join(a.results, "report")
+    r = build(a.results, out)
+    res = r["results"]
+    print(f"{len(res.points)} point files read, {len(res.done())} done, "
+          f"{len(res.problems)} problems")
+    for _, p in res.problems.iterrows():
+        print(f"  {p['kind']}: {p['file'] or p['point_id'] or 'index ' + str(p['point_index'])}: "
+              f"{p['reason']}")
+    for p in r["plots"]:
+        if not p["path"]:
+            print(f"  plot skipped: {p['stem']}: {p['note']}")
+    print(f"wrote {os.path.join(out, 'report.md')}, {os.path.join(out, 'report.html')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
