@@ -127,8 +127,12 @@ def _ranks(world, param, grad, optim, gathered):
 
 
 def _fsdp_comm(world, steps, gather_logical, gather_wire, rs_logical, rs_wire):
-    """Per step per rank: one parameter all-gather and one gradient reduce-scatter."""
-    ev = []
+    """Per step per rank: one parameter all-gather and one gradient reduce-scatter; step 0
+    (the warm-up) also broadcasts 1 MB of initial parameters, which per-step figures of timed
+    steps must leave out."""
+    ev = [dict(step=0, rank=r, op="broadcast", group="world", kind="other",
+               logical_bytes=1_000_000, wire_bytes=1_000_000, start_s=0.0, duration_s=0.1)
+          for r in range(world)]
     for s in steps:
         for r in range(world):
             ev.append(dict(step=s, rank=r, op="all_gather", group="world",

@@ -1,0 +1,88 @@
+# The paper's tables: shape (columns in the paper's order, our figures beside the paper's)
+# and numbers computed by hand from make_fixture.py.
+import pytest
+
+from analysis import paper
+from analysis.compare import Groups
+from analysis.load import load_results
+from analysis.metrics import summarize
+
+approx = pytest.approx
+
+
+@pytest.fixture(scope="module")
+def tables(mirror):
+    r = load_results(mirror)
+    s, g = summarize(r), Groups(r)
+    return paper.seed_tables(g, s), paper.compression_tables(g, s)
+
+
+def test_seed_tables_shape(tables):
+    seed, _ = tables
+    assert list(seed) == ["Inference latency per batch", "Memory footprint",
+                          "Training throughput", "Model accuracy"]
+    assert list(seed["Inference latency per batch"].columns) == [
+        "comparison", "paper baseline (ms)", "paper optimized (ms)", "paper reduction (%)",
+        "ours baseline (ms)", "ours optimized (ms)", "ours reduction (%)", "repetitions"]
+    assert list(seed["Training throughput"].columns) == [
+        "comparison", "paper baseline (samples/s)", "paper optimized (samples/s)",
+        "paper factor (x)", "ours baseline (samples/s)", "ours optimized (samples/s)",
+        "ours factor (x)", "repetitions"]
+    assert list(seed["Model accuracy"].columns) == [
+        "comparison", "metric", "paper: within (%) of baseline", "ours baseline",
+        "ours optimized", "ours: within (%) of baseline"]
+
+
+def test_latency_table(tables):
+    row = tables[0]["Inference latency per batch"].iloc[0]
+    assert row["comparison"] == "bert-large: quantization: none -> int8-dynamic"
+    assert (row["paper baseline (ms)"], row["paper optimized (ms)"]) == (185, 42)
+    assert row["paper reduction (%)"] == approx((185 - 42) / 185 * 100)  # the seed's 77%
+    # Medians of the timed batches: 0.185 s and 0.042 s.
+    assert row["ours baseline (ms)"] == approx(185.0)
+    assert row["ours optimized (ms)"] == approx(42.0)
+    assert row["ours reduction (%)"] == approx((185 - 42) / 185 * 100)
+
+
+def test_memory_table(tables):
+    row = tables[0]["Memory footprint"].iloc[0]
+    assert (row["paper baseline (GB)"], row["paper optimized (GB)"]) == (3.2, 0.8)
+    assert row["paper reduction (%)"] == approx(75.0)
+    # model_bytes 1.34e9 and 0.402e9 in GB (1e9 bytes).
+    assert (row["ours baseline (GB)"], row["ours optimized (GB)"]) == (approx(1.34), approx(0.402))
+    assert row["ours reduction (%)"] == approx(70.0)
+
+
+def test_throughput_table_uses_repetition_medians(tables):
+    row = tables[0]["Training throughput"].iloc[0]
+    assert row["comparison"] == "bert-large: strategy: no_shard -> full_shard"
+    assert row["paper factor (x)"] == approx(124 / 32)  # the seed's 3.9x
+    assert row["ours baseline (samples/s)"] == approx(31.5)   # median of 30, 31, 32, 33
+    assert row["ours optimized (samples/s)"] == approx(123.0)  # median of 120 .. 126
+    assert row["ours factor (x)"] == approx(123 / 31.5)
+    assert row["repetitions"] == 4
+
+
+def test_accuracy_table(tables):
+    row = tables[0]["Model accuracy"].iloc[0]
+    assert row["metric"] == "mlm_accuracy"
+    assert row["paper: within (%) of baseline"] == 0.5
+    assert row["ours: within (%) of baseline"] == approx(abs(0.597 - 0.600) / 0.600 * 100)
+
+
+def test_hybrid_compression_table(tables):
+    _, comp = tables
+    assert list(comp) == ["Compression policies: gpt2-tiny full_shard on 2 ranks"]
+    t = comp["Compression policies: gpt2-tiny full_shard on 2 ranks"]
+    assert list(t.columns) == [
+        "policy", "TFLOPS per worker", "samples/s", "TFLOPS vs none (%)",
+        "samples/s vs none (%)", "paper TFLOPS vs none (%)", "paper samples/s vs none (%)",
+        "final loss", "reached baseline loss", "paper reached baseline loss", "repetitions"]
+    assert list(t["policy"]) == ["none", "naive", "hybrid"]
+    tf = 128 * 6e6 / 2 / 1e12  # TFLOPS per worker per sample/s
+    assert list(t["TFLOPS per worker"]) == [approx(100 * tf), approx(123.6 * tf), approx(112.7 * tf)]
+    assert list(t["samples/s vs none (%)"]) == [approx(0), approx(23.6), approx(12.7)]
+    assert list(t["paper TFLOPS vs none (%)"])[1:] == [22.5, 17.3]
+    # Final losses 2.0 (none), 2.1 (naive: 5% above), 2.005 (hybrid: 0.25%, within 0.5%).
+    assert list(t["reached baseline loss"]) == ["yes", "no", "yes"]
+    assert list(t["paper reached baseline loss"]) == ["", "no", "yes"]
