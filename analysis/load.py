@@ -63,7 +63,12 @@ def _read_column(ds):
 
 
 def _read_group(f, group, pid):
+    if group not in f:
+        raise ValueError(f"/{group}: group missing (docs/HDF5_SCHEMA.md: always present)")
     g = f[group]
+    absent = [c for c in GROUP_COLUMNS[group] if c not in g]
+    if absent:
+        raise ValueError(f"/{group}: datasets missing: {', '.join(absent)}")
     cols = {c: _read_column(g[c]) for c in GROUP_COLUMNS[group]}
     lengths = {len(v) for v in cols.values()}
     if len(lengths) > 1:
@@ -92,6 +97,9 @@ def read_point(path):
         config = json.loads(_text(a["config"]))
         reference = json.loads(_text(a["reference"]) or "{}")
         tables = {g: _read_group(f, g, pid) for g in GROUP_COLUMNS}
+        for g in ("scalars", "series", "texts"):
+            if g not in f:
+                raise ValueError(f"/{g}: group missing (docs/HDF5_SCHEMA.md: always present)")
         scalars = [(pid, k, float(v)) for k, v in f["scalars"].attrs.items()]
         series = [(pid, k, i, float(x)) for k, ds in f["series"].items()
                   for i, x in enumerate(ds[()])]
@@ -103,6 +111,8 @@ def load_results(root):
     """Loads root/points. Returns Results; problems lists failed, incomplete, unreadable,
     unfinished (.h5.tmp) and missing points (index gaps, baselines without a file)."""
     pdir = os.path.join(root, "points")
+    if not os.path.isdir(pdir) and os.path.isdir(root):
+        pdir = root  # RESULTS/points itself was given
     names = sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []
     problems, rows, configs, refs = [], [], {}, {}
     tables = {g: [] for g in GROUP_COLUMNS}

@@ -93,3 +93,22 @@ def test_empty_results_load(tmp_path, make):
         (tmp_path / "points").mkdir()
     r = load_results(str(tmp_path))
     assert len(r.points) == 0 and len(r.problems) == 0 and len(r.steps) == 0
+
+
+def test_missing_dataset_is_named(tmp_path):
+    path = str(tmp_path / "points" / "0-aaaa.h5")
+    make_fixture.write_point(path, index=0, point_id="aaaa", name="p", config=make_fixture._cfg())
+    with h5py.File(path, "r+") as f:
+        del f["comm/wire_bytes"]
+    r = load_results(str(tmp_path))
+    assert r.problems.iloc[0]["reason"] == "ValueError: /comm: datasets missing: wire_bytes"
+
+
+def test_incomplete_point_is_listed_and_not_measured(tmp_path):
+    make_fixture.write_point(str(tmp_path / "points" / "0-aaaa.h5"), index=0, point_id="aaaa",
+                             name="p", config=make_fixture._cfg(), status="incomplete",
+                             failure_reason="stopped by SIGTERM after step 3")
+    r = load_results(str(tmp_path / "points"))  # the points folder itself works too
+    assert list(r.problems[["kind", "reason"]].itertuples(index=False, name=None)) == \
+        [("incomplete", "stopped by SIGTERM after step 3")]
+    assert len(r.done()) == 0
