@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 
 SCHEMA_VERSION = 1
-FILE_RE = re.compile(r"^(\d+)-([^.]+)\.h5(\.tmp)?$")
+# <index>-<id>.h5, or while being written <index>-<id>.h5.tmp (the schema's name) or
+# <index>-<id>.h5.tmp.<pid> (the C++ writer's per-process name).
+FILE_RE = re.compile(r"^(\d+)-([^.]+)\.h5(\.tmp(?:\.\d+)?)?$")
 
 # Columns of each per-record group, in schema order (an absent dataset is an error: the
 # schema says every group is present, with zero-length datasets when it has no records).
@@ -109,7 +111,7 @@ def read_point(path):
 
 def load_results(root):
     """Loads root/points. Returns Results; problems lists failed, incomplete, unreadable,
-    unfinished (.h5.tmp) and missing points (index gaps, baselines without a file)."""
+    unfinished (.h5.tmp[.pid]) and missing points (index gaps, baselines without a file)."""
     pdir = os.path.join(root, "points")
     if not os.path.isdir(pdir) and os.path.isdir(root):
         pdir = root  # RESULTS/points itself was given
@@ -129,7 +131,7 @@ def load_results(root):
         if tmp:
             # A rerun may be rewriting a point whose older final file still exists: only a
             # temporary file without a final one means the point has no result yet.
-            if name[:-4] not in final_names:
+            if name[:name.index(".h5") + 3] not in final_names:
                 problems.append((index, pid, name, "unfinished",
                                  "temporary file only: the write never completed"))
             continue

@@ -38,6 +38,7 @@ def build(results_dir, out_dir):
 
     metrics = summary.reset_index()
     metrics.insert(1, "point_name", metrics["point_id"].map(names))
+    queries.insert(1, "point_name", queries["point_id"].map(names))
     csv = {
         "points": res.points, "metrics": metrics, "comparisons": comparisons,
         "problems": res.problems, "steps": res.steps, "ranks": res.ranks, "comm": res.comm,
@@ -104,7 +105,8 @@ def _blocks(res, results_dir, metrics, comparisons, seed, compression, queries, 
     B.append(("table", metrics.drop(columns=["point_id"])) if len(metrics) else
              ("p", "No done points."))
     if len(queries):
-        B += [("h2", "Inference query latency by scenario"), ("table", queries)]
+        B += [("h2", "Inference query latency by scenario"),
+              ("table", queries.drop(columns=["point_id"]))]
     if len(fits):
         B += [("h2", "Alpha-beta fits of collective time (t = alpha + beta x bytes)"),
               ("table", fits)]

@@ -1,7 +1,9 @@
-# Fixtures of the analysis tests. `mirror` is the h5py schema mirror (make_fixture.py), whose
-# numbers the tests check by hand. `results` is what the C++ writer produces: when
-# SB_SHARDBENCH_BIN names the built shardbench (or the test binary shardbench_probe), a tiny
-# real sweep runs inside the test session; without it, the mirror stands in.
+# Fixtures of the analysis tests.
+# `fixture_dir`: the fixture suite of make_fixture.py, whose numbers the tests check by hand,
+#   written through the real C++ writer (the test program analysis_fixture_writer, named by
+#   SB_FIXTURE_WRITER; ctest sets it) or, when that is not built, with the h5py schema mirror.
+# `results`: a tiny real sweep when SB_SHARDBENCH_BIN names the built shardbench (or the test
+#   binary shardbench_probe), with problems added beside it; else fixture_dir.
 import os
 import shutil
 import subprocess
@@ -20,9 +22,9 @@ PROBE_SUITE = os.environ.get("SB_PROBE_SUITE", os.path.join(HERE, "probe_suite.t
 
 
 @pytest.fixture(scope="session")
-def mirror(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("mirror"))
-    make_fixture.write_fixture(d, with_problems=True)
+def fixture_dir(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("fixture"))
+    make_fixture.write_fixture(d, with_problems=True, writer=os.environ.get("SB_FIXTURE_WRITER"))
     return d
 
 
@@ -54,7 +56,7 @@ def _add_problems_to_real(out):
         f.attrs["baseline_id"] = ""
     with open(os.path.join(pts, f"{top + 2}-c0ffee00.h5"), "wb") as fh:
         fh.write(b"\x89HDF\r\n\x1a\n" + b"\x00garbage" * 64)
-    with open(os.path.join(pts, f"{top + 3}-7e3a0000.h5.tmp"), "wb") as fh:
+    with open(os.path.join(pts, f"{top + 3}-7e3a0000.h5.tmp.4242"), "wb") as fh:
         fh.write(b"partial")
     # top + 4 missing; top + 5 exists so that the gap shows.
     shutil.copyfile(os.path.join(pts, files[0]), os.path.join(pts, f"{top + 5}-0dd00000.h5"))
@@ -64,11 +66,11 @@ def _add_problems_to_real(out):
 
 
 @pytest.fixture(scope="session")
-def results(tmp_path_factory, mirror):
-    """(folder, source): the C++ writer's files when SB_SHARDBENCH_BIN is set, else the mirror."""
+def results(tmp_path_factory, fixture_dir):
+    """(folder, source): a real sweep's files when SB_SHARDBENCH_BIN is set, else fixture_dir."""
     binary = os.environ.get("SB_SHARDBENCH_BIN")
     if not binary:
-        return mirror, "mirror"
+        return fixture_dir, "fixture"
     out = str(tmp_path_factory.mktemp("real"))
     _sweep(binary, out)
     _add_problems_to_real(out)

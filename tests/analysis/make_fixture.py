@@ -1,8 +1,10 @@
-# Schema mirror: writes result files exactly as docs/HDF5_SCHEMA.md describes, with h5py,
-# so the analysis can be developed and tested before (and beside) the C++ writer.
+# The analysis fixture: a suite of points described as data, written either through the C++
+# writer (the test program analysis_fixture_writer) or with h5py as a schema mirror of
+# docs/HDF5_SCHEMA.md (when the C++ side is not built).
 # The numbers are chosen so that every table value can be computed by hand (see test_*.py).
 import json
 import os
+import subprocess
 
 import h5py
 import numpy as np
@@ -21,79 +23,101 @@ def _column(group, name, values, dtype):
     group.create_dataset(name, data=data, dtype=dtype, maxshape=(None,), chunks=(64,))
 
 
-def write_point(path, *, index, point_id, name, config, baseline_id="", reference=None,
-                status="done", failure_reason="", steps=(), ranks=(), comm=(), queries=(),
-                scalars=None, series=None, texts=None, suite="fixture"):
-    """Writes one point file. steps/ranks/comm/queries: sequences of dicts keyed like
-    harness/trace/records.h; missing step fields are 0."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with h5py.File(path, "w") as f:
-        a = f.attrs
-        a["schema_version"] = np.int64(1)
-        a["status"] = status
-        a["failure_reason"] = failure_reason
-        a["suite"] = suite
-        a["suite_file"] = f"suite/{suite}.toml"
-        a["suite_sha256"] = "0" * 64
-        a["point_index"] = np.int64(index)
-        a["point_id"] = point_id
-        a["point_name"] = name
-        a["baseline_id"] = baseline_id
-        a["config"] = json.dumps(config, sort_keys=True)
-        a["reference"] = json.dumps(reference or {}, sort_keys=True)
-        a["git_commit"] = "fixture"
-        a["shardbench_version"] = "0.1.0"
-        a["versions"] = json.dumps({"mpi": "fixture", "hdf5": h5py.version.hdf5_version})
-        world = int(config.get("world", 1))
-        a["hosts"] = json.dumps(["localhost"] * world)
-        a["world_size"] = np.int64(world)
-        a["threads_per_rank"] = np.int64(1)
-        for k in ("slurm_job_id", "slurm_array_job_id", "slurm_array_task_id"):
-            a[k] = ""
-        a["command_line"] = "make_fixture.py"
-        a["start_time"] = "2026-12-02T10:00:00Z"
-        a["end_time"] = "2026-12-02T10:01:00Z"
-        a["elapsed_s"] = np.float64(60.0)
+def point_record(path, *, index, point_id, name, config, baseline_id="", reference=None,
+                 status="done", failure_reason="", steps=(), ranks=(), comm=(), queries=(),
+                 scalars=None, series=None, texts=None, suite="fixture"):
+    """One point as plain data: root attributes and complete records (every field of
+    harness/trace/records.h present; omitted step fields are 0). Either writer takes it."""
+    world = int(config.get("world", 1))
+    meta = dict(
+        status=status, failure_reason=failure_reason, suite=suite,
+        suite_file=f"suite/{suite}.toml", suite_sha256="0" * 64, point_index=index,
+        point_id=point_id, point_name=name, baseline_id=baseline_id,
+        config=json.dumps(config, sort_keys=True), reference=json.dumps(reference or {}),
+        git_commit="fixture", shardbench_version="0.1.0",
+        versions=json.dumps({"hdf5": h5py.version.hdf5_version}),
+        hosts=json.dumps(["localhost"] * world), world_size=world, threads_per_rank=1,
+        slurm_job_id="", slurm_array_job_id="", slurm_array_task_id="",
+        command_line="make_fixture.py", start_time="2026-12-02T10:00:00Z",
+        end_time="2026-12-02T10:01:00Z", elapsed_s=60.0)
+    return dict(
+        path=path, meta=meta,
+        steps=[dict(step=s.get("step", i), warmup=int(s.get("warmup", False)),
+                    **{c: float(s.get(c, 0.0)) for c in STEP_FLOAT}) for i, s in enumerate(steps)],
+        ranks=[dict(rank=r["rank"], host=r.get("host", "localhost"),
+                    **{c: int(r.get(c, 0)) for c in RANK_U64}) for r in ranks],
+        comm=[dict(step=e["step"], rank=e["rank"], op=e["op"], group=e["group"], kind=e["kind"],
+                   logical_bytes=int(e["logical_bytes"]), wire_bytes=int(e["wire_bytes"]),
+                   start_s=float(e.get("start_s", 0.0)), duration_s=float(e.get("duration_s", 0.0)))
+              for e in comm],
+        queries=[dict(scenario=q["scenario"], query=q["query"], issue_s=float(q.get("issue_s", 0.0)),
+                      latency_s=float(q["latency_s"]), samples=int(q.get("samples", 1)),
+                      tokens=int(q.get("tokens", 0))) for q in queries],
+        scalars={k: float(v) for k, v in (scalars or {}).items()},
+        series={k: [float(x) for x in v] for k, v in (series or {}).items()},
+        texts=dict(texts or {}))
 
-        g = f.create_group("steps")
-        _column(g, "step", [s.get("step", i) for i, s in enumerate(steps)], np.int64)
-        _column(g, "warmup", [int(s.get("warmup", False)) for s in steps], np.int8)
-        for c in STEP_FLOAT:
-            _column(g, c, [s.get(c, 0.0) for s in steps], np.float64)
 
-        g = f.create_group("ranks")
-        _column(g, "rank", [r["rank"] for r in ranks], np.int32)
-        _column(g, "host", [r.get("host", "localhost") for r in ranks], STR)
-        for c in RANK_U64:
-            _column(g, c, [r.get(c, 0) for r in ranks], np.uint64)
+def write_h5(rec):
+    """The h5py schema mirror of the C++ writer (harness/trace/hdf5_sink.cpp)."""
+    os.makedirs(os.path.dirname(rec["path"]), exist_ok=True)
+    with h5py.File(rec["path"], "w") as f:
+        m = rec["meta"]
+        for k, v in m.items():
+            if isinstance(v, str):
+                f.attrs[k] = v
+            elif isinstance(v, float):
+                f.attrs[k] = np.float64(v)
+            else:
+                f.attrs[k] = np.int64(v)
+        f.attrs["schema_version"] = np.int64(1)
 
-        g = f.create_group("comm")
-        _column(g, "step", [e["step"] for e in comm], np.int64)
-        _column(g, "rank", [e["rank"] for e in comm], np.int32)
-        for c in ("op", "group", "kind"):
-            _column(g, c, [e[c] for e in comm], STR)
-        for c in ("logical_bytes", "wire_bytes"):
-            _column(g, c, [e[c] for e in comm], np.uint64)
-        for c in ("start_s", "duration_s"):
-            _column(g, c, [e.get(c, 0.0) for e in comm], np.float64)
+        def cols(gname, rows, spec):
+            g = f.create_group(gname)
+            for col, dtype in spec:
+                _column(g, col, [r[col] for r in rows], dtype)
 
-        g = f.create_group("queries")
-        _column(g, "scenario", [q["scenario"] for q in queries], STR)
-        _column(g, "query", [q["query"] for q in queries], np.int64)
-        _column(g, "issue_s", [q.get("issue_s", 0.0) for q in queries], np.float64)
-        _column(g, "latency_s", [q["latency_s"] for q in queries], np.float64)
-        _column(g, "samples", [q.get("samples", 1) for q in queries], np.int64)
-        _column(g, "tokens", [q.get("tokens", 0) for q in queries], np.int64)
-
+        cols("steps", rec["steps"], [("step", np.int64), ("warmup", np.int8)] +
+             [(c, np.float64) for c in STEP_FLOAT])
+        cols("ranks", rec["ranks"], [("rank", np.int32), ("host", STR)] +
+             [(c, np.uint64) for c in RANK_U64])
+        cols("comm", rec["comm"], [("step", np.int64), ("rank", np.int32), ("op", STR),
+                                   ("group", STR), ("kind", STR), ("logical_bytes", np.uint64),
+                                   ("wire_bytes", np.uint64), ("start_s", np.float64),
+                                   ("duration_s", np.float64)])
+        cols("queries", rec["queries"], [("scenario", STR), ("query", np.int64),
+                                         ("issue_s", np.float64), ("latency_s", np.float64),
+                                         ("samples", np.int64), ("tokens", np.int64)])
         g = f.create_group("scalars")
-        for k, v in (scalars or {}).items():
+        for k, v in rec["scalars"].items():
             g.attrs[k] = np.float64(v)
         g = f.create_group("series")
-        for k, v in (series or {}).items():
+        for k, v in rec["series"].items():
             _column(g, k, v, np.float64)
         g = f.create_group("texts")
-        for k, v in (texts or {}).items():
+        for k, v in rec["texts"].items():
             g.attrs[k] = v
+
+
+def write_point(path, **kw):
+    """Writes one point file with h5py (keyword arguments of point_record)."""
+    write_h5(point_record(path, **kw))
+
+
+def write_records(records, writer=None, json_path=None):
+    """Writes point records with h5py, or, given the path of the C++ test program
+    analysis_fixture_writer, through the real writer (sb::write_result_hdf5)."""
+    if not writer:
+        for rec in records:
+            write_h5(rec)
+        return
+    for rec in records:
+        os.makedirs(os.path.dirname(rec["path"]), exist_ok=True)
+    with open(json_path, "w") as fh:
+        json.dump({"points": records}, fh)
+    proc = subprocess.run([writer, json_path], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{writer} {json_path} failed ({proc.returncode}): {proc.stderr}")
 
 
 # ---- The fixture suite ------------------------------------------------------------------
@@ -246,36 +270,41 @@ def fixture_points():
     return P
 
 
-def write_fixture(results_dir, with_problems=True):
-    """Writes the fixture suite under results_dir/points. with_problems adds a failed point,
-    a corrupt file, an unfinished .h5.tmp and leaves an index gap (a missing point)."""
+def write_fixture(results_dir, with_problems=True, writer=None):
+    """Writes the fixture suite under results_dir/points, with h5py or (writer given) the
+    C++ writer. with_problems adds a failed point, a corrupt file, an unfinished write and
+    an index gap (a missing point)."""
     pts = os.path.join(results_dir, "points")
     os.makedirs(pts, exist_ok=True)
     P = fixture_points()
-    for index, pid, name, kw in P:
-        write_point(os.path.join(pts, f"{index}-{pid}.h5"), index=index, point_id=pid,
-                    name=name, **kw)
+    recs = [point_record(os.path.join(pts, f"{i}-{pid}.h5"), index=i, point_id=pid, name=name, **kw)
+            for i, pid, name, kw in P]
     if with_problems:
-        add_problems(results_dir, first_free_index=len(P))
+        recs += problem_records(pts, len(P))
+    write_records(recs, writer, os.path.join(results_dir, "fixture.json"))
+    if with_problems:
+        i = len(P)
+        with open(os.path.join(pts, f"{i + 1}-c0ffee00.h5"), "wb") as fh:
+            fh.write(b"\x89HDF\r\n\x1a\n" + b"\x00garbage" * 64)  # HDF5 magic, then nonsense
+        # The C++ writer's temporary name: <final name>.tmp.<pid>.
+        with open(os.path.join(pts, f"{i + 2}-7e3a0000.h5.tmp.4242"), "wb") as fh:
+            fh.write(b"partial")
     return P
 
 
-def add_problems(results_dir, first_free_index):
-    """A failed point, a corrupt file, an unfinished write, and a gap of one index."""
-    pts = os.path.join(results_dir, "points")
-    i = first_free_index
-    write_point(os.path.join(pts, f"{i}-f0000bad.h5"), index=i, point_id="f0000bad",
-                name="gpt2-tiny/full_shard/none/w8", config=_cfg(world=8),
-                status="failed",
-                failure_reason="rank 3 on localhost: out of memory (workloads/fsdp/full_shard.cpp:88)")
-    with open(os.path.join(pts, f"{i + 1}-c0ffee00.h5"), "wb") as fh:
-        fh.write(b"\x89HDF\r\n\x1a\n" + b"\x00garbage" * 64)  # HDF5 magic, then nonsense
-    with open(os.path.join(pts, f"{i + 2}-7e3a0000.h5.tmp"), "wb") as fh:
-        fh.write(b"partial")
-    # index i + 3 is missing entirely; i + 4 exists so the gap is visible.
-    write_point(os.path.join(pts, f"{i + 4}-0dd00000.h5"), index=i + 4, point_id="0dd00000",
-                name="gpt2-tiny/full_shard/none/w3", config=_cfg(world=3),
-                steps=_train_steps(140, 128, [2.0, 1.9, 1.8]), ranks=_ranks(3, 700, 700, 1400, 300))
+def problem_records(pts, i):
+    """A failed point at index i, and a done point at i + 4 so that i + 3 is a visible gap
+    (i + 1 and i + 2 are the corrupt and the unfinished files)."""
+    return [
+        point_record(os.path.join(pts, f"{i}-f0000bad.h5"), index=i, point_id="f0000bad",
+                     name="gpt2-tiny/full_shard/none/w8", config=_cfg(world=8), status="failed",
+                     failure_reason="rank 3 on localhost: out of memory "
+                                    "(workloads/fsdp/full_shard.cpp:88)"),
+        point_record(os.path.join(pts, f"{i + 4}-0dd00000.h5"), index=i + 4,
+                     point_id="0dd00000", name="gpt2-tiny/full_shard/none/w3",
+                     config=_cfg(world=3), steps=_train_steps(140, 128, [2.0, 1.9, 1.8]),
+                     ranks=_ranks(3, 700, 700, 1400, 300)),
+    ]
 
 
 if __name__ == "__main__":

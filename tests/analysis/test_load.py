@@ -11,8 +11,8 @@ import make_fixture
 from analysis.load import load_results
 
 
-def test_problems_of_the_mirror_are_listed_exactly(mirror):
-    r = load_results(mirror)
+def test_problems_of_the_mirror_are_listed_exactly(fixture_dir):
+    r = load_results(fixture_dir)
     got = [(int(i) if i == i else None, pid, f, k, why) for i, pid, f, k, why in
            r.problems.itertuples(index=False)]
     assert got == [
@@ -20,7 +20,7 @@ def test_problems_of_the_mirror_are_listed_exactly(mirror):
          "rank 3 on localhost: out of memory (workloads/fsdp/full_shard.cpp:88)"),
         (19, "c0ffee00", "19-c0ffee00.h5", "unreadable",
          "OSError: Unable to open file (bad byte number in an address)"),
-        (20, "7e3a0000", "20-7e3a0000.h5.tmp", "unfinished",
+        (20, "7e3a0000", "20-7e3a0000.h5.tmp.4242", "unfinished",
          "temporary file only: the write never completed"),
         (21, "", "", "missing", "no result file for this index"),
     ]
@@ -84,6 +84,7 @@ def test_a_tmp_beside_its_final_file_is_not_a_problem(tmp_path):
     make_fixture.write_point(str(pts / "0-aaaa.h5"), index=0, point_id="aaaa", name="p",
                              config=make_fixture._cfg())
     (pts / "0-aaaa.h5.tmp").write_bytes(b"partial")
+    (pts / "0-aaaa.h5.tmp.77").write_bytes(b"partial")
     assert len(load_results(str(tmp_path)).problems) == 0
 
 

@@ -15,8 +15,8 @@ approx = pytest.approx
 
 
 @pytest.fixture(scope="module")
-def mir(mirror):
-    r = load_results(mirror)
+def mir(fixture_dir):
+    r = load_results(fixture_dir)
     s = summarize(r)
     return r, s, Groups(r)
 

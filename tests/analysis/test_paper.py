@@ -11,8 +11,8 @@ approx = pytest.approx
 
 
 @pytest.fixture(scope="module")
-def tables(mirror):
-    r = load_results(mirror)
+def tables(fixture_dir):
+    r = load_results(fixture_dir)
     s, g = summarize(r), Groups(r)
     return paper.seed_tables(g, s), paper.compression_tables(g, s)
 

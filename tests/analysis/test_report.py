@@ -53,7 +53,7 @@ def test_problems_reported_without_a_crash(built):
     md = open(os.path.join(out, "report.md")).read()
     page = open(os.path.join(out, "report.html")).read()
     reason = ("rank 3 on localhost: out of memory (workloads/fsdp/full_shard.cpp:88)"
-              if source == "mirror" else "rank 1 on localhost: injected by the analysis tests")
+              if source != "shardbench" else "rank 1 on localhost: injected by the analysis tests")
     for text in (md, page, stdout):
         assert reason in text
         assert "c0ffee00.h5" in text                      # the corrupt file
@@ -77,8 +77,8 @@ def test_html_is_self_contained_and_embeds_every_plot(built):
         assert f"(plots/{f})" in md
 
 
-def test_mirror_report_has_every_plot_and_table(mirror, tmp_path):
-    r = report.build(mirror, str(tmp_path))
+def test_fixture_report_has_every_plot_and_table(fixture_dir, tmp_path):
+    r = report.build(fixture_dir, str(tmp_path))
     assert [p["stem"] for p in r["plots"] if p["path"]] == [stem for stem, _, _ in PLOTS]
     tables = set(os.listdir(tmp_path / "tables"))
     for name in ("points", "metrics", "comparisons", "problems", "steps", "ranks", "comm",
@@ -114,8 +114,8 @@ def test_absent_data_skips_plots_with_a_note(tmp_path):
     assert os.listdir(tmp_path / "out" / "plots") == []
 
 
-def test_plots_entry_point(mirror, tmp_path):
-    proc = _run(["analysis.plots", mirror, "--out", str(tmp_path)])
+def test_plots_entry_point(fixture_dir, tmp_path):
+    proc = _run(["analysis.plots", fixture_dir, "--out", str(tmp_path)])
     assert proc.returncode == 0, proc.stderr
     assert sorted(os.listdir(tmp_path)) == sorted(stem + ".png" for stem, _, _ in PLOTS)
 
