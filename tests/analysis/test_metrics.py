@@ -136,3 +136,28 @@ def test_summary_matches_raw_datasets(results):
             if len(f["ranks/rank"]):
                 assert s.loc[pid, "model_state_bytes"] == \
                     float(f["ranks/model_state_bytes"][()].max())
+
+
+def test_comparison_ratios_match_raw_datasets(results):
+    """For every point and baseline without repetitions: the samples/s ratio is the ratio of
+    the medians of the raw timed steps."""
+    folder, _ = results
+    r = load_results(folder)
+    c = compare(r, summarize(r))
+    done = r.done().set_index("point_id")
+
+    def raw_median(pid):
+        with h5py.File(os.path.join(folder, "points", done.loc[pid, "file"]), "r") as f:
+            timed = f["steps/warmup"][()] == 0
+            return float(np.median(f["steps/samples_per_s"][()][timed]))
+
+    checked = 0
+    for pid, row in done.iterrows():
+        b = row["baseline_id"]
+        if not b or b not in done.index or row.get("repetitions", 1) != 1:
+            continue
+        hit = c[(c["group"] == row["point_name"]) & (c["metric"] == "throughput (samples/s)")]
+        assert len(hit) == 1, row["point_name"]
+        assert hit.iloc[0]["ratio"] == approx(raw_median(pid) / raw_median(b))
+        checked += 1
+    assert checked >= 1
