@@ -4,6 +4,7 @@
 // Error feedback (what was not sent is added to the next input) is a separate wrapper.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,9 +34,28 @@ class Compressor {
   virtual torch::Tensor compress(const torch::Tensor& x) = 0;
   // (wire_bytes(n)) uint8 -> (n) fp32.
   virtual torch::Tensor decompress(const torch::Tensor& wire, std::int64_t n) const = 0;
+  // acc (n) fp32 += decompress(wire, n), bit-identical to that; sparse formats (topk)
+  // override it to touch only their k entries.
+  virtual void decompress_add(const torch::Tensor& wire, torch::Tensor& acc) const;
 };
 
+// Throws sb::Error listing the known names for an unknown cfg.name; "powersgd" is refused
+// here with the reason (it is not element-wise: see compress_powersgd.h).
 std::unique_ptr<Compressor> make_compressor(const CompressorConfig& cfg);
+// Element-wise compressors (what make_compressor accepts), sorted.
 std::vector<std::string> compressor_names();
+
+// Each compress_<name>.cpp registers its compressor at static-init time (and the name in the
+// harness name set "compressor", which the compress.*.name keys accept).
+using CompressorFactory = std::function<std::unique_ptr<Compressor>(const CompressorConfig&)>;
+void register_compressor(const std::string& name, const std::string& doc, CompressorFactory f);
+
+// Views a wire buffer (uint8, contiguous) at byte offset `offset` as `count` elements of
+// `dtype` (no copy; the view aliases the wire buffer).
+torch::Tensor wire_view(const torch::Tensor& wire, std::int64_t offset, std::int64_t count,
+                        torch::ScalarType dtype);
+// Shared argument checks of the compressors (throw sb::Error saying what to change).
+void check_compress_input(const torch::Tensor& x, const std::string& who);
+void check_wire(const torch::Tensor& wire, std::int64_t expected_bytes, const std::string& who);
 
 }  // namespace sb::comm

@@ -1,0 +1,44 @@
+// PowerSGD (Vogels et al. 2019): rank-r approximation of the summed 2-D gradient, for
+// all-reduce paths only (its two halves need a sum across ranks in between):
+//   M_i = G_i + E_i (error feedback)            (rows, cols)
+//   P = sum_i M_i Q ;  P <- orthonormal(P)      (rows, r)
+//   Q = sum_i M_i^T P                            (cols, r)
+//   result = P Q^T (identical on every rank);  E_i = M_i - P (M_i^T P)^T;  Q kept (warm start).
+// A sum of rank-r matrices whose column spaces agree is reproduced exactly (up to rounding).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <mpi.h>
+#include <torch/types.h>
+
+namespace sb::comm {
+
+struct CollectiveStats;
+
+class PowerSGD {
+ public:
+  PowerSGD(std::int64_t rank, std::uint64_t seed, bool error_feedback = true);
+
+  // m: (rows, cols) fp32, this rank's contribution -> (rows, cols) approximation of the sum
+  // over the ranks of comm, identical on every rank. Matrices with min(rows, cols) <= rank
+  // gain nothing and are all-reduced uncompressed. key names the buffer (error feedback, Q).
+  torch::Tensor all_reduce(const std::string& key, const torch::Tensor& m, MPI_Comm comm,
+                           CollectiveStats* stats = nullptr);
+  // x: (n) flat buffer, folded into a zero-padded (ceil(n / c), c) matrix, c = ceil(sqrt(n)).
+  torch::Tensor all_reduce_flat(const std::string& key, const torch::Tensor& x, MPI_Comm comm,
+                                CollectiveStats* stats = nullptr);
+
+  std::int64_t rank() const { return rank_; }
+  std::int64_t state_bytes() const;  // residuals + warm-start Q
+
+ private:
+  std::int64_t rank_;
+  std::uint64_t seed_;
+  bool error_feedback_;
+  std::map<std::string, torch::Tensor> q_;         // (cols, r) warm start per key
+  std::map<std::string, torch::Tensor> residual_;  // (rows, cols) per key
+};
+
+}  // namespace sb::comm

@@ -1,0 +1,73 @@
+// Compressor "topk": keeps the k = ceil(ratio * n) largest magnitudes (at least 1, at most n)
+// as (int32 index, fp32 value) pairs, indices ascending. Wire: [k int32][k fp32] = 8k bytes.
+// Without error feedback what is dropped is lost; wrap it in ErrorFeedback for training.
+#include <cmath>
+#include <limits>
+
+#include "harness/core/check.h"
+#include "workloads/comm/compressor.h"
+
+namespace sb::comm {
+namespace {
+
+class TopKCompressor final : public Compressor {
+ public:
+  explicit TopKCompressor(const CompressorConfig& c) : ratio_(c.ratio) {
+    SB_CHECK(ratio_ > 0 && ratio_ <= 1,
+             "topk compressor: ratio = {} must be in (0, 1] (key compress.*.ratio, e.g. 0.01 "
+             "keeps 1%)", ratio_);
+  }
+  std::string name() const override { return "topk"; }
+  std::int64_t k(std::int64_t n) const {
+    if (n == 0) return 0;
+    // The 1e-9 absorbs ratio's binary representation error (0.01 * 1000 must give 10, not 11).
+    auto k = static_cast<std::int64_t>(std::ceil(ratio_ * static_cast<double>(n) - 1e-9));
+    return std::min(n, std::max<std::int64_t>(1, k));
+  }
+  std::int64_t wire_bytes(std::int64_t n) const override { return 8 * k(n); }
+
+  torch::Tensor compress(const torch::Tensor& x) override {
+    check_compress_input(x, "topk");
+    const std::int64_t n = x.numel(), kk = k(n);
+    SB_CHECK(n <= std::numeric_limits<std::int32_t>::max(),
+             "topk: {} elements do not fit int32 indices; compress the buffer in chunks", n);
+    auto wire = torch::empty({wire_bytes(n)}, torch::kUInt8);
+    if (n == 0) return wire;
+    auto idx = std::get<1>(torch::topk(x.abs(), kk, /*dim=*/0, /*largest=*/true, /*sorted=*/false));
+    idx = std::get<0>(idx.sort());  // ascending: deterministic layout, cache-friendly scatter
+    wire_view(wire, 0, kk, torch::kInt).copy_(idx);
+    wire_view(wire, 4 * kk, kk, torch::kFloat).copy_(x.index_select(0, idx));
+    return wire;
+  }
+
+  torch::Tensor decompress(const torch::Tensor& wire, std::int64_t n) const override {
+    auto out = torch::zeros({n}, torch::kFloat);
+    decompress_add(wire, out);
+    return out;
+  }
+
+  // acc (n) += the k sent entries; untouched entries get no "+ 0" (same value bit for bit).
+  void decompress_add(const torch::Tensor& wire, torch::Tensor& acc) const override {
+    const std::int64_t n = acc.numel(), kk = k(n);
+    check_wire(wire, wire_bytes(n), "topk");
+    if (kk == 0) return;
+    auto idx = wire_view(wire, 0, kk, torch::kInt).to(torch::kLong);
+    auto val = wire_view(wire, 4 * kk, kk, torch::kFloat);
+    SB_CHECK(idx.min().item<std::int64_t>() >= 0 && idx.max().item<std::int64_t>() < n,
+             "topk: wire buffer holds an index outside [0, {}); it was compressed for a "
+             "different n or is corrupt", n);
+    acc.index_add_(0, idx, val);
+  }
+
+ private:
+  double ratio_;
+};
+
+const bool registered = (register_compressor(
+                             "topk", "k = ceil(ratio*n) largest magnitudes as (int32, fp32) pairs (8k B)",
+                             [](const CompressorConfig& c) {
+                               return std::make_unique<TopKCompressor>(c);
+                             }),
+                         true);
+}  // namespace
+}  // namespace sb::comm
