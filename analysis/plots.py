@@ -19,6 +19,7 @@ from analysis.load import load_results  # noqa: E402
 from analysis.metrics import summarize, timed_comm, timed_steps  # noqa: E402
 from analysis.paper import POLICY_ORDER  # noqa: E402
 
+MAX_SCATTER = 3000  # measured events drawn per collective in the alpha-beta plot
 MEMORY_PARTS = [("param_bytes", "parameters"), ("grad_bytes", "gradients"),
                 ("optim_bytes", "optimizer state"), ("gathered_bytes", "gathered buffers")]
 
@@ -41,6 +42,17 @@ def _label(cfg, keys):
 
 def _task_groups(groups, task):
     return [k for k in groups.members if groups.config(k).get("task") == task]
+
+
+def _panels(n, width=6.0, height=4.5):
+    """Up to three panels a row: a long row of panels would shrink each to nothing."""
+    ncols = min(3, n)
+    nrows = (n + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
+    flat = list(axes.flat)
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
 
 
 def _steps_of(results, pids):
@@ -116,8 +128,8 @@ def plot_loss_curves(results, summary, groups):
     fams = {f: p for f, p in fams.items() if len(p) >= 2}
     if not fams:
         return None, "no training points that differ only in the compression policy"
-    fig, axes = plt.subplots(1, len(fams), figsize=(6 * len(fams), 4.5), squeeze=False)
-    for ax, (fam, by_policy) in zip(axes[0], fams.items()):
+    fig, axes = _panels(len(fams))
+    for ax, (fam, by_policy) in zip(axes, fams.items()):
         order = sorted(by_policy, key=lambda p: (POLICY_ORDER.index(p) if p in POLICY_ORDER
                                                  else len(POLICY_ORDER), str(p)))
         for i, policy in enumerate(order):
@@ -173,8 +185,8 @@ def plot_latency_cdf(results, summary, groups):
     if not len(q):
         return None, "no inference queries"
     scenarios = sorted(q["scenario"].unique())
-    fig, axes = plt.subplots(1, len(scenarios), figsize=(5.5 * len(scenarios), 4.5), squeeze=False)
-    for ax, scen in zip(axes[0], scenarios):
+    fig, axes = _panels(len(scenarios), width=5.5)
+    for ax, scen in zip(axes, scenarios):
         for pid, g in q[q["scenario"] == scen].groupby("point_id", sort=False):
             lat = np.sort(g["latency_s"].astype(float).to_numpy()) * 1e3
             cfg = results.config[pid]
@@ -248,6 +260,9 @@ def plot_alpha_beta(results, summary, groups):
     fig, ax = plt.subplots(figsize=(8, 5.5))
     for i, f in enumerate(fits.itertuples()):
         g = c[(c["op"] == f.op) & (c["world_size"] == f.world_size)]
+        if len(g) > MAX_SCATTER:
+            # The fit used every event; drawing a million markers shows nothing more.
+            g = g.sample(MAX_SCATTER, random_state=0)
         x = g["wire_bytes"].astype(float).to_numpy()
         color = f"C{i % 10}"
         ax.plot(x, g["duration_s"].astype(float) * 1e6, "o", color=color, ms=4, alpha=0.6,
