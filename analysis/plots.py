@@ -137,7 +137,7 @@ def plot_loss_curves(results, summary, groups):
             # Markers and dashes keep coinciding curves (a policy that tracks none) visible.
             ax.plot(s["step"], s["loss"], marker="os^vD"[i % 5], ls=["-", "--", ":"][i % 3],
                     label=str(policy))
-        ax.set(xlabel="step", ylabel="training loss (nats/token)",
+        ax.set(xlabel="step (optimizer steps)", ylabel="training loss (nats/token)",
                title=_label(json.loads(fam), ["model", "strategy", "world"]) + " ranks")
         ax.legend(title="compression", fontsize=8)
         ax.grid(alpha=0.3)
