@@ -1,0 +1,42 @@
+// `shardbench sweep SUITE`: every point of a suite on this machine, one after another (the
+// local scheduler); rerunning it resumes where results are missing.
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "harness/cli/command.h"
+#include "harness/launch/results.h"
+#include "harness/launch/scheduler.h"
+#include "harness/spec/suite.h"
+
+namespace sb::cli {
+namespace {
+struct SweepArgs {
+  std::string suite, results;
+  bool retry_failed = false;
+  int np_max = 0;
+};
+
+const bool registered = [] {
+  register_command(
+      {"sweep", "run every point of a suite here, skipping points that are done",
+       [](CLI::App& sub) {
+         auto a = std::make_shared<SweepArgs>();
+         sub.add_option("suite", a->suite, "suite file")->required();
+         sub.add_option("--results", a->results, "results folder (default results/<suite name>)");
+         sub.add_flag("--retry-failed", a->retry_failed, "rerun points recorded as failed");
+         sub.add_option("--np-max", a->np_max, "skip points that need more ranks than this");
+         sub.callback([a] {
+           const Suite suite = load_suite(a->suite);
+           ScheduleOptions opt;
+           opt.results_dir = a->results.empty() ? default_results_dir(suite) : a->results;
+           opt.retry_failed = a->retry_failed;
+           opt.np_max = a->np_max;
+           const int code = find_scheduler("local")->schedule(suite, opt);
+           if (code != 0) throw Exit{code};
+         });
+       }});
+  return true;
+}();
+}  // namespace
+}  // namespace sb::cli

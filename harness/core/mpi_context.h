@@ -1,0 +1,43 @@
+// The MPI set-up of one process of a run point, and the few collectives the harness needs
+// (strings to rank 0). Everything multi-process in harness/ goes through these calls.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+namespace sb {
+
+// Initializes MPI with MPI_THREAD_MULTIPLE (workloads may communicate from helper threads),
+// sets sb::set_rank_identity and finalizes in the destructor. One per process.
+class MpiContext {
+ public:
+  MpiContext(int* argc, char*** argv);
+  ~MpiContext();
+  MpiContext(const MpiContext&) = delete;
+  MpiContext& operator=(const MpiContext&) = delete;
+
+  MPI_Comm world() const { return MPI_COMM_WORLD; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& host() const { return host_; }
+
+ private:
+  int rank_ = 0, size_ = 1;
+  std::string host_;
+};
+
+// Short host name (gethostname), "unknown" when it fails.
+std::string host_name();
+
+// Collective: rank 0 receives every rank's string (index = rank); other ranks get {}.
+std::vector<std::string> gather_strings(const std::string& mine, MPI_Comm comm);
+
+// Collective: every rank's bytes concatenated on rank 0, with the per-rank sizes.
+std::vector<char> gather_bytes(const std::vector<char>& mine, MPI_Comm comm,
+                               std::vector<int>* sizes);
+
+// First line of MPI_Get_library_version ("Open MPI v4.1.4, ..."); callable before MPI_Init.
+std::string mpi_library_version();
+
+}  // namespace sb

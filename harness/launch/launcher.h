@@ -1,0 +1,36 @@
+// Launchers: how the ranks of one point start (mpirun, srun). One per file, chosen by name
+// (the point's `launcher` key or `submit --launcher`). A launcher only builds an argv prefix;
+// schedulers (local, slurm) decide when and where it runs.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sb {
+
+struct LaunchSpec {
+  int world = 1;         // ranks
+  int threads = 1;       // threads per rank (OMP_NUM_THREADS, cpus per task)
+  bool as_root = false;  // running as root (Open MPI refuses without a flag)
+};
+
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  virtual std::string name() const = 0;
+  // argv that, followed by a program and its arguments, starts spec.world ranks of it.
+  virtual std::vector<std::string> prefix(const LaunchSpec& spec) const = 0;
+};
+
+class Point;
+// World size and threads of a point (threads 0 = this machine's cores shared by the ranks).
+LaunchSpec launch_spec_for(const Point& p);
+
+std::unique_ptr<Launcher> make_mpirun_launcher();
+std::unique_ptr<Launcher> make_srun_launcher();
+
+// By name; an unknown name throws sb::Error listing the known ones.
+std::unique_ptr<Launcher> find_launcher(const std::string& name);
+std::vector<std::string> launcher_names();
+
+}  // namespace sb

@@ -1,0 +1,118 @@
+// Results-folder bookkeeping shared by the schedulers and `status`.
+#include "harness/launch/results.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/check.h"
+#include "harness/core/mpi_context.h"
+#include "harness/core/subprocess.h"
+#include "harness/spec/suite.h"
+
+namespace sb {
+
+std::string default_results_dir(const Suite& suite) { return "results/" + suite.name; }
+
+bool point_needs_run(const std::string& dir, const Point& p, bool retry_failed,
+                     std::string* why) {
+  const ResultSummary s = read_result_summary(result_path(dir, p.index, p.id));
+  std::string reason;
+  bool run = true;
+  if (!s.exists) {
+    reason = "no result yet";
+  } else if (s.status == "done") {
+    run = false;
+    reason = "done";
+  } else if (s.status == "failed") {
+    run = retry_failed;
+    reason = retry_failed ? "failed before, retrying" : "failed (use --retry-failed to rerun)";
+  } else if (s.status == "incomplete") {
+    reason = "incomplete, rerunning";
+  } else {
+    reason = s.status + ", rerunning";
+  }
+  if (why) *why = reason;
+  return run;
+}
+
+bool record_point_failure(const std::string& dir, const Suite& suite, const Point& p,
+                          const std::string& reason, const std::string& log_file) {
+  const std::string path = result_path(dir, p.index, p.id);
+  const ResultSummary s = read_result_summary(path);
+  // A rank that failed already wrote its own, more precise reason; a done point is done; an
+  // incomplete one keeps its partial trace (it was stopped, not broken) and is rerun later.
+  if (s.exists && (s.status == "done" || s.status == "failed" || s.status == "incomplete"))
+    return false;
+  ResultMeta m = make_result_meta(suite, p);
+  m.status = "failed";
+  m.failure_reason = reason;
+  if (!log_file.empty()) {
+    const std::string tail = tail_lines(log_file, 15);
+    if (!tail.empty()) m.failure_reason += "; last lines of " + log_file + ":\n" + tail;
+  }
+  m.hosts = json_string_list({host_name()});
+  m.end_time = m.start_time;
+  write_result_hdf5(path, m, Recorder{});
+  return true;
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    SB_CHECK(out.good(), "cannot write {}: {}", tmp, std::strerror(errno));
+    out << text;
+    out.close();
+    SB_CHECK(out.good(), "cannot write {}: {}", tmp, std::strerror(errno));
+  }
+  SB_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename {} to {}: {}", tmp, path,
+           std::strerror(errno));
+}
+
+void write_manifest(const std::string& dir, const Suite& suite) {
+  std::filesystem::create_directories(dir);
+  nlohmann::json j;
+  j["suite"] = suite.name;
+  j["suite_file"] = std::filesystem::absolute(suite.file).string();
+  j["suite_sha256"] = suite.sha256;
+  j["points"] = nlohmann::json::array();
+  for (const auto& p : suite.points) {
+    j["points"].push_back({{"index", p.index},
+                           {"id", p.id},
+                           {"name", p.name},
+                           {"world", p.has("world") ? p.get_int("world") : 1}});
+  }
+  write_file_atomic(dir + "/manifest.json", j.dump(2) + "\n");
+}
+
+Manifest read_manifest(const std::string& dir) {
+  const std::string path = dir + "/manifest.json";
+  std::ifstream in(path);
+  SB_CHECK(in.good(), "{} not found: is {} a results folder written by `shardbench sweep` or "
+                      "`shardbench submit`?", path, dir);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  Manifest m;
+  try {
+    const auto j = nlohmann::json::parse(ss.str());
+    m.suite = j.at("suite").get<std::string>();
+    m.suite_file = j.at("suite_file").get<std::string>();
+    m.suite_sha256 = j.at("suite_sha256").get<std::string>();
+    for (const auto& p : j.at("points")) {
+      m.points.push_back({p.at("index").get<std::int64_t>(), p.at("id").get<std::string>(),
+                          p.at("name").get<std::string>(), p.at("world").get<std::int64_t>()});
+    }
+  } catch (const nlohmann::json::exception& e) {
+    SB_FAIL("{} is not a valid manifest ({}); delete it and rerun sweep or submit", path, e.what());
+  }
+  return m;
+}
+
+}  // namespace sb

@@ -1,0 +1,24 @@
+// Launcher "srun": Slurm starts the ranks itself and wires them up through PMIx.
+#include <fmt/format.h>
+
+#include "harness/launch/launcher.h"
+
+namespace sb {
+namespace {
+class SrunLauncher final : public Launcher {
+ public:
+  std::string name() const override { return "srun"; }
+  std::vector<std::string> prefix(const LaunchSpec& s) const override {
+    return {"srun",
+            "--mpi=pmix",  // Debian's Open MPI 4.1 and Slurm 22.05 share PMIx 4
+            fmt::format("--ntasks={}", s.world),
+            fmt::format("--cpus-per-task={}", s.threads),
+            "--kill-on-bad-exit=1",  // one failed rank ends the step instead of hanging it
+            fmt::format("--export=ALL,OMP_NUM_THREADS={}", s.threads)};
+  }
+};
+}  // namespace
+
+std::unique_ptr<Launcher> make_srun_launcher() { return std::make_unique<SrunLauncher>(); }
+
+}  // namespace sb

@@ -1,0 +1,62 @@
+// Console sink: a short human summary of one point's result (medians over measured steps).
+#include <algorithm>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "harness/trace/result.h"
+
+namespace sb {
+namespace {
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.1f} {}", b, units[u]);
+}
+}  // namespace
+
+void print_summary(std::FILE* out, const ResultMeta& m, const Recorder& rec) {
+  std::vector<double> wall, tok, mfu;
+  for (const auto& s : rec.steps()) {
+    if (s.warmup) continue;
+    wall.push_back(s.wall_s);
+    tok.push_back(s.tokens_per_s);
+    mfu.push_back(s.mfu);
+  }
+  std::string text = fmt::format("point {} {} ({}): {}", m.point_index, m.point_id,
+                                 m.point_name, m.status);
+  if (!m.failure_reason.empty()) text += fmt::format(" -- {}", m.failure_reason);
+  text += fmt::format("\n  steps {} ({} measured), elapsed {:.2f} s", rec.steps().size(),
+                      wall.size(), m.elapsed_s);
+  if (!wall.empty())
+    text += fmt::format("\n  median step {:.4f} s, {:.1f} tokens/s, MFU {:.2f}%", median(wall),
+                        median(tok), 100 * median(mfu));
+  if (!rec.queries().empty()) {
+    std::vector<double> lat;
+    for (const auto& q : rec.queries()) lat.push_back(q.latency_s);
+    text += fmt::format("\n  {} queries, median latency {:.4f} s", lat.size(), median(lat));
+  }
+  double state = 0, rss = 0;
+  for (const auto& r : rec.memories()) {
+    state = std::max(state, static_cast<double>(r.peak_model_state_bytes));
+    rss = std::max(rss, static_cast<double>(r.peak_rss_bytes));
+  }
+  if (!rec.memories().empty())
+    text += fmt::format("\n  memory (max over ranks): peak model state {}, peak RSS {}",
+                        bytes(state), bytes(rss));
+  std::fprintf(out, "%s\n", text.c_str());
+  std::fflush(out);
+}
+
+}  // namespace sb
