@@ -86,6 +86,12 @@ std::vector<std::pair<std::string, std::string>> registered_names(const std::str
   return {it->second.begin(), it->second.end()};
 }
 
+std::vector<std::string> registered_name_sets() {
+  std::vector<std::string> out;
+  for (const auto& [set, n] : names()) out.push_back(set);
+  return out;
+}
+
 void register_validator(Validator v) { validators().push_back(std::move(v)); }
 const std::vector<Validator>& registered_validators() { return validators(); }
 

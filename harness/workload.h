@@ -36,6 +36,7 @@ const KeySpec* find_key(const std::string& key);
 // so that an unknown name is an error listing the known ones.
 void register_name(const std::string& set, const std::string& name, const std::string& doc);
 std::vector<std::pair<std::string, std::string>> registered_names(const std::string& set);
+std::vector<std::string> registered_name_sets();  // sorted, for `shardbench keys`
 
 // Cross-key validation: a workload says which combinations are impossible.
 struct Diagnostic {

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/core/check.h"
 #include "harness/spec/point.h"
 
 namespace sb {
@@ -18,6 +19,17 @@ struct Suite {
 // Parses, validates and expands. On any problem throws sb::Error whose message lists every
 // diagnostic as "file:line:column: key: message" (all of them, not just the first).
 Suite load_suite(const std::string& path);
+
+// The same from TOML text; `path` names the file in diagnostics (and its stem the suite).
+Suite load_suite_text(const std::string& toml_text, const std::string& path);
+
+// What load_suite throws on invalid suites: what() is every diagnostic, one per line;
+// `shardbench plan` prints them and exits 2.
+class SuiteError : public Error {
+ public:
+  explicit SuiteError(std::vector<std::string> diagnostics);
+  std::vector<std::string> diagnostics;  // "file:line:column: key: message"
+};
 
 // Finds a point by index ("3") or id ("a1b2c3d4"); throws listing the valid range.
 const Point& find_point(const Suite& s, const std::string& index_or_id);

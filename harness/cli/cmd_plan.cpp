@@ -1,0 +1,34 @@
+// `shardbench plan SUITE`: validate and expand a suite, print its points; exit 2 listing
+// every diagnostic when the suite is invalid.
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "harness/cli/command.h"
+#include "harness/spec/plan.h"
+#include "harness/workload.h"
+
+namespace sb::cli {
+namespace {
+
+Registrar reg([] {
+  register_command({"plan", "Validate a suite and print its expanded points", [](CLI::App& sub) {
+    auto file = std::make_shared<std::string>();
+    sub.add_option("suite", *file, "suite file (suite/*.toml)")->required();
+    sub.callback([file] {
+      Suite s;
+      try {
+        s = load_suite(*file);
+      } catch (const SuiteError& e) {
+        for (const auto& d : e.diagnostics) std::fprintf(stderr, "%s\n", d.c_str());
+        std::fprintf(stderr, "%s: %zu error%s; the suite was not expanded\n", file->c_str(),
+                     e.diagnostics.size(), e.diagnostics.size() == 1 ? "" : "s");
+        throw Exit{2};
+      }
+      std::fputs(format_plan(s).c_str(), stdout);
+    });
+  }});
+});
+
+}  // namespace
+}  // namespace sb::cli

@@ -1,0 +1,97 @@
+// Formatting of `shardbench plan` and `shardbench keys`: aligned plain-text tables.
+#include "harness/spec/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "harness/workload.h"
+
+namespace sb {
+
+namespace {
+
+// Columns are padded to their widest cell; `right` columns (numbers) are right-aligned.
+std::string table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
+  std::vector<std::size_t> w(right.size(), 0);
+  for (const auto& r : rows)
+    for (std::size_t c = 0; c < r.size(); ++c) w[c] = std::max(w[c], r[c].size());
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      if (c) line += "  ";
+      line += right[c] ? fmt::format("{:>{}}", r[c], w[c]) : fmt::format("{:<{}}", r[c], w[c]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+const char* type_label(KeyType t) {
+  switch (t) {
+    case KeyType::Bool: return "bool";
+    case KeyType::Int: return "int";
+    case KeyType::Float: return "float";
+    case KeyType::String: return "string";
+    case KeyType::Name: return "name";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string format_bytes(double bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (std::fabs(bytes) >= 1024.0 && u < 5) bytes /= 1024.0, ++u;
+  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.2f} {}", bytes, units[u]);
+}
+
+std::string format_plan(const Suite& suite) {
+  std::string out = fmt::format("suite {} ({}, sha256 {})\n", suite.name, suite.file,
+                                suite.sha256.substr(0, 12));
+  if (!suite.description.empty()) out += suite.description + "\n";
+  std::unordered_map<std::string, int> index_of;
+  for (const auto& p : suite.points) index_of[p.id] = p.index;
+  std::vector<std::vector<std::string>> rows{
+      {"index", "id", "name", "task", "world", "baseline", "state/rank"}};
+  for (const auto& p : suite.points) {
+    const TaskInfo* task = find_task(p.get_string("task"));
+    std::string bytes = "-";
+    if (task && task->model_state_bytes_per_rank)
+      bytes = format_bytes(task->model_state_bytes_per_rank(p));
+    std::string base = p.baseline_id.empty() ? "-" : std::to_string(index_of.at(p.baseline_id));
+    rows.push_back({std::to_string(p.index), p.id, p.name, p.get_string("task"),
+                    std::to_string(p.get_int("world")), base, bytes});
+  }
+  out += table(rows, {true, false, false, false, true, true, true});
+  out += fmt::format("{} point{}\n", suite.points.size(), suite.points.size() == 1 ? "" : "s");
+  return out;
+}
+
+std::string format_keys() {
+  std::vector<std::vector<std::string>> rows{{"key", "type", "default", "doc"}};
+  for (const auto& k : registered_keys()) {
+    std::string type = type_label(k.type);
+    if (k.type == KeyType::Name) type += "(" + k.name_set + ")";
+    std::string def = value_to_string(k.default_value);
+    if (k.type == KeyType::String || k.type == KeyType::Name) def = "\"" + def + "\"";
+    rows.push_back({k.key, type, def, k.doc});
+  }
+  std::string out = fmt::format("{} keys\n", registered_keys().size());
+  out += table(rows, {false, false, false, false});
+  out += "\nname sets\n";
+  for (const auto& set : registered_name_sets()) {
+    out += set + ":\n";
+    std::vector<std::vector<std::string>> names;
+    for (const auto& [n, doc] : registered_names(set)) names.push_back({"  " + n, doc});
+    out += table(names, {false, false});
+  }
+  return out;
+}
+
+}  // namespace sb

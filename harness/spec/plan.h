@@ -1,0 +1,21 @@
+// Text for `shardbench plan` (the expanded points as a table) and `shardbench keys` (every
+// registered key and name set). Functions of data so tests compare them as text.
+#pragma once
+#include <string>
+
+#include "harness/spec/suite.h"
+
+namespace sb {
+
+// Header, one row per point (index, id, name, task, world, baseline index, estimated
+// model-state bytes per rank from the task's TaskInfo, "-" when the task is not linked in),
+// and the point count.
+std::string format_plan(const Suite& suite);
+
+// Every registered key (type, default, doc), then every name set with its names.
+std::string format_keys();
+
+// "512 B", "1.50 KiB", "3.20 GiB": binary units, two decimals.
+std::string format_bytes(double bytes);
+
+}  // namespace sb

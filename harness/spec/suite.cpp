@@ -1,0 +1,473 @@
+// Reading suite files (TOML, via toml++) into a typed, located SuiteSpec: every key checked
+// against the registry (type, name set), every problem collected with file:line:column.
+// The format is documented in docs/SUITES.md; expansion itself is in expand.cpp.
+#include "harness/spec/suite.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "harness/core/sha256.h"
+#include "harness/spec/expand.h"
+#include "harness/workload.h"
+
+namespace sb {
+
+namespace {
+
+std::string join_lines(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& l : v) s += (s.empty() ? "" : "\n") + l;
+  return s;
+}
+
+}  // namespace
+
+SuiteError::SuiteError(std::vector<std::string> d) : Error(join_lines(d)), diagnostics(std::move(d)) {}
+
+namespace {
+
+SourcePos pos_of(const toml::source_region& r, const std::string& file) {
+  return {file, int(r.begin.line), int(r.begin.column)};
+}
+
+// Edit distance, for "did you mean" on unknown keys.
+std::size_t distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string unknown_key_message(const std::string& key) {
+  const KeySpec* best = nullptr;
+  std::size_t best_d = 0;
+  for (const auto& k : registered_keys()) {
+    std::size_t d = distance(key, k.key);
+    if (!best || d < best_d) best = &k, best_d = d;
+  }
+  if (!best) return "unknown key: no keys are registered";
+  return fmt::format("unknown key; did you mean '{}'? (`shardbench keys` lists every key)",
+                     best->key);
+}
+
+std::string describe(const toml::node& n) {
+  if (auto s = n.as_string()) return fmt::format("the string \"{}\"", s->get());
+  if (auto i = n.as_integer()) return fmt::format("the integer {}", i->get());
+  if (auto f = n.as_floating_point()) return fmt::format("the float {}", f->get());
+  if (auto b = n.as_boolean()) return fmt::format("the boolean {}", b->get());
+  if (n.is_array()) return "an array";
+  if (n.is_table()) return "a table";
+  return "a date/time";
+}
+
+const char* expected(KeyType t) {
+  switch (t) {
+    case KeyType::Bool: return "true or false";
+    case KeyType::Int: return "an integer";
+    case KeyType::Float: return "a number";
+    case KeyType::String: return "a string";
+    case KeyType::Name: return "a name (a string)";
+  }
+  return "?";
+}
+
+// A flattened key: dotted keys and nested tables both become "compress.grad.ratio".
+struct Entry {
+  std::string key;
+  const toml::node* node;
+  SourcePos key_pos, pos;
+};
+
+void flatten(const toml::table& t, const std::string& prefix, const std::string& file,
+             std::vector<Entry>& out) {
+  for (auto&& [k, v] : t) {
+    std::string full = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (auto sub = v.as_table()) flatten(*sub, full, file, out);
+    else out.push_back({full, &v, pos_of(k.source(), file), pos_of(v.source(), file)});
+  }
+}
+
+// toml::table is ordered by key; we need file order (the first axis varies slowest).
+std::vector<Entry> entries(const toml::table& t, const std::string& file) {
+  std::vector<Entry> out;
+  flatten(t, "", file, out);
+  std::stable_sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
+    return std::make_pair(a.key_pos.line, a.key_pos.column) <
+           std::make_pair(b.key_pos.line, b.key_pos.column);
+  });
+  return out;
+}
+
+class Reader {
+ public:
+  Reader(SuiteSpec& spec, Diagnostics& d) : spec_(spec), d_(d) {}
+
+  void read(const toml::table& root);
+
+ private:
+  const std::string& file() const { return spec_.file; }
+  SourcePos at(const toml::node& n) const { return pos_of(n.source(), file()); }
+
+  // The registered spec of `e.key`, or nullptr after reporting it.
+  const KeySpec* key_of(const Entry& e, bool user_settable) {
+    const KeySpec* ks = find_key(e.key);
+    if (!ks) {
+      d_.add(e.key_pos, e.key, unknown_key_message(e.key));
+      return nullptr;
+    }
+    if (user_settable && e.key == "repetition") {
+      d_.add(e.key_pos, e.key, "set by expansion (0 .. repetitions-1); set repetitions = N "
+                               "in [base] instead");
+      return nullptr;
+    }
+    return ks;
+  }
+
+  std::optional<Value> value_of(const KeySpec& ks, const toml::node& n) {
+    SourcePos p = at(n);
+    switch (ks.type) {
+      case KeyType::Bool:
+        if (auto b = n.as_boolean()) return Value{b->get()};
+        break;
+      case KeyType::Int:
+        if (auto i = n.as_integer()) return Value{std::int64_t(i->get())};
+        break;
+      case KeyType::Float:  // an integer literal is a fine float ("time_limit = 600")
+        if (auto f = n.as_floating_point()) return Value{f->get()};
+        if (auto i = n.as_integer()) return Value{double(i->get())};
+        break;
+      case KeyType::String:
+        if (auto s = n.as_string()) return Value{s->get()};
+        break;
+      case KeyType::Name:
+        if (auto s = n.as_string()) {
+          auto known = registered_names(ks.name_set);
+          for (const auto& [name, doc] : known)
+            if (name == s->get()) return Value{s->get()};
+          std::string list;
+          for (const auto& [name, doc] : known) list += (list.empty() ? "" : ", ") + name;
+          if (list.empty())
+            d_.add(p, ks.key, fmt::format("unknown {} '{}': no {} names are registered (is the "
+                                          "workload that provides them linked in?)",
+                                          ks.name_set, s->get(), ks.name_set));
+          else
+            d_.add(p, ks.key, fmt::format("unknown {} '{}': known names are {}", ks.name_set,
+                                          s->get(), list));
+          return std::nullopt;
+        }
+        break;
+    }
+    d_.add(p, ks.key, fmt::format("wrong type: expected {}, got {}; `shardbench keys` lists "
+                                  "each key's type", expected(ks.type), describe(n)));
+    return std::nullopt;
+  }
+
+  // A non-empty array of values (axes, zip).
+  std::optional<std::vector<Located>> list_of(const KeySpec& ks, const Entry& e,
+                                              const char* section) {
+    auto arr = e.node->as_array();
+    if (!arr) {
+      d_.add(e.pos, e.key, fmt::format("{} values must be an array, e.g. {} = [{}, ...]; got {}",
+                                       section, e.key, value_literal(ks.default_value),
+                                       describe(*e.node)));
+      return std::nullopt;
+    }
+    if (arr->empty()) {
+      d_.add(e.pos, e.key, fmt::format("empty {} list: give at least one value, or remove the "
+                                       "key", section));
+      return std::nullopt;
+    }
+    std::vector<Located> out;
+    bool ok = true;
+    for (auto&& el : *arr) {
+      auto v = value_of(ks, el);
+      if (v) out.push_back({*v, at(el)});
+      else ok = false;
+    }
+    if (!ok) return std::nullopt;
+    return out;
+  }
+
+  static std::string value_literal(const Value& v) {
+    if (auto s = std::get_if<std::string>(&v)) return fmt::format("\"{}\"", *s);
+    return value_to_string(v);
+  }
+
+  const toml::table* table(const toml::node& n, const std::string& name) {
+    if (auto t = n.as_table()) return t;
+    d_.add(at(n), name, fmt::format("must be a table: write [{}] and its keys below it", name));
+    return nullptr;
+  }
+  const toml::array* tables(const toml::node& n, const std::string& name) {
+    auto a = n.as_array();
+    if (a && a->is_array_of_tables()) return a;
+    d_.add(at(n), name, fmt::format("must be an array of tables: write [[{}]] before each "
+                                    "entry", name));
+    return nullptr;
+  }
+
+  void read_suite(const toml::table& t);
+  void read_base(const toml::table& t);
+  void read_axes(const toml::table& t);
+  void read_zip(const toml::table& t, int n);
+  Matcher read_matcher(const toml::table& t, const std::string& what, bool reference);
+  void read_baseline(const toml::table& t);
+  void note_varied(const Entry& e, const std::string& by);
+
+  SuiteSpec& spec_;
+  Diagnostics& d_;
+  std::map<std::string, std::string> varied_by_;  // key -> "[axes]" or "[[zip]] #n"
+};
+
+void Reader::read(const toml::table& root) {
+  for (auto&& [k, v] : root) {
+    std::string s(k.str());
+    if (s == "suite") { if (auto t = table(v, s)) read_suite(*t); }
+    else if (s == "base") { if (auto t = table(v, s)) read_base(*t); }
+    else if (s == "axes") { if (auto t = table(v, s)) read_axes(*t); }
+    else if (s == "baseline") { if (auto t = table(v, s)) read_baseline(*t); }
+    else if (s == "zip" || s == "exclude" || s == "reference") {
+      auto arr = tables(v, s);
+      if (!arr) continue;
+      int n = 0;
+      for (auto&& el : *arr) {
+        ++n;
+        const toml::table& t = *el.as_table();
+        std::string what = fmt::format("[[{}]] #{}", s, n);
+        if (s == "zip") read_zip(t, n);
+        else if (s == "exclude") spec_.excludes.push_back(read_matcher(t, what, false));
+        else spec_.references.push_back(read_matcher(t, what, true));
+      }
+    } else {
+      d_.add(pos_of(k.source(), file()), s,
+             "unknown section; the sections are [suite], [base], [axes], [[zip]], [[exclude]], "
+             "[baseline] and [[reference]] (point keys go under [base])");
+    }
+  }
+  std::stable_sort(spec_.dims.begin(), spec_.dims.end(), [](const Dimension& a, const Dimension& b) {
+    return std::make_pair(a.pos.line, a.pos.column) < std::make_pair(b.pos.line, b.pos.column);
+  });
+}
+
+void Reader::read_suite(const toml::table& t) {
+  for (const auto& e : entries(t, file())) {
+    if (e.key != "name" && e.key != "description") {
+      d_.add(e.key_pos, e.key, "unknown key in [suite]; the keys are name and description");
+      continue;
+    }
+    auto s = e.node->as_string();
+    if (!s) {
+      d_.add(e.pos, e.key, fmt::format("wrong type: expected a string, got {}", describe(*e.node)));
+      continue;
+    }
+    if (e.key == "description") {
+      spec_.description = s->get();
+      continue;
+    }
+    // The name becomes a results folder: keep it a plain path component.
+    const std::string& n = s->get();
+    bool plain = !n.empty() && n != "." && n != ".." &&
+                 std::all_of(n.begin(), n.end(), [](char c) {
+                   return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
+                          c == '.';
+                 });
+    if (plain) spec_.name = n;
+    else d_.add(e.pos, e.key, fmt::format("suite name \"{}\" must use only letters, digits, "
+                                          "'-', '_' and '.' (it names the results folder)", n));
+  }
+}
+
+void Reader::read_base(const toml::table& t) {
+  for (const auto& e : entries(t, file())) {
+    const KeySpec* ks = key_of(e, true);
+    if (!ks) continue;
+    if (e.node->is_array()) {
+      d_.add(e.pos, e.key, fmt::format("[base] takes one value; to vary {} put the list under "
+                                       "[axes]", e.key));
+      continue;
+    }
+    if (auto v = value_of(*ks, *e.node)) spec_.base.set(e.key, *v, e.pos);
+  }
+}
+
+void Reader::note_varied(const Entry& e, const std::string& by) {
+  auto [it, fresh] = varied_by_.emplace(e.key, by);
+  if (!fresh)
+    d_.add(e.key_pos, e.key, fmt::format("already varied by {}; vary each key in one place",
+                                         it->second));
+}
+
+void Reader::read_axes(const toml::table& t) {
+  for (const auto& e : entries(t, file())) {
+    const KeySpec* ks = key_of(e, true);
+    if (!ks) continue;
+    auto values = list_of(*ks, e, "axis");
+    if (!values) continue;
+    note_varied(e, "[axes]");
+    Dimension d{{e.key}, {}, e.key_pos};
+    for (auto& v : *values) d.rows.push_back({std::move(v)});
+    spec_.dims.push_back(std::move(d));
+  }
+}
+
+void Reader::read_zip(const toml::table& t, int n) {
+  std::string what = fmt::format("[[zip]] #{}", n);
+  auto es = entries(t, file());
+  if (es.empty()) {
+    d_.add(at(t), what, "empty [[zip]]: give two or more lists of equal length");
+    return;
+  }
+  Dimension d;
+  d.pos = es.front().key_pos;
+  bool ok = true;
+  std::size_t len = 0;
+  std::string first_key;
+  for (const auto& e : es) {
+    const KeySpec* ks = key_of(e, true);
+    if (!ks) { ok = false; continue; }
+    auto values = list_of(*ks, e, "zip");
+    if (!values) { ok = false; continue; }
+    note_varied(e, what);
+    if (d.keys.empty()) {
+      len = values->size();
+      first_key = e.key;
+      d.rows.resize(len);
+    } else if (values->size() != len) {
+      d_.add(e.pos, e.key, fmt::format("zip lists of unequal length: {} has {} values, {} has "
+                                       "{}; give every list of a [[zip]] the same length",
+                                       first_key, len, e.key, values->size()));
+      ok = false;
+      continue;
+    }
+    d.keys.push_back(e.key);
+    for (std::size_t i = 0; i < len; ++i) d.rows[i].push_back((*values)[i]);
+  }
+  if (ok) spec_.dims.push_back(std::move(d));
+}
+
+Matcher Reader::read_matcher(const toml::table& t, const std::string& what, bool reference) {
+  Matcher m{what, at(t), {}, {}};
+  std::vector<Entry> keys;
+  if (!reference) {
+    keys = entries(t, file());
+  } else {
+    for (const auto& e : entries(t, file())) {
+      if (e.key.rfind("match.", 0) == 0) {
+        Entry k = e;
+        k.key = e.key.substr(6);
+        keys.push_back(k);
+      } else if (e.node->is_integer() || e.node->is_floating_point()) {
+        m.figures[e.key] = e.node->value<double>().value();
+      } else {
+        d_.add(e.pos, e.key, fmt::format("a reference figure must be a number, got {}; the "
+                                         "keys to match go in match = {{ ... }}",
+                                         describe(*e.node)));
+      }
+    }
+    if (m.figures.empty())
+      d_.add(m.pos, what, "no figures: add numbers such as latency_ms = 185.0 next to match");
+  }
+  if (keys.empty() && !reference)
+    d_.add(m.pos, what, "empty [[exclude]] would drop every point; give the keys to match");
+  for (const auto& e : keys) {
+    const KeySpec* ks = key_of(e, false);
+    if (!ks) continue;
+    std::vector<Value> values;
+    bool ok = true;
+    if (auto arr = e.node->as_array()) {
+      for (auto&& el : *arr) {
+        auto v = value_of(*ks, el);
+        if (v) values.push_back(*v);
+        else ok = false;
+      }
+    } else if (auto v = value_of(*ks, *e.node)) {
+      values.push_back(*v);
+    } else {
+      ok = false;
+    }
+    if (ok) m.match.emplace_back(e.key, std::move(values));
+  }
+  return m;
+}
+
+void Reader::read_baseline(const toml::table& t) {
+  for (const auto& e : entries(t, file())) {
+    const KeySpec* ks = key_of(e, false);
+    if (!ks) continue;
+    if (e.node->is_array()) {
+      d_.add(e.pos, e.key, "a baseline value must be a single value: the baseline of each "
+                           "point is that point with this value");
+      continue;
+    }
+    if (auto v = value_of(*ks, *e.node)) spec_.baseline.push_back({e.key, {*v, e.pos}});
+  }
+}
+
+std::string stem(const std::string& path) {
+  std::size_t slash = path.find_last_of('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::size_t dot = base.rfind('.');
+  return dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
+}
+
+}  // namespace
+
+Suite load_suite_text(const std::string& toml_text, const std::string& path) {
+  SuiteSpec spec;
+  spec.file = path;
+  spec.name = stem(path);
+  spec.sha256 = sha256_hex(toml_text);
+  for (const auto& k : registered_keys()) spec.base.set(k.key, k.default_value, SourcePos{path, 0, 0});
+  Diagnostics diags(path);
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, path);
+  } catch (const toml::parse_error& e) {
+    diags.add(pos_of(e.source(), path), "syntax",
+              fmt::format("{}; see docs/SUITES.md for the format", e.description()));
+    throw SuiteError(diags.lines());
+  }
+  Reader(spec, diags).read(root);
+  std::vector<Point> points = expand(spec, diags);
+  if (!diags.empty()) throw SuiteError(diags.lines());
+  return Suite{spec.name, path, spec.sha256, spec.description, std::move(points)};
+}
+
+Suite load_suite(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    Diagnostics d(path);
+    d.add(SourcePos{path, 0, 0}, "file",
+          fmt::format("cannot read the suite file ({}); check the path", std::strerror(errno)));
+    throw SuiteError(d.lines());
+  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return load_suite_text(bytes.str(), path);
+}
+
+const Point& find_point(const Suite& s, const std::string& index_or_id) {
+  for (const auto& p : s.points)
+    if (p.id == index_or_id) return p;
+  bool digits = !index_or_id.empty() && index_or_id.size() < 10 &&
+                std::all_of(index_or_id.begin(), index_or_id.end(), ::isdigit);
+  if (digits) {
+    long i = std::stol(index_or_id);
+    if (i >= 0 && std::size_t(i) < s.points.size()) return s.points[std::size_t(i)];
+  }
+  SB_FAIL("no point '{}' in suite '{}' ({}): give an index 0..{} or a 12-digit id (see "
+          "`shardbench plan {}`)", index_or_id, s.name, s.file, s.points.size() - 1, s.file);
+}
+
+}  // namespace sb
