@@ -61,6 +61,7 @@ def seed_tables(groups, summary):
                 "repetitions": len(groups.members[key])})
         if rows:
             out[title] = pd.DataFrame(rows)
+            out[title].attrs.update(unit=unit, kind=kind, change=change)
     rows = []
     for key, base in _pairs(groups, "accuracy_delta_pct", None):
         ab, ao = groups.median(base, summary, "accuracy"), groups.median(key, summary, "accuracy")
@@ -127,3 +128,30 @@ def compression_tables(groups, summary):
                  f"on {c.get('world', '?')} ranks")
         out[title] = pd.DataFrame(rows)
     return out
+
+
+def _g(v):
+    return "?" if v is None or not np.isfinite(v) else f"{v:.3g}"
+
+
+def seed_summary(seed):
+    """The seed paper's "Performance Results" list as one table, paper beside ours, a row per
+    table row: e.g. "185 -> 42 ms (77.3% reduction)". Built from seed_tables()."""
+    rows = []
+    for title, df in seed.items():
+        for _, r in df.iterrows():
+            if title == "Model accuracy":
+                paper = f"within {_g(r['paper: within (%) of baseline'])}% of baseline"
+                ours = f"within {_g(r['ours: within (%) of baseline'])}% of baseline ({r['metric']})"
+            else:
+                unit, kind, col = df.attrs["unit"], df.attrs["kind"], df.attrs["change"]
+
+                def one(who):
+                    b, o, ch = r[f"{who} baseline ({unit})"], r[f"{who} optimized ({unit})"], \
+                        r[f"{who} {col}"]
+                    tail = f"{_g(ch)}% reduction" if kind == "reduction" else f"{_g(ch)}x"
+                    return f"{_g(b)} -> {_g(o)} {unit} ({tail})"
+                paper, ours = one("paper"), one("ours")
+            rows.append({"result": title, "comparison": r["comparison"], "paper": paper,
+                         "ours": ours})
+    return pd.DataFrame(rows, columns=["result", "comparison", "paper", "ours"])

@@ -27,6 +27,7 @@ def build(results_dir, out_dir):
     groups = Groups(res)
     comparisons = compare(res, summary, groups)
     seed = paper.seed_tables(groups, summary)
+    seed_list = paper.seed_summary(seed)
     compression = paper.compression_tables(groups, summary)
     queries = query_summary(res)
     _, fits = alpha_beta_fits(res)
@@ -45,13 +46,15 @@ def build(results_dir, out_dir):
         "queries": res.queries, "query_summary": queries, "scalars": res.scalars,
         "series": res.series, "alpha_beta": fits,
     }
+    if len(seed_list):
+        csv["paper_results"] = seed_list
     csv.update({"paper_" + slug(t): df for t, df in seed.items()})
     csv.update({slug(t): df for t, df in compression.items()})
     for name, df in csv.items():
         df.to_csv(os.path.join(tables_dir, name + ".csv"), index=False)
 
-    blocks = _blocks(res, results_dir, metrics, comparisons, seed, compression, queries, fits,
-                     plots, sorted(csv))
+    blocks = _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression,
+                     queries, fits, plots, sorted(csv))
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))
@@ -60,8 +63,8 @@ def build(results_dir, out_dir):
     return {"results": res, "plots": plots, "tables": csv, "out": out_dir}
 
 
-def _blocks(res, results_dir, metrics, comparisons, seed, compression, queries, fits, plots,
-            csv_names):
+def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression, queries, fits,
+            plots, csv_names):
     suites = ", ".join(sorted(set(res.points["suite"]))) if len(res.points) else "(none)"
     done = len(res.done())
     B = [("h1", f"shardbench report: {suites}"),
@@ -80,6 +83,7 @@ def _blocks(res, results_dir, metrics, comparisons, seed, compression, queries, 
     if seed:
         B.append(("p", "Paper figures are the suite's reference values; ours are medians over "
                        "repetitions (docs/REPORTS.md says which points form each table)."))
+        B += [("h3", "Performance results (the seed paper's list)"), ("table", seed_list)]
         for t, df in seed.items():
             B += [("h3", t), ("table", df)]
     else:

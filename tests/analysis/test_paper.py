@@ -86,3 +86,13 @@ def test_hybrid_compression_table(tables):
     # Final losses 2.0 (none), 2.1 (naive: 5% above), 2.005 (hybrid: 0.25%, within 0.5%).
     assert list(t["reached baseline loss"]) == ["yes", "no", "yes"]
     assert list(t["paper reached baseline loss"]) == ["", "no", "yes"]
+
+
+def test_seed_summary_reads_like_the_paper(tables):
+    t = paper.seed_summary(tables[0])
+    assert list(t.columns) == ["result", "comparison", "paper", "ours"]
+    assert list(t["paper"]) == ["185 -> 42 ms (77.3% reduction)", "3.2 -> 0.8 GB (75% reduction)",
+                                "32 -> 124 samples/s (3.88x)", "within 0.5% of baseline"]
+    assert list(t["ours"]) == ["185 -> 42 ms (77.3% reduction)", "1.34 -> 0.402 GB (70% reduction)",
+                               "31.5 -> 123 samples/s (3.9x)",
+                               "within 0.5% of baseline (mlm_accuracy)"]
