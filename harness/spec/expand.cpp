@@ -17,8 +17,9 @@ namespace sb {
 
 void Diagnostics::add(const SourcePos& pos, const std::string& key, const std::string& message) {
   // Defaults have no line: blame the file, so the user knows where to add the key.
-  std::string where = pos.line > 0 ? pos.str() : file_;
-  items_.push_back({pos.line, pos.column, fmt::format("{}: {}: {}", where, key, message)});
+  std::string text = pos.line > 0 ? fmt::format("{}: {}: {}", pos.str(), key, message)
+                                   : fmt::format("{}: {} (default): {}", file_, key, message);
+  items_.push_back({pos.line, pos.column, std::move(text)});
 }
 
 std::vector<std::string> Diagnostics::lines() const {

@@ -26,7 +26,12 @@ std::string SourcePos::str() const {
 std::string value_to_string(const Value& v) {
   if (auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
   if (auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
-  if (auto* d = std::get_if<double>(&v)) return fmt::format("{}", *d);  // shortest round trip
+  if (auto* d = std::get_if<double>(&v)) {
+    // Shortest form that round-trips, and visibly a float ("600.0", not "600").
+    std::string s = fmt::format("{}", *d);
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // n: nan, inf
+    return s;
+  }
   return std::get<std::string>(v);
 }
 

@@ -64,7 +64,7 @@ std::string unknown_key_message(const std::string& key) {
 std::string describe(const toml::node& n) {
   if (auto s = n.as_string()) return fmt::format("the string \"{}\"", s->get());
   if (auto i = n.as_integer()) return fmt::format("the integer {}", i->get());
-  if (auto f = n.as_floating_point()) return fmt::format("the float {}", f->get());
+  if (auto f = n.as_floating_point()) return "the float " + value_to_string(Value{f->get()});
   if (auto b = n.as_boolean()) return fmt::format("the boolean {}", b->get());
   if (n.is_array()) return "an array";
   if (n.is_table()) return "a table";
@@ -221,9 +221,11 @@ class Reader {
   void read_base(const toml::table& t);
   void read_axes(const toml::table& t);
   void read_zip(const toml::table& t, int n);
-  Matcher read_matcher(const toml::table& t, const std::string& what, bool reference);
+  // nullopt (after reporting) when any part is wrong: a half-read exclude would drop more.
+  std::optional<Matcher> read_matcher(const toml::table& t, const std::string& what,
+                                      bool reference);
   void read_baseline(const toml::table& t);
-  void note_varied(const Entry& e, const std::string& by);
+  bool note_varied(const Entry& e, const std::string& by);
 
   SuiteSpec& spec_;
   Diagnostics& d_;
@@ -246,8 +248,8 @@ void Reader::read(const toml::table& root) {
         const toml::table& t = *el.as_table();
         std::string what = fmt::format("[[{}]] #{}", s, n);
         if (s == "zip") read_zip(t, n);
-        else if (s == "exclude") spec_.excludes.push_back(read_matcher(t, what, false));
-        else spec_.references.push_back(read_matcher(t, what, true));
+        else if (auto m = read_matcher(t, what, s == "reference"))
+          (s == "exclude" ? spec_.excludes : spec_.references).push_back(std::move(*m));
       }
     } else {
       d_.add(pos_of(k.source(), file()), s,
@@ -301,11 +303,13 @@ void Reader::read_base(const toml::table& t) {
   }
 }
 
-void Reader::note_varied(const Entry& e, const std::string& by) {
+// False (and reported) when another dimension already varies the key.
+bool Reader::note_varied(const Entry& e, const std::string& by) {
   auto [it, fresh] = varied_by_.emplace(e.key, by);
   if (!fresh)
     d_.add(e.key_pos, e.key, fmt::format("already varied by {}; vary each key in one place",
                                          it->second));
+  return fresh;
 }
 
 void Reader::read_axes(const toml::table& t) {
@@ -313,8 +317,7 @@ void Reader::read_axes(const toml::table& t) {
     const KeySpec* ks = key_of(e, true);
     if (!ks) continue;
     auto values = list_of(*ks, e, "axis");
-    if (!values) continue;
-    note_varied(e, "[axes]");
+    if (!values || !note_varied(e, "[axes]")) continue;
     Dimension d{{e.key}, {}, e.key_pos};
     for (auto& v : *values) d.rows.push_back({std::move(v)});
     spec_.dims.push_back(std::move(d));
@@ -337,8 +340,7 @@ void Reader::read_zip(const toml::table& t, int n) {
     const KeySpec* ks = key_of(e, true);
     if (!ks) { ok = false; continue; }
     auto values = list_of(*ks, e, "zip");
-    if (!values) { ok = false; continue; }
-    note_varied(e, what);
+    if (!values || !note_varied(e, what)) { ok = false; continue; }
     if (d.keys.empty()) {
       len = values->size();
       first_key = e.key;
@@ -356,8 +358,10 @@ void Reader::read_zip(const toml::table& t, int n) {
   if (ok) spec_.dims.push_back(std::move(d));
 }
 
-Matcher Reader::read_matcher(const toml::table& t, const std::string& what, bool reference) {
+std::optional<Matcher> Reader::read_matcher(const toml::table& t, const std::string& what,
+                                            bool reference) {
   Matcher m{what, at(t), {}, {}};
+  bool ok = true;
   std::vector<Entry> keys;
   if (!reference) {
     keys = entries(t, file());
@@ -373,18 +377,22 @@ Matcher Reader::read_matcher(const toml::table& t, const std::string& what, bool
         d_.add(e.pos, e.key, fmt::format("a reference figure must be a number, got {}; the "
                                          "keys to match go in match = {{ ... }}",
                                          describe(*e.node)));
+        ok = false;
       }
     }
-    if (m.figures.empty())
+    if (m.figures.empty() && ok) {
       d_.add(m.pos, what, "no figures: add numbers such as latency_ms = 185.0 next to match");
+      ok = false;
+    }
   }
-  if (keys.empty() && !reference)
+  if (keys.empty() && !reference) {
     d_.add(m.pos, what, "empty [[exclude]] would drop every point; give the keys to match");
+    ok = false;
+  }
   for (const auto& e : keys) {
     const KeySpec* ks = key_of(e, false);
-    if (!ks) continue;
+    if (!ks) { ok = false; continue; }
     std::vector<Value> values;
-    bool ok = true;
     if (auto arr = e.node->as_array()) {
       for (auto&& el : *arr) {
         auto v = value_of(*ks, el);
@@ -396,8 +404,9 @@ Matcher Reader::read_matcher(const toml::table& t, const std::string& what, bool
     } else {
       ok = false;
     }
-    if (ok) m.match.emplace_back(e.key, std::move(values));
+    if (!values.empty()) m.match.emplace_back(e.key, std::move(values));
   }
+  if (!ok) return std::nullopt;
   return m;
 }
 
@@ -447,10 +456,8 @@ Suite load_suite_text(const std::string& toml_text, const std::string& path) {
 Suite load_suite(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    Diagnostics d(path);
-    d.add(SourcePos{path, 0, 0}, "file",
-          fmt::format("cannot read the suite file ({}); check the path", std::strerror(errno)));
-    throw SuiteError(d.lines());
+    throw SuiteError({fmt::format("{}: cannot read the suite file ({}); check the path", path,
+                                  std::strerror(errno))});
   }
   std::ostringstream bytes;
   bytes << in.rdbuf();

@@ -83,7 +83,7 @@ TEST(Point, TypedGettersSayWhatIsWrong) {
     p.get_int("f_int");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("point 'demo': key 'f_int' is a float (600), not an int"),
+    EXPECT_NE(std::string(e.what()).find("point 'demo': key 'f_int' is a float (600.0), not an int"),
               std::string::npos) << e.what();
   }
   try {
