@@ -1,0 +1,115 @@
+// `shardbench plan` and `shardbench keys`: the exact table, the state column from the task's
+// TaskInfo ("-" when the task is not linked in), and exit code 2 with every diagnostic.
+#include <filesystem>
+#include <fstream>
+
+#include <CLI/CLI.hpp>
+#include <gtest/gtest.h>
+
+#include "harness/cli/command.h"
+#include "harness/core/sha256.h"
+#include "harness/spec/plan.h"
+#include "tests/harness/test_spec_registry.h"
+
+namespace sb {
+namespace {
+
+const char* kSuite = R"([suite]
+description = "plan test"
+[base]
+world = 2
+[axes]
+task = ["train", "micro"]
+strategy = ["no_shard", "full_shard"]
+[baseline]
+strategy = "no_shard"
+)";
+
+TEST(Plan, TableWithStateBytesPerRank) {
+  Suite s = load_suite_text(kSuite, "plan.toml");
+  ASSERT_EQ(s.points.size(), 4u);
+  // The train points have the ids of Expand.IdsAreStableLiterals: same configuration.
+  std::string expected = fmt::format(
+      "suite plan (plan.toml, sha256 {})\n"
+      "plan test\n"
+      "index  id            name              task   world  baseline  state/rank\n"
+      "    0  85e5476ac6d6  train/no_shard    train      2         -    1.00 MiB\n"
+      "    1  70c83adf5caf  train/full_shard  train      2         0  512.00 KiB\n"
+      "    2  09acf9a722e8  micro/no_shard    micro      2         -           -\n"
+      "    3  b8399fd10a7f  micro/full_shard  micro      2         2           -\n"
+      "4 points\n",
+      sha256_hex(kSuite).substr(0, 12));
+  EXPECT_EQ(format_plan(s), expected);
+}
+
+TEST(Plan, FormatBytes) {
+  EXPECT_EQ(format_bytes(0), "0 B");
+  EXPECT_EQ(format_bytes(1023), "1023 B");
+  EXPECT_EQ(format_bytes(1024), "1.00 KiB");
+  EXPECT_EQ(format_bytes(3.2 * 1024 * 1024 * 1024), "3.20 GiB");
+}
+
+// Runs `shardbench ARGS...` through the registered commands; returns the exit code.
+int run_cli(std::vector<std::string> args) {
+  CLI::App app{"shardbench"};
+  app.require_subcommand(1);
+  for (const auto& c : cli::commands()) c.setup(*app.add_subcommand(c.name, c.help));
+  std::vector<const char*> argv{"shardbench"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(int(argv.size()), const_cast<char**>(argv.data()));
+  } catch (const cli::Exit& e) {
+    return e.code;
+  }
+  return 0;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  auto p = std::filesystem::temp_directory_path() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+TEST(PlanCommand, PrintsThePlan) {
+  std::string path = write_temp("sb_plan_ok.toml", kSuite);
+  ::testing::internal::CaptureStdout();
+  int rc = run_cli({"plan", path});
+  std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(out, format_plan(load_suite(path)));
+}
+
+TEST(PlanCommand, InvalidSuiteExits2WithEveryDiagnostic) {
+  std::string path = write_temp("sb_plan_bad.toml", "[base]\nworld = 0\nstratgy = \"x\"\n");
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  int rc = run_cli({"plan", path});
+  std::string err = ::testing::internal::GetCapturedStderr();
+  std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(rc, 2);
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(err, path + ":2:9: world: world must be >= 1, got 0\n" + path +
+                     ":3:1: stratgy: unknown key; did you mean 'strategy'? (`shardbench keys` "
+                     "lists every key)\n" +
+                     path + ": 2 errors; the suite was not expanded\n");
+}
+
+TEST(KeysCommand, ListsKeysAndNameSets) {
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(run_cli({"keys"}), 0);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(out, format_keys());
+  // One line per key, aligned; base keys and the test's workload keys alike.
+  EXPECT_NE(out.find(fmt::format("{} keys\n", registered_keys().size())), std::string::npos);
+  EXPECT_NE(out.find("\nbatch                int                 8            GLOBAL samples per "
+                     "optimizer step or per inference batch; divisible by world\n"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("\ntime_limit           float               600.0"), std::string::npos);
+  EXPECT_NE(out.find("\nstrategy             name(strategy)      \"no_shard\""), std::string::npos);
+  EXPECT_NE(out.find("\nlauncher:\n  mpirun  Open MPI's mpirun -np WORLD\n  srun    Slurm's srun "
+                     "inside an allocation\n"),
+            std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace sb
