@@ -65,8 +65,9 @@ std::string describe(const std::exception& e) {
 }
 
 int run_point(const RunArgs& a) {
-  MpiContext mpi(nullptr, nullptr);
+  // Before MPI_Init (which takes seconds): a stop signal during start-up must not kill us.
   install_stop_signals();
+  MpiContext mpi(nullptr, nullptr);
   const double t0 = MPI_Wtime();
   // Before the point is known no result file can be named: report and abort.
   Suite suite;
@@ -149,7 +150,8 @@ int run_point(const RunArgs& a) {
     if (stop.stop()) {
       // A time limit is a property of the point (rerunning would hit it again): failed.
       // A signal is an interruption (Slurm's pre-timeout, a stopped sweep): rerun later.
-      const std::string after = fmt::format(" after {} steps", rec.steps().size());
+      const std::string after =
+          fmt::format(" after {} steps, {:.1f} s", rec.steps().size(), MPI_Wtime() - t0);
       meta.status = cause == StopCause::TimeLimit ? "failed" : "incomplete";
       meta.failure_reason = stop.reason + after;
       code = cause == StopCause::TimeLimit ? 1 : 2;

@@ -51,8 +51,7 @@ void StopWatcher::watch(double time_limit_s) {
     const int sig = received_stop_signal();
     const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
     if (sig != 0) {
-      flag_.reason = fmt::format("stopped by signal {} ({}) after {:.1f} s", sig,
-                                 strsignal(sig), elapsed);
+      flag_.reason = fmt::format("stopped by signal {} ({})", sig, strsignal(sig));
       cause_ = StopCause::Signal;
       flag_.requested.store(true, std::memory_order_release);
     } else if (time_limit_s > 0 && elapsed >= time_limit_s) {

@@ -128,6 +128,10 @@ class LocalScheduler final : public Scheduler {
                            fmt::format("time limit of {} s exceeded; launcher killed after {:.1f} s "
                                        "({})", limit, secs, r.describe()),
                            log);
+    } else if (r.stopped && !s.exists) {
+      // Interrupted before the ranks could write anything: nothing to record, still pending.
+      return fmt::format("interrupted after {:.1f} s before it wrote a result; it reruns on "
+                         "resume", secs);
     } else if (!s.exists || (s.status != "done" && s.status != "failed" &&
                              s.status != "incomplete")) {
       record_point_failure(dir, suite, p,

@@ -1,0 +1,196 @@
+// Launchers and Slurm job scripts without a cluster: argv of each launcher, --array and
+// --time syntax, the rendered sbatch scripts compared as text with expected files
+// (tests/harness/data/trace/*.sbatch; SB_UPDATE_EXPECTED=1 rewrites them), squeue parsing,
+// and `submit --dry-run` through the probe CLI (done points are not submitted again).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "harness/core/check.h"
+#include "harness/core/subprocess.h"
+#include "harness/launch/jobscript.h"
+#include "harness/launch/launcher.h"
+#include "harness/launch/slurm_queue.h"
+#include "harness/trace/result.h"
+
+namespace fs = std::filesystem;
+using Argv = std::vector<std::string>;
+
+namespace {
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Compares with tests/harness/data/trace/<name>, or rewrites it when SB_UPDATE_EXPECTED=1.
+void expect_matches_file(const std::string& text, const std::string& name) {
+  const std::string path = std::string(SB_TEST_DATA) + "/trace/" + name;
+  if (const char* u = std::getenv("SB_UPDATE_EXPECTED"); u && std::string(u) == "1") {
+    std::ofstream(path) << text;
+    return;
+  }
+  ASSERT_TRUE(fs::exists(path)) << path << " missing; run with SB_UPDATE_EXPECTED=1 and review";
+  EXPECT_EQ(text, read(path)) << "differs from " << path;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const sb::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+sb::JobScriptSpec fixed_spec() {
+  sb::JobScriptSpec s;
+  s.suite_name = "quickstart";
+  s.suite_file = "/repo/suite/quickstart.toml";
+  s.results_dir = "/scratch/results/quickstart";
+  s.exe = "/opt/shardbench/bin/shardbench";
+  s.world = 2;
+  s.threads = 1;
+  s.indices = {0, 1, 2, 3, 6};
+  s.max_parallel = 2;
+  s.time_min = 12;
+  s.signal_s = 60;
+  return s;
+}
+}  // namespace
+
+TEST(Launchers, MpirunArgv) {
+  sb::LaunchSpec s{4, 2, false};
+  EXPECT_EQ(sb::find_launcher("mpirun")->prefix(s),
+            (Argv{"mpirun", "--oversubscribe", "--bind-to", "none", "-np", "4", "-x",
+                  "OMP_NUM_THREADS=2"}));
+  s.as_root = true;
+  EXPECT_EQ(sb::find_launcher("mpirun")->prefix(s)[1], "--allow-run-as-root");
+}
+
+TEST(Launchers, SrunArgv) {
+  EXPECT_EQ(sb::find_launcher("srun")->prefix({3, 4, true}),
+            (Argv{"srun", "--mpi=pmix", "--ntasks=3", "--cpus-per-task=4", "--kill-on-bad-exit=1",
+                  "--export=ALL,OMP_NUM_THREADS=4"}));
+}
+
+TEST(Launchers, UnknownNameListsKnownOnes) {
+  const std::string e = error_of([] { sb::find_launcher("aprun"); });
+  EXPECT_NE(e.find("unknown launcher 'aprun'; known launchers: mpirun, srun"), std::string::npos) << e;
+}
+
+TEST(JobScript, ArraySpecAndTime) {
+  EXPECT_EQ(sb::array_spec({0, 1, 2, 3, 5, 7, 8}, 2), "0-3,5,7-8%2");
+  EXPECT_EQ(sb::array_spec({4}, 0), "4");
+  EXPECT_EQ(sb::array_spec({1, 3}, 0), "1,3");
+  EXPECT_EQ(sb::slurm_time(12), "0:12:00");
+  EXPECT_EQ(sb::slurm_time(125), "2:05:00");
+  const std::string e = error_of([] { sb::slurm_time(0); });
+  EXPECT_NE(e.find("a Slurm time limit must be positive, got 0 minutes"), std::string::npos) << e;
+}
+
+TEST(JobScript, SrunScriptMatchesExpectedText) {
+  sb::JobScriptSpec s = fixed_spec();
+  s.launcher = "srun";
+  s.launch_prefix = sb::find_launcher("srun")->prefix({2, 1, true});
+  expect_matches_file(sb::render_job_script(sb::read_job_template("sbatch-array.sh.in"), s),
+                      "quickstart-w2-srun.sbatch");
+}
+
+TEST(JobScript, MpirunScriptWithPartitionAndQuotedPathsMatchesExpectedText) {
+  sb::JobScriptSpec s = fixed_spec();
+  s.world = 4;
+  s.threads = 2;
+  s.indices = {4, 5};
+  s.max_parallel = 0;
+  s.partition = "debug";
+  s.exe = "/home/a user/shard bench";    // needs quoting in the script body
+  s.suite_file = "/repo/suite/it's.toml";  // a quote inside a quoted word
+  s.launcher = "mpirun";
+  s.launch_prefix = sb::find_launcher("mpirun")->prefix({4, 2, true});
+  expect_matches_file(sb::render_job_script(sb::read_job_template("sbatch-array.sh.in"), s),
+                      "quickstart-w4-mpirun.sbatch");
+}
+
+TEST(JobScript, ResultsFolderThatSbatchCannotExpressIsRefused) {
+  sb::JobScriptSpec s = fixed_spec();
+  s.results_dir = "/scratch/my results";
+  s.launch_prefix = {"srun"};
+  const std::string e = error_of([&] { sb::render_job_script("x", s); });
+  EXPECT_NE(e.find("results folder '/scratch/my results' contains whitespace, a quote or a "
+                   "backslash, which #SBATCH --output cannot express; choose another --results "
+                   "folder"), std::string::npos) << e;
+}
+
+TEST(JobScript, UnknownPlaceholderIsAnError) {
+  const std::string e = error_of([] { sb::render_job_script("a {{NOPE}} b", fixed_spec()); });
+  EXPECT_NE(e.find("job script template: unknown placeholder {{NOPE}}"), std::string::npos) << e;
+}
+
+TEST(JobScript, ShellQuote) {
+  EXPECT_EQ(sb::shell_quote("/a/b-c_d.e"), "/a/b-c_d.e");
+  EXPECT_EQ(sb::shell_quote("a b"), "'a b'");
+  EXPECT_EQ(sb::shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(sb::shell_quote("$(rm -rf /)"), "'$(rm -rf /)'");
+  EXPECT_EQ(sb::shell_quote(""), "''");
+}
+
+TEST(SlurmQueue, ParsesArrayTasksOnly) {
+  const auto m = sb::parse_squeue("12_0|RUNNING\n12_3|PENDING\n13|RUNNING\n14_[5-7]|PENDING\ngarbage\n");
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m.at({"12", 0}), "RUNNING");
+  EXPECT_EQ(m.at({"12", 3}), "PENDING");
+}
+
+// `submit --dry-run` through the CLI: one script per world size, done points left out.
+TEST(Submit, DryRunWritesOneArrayPerWorldSizeWithoutDonePoints) {
+  const fs::path dir = fs::temp_directory_path() / ("sb-submit-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string suite = (dir / "mix.toml").string();
+  std::ofstream(suite) << "[base]\ntask = \"probe\"\nsteps = 2\nwarmup = 0\ntime_limit = 120\n"
+                          "[axes]\nworld = [2, 1]\n\"probe.elements\" = [8, 16]\n";
+  const std::string results = (dir / "res").string();
+  // Points: 0 w2/8, 1 w2/16, 2 w1/8, 3 w1/16. Point 1 is done already.
+  sb::ResultMeta done;
+  done.status = "done";
+  {
+    sb::ProcessOptions po;
+    po.capture_stdout = true;
+    const auto plan = sb::run_process({SB_PROBE_EXE, "plan", suite}, po);
+    ASSERT_TRUE(plan.ok()) << plan.output;
+    std::istringstream ss(plan.output);
+    std::string line;
+    while (std::getline(ss, line)) {
+      std::istringstream ls(line);
+      std::string idx, id;
+      ls >> idx >> id;
+      if (idx == "1") sb::write_result_hdf5(sb::result_path(results, 1, id), done, sb::Recorder{});
+    }
+  }
+  sb::ProcessOptions po;
+  po.capture_stdout = true;
+  const auto r = sb::run_process({SB_PROBE_EXE, "submit", suite, "--results", results,
+                                  "--dry-run", "--max-parallel", "3", "--launcher", "srun"}, po);
+  ASSERT_TRUE(r.ok()) << r.describe() << "\n" << r.output;
+  EXPECT_NE(r.output.find("point 1 "), std::string::npos);
+  EXPECT_NE(r.output.find(": skipped, done"), std::string::npos) << r.output;
+  const std::string w2 = read(results + "/slurm/mix-w2.sbatch");
+  const std::string w1 = read(results + "/slurm/mix-w1.sbatch");
+  EXPECT_NE(w2.find("#SBATCH --array=0%3\n"), std::string::npos) << w2;
+  EXPECT_NE(w2.find("#SBATCH --ntasks=2\n"), std::string::npos) << w2;
+  EXPECT_NE(w1.find("#SBATCH --array=2-3%3\n"), std::string::npos) << w1;
+  EXPECT_NE(w1.find("#SBATCH --ntasks=1\n"), std::string::npos) << w1;
+  // 120 s limit + 60 s signal lead + 60 s start-up = 4 minutes.
+  EXPECT_NE(w1.find("#SBATCH --time=0:04:00\n"), std::string::npos) << w1;
+  EXPECT_NE(w1.find("srun --mpi=pmix --ntasks=1"), std::string::npos) << w1;
+  EXPECT_NE(w1.find("#SBATCH --output=" + results + "/logs/%A_%a.out\n"), std::string::npos) << w1;
+  EXPECT_FALSE(fs::exists(results + "/submissions.json")) << "a dry run submitted something";
+  fs::remove_all(dir);
+}
