@@ -232,13 +232,16 @@ def plot_step_breakdown(results, summary, groups):
 
 
 def alpha_beta_fits(results):
-    """Fits t = alpha + beta * wire_bytes per (collective, world size). Micro-benchmark
-    points are used when there are any: training collectives overlap compute, so their
-    durations are not clean latencies. Returns (events used, fits table)."""
+    """Fits t = alpha + beta * wire_bytes per (collective, world size) over the collectives of
+    timed steps. Micro-benchmark points are used when there are any: training collectives
+    overlap compute, so their durations are not clean latencies. Returns (events, fits)."""
     done = results.done()
     micro = done[done.get("task", pd.Series(dtype=object)) == "micro"]["point_id"]
     use = micro if len(micro) else done["point_id"]
-    c = results.comm[results.comm["point_id"].isin(use)].copy()
+    # Warm-up collectives (first touch, connection set-up) are not the steady state the
+    # model describes.
+    parts = [timed_comm(results, pid) for pid in use]
+    c = pd.concat(parts, ignore_index=True) if parts else results.comm.iloc[0:0].copy()
     world = done.set_index("point_id")["world_size"]
     c["world_size"] = c["point_id"].map(world)
     rows = []

@@ -82,7 +82,8 @@ def test_fixture_report_has_every_plot_and_table(fixture_dir, tmp_path):
     assert [p["stem"] for p in r["plots"] if p["path"]] == [stem for stem, _, _ in PLOTS]
     tables = set(os.listdir(tmp_path / "tables"))
     for name in ("points", "metrics", "comparisons", "problems", "steps", "ranks", "comm",
-                 "queries", "query_summary", "alpha_beta", "paper_results", "paper_inference_latency_per_batch",
+                 "queries", "query_summary", "alpha_beta", "paper_results",
+                 "paper_inference_latency_per_batch",
                  "paper_memory_footprint", "paper_training_throughput", "paper_model_accuracy",
                  "compression_policies_gpt2_tiny_full_shard_on_2_ranks"):
         assert name + ".csv" in tables
