@@ -42,11 +42,18 @@ def summarize_point(results, pid):
     for col, name in (("wall_s", "step_time_s"), ("samples_per_s", "samples_per_s"),
                       ("tokens_per_s", "tokens_per_s"), ("mfu", "mfu")):
         row[name] = _median(s[col]) if len(s) else np.nan
-    # Achieved model FLOP/s per rank, when the workload recorded its FLOPs per token.
+    # Achieved model FLOP/s per rank: from the FLOPs per token when recorded, else from MFU
+    # and the measured peak it divides by (the train workload records peak_gflops_per_rank;
+    # MFU x peak = flops_per_token x tokens/s / world, the same quantity).
     fpt = results.scalar(pid, "model_flops_per_token")
+    peak = results.scalar(pid, "peak_gflops_per_rank")
     world = float(results.points.set_index("point_id").loc[pid, "world_size"])
-    row["tflops_per_worker"] = (_median(s["tokens_per_s"].astype(float) * fpt / world / 1e12)
-                                if len(s) and np.isfinite(fpt) else np.nan)
+    if len(s) and np.isfinite(fpt):
+        row["tflops_per_worker"] = _median(s["tokens_per_s"].astype(float) * fpt / world / 1e12)
+    elif len(s) and np.isfinite(peak):
+        row["tflops_per_worker"] = _median(s["mfu"].astype(float) * peak / 1e3)
+    else:
+        row["tflops_per_worker"] = np.nan
     final_eval = results.scalar(pid, "final_eval_loss")
     # Only training steps carry a loss (inference records leave it 0).
     trains = results.config.get(pid, {}).get("task") == "train"

@@ -12,6 +12,14 @@ LOSS_TOLERANCE = 0.005  # "reached baseline loss": final loss within 0.5% above 
 POLICY_KEY = "compression"
 POLICY_ORDER = ["none", "naive", "hybrid"]
 
+
+def policy_order_key(policy):
+    """The paper's order none, naive, hybrid; suites name variants by prefix ("naive-int8"),
+    so a policy sorts with the first paper policy it starts with, others last."""
+    p = str(policy)
+    rank = next((i for i, name in enumerate(POLICY_ORDER) if p.startswith(name)), len(POLICY_ORDER))
+    return rank, p
+
 # Seed paper tables: (title, reference key, task or None, ours from summary, unit, change kind)
 SEED_TABLES = [
     ("Inference latency per batch", "latency_ms", "infer",
@@ -97,8 +105,7 @@ def compression_tables(groups, summary):
     for fam, by_policy in families.items():
         if "none" not in by_policy or len(by_policy) < 2:
             continue
-        policies = [p for p in POLICY_ORDER if p in by_policy] + \
-            sorted(p for p in by_policy if p not in POLICY_ORDER)
+        policies = sorted(by_policy, key=policy_order_key)
         none = by_policy["none"]
         t0 = groups.median(none, summary, "tflops_per_worker")
         s0 = groups.median(none, summary, "samples_per_s")

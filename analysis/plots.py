@@ -17,7 +17,7 @@ from analysis import stats  # noqa: E402
 from analysis.compare import Groups  # noqa: E402
 from analysis.load import load_results  # noqa: E402
 from analysis.metrics import summarize, timed_comm, timed_steps  # noqa: E402
-from analysis.paper import POLICY_ORDER  # noqa: E402
+from analysis.paper import policy_order_key  # noqa: E402
 
 MAX_SCATTER = 3000  # measured events drawn per collective in the alpha-beta plot
 MEMORY_PARTS = [("param_bytes", "parameters"), ("grad_bytes", "gradients"),
@@ -130,8 +130,7 @@ def plot_loss_curves(results, summary, groups):
         return None, "no training points that differ only in the compression policy"
     fig, axes = _panels(len(fams))
     for ax, (fam, by_policy) in zip(axes, fams.items()):
-        order = sorted(by_policy, key=lambda p: (POLICY_ORDER.index(p) if p in POLICY_ORDER
-                                                 else len(POLICY_ORDER), str(p)))
+        order = sorted(by_policy, key=policy_order_key)
         for i, policy in enumerate(order):
             s = _steps_of(results, groups.members[by_policy[policy]][:1])
             # Markers and dashes keep coinciding curves (a policy that tracks none) visible.
@@ -150,8 +149,9 @@ def plot_wire_bytes(results, summary, groups):
     rows = []
     for k in groups.members:
         pid = groups.members[k][0]
-        if not len(results.steps[results.steps["point_id"] == pid]):
-            continue  # micro-benchmarks have no steps: "per step" does not apply
+        if groups.config(k).get("task") == "micro" or \
+                not len(results.steps[results.steps["point_id"] == pid]):
+            continue  # a micro-benchmark's "step" is a message size: per step does not apply
         c = timed_comm(results, pid)
         n = c["step"].nunique()
         if n:

@@ -161,3 +161,15 @@ def test_comparison_ratios_match_raw_datasets(results):
         assert hit.iloc[0]["ratio"] == approx(raw_median(pid) / raw_median(b))
         checked += 1
     assert checked >= 1
+
+
+def test_tflops_from_mfu_and_measured_peak(tmp_path):
+    # The train workload records MFU per step and the peak it divides by, not FLOPs/token:
+    # MFU 0.4 of a 50 GFLOP/s peak is 0.02 TFLOPS per rank.
+    import make_fixture
+    make_fixture.write_point(str(tmp_path / "points" / "0-aaaa.h5"), index=0, point_id="aaaa",
+                             name="p", config=make_fixture._cfg(),
+                             steps=make_fixture._train_steps(10, 8, [1.0, 0.9, 0.8]),
+                             scalars={"peak_gflops_per_rank": 50.0})
+    s = summarize(load_results(str(tmp_path)))
+    assert s.loc["aaaa", "tflops_per_worker"] == approx(0.4 * 50 / 1e3)

@@ -96,3 +96,8 @@ def test_seed_summary_reads_like_the_paper(tables):
     assert list(t["ours"]) == ["185 -> 42 ms (77.3% reduction)", "1.34 -> 0.402 GB (70% reduction)",
                                "31.5 -> 123 samples/s (3.9x)",
                                "within 0.5% of baseline (mlm_accuracy)"]
+
+
+def test_policy_order_follows_the_paper_by_prefix():
+    assert sorted(["hybrid", "topk", "naive-int8", "none", "fp16"], key=paper.policy_order_key) == \
+        ["none", "naive-int8", "hybrid", "fp16", "topk"]
