@@ -232,9 +232,12 @@ def plot_step_breakdown(results, summary, groups):
 
 
 def alpha_beta_fits(results):
-    """Fits t = alpha + beta * wire_bytes per (collective, world size) over the collectives of
-    timed steps. Micro-benchmark points are used when there are any: training collectives
-    overlap compute, so their durations are not clean latencies. Returns (events, fits)."""
+    """Fits t = alpha + beta * wire_bytes over the collectives of timed steps, one fit per
+    series. Micro-benchmark points are used when there are any (training collectives overlap
+    compute, so their durations are not clean latencies), one series per point and
+    operation: a micro suite varies the implementation (raw MPI, ours, compressed) by point.
+    Otherwise one series per operation and world size. Returns (events with a series
+    column, fits table)."""
     done = results.done()
     micro = done[done.get("task", pd.Series(dtype=object)) == "micro"]["point_id"]
     use = micro if len(micro) else done["point_id"]
@@ -242,15 +245,20 @@ def alpha_beta_fits(results):
     # model describes.
     parts = [timed_comm(results, pid) for pid in use]
     c = pd.concat(parts, ignore_index=True) if parts else results.comm.iloc[0:0].copy()
-    world = done.set_index("point_id")["world_size"]
-    c["world_size"] = c["point_id"].map(world)
+    pts = done.set_index("point_id")
+    c["world_size"] = c["point_id"].map(pts["world_size"])
+    if len(micro):
+        c["series"] = c["point_id"].map(pts["point_name"]) + ": " + c["op"]
+    else:
+        c["series"] = c["op"] + ", " + c["world_size"].astype(str) + " ranks"
     rows = []
-    for (op, w), g in c.groupby(["op", "world_size"]):
+    for series, g in c.groupby("series", sort=True):
         a, b, r2 = stats.fit_alpha_beta(g["wire_bytes"].astype(float), g["duration_s"].astype(float))
-        rows.append({"op": op, "world_size": int(w), "events": len(g), "alpha_us": a * 1e6,
-                     "beta_s_per_byte": b, "bandwidth_GB_per_s": 1 / b / 1e9 if b > 0 else np.nan,
-                     "r2": r2})
-    return c, pd.DataFrame(rows, columns=["op", "world_size", "events", "alpha_us",
+        rows.append({"series": series, "op": g["op"].iloc[0],
+                     "world_size": int(g["world_size"].iloc[0]), "events": len(g),
+                     "alpha_us": a * 1e6, "beta_s_per_byte": b,
+                     "bandwidth_GB_per_s": 1 / b / 1e9 if b > 0 else np.nan, "r2": r2})
+    return c, pd.DataFrame(rows, columns=["series", "op", "world_size", "events", "alpha_us",
                                           "beta_s_per_byte", "bandwidth_GB_per_s", "r2"])
 
 
@@ -262,14 +270,14 @@ def plot_alpha_beta(results, summary, groups):
         return None, "no collectives with at least two message sizes"
     fig, ax = plt.subplots(figsize=(8, 5.5))
     for i, f in enumerate(fits.itertuples()):
-        g = c[(c["op"] == f.op) & (c["world_size"] == f.world_size)]
+        g = c[c["series"] == f.series]
         if len(g) > MAX_SCATTER:
             # The fit used every event; drawing a million markers shows nothing more.
             g = g.sample(MAX_SCATTER, random_state=0)
         x = g["wire_bytes"].astype(float).to_numpy()
         color = f"C{i % 10}"
         ax.plot(x, g["duration_s"].astype(float) * 1e6, "o", color=color, ms=4, alpha=0.6,
-                label=f"{f.op}, {f.world_size} ranks: measured")
+                label=f"{f.series}: measured")
         xs = np.geomspace(max(x.min(), 1.0), x.max(), 100)
         ax.plot(xs, (f.alpha_us * 1e-6 + f.beta_s_per_byte * xs) * 1e6, "-", color=color,
                 label=f"model: alpha {f.alpha_us:.3g} us, 1/beta {f.bandwidth_GB_per_s:.3g} GB/s")
