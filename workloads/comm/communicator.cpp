@@ -1,0 +1,417 @@
+// Tensor collectives over MPI: groups, the communication thread, dtype mapping (with bf16 and
+// fp16 sums as user-defined MPI ops), host staging of device tensors, and trace events.
+#include "workloads/comm/communicator.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include <mpi-ext.h>  // MPIX_CUDA_AWARE_SUPPORT (Open MPI)
+
+#include "harness/core/check.h"
+
+namespace sb::comm {
+
+const char* group_name(Group g) {
+  switch (g) {
+    case Group::World: return "world";
+    case Group::Shard: return "shard";
+    case Group::Replica: return "replica";
+  }
+  return "?";
+}
+
+std::uint64_t wire_bytes(const std::string& op, std::uint64_t logical_bytes, int n) {
+  if (n <= 1) return 0;
+  const double b = static_cast<double>(logical_bytes);
+  if (op == "all_reduce") return static_cast<std::uint64_t>(b * 2.0 * (n - 1) / n);
+  if (op == "broadcast") return logical_bytes;
+  return static_cast<std::uint64_t>(b * (n - 1) / n);
+}
+
+namespace detail {
+struct Op {
+  std::function<void()> fn;
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+};
+}  // namespace detail
+
+struct Communicator::Queue {
+  std::mutex m;
+  std::condition_variable cv;
+  std::deque<std::shared_ptr<detail::Op>> ops;
+  bool stop = false;
+  std::thread thread;
+};
+
+namespace {
+
+// ---- dtypes ------------------------------------------------------------------------------
+MPI_Datatype g_bf16 = MPI_DATATYPE_NULL, g_fp16 = MPI_DATATYPE_NULL;
+MPI_Op g_sum_bf16 = MPI_OP_NULL, g_sum_fp16 = MPI_OP_NULL;
+std::once_flag g_types_once;
+
+// Half-precision sums accumulate in fp32 and round once per pair (what NCCL does too).
+template <typename H>
+void sum_half(void* in, void* inout, int* len, MPI_Datatype*) {
+  const H* a = static_cast<const H*>(in);
+  H* b = static_cast<H*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = H(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+}
+
+void init_types() {
+  std::call_once(g_types_once, [] {
+    MPI_Type_contiguous(2, MPI_BYTE, &g_bf16);
+    MPI_Type_commit(&g_bf16);
+    MPI_Type_contiguous(2, MPI_BYTE, &g_fp16);
+    MPI_Type_commit(&g_fp16);
+    MPI_Op_create(&sum_half<c10::BFloat16>, /*commute=*/1, &g_sum_bf16);
+    MPI_Op_create(&sum_half<c10::Half>, /*commute=*/1, &g_sum_fp16);
+  });
+}
+
+MPI_Datatype mpi_type(const torch::Tensor& t) {
+  switch (t.scalar_type()) {
+    case torch::kFloat32: return MPI_FLOAT;
+    case torch::kFloat64: return MPI_DOUBLE;
+    case torch::kInt64: return MPI_INT64_T;
+    case torch::kInt32: return MPI_INT32_T;
+    case torch::kUInt8: return MPI_UINT8_T;
+    case torch::kInt8: return MPI_INT8_T;
+    case torch::kBFloat16: return g_bf16;
+    case torch::kFloat16: return g_fp16;
+    default:
+      SB_FAIL("collective on a {} tensor: supported dtypes are float32, float64, int64, int32, "
+              "uint8, int8, bfloat16, float16", c10::toString(t.scalar_type()));
+  }
+}
+
+MPI_Op mpi_op(const torch::Tensor& t, ReduceOp op) {
+  const bool half = t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kFloat16;
+  if (half) {
+    SB_CHECK(op == ReduceOp::Sum, "only sums are defined on {} tensors; reduce in float32",
+             c10::toString(t.scalar_type()));
+    return t.scalar_type() == torch::kBFloat16 ? g_sum_bf16 : g_sum_fp16;
+  }
+  switch (op) {
+    case ReduceOp::Sum: return MPI_SUM;
+    case ReduceOp::Max: return MPI_MAX;
+    case ReduceOp::Min: return MPI_MIN;
+  }
+  return MPI_SUM;
+}
+
+void mpi_check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  SB_FAIL("{} failed: {} (a peer rank probably failed; see its message)", what,
+          std::string(msg, len));
+}
+
+// Completes a non-blocking MPI call by polling: a tight MPI_Test loop for the first few
+// microseconds (latency), then 20 us sleeps so an idle wait leaves the core to compute.
+void complete(MPI_Request* r, const char* what) {
+  int flag = 0;
+  for (int spins = 0;; ++spins) {
+    mpi_check(MPI_Test(r, &flag, MPI_STATUS_IGNORE), what);
+    if (flag) return;
+    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+// The one place device tensors meet MPI: without CUDA-aware MPI, a device tensor is copied
+// to a host buffer before the call and (for outputs) back afterwards.
+struct Staged {
+  torch::Tensor orig, host;
+  bool out = false;
+  Staged(const torch::Tensor& t, bool is_output, bool cuda_aware) : orig(t), out(is_output) {
+    SB_CHECK(t.defined() && t.is_contiguous(), "collective buffers must be defined and contiguous");
+    host = (t.device().is_cpu() || cuda_aware) ? t : t.to(torch::kCPU);
+  }
+  void* ptr() const { return host.data_ptr(); }
+  void finish() {
+    if (out && !host.is_same(orig)) orig.copy_(host);
+  }
+};
+
+int as_count(std::int64_t n) {
+  SB_CHECK(n <= INT32_MAX, "collective of {} elements exceeds MPI's int count; split it", n);
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+// ---- Request -----------------------------------------------------------------------------
+void Request::wait() {
+  if (!op_) return;
+  {
+    std::unique_lock<std::mutex> lk(op_->m);
+    if (!op_->done) {
+      const double t0 = MPI_Wtime();
+      op_->cv.wait(lk, [&] { return op_->done; });
+      if (comm_) comm_->add_exposed(MPI_Wtime() - t0);
+    }
+  }
+  auto op = std::move(op_);
+  if (op->error) std::rethrow_exception(op->error);
+}
+
+bool Request::test() {
+  if (!op_) return true;
+  std::lock_guard<std::mutex> lk(op_->m);
+  return op_->done;
+}
+
+// ---- Communicator ------------------------------------------------------------------------
+Communicator::Communicator(MPI_Comm world, int shard_group, bool async) {
+  init_types();
+  if (shard_group != 0) {  // checked before any collective, so every rank fails alike
+    int n = 0;
+    MPI_Comm_size(world, &n);
+    SB_CHECK(shard_group >= 1 && n % shard_group == 0,
+             "shard_group {} must be >= 1 and divide the world size {} (e.g. shard_group = {})",
+             shard_group, n, n);
+  }
+  MPI_Comm_dup(world, &world_);
+  MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(world_, &rank_[0]);
+  MPI_Comm_size(world_, &size_[0]);
+  const int r = rank_[0], n = size_[0];
+
+  int s = shard_group;
+  if (s == 0) {  // ranks per node; every node must hold the same number of ranks
+    MPI_Comm node;
+    MPI_Comm_split_type(world_, MPI_COMM_TYPE_SHARED, r, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &s);
+    MPI_Comm_free(&node);
+    int lo = s, hi = s;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, world_);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, world_);
+    SB_CHECK(lo == hi, "nodes hold between {} and {} ranks; set shard_group explicitly to a "
+             "divisor of the world size {}", lo, hi, n);
+  }
+  SB_CHECK(s >= 1 && n % s == 0, "shard_group {} must be >= 1 and divide the world size {} "
+           "(e.g. shard_group = {})", s, n, n);
+  // Shard groups are contiguous blocks of ranks (block placement puts one on each node).
+  MPI_Comm_split(world_, r / s, r, &shard_);
+  MPI_Comm_split(world_, r % s, r, &replica_);
+  for (MPI_Comm c : {shard_, replica_}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(shard_, &rank_[1]);
+  MPI_Comm_size(shard_, &size_[1]);
+  MPI_Comm_rank(replica_, &rank_[2]);
+  MPI_Comm_size(replica_, &size_[2]);
+
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  cuda_aware_ = MPIX_Query_cuda_support() == 1;
+#endif
+
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  async_ = async && provided == MPI_THREAD_MULTIPLE;
+  if (async_) {
+    q_ = std::make_unique<Queue>();
+    q_->thread = std::thread([this] { worker(); });
+  }
+}
+
+Communicator::~Communicator() {
+  if (q_) {
+    {
+      std::lock_guard<std::mutex> lk(q_->m);
+      q_->stop = true;
+    }
+    q_->cv.notify_all();
+    q_->thread.join();
+  }
+  for (MPI_Comm* c : {&shard_, &replica_, &world_})
+    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+}
+
+int Communicator::rank(Group g) const { return rank_[static_cast<int>(g)]; }
+int Communicator::size(Group g) const { return size_[static_cast<int>(g)]; }
+MPI_Comm Communicator::mpi(Group g) const {
+  return g == Group::World ? world_ : g == Group::Shard ? shard_ : replica_;
+}
+
+void Communicator::worker() {
+  for (;;) {
+    std::shared_ptr<detail::Op> op;
+    {
+      std::unique_lock<std::mutex> lk(q_->m);
+      q_->cv.wait(lk, [&] { return q_->stop || !q_->ops.empty(); });
+      if (q_->ops.empty()) return;  // stop requested and nothing left
+      op = q_->ops.front();
+      q_->ops.pop_front();
+    }
+    try {
+      op->fn();
+    } catch (...) {
+      op->error = std::current_exception();
+    }
+    op->fn = nullptr;  // drop captured tensors before waking the waiter
+    {
+      std::lock_guard<std::mutex> lk(op->m);
+      op->done = true;
+    }
+    op->cv.notify_all();
+  }
+}
+
+Request Communicator::enqueue(std::function<void()> fn) {
+  auto op = std::make_shared<detail::Op>();
+  if (!async_) {  // inline: complete on return, errors surface at wait()
+    try {
+      fn();
+    } catch (...) {
+      op->error = std::current_exception();
+    }
+    op->done = true;
+    return Request(op, this);
+  }
+  op->fn = std::move(fn);
+  {
+    std::lock_guard<std::mutex> lk(q_->m);
+    q_->ops.push_back(op);
+  }
+  q_->cv.notify_one();
+  return Request(op, this);
+}
+
+Request Communicator::submit(std::function<void()> fn) { return enqueue(std::move(fn)); }
+
+void Communicator::set_trace_hook(TraceHook hook, double origin_wtime) {
+  hook_ = std::move(hook);
+  origin_ = origin_wtime;
+}
+
+void Communicator::report(const char* op, Group g, const std::string& kind,
+                          std::uint64_t logical_bytes, std::uint64_t wire, double t0, double t1) {
+  if (!hook_) return;
+  sb::CommEvent e;
+  e.step = step_;
+  e.rank = rank_[0];
+  e.op = op;
+  e.group = group_name(g);
+  e.kind = kind;
+  e.logical_bytes = logical_bytes;
+  e.wire_bytes = wire;
+  e.start_s = t0 - origin_;
+  e.duration_s = t1 - t0;
+  hook_(e);
+}
+
+Request Communicator::all_gather_async(const torch::Tensor& shard, const torch::Tensor& full,
+                                       Group g, const std::string& kind) {
+  SB_CHECK(shard.scalar_type() == full.scalar_type(), "all_gather: shard is {} but full is {}",
+           c10::toString(shard.scalar_type()), c10::toString(full.scalar_type()));
+  SB_CHECK(full.numel() == shard.numel() * size(g),
+           "all_gather: full has {} elements, expected shard {} x {} ranks of the {} group",
+           full.numel(), shard.numel(), size(g), group_name(g));
+  auto in = std::make_shared<Staged>(shard, false, cuda_aware_);
+  auto out = std::make_shared<Staged>(full, true, cuda_aware_);
+  return enqueue([this, in, out, g, kind] {
+    const double t0 = MPI_Wtime();
+    MPI_Request r;
+    const MPI_Datatype ty = mpi_type(in->host);
+    mpi_check(MPI_Iallgather(in->ptr(), as_count(in->host.numel()), ty, out->ptr(),
+                             as_count(in->host.numel()), ty, mpi(g), &r), "MPI_Iallgather");
+    complete(&r, "MPI_Iallgather");
+    out->finish();
+    const std::uint64_t b = out->host.nbytes();
+    report("all_gather", g, kind, b, wire_bytes("all_gather", b, size(g)), t0, MPI_Wtime());
+  });
+}
+
+Request Communicator::reduce_scatter_async(const torch::Tensor& full, const torch::Tensor& shard,
+                                           Group g, const std::string& kind, ReduceOp op) {
+  SB_CHECK(shard.scalar_type() == full.scalar_type(), "reduce_scatter: full is {} but shard is {}",
+           c10::toString(full.scalar_type()), c10::toString(shard.scalar_type()));
+  SB_CHECK(full.numel() == shard.numel() * size(g),
+           "reduce_scatter: full has {} elements, expected shard {} x {} ranks of the {} group",
+           full.numel(), shard.numel(), size(g), group_name(g));
+  auto in = std::make_shared<Staged>(full, false, cuda_aware_);
+  auto out = std::make_shared<Staged>(shard, true, cuda_aware_);
+  const MPI_Op mop = mpi_op(full, op);
+  return enqueue([this, in, out, g, kind, mop] {
+    const double t0 = MPI_Wtime();
+    MPI_Request r;
+    mpi_check(MPI_Ireduce_scatter_block(in->ptr(), out->ptr(), as_count(out->host.numel()),
+                                        mpi_type(in->host), mop, mpi(g), &r),
+              "MPI_Ireduce_scatter_block");
+    complete(&r, "MPI_Ireduce_scatter_block");
+    out->finish();
+    const std::uint64_t b = in->host.nbytes();
+    report("reduce_scatter", g, kind, b, wire_bytes("reduce_scatter", b, size(g)), t0,
+           MPI_Wtime());
+  });
+}
+
+Request Communicator::all_reduce_async(const torch::Tensor& t, Group g, const std::string& kind,
+                                       ReduceOp op) {
+  auto io = std::make_shared<Staged>(t, true, cuda_aware_);
+  const MPI_Op mop = mpi_op(t, op);
+  return enqueue([this, io, g, kind, mop] {
+    const double t0 = MPI_Wtime();
+    MPI_Request r;
+    mpi_check(MPI_Iallreduce(MPI_IN_PLACE, io->ptr(), as_count(io->host.numel()),
+                             mpi_type(io->host), mop, mpi(g), &r), "MPI_Iallreduce");
+    complete(&r, "MPI_Iallreduce");
+    io->finish();
+    const std::uint64_t b = io->host.nbytes();
+    report("all_reduce", g, kind, b, wire_bytes("all_reduce", b, size(g)), t0, MPI_Wtime());
+  });
+}
+
+Request Communicator::broadcast_async(const torch::Tensor& t, int root, Group g,
+                                      const std::string& kind) {
+  SB_CHECK(root >= 0 && root < size(g), "broadcast: root {} is not a rank of the {} group (size {})",
+           root, group_name(g), size(g));
+  auto io = std::make_shared<Staged>(t, true, cuda_aware_);
+  return enqueue([this, io, root, g, kind] {
+    const double t0 = MPI_Wtime();
+    MPI_Request r;
+    mpi_check(MPI_Ibcast(io->ptr(), as_count(io->host.numel()), mpi_type(io->host), root, mpi(g), &r),
+              "MPI_Ibcast");
+    complete(&r, "MPI_Ibcast");
+    io->finish();
+    const std::uint64_t b = io->host.nbytes();
+    report("broadcast", g, kind, b, wire_bytes("broadcast", b, size(g)), t0, MPI_Wtime());
+  });
+}
+
+Request Communicator::all_to_all_async(const torch::Tensor& in_t, const torch::Tensor& out_t,
+                                       Group g, const std::string& kind) {
+  SB_CHECK(in_t.scalar_type() == out_t.scalar_type() && in_t.numel() == out_t.numel() &&
+               in_t.numel() % size(g) == 0,
+           "all_to_all: in ({} elements) and out ({}) must have one dtype and equal sizes "
+           "divisible by the {} group size {}", in_t.numel(), out_t.numel(), group_name(g), size(g));
+  auto in = std::make_shared<Staged>(in_t, false, cuda_aware_);
+  auto out = std::make_shared<Staged>(out_t, true, cuda_aware_);
+  return enqueue([this, in, out, g, kind] {
+    const double t0 = MPI_Wtime();
+    MPI_Request r;
+    const int n = as_count(in->host.numel() / size(g));
+    const MPI_Datatype ty = mpi_type(in->host);
+    mpi_check(MPI_Ialltoall(in->ptr(), n, ty, out->ptr(), n, ty, mpi(g), &r), "MPI_Ialltoall");
+    complete(&r, "MPI_Ialltoall");
+    out->finish();
+    const std::uint64_t b = in->host.nbytes();
+    report("all_to_all", g, kind, b, wire_bytes("all_to_all", b, size(g)), t0, MPI_Wtime());
+  });
+}
+
+double Communicator::all_reduce_scalar(double v, Group g, ReduceOp op) {
+  auto t = torch::full({1}, v, torch::kFloat64);
+  all_reduce(t, g, "other", op);
+  return t.item<double>();
+}
+
+}  // namespace sb::comm

@@ -1,0 +1,146 @@
+// Tensor collectives over MPI for the FSDP engine: all-gather, reduce-scatter, all-reduce,
+// broadcast, all-to-all, blocking and non-blocking, on the world, shard and replica groups.
+//
+// Overlap: Open MPI has no asynchronous progress thread on shared memory, so non-blocking
+// collectives run on one communication thread per Communicator (needs MPI_THREAD_MULTIPLE;
+// with less, every collective runs inline on the caller and requests are complete on return).
+// The thread executes collectives in the order they were issued; since every rank issues
+// the same sequence, MPI's matching rule for collectives holds. It polls MPI_Test with short
+// sleeps instead of blocking in MPI, so it does not steal a core from the compute threads.
+//
+// Time the caller spends in wait() is "exposed" communication (exposed_s()).
+// Every collective reports one sb::CommEvent to the trace hook (on the communication thread,
+// serialized, before its request completes).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <mpi.h>
+#include <torch/types.h>
+
+#include "harness/trace/records.h"
+
+namespace sb::comm {
+
+// world: all ranks; shard: ranks that shard parameters among themselves (contiguous blocks of
+// shard_group ranks, one emulated "node"); replica: ranks with the same shard rank.
+enum class Group { World, Shard, Replica };
+const char* group_name(Group g);
+
+enum class ReduceOp { Sum, Max, Min };
+
+namespace detail {
+struct Op;
+}
+class Communicator;
+
+// A collective in flight. wait() blocks until it completed (rethrowing its error);
+// test() returns whether it completed without blocking. A default Request is complete.
+class Request {
+ public:
+  Request() = default;
+  void wait();
+  bool test();
+
+ private:
+  friend class Communicator;
+  Request(std::shared_ptr<detail::Op> op, Communicator* c) : op_(std::move(op)), comm_(c) {}
+  std::shared_ptr<detail::Op> op_;
+  Communicator* comm_ = nullptr;
+};
+
+using TraceHook = std::function<void(const sb::CommEvent&)>;
+
+class Communicator {
+ public:
+  // world is duplicated (our traffic never matches the caller's). shard_group: ranks per
+  // shard group; 0 = ranks per node (MPI_COMM_TYPE_SHARED). It must divide the world size.
+  // async=false runs every collective inline (no thread).
+  explicit Communicator(MPI_Comm world, int shard_group = 0, bool async = true);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank(Group g = Group::World) const;
+  int size(Group g = Group::World) const;
+  MPI_Comm mpi(Group g) const;
+  bool async() const { return async_; }
+
+  // All tensors: contiguous, same dtype; outputs are written in place (raw memory: their
+  // autograd version counters do not change). kind labels the trace event
+  // (param_all_gather, grad_reduce_scatter, grad_all_reduce, other).
+  // full (size(g) * n) <- every rank's shard (n), in rank order.
+  Request all_gather_async(const torch::Tensor& shard, const torch::Tensor& full, Group g,
+                           const std::string& kind = "other");
+  // shard (n) <- op over ranks of full (size(g) * n), this rank's block.
+  Request reduce_scatter_async(const torch::Tensor& full, const torch::Tensor& shard, Group g,
+                               const std::string& kind = "other", ReduceOp op = ReduceOp::Sum);
+  // t <- op over ranks of t, in place.
+  Request all_reduce_async(const torch::Tensor& t, Group g, const std::string& kind = "other",
+                           ReduceOp op = ReduceOp::Sum);
+  // t <- root's t.
+  Request broadcast_async(const torch::Tensor& t, int root, Group g,
+                          const std::string& kind = "other");
+  // out block j (n) <- rank j's in block rank(g); in and out (size(g) * n).
+  Request all_to_all_async(const torch::Tensor& in, const torch::Tensor& out, Group g,
+                           const std::string& kind = "other");
+
+  void all_gather(const torch::Tensor& shard, const torch::Tensor& full, Group g,
+                  const std::string& kind = "other") { all_gather_async(shard, full, g, kind).wait(); }
+  void reduce_scatter(const torch::Tensor& full, const torch::Tensor& shard, Group g,
+                      const std::string& kind = "other", ReduceOp op = ReduceOp::Sum) {
+    reduce_scatter_async(full, shard, g, kind, op).wait();
+  }
+  void all_reduce(const torch::Tensor& t, Group g, const std::string& kind = "other",
+                  ReduceOp op = ReduceOp::Sum) { all_reduce_async(t, g, kind, op).wait(); }
+  void broadcast(const torch::Tensor& t, int root, Group g, const std::string& kind = "other") {
+    broadcast_async(t, root, g, kind).wait();
+  }
+  void all_to_all(const torch::Tensor& in, const torch::Tensor& out, Group g,
+                  const std::string& kind = "other") { all_to_all_async(in, out, g, kind).wait(); }
+  // A scalar all-reduce (loss, norms) on the calling thread's queue position.
+  double all_reduce_scalar(double v, Group g, ReduceOp op = ReduceOp::Sum);
+  // Runs fn on the communication thread in issue order (compound collectives, e.g. a
+  // reduce-scatter followed by a replica all-reduce, and compressed collectives).
+  Request submit(std::function<void()> fn);
+
+  // Trace: hook gets every event; times are seconds since origin; step labels events.
+  void set_trace_hook(TraceHook hook, double origin_wtime);
+  void set_step(std::int64_t step) { step_ = step; }
+  // Reports one event (used by compound operations run through submit()).
+  void report(const char* op, Group g, const std::string& kind, std::uint64_t logical_bytes,
+              std::uint64_t wire_bytes, double t0, double t1);
+
+  // Seconds the caller spent blocked in Request::wait() since the last reset.
+  double exposed_s() const { return exposed_s_; }
+  void reset_exposed() { exposed_s_ = 0; }
+
+  // Whether MPI can read device memory directly (MPIX_Query_cuda_support); else collectives
+  // on device tensors are staged through host memory.
+  bool cuda_aware() const { return cuda_aware_; }
+
+ private:
+  friend class Request;
+  Request enqueue(std::function<void()> fn);
+  void worker();
+  void add_exposed(double s) { exposed_s_ += s; }
+
+  MPI_Comm world_ = MPI_COMM_NULL, shard_ = MPI_COMM_NULL, replica_ = MPI_COMM_NULL;
+  int rank_[3] = {0, 0, 0}, size_[3] = {1, 1, 1};
+  bool async_ = true, cuda_aware_ = false;
+  double exposed_s_ = 0;
+  std::int64_t step_ = 0;
+  TraceHook hook_;
+  double origin_ = 0;
+  struct Queue;
+  std::unique_ptr<Queue> q_;
+};
+
+// Bytes on the wire per rank for an uncompressed collective of `logical_bytes` among n ranks
+// (the nccl-tests bus factors, docs/METRICS.md): all_gather / reduce_scatter / all_to_all
+// (n-1)/n, all_reduce 2(n-1)/n, broadcast 1 (0 when n == 1).
+std::uint64_t wire_bytes(const std::string& op, std::uint64_t logical_bytes, int n);
+
+}  // namespace sb::comm
