@@ -109,6 +109,15 @@ def read_point(path):
     return p, config, reference, tables, scalars, series, texts
 
 
+def _read_manifest(root):
+    """The points listed in RESULTS/manifest.json (written by sweep and submit), or None."""
+    try:
+        with open(os.path.join(root, "manifest.json")) as fh:
+            return list(json.load(fh)["points"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # absent or unreadable: fall back to index gaps
+
+
 def load_results(root):
     """Loads root/points. Returns Results; problems lists failed, incomplete, unreadable,
     unfinished (.h5.tmp[.pid]) and missing points (index gaps, baselines without a file)."""
@@ -152,10 +161,19 @@ def load_results(root):
         series += se
         texts += tx
 
-    # Missing: indices below the highest one seen that have no file at all, and baselines
-    # named by a point that have no file (the suite's expansion order has no holes).
-    for i in sorted(set(range(max(seen_index) + 1)) - seen_index) if seen_index else []:
-        problems.append((i, "", "", "missing", "no result file for this index"))
+    # Missing: the suite's points that have no file at all. sweep and submit write every
+    # point to RESULTS/manifest.json; without it, indices below the highest one seen (the
+    # expansion order has no holes). Then baselines named by a point that have no file.
+    manifest = _read_manifest(root)
+    if manifest:
+        for mp in manifest:
+            if int(mp["index"]) not in seen_index:
+                problems.append((int(mp["index"]), mp.get("id", ""), "", "missing",
+                                 f"no result file for {mp.get('name', '?')} (manifest.json)"))
+                seen_id.add(mp.get("id", ""))
+    else:
+        for i in sorted(set(range(max(seen_index) + 1)) - seen_index) if seen_index else []:
+            problems.append((i, "", "", "missing", "no result file for this index"))
     for r in rows:
         b = r["baseline_id"]
         if b and b not in seen_id:

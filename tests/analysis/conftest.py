@@ -40,8 +40,9 @@ def _sweep(binary, out):
 
 
 def _add_problems_to_real(out):
-    """A failed point (a real file with its status set to failed), a corrupt file, an
-    unfinished write and an index gap, next to the C++ writer's files."""
+    """A failed point (a real file with its status set to failed), a corrupt file and an
+    unfinished write next to the C++ writer's files, and one point of the sweep's manifest
+    made missing by removing its file."""
     pts = os.path.join(out, "points")
     files = sorted((n for n in os.listdir(pts) if n.endswith(".h5")),
                    key=lambda n: int(n.split("-")[0]))
@@ -58,11 +59,14 @@ def _add_problems_to_real(out):
         fh.write(b"\x89HDF\r\n\x1a\n" + b"\x00garbage" * 64)
     with open(os.path.join(pts, f"{top + 3}-7e3a0000.h5.tmp.4242"), "wb") as fh:
         fh.write(b"partial")
-    # top + 4 missing; top + 5 exists so that the gap shows.
-    shutil.copyfile(os.path.join(pts, files[0]), os.path.join(pts, f"{top + 5}-0dd00000.h5"))
-    with h5py.File(os.path.join(pts, f"{top + 5}-0dd00000.h5"), "r+") as f:
-        f.attrs["point_index"] = top + 5
-        f.attrs["point_id"] = "0dd00000"
+    if os.path.exists(os.path.join(out, "manifest.json")):
+        os.remove(os.path.join(pts, files[-1]))  # listed in the manifest, now without a file
+    else:
+        # No manifest: an index gap (top + 4) shows the missing point.
+        shutil.copyfile(os.path.join(pts, files[0]), os.path.join(pts, f"{top + 5}-0dd00000.h5"))
+        with h5py.File(os.path.join(pts, f"{top + 5}-0dd00000.h5"), "r+") as f:
+            f.attrs["point_index"] = top + 5
+            f.attrs["point_id"] = "0dd00000"
 
 
 @pytest.fixture(scope="session")

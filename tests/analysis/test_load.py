@@ -113,3 +113,19 @@ def test_incomplete_point_is_listed_and_not_measured(tmp_path):
     assert list(r.problems[["kind", "reason"]].itertuples(index=False, name=None)) == \
         [("incomplete", "stopped by SIGTERM after step 3")]
     assert len(r.done()) == 0
+
+
+def test_manifest_lists_points_that_never_ran(tmp_path):
+    # sweep and submit write RESULTS/manifest.json with every point of the suite; points past
+    # the highest index seen are missing too (a sweep stopped half way).
+    make_fixture.write_point(str(tmp_path / "points" / "0-aaaa.h5"), index=0, point_id="aaaa",
+                             name="p0", config=make_fixture._cfg())
+    (tmp_path / "manifest.json").write_text(json.dumps({"points": [
+        {"id": "aaaa", "index": 0, "name": "p0", "world": 2},
+        {"id": "bbbb", "index": 1, "name": "p1", "world": 2},
+        {"id": "cccc", "index": 2, "name": "p2", "world": 4}]}))
+    r = load_results(str(tmp_path))
+    assert list(r.problems[["point_index", "point_id", "kind", "reason"]].itertuples(
+        index=False, name=None)) == [
+        (1, "bbbb", "missing", "no result file for p1 (manifest.json)"),
+        (2, "cccc", "missing", "no result file for p2 (manifest.json)")]
