@@ -50,6 +50,9 @@ const std::vector<Validator>& registered_validators();
 // ---- Running a point -----------------------------------------------------------------
 // Set by SIGTERM/SIGUSR1 (Slurm's pre-timeout signal) or the time limit; workloads poll it
 // between steps and finish cleanly with a partial trace.
+// Each rank's flag is set by its own watcher, at slightly different moments: ranks must agree
+// before acting on it (e.g. MPI_MAX of stop() in the per-step reduction of step times), or one
+// rank leaves the loop while another waits in the next collective.
 struct StopFlag {
   std::atomic<bool> requested{false};
   std::string reason;

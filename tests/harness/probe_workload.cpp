@@ -42,7 +42,6 @@ class ProbeWorkload final : public Workload {
 
     ctx.progress.begin(fmt::format("probe {}", p.name), static_cast<long>(steps));
     for (std::int64_t step = 0; step < steps; ++step) {
-      if (ctx.stop.stop() && !ignore_stop) break;
       const double t0 = MPI_Wtime();
       if (ctx.rank == fail_rank && step == fail_step)
         SB_FAIL("probe.fail_rank: rank {} fails at step {} as the suite asks", ctx.rank, step);
@@ -59,8 +58,12 @@ class ProbeWorkload final : public Workload {
                                          : 1.0 / static_cast<double>(step + 1);
       SB_CHECK(std::isfinite(loss), "non-finite loss {} at step {} (probe.nan_at)", loss, step);
 
-      double wall = MPI_Wtime() - t0;  // the slowest rank's time is the step's time
-      MPI_Allreduce(MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX, ctx.world);
+      // The slowest rank's time is the step's time. Ranks see the stop flag at slightly
+      // different moments, so they agree on it in the same collective: all stop after the
+      // same step, and none is left waiting in the next allreduce.
+      double v[2] = {MPI_Wtime() - t0, ctx.stop.stop() && !ignore_stop ? 1.0 : 0.0};
+      MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, ctx.world);
+      const double wall = v[0];
       ctx.recorder.comm({step, ctx.rank, "all_reduce", "world", "other", bytes, bytes,
                          c0 - t_start, c1 - c0});
       if (ctx.rank == 0) {
@@ -75,6 +78,7 @@ class ProbeWorkload final : public Workload {
         ctx.recorder.series("probe_loss", loss);
       }
       ctx.progress.step(static_cast<long>(step + 1), fmt::format("loss {:.3f}", loss));
+      if (v[1] > 0) break;
     }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);

@@ -1,0 +1,201 @@
+// `sweep`, `run` and `status` end to end with the probe workload (real mpirun, 2 ranks): a
+// failing, crashing or NaN point is recorded failed with its reason while the others
+// complete; an interrupted sweep resumes and redoes only what was missing; time limits.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "harness/core/mpi_context.h"
+#include "harness/core/subprocess.h"
+#include "harness/spec/suite.h"
+#include "harness/trace/result.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Fixture {
+  std::string dir, suite_file, results;
+  sb::Suite suite;
+  Fixture(const std::string& name, const std::string& toml) {
+    dir = (fs::temp_directory_path() / fmt::format("sb-sweep-{}-{}", name, getpid())).string();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    suite_file = dir + "/" + name + ".toml";
+    std::ofstream(suite_file) << toml;
+    results = dir + "/results";
+    // probe_workload.cpp is linked into this test too, so the suite loads here as well.
+    suite = sb::load_suite(suite_file);
+  }
+  ~Fixture() { fs::remove_all(dir); }
+  std::string path(int i) const {
+    return sb::result_path(results, i, suite.points.at(static_cast<size_t>(i)).id);
+  }
+  sb::ResultSummary summary(int i) const { return sb::read_result_summary(path(i)); }
+  sb::ProcessResult cli(std::vector<std::string> args) const {
+    args.insert(args.begin(), SB_PROBE_EXE);
+    sb::ProcessOptions po;
+    po.capture_stdout = true;
+    return sb::run_process(args, po);
+  }
+};
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(Sweep, FailuresAreRecordedWithReasonsWhileOthersComplete) {
+  Fixture f("failures", R"(
+[base]
+task = "probe"
+world = 2
+threads = 1
+steps = 3
+warmup = 1
+[[zip]]
+"probe.fail_rank"  = [-1, 1, -1, -1, -1]
+"probe.crash_rank" = [-1, -1, 1, -1, -1]
+"probe.nan_at"     = [-1, -1, -1, 1, -1]
+"probe.elements"   = [8, 8, 8, 8, 16]
+)");
+  const auto r = f.cli({"sweep", f.suite_file, "--results", f.results});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  for (int i : {0, 4}) {
+    EXPECT_EQ(f.summary(i).status, "done") << i << ": " << f.summary(i).failure_reason;
+    EXPECT_EQ(f.summary(i).steps, 3);
+  }
+  const std::string host = sb::host_name();
+  EXPECT_EQ(f.summary(1).status, "failed");
+  EXPECT_TRUE(contains(f.summary(1).failure_reason, "[rank 1 on " + host + "] "))
+      << f.summary(1).failure_reason;
+  EXPECT_TRUE(std::regex_search(f.summary(1).failure_reason,
+                                std::regex("probe_workload\\.cpp:[0-9]+: probe\\.fail_rank: rank 1 "
+                                           "fails at step 1 as the suite asks")))
+      << f.summary(1).failure_reason;
+  // A rank killed outright writes nothing: the sweep records the launcher's end and the log.
+  EXPECT_EQ(f.summary(2).status, "failed");
+  EXPECT_TRUE(contains(f.summary(2).failure_reason, "launcher mpirun ended with exit code "))
+      << f.summary(2).failure_reason;
+  EXPECT_TRUE(contains(f.summary(2).failure_reason, "and left no result; last lines of "))
+      << f.summary(2).failure_reason;
+  EXPECT_EQ(f.summary(3).status, "failed");
+  EXPECT_TRUE(contains(f.summary(3).failure_reason, "non-finite loss nan at step 1"))
+      << f.summary(3).failure_reason;
+
+  const auto st = f.cli({"status", f.results});
+  EXPECT_EQ(st.exit_code, 0);
+  EXPECT_TRUE(contains(st.output, "2 done, 3 failed")) << st.output;
+  EXPECT_TRUE(contains(st.output, f.suite.points[1].id + " failed ")) << st.output;
+
+  // Nothing is rerun without --retry-failed, and the failures still set the exit code.
+  const auto again = f.cli({"sweep", f.suite_file, "--results", f.results});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_TRUE(contains(again.output, "0 ran, 5 skipped, 3 failed")) << again.output;
+}
+
+TEST(Sweep, InterruptedSweepResumesAndRedoesOnlyWhatWasMissing) {
+  Fixture f("resume", R"(
+[base]
+task = "probe"
+world = 2
+threads = 1
+steps = 25
+warmup = 1
+"probe.sleep_s" = 0.1
+[axes]
+"probe.elements" = [8, 16, 32]
+)");
+  const pid_t sweep = fork();
+  ASSERT_GE(sweep, 0);
+  if (sweep == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execl(SB_PROBE_EXE, SB_PROBE_EXE, "sweep", f.suite_file.c_str(), "--results",
+          f.results.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Interrupt while point 1 is stepping (its log says it started; 25 steps take 2.5 s).
+  const std::string log1 = sb::point_log_path(f.results, 1, f.suite.points[1].id);
+  bool stepping = false;
+  for (int i = 0; i < 1200 && !stepping; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    stepping = f.summary(0).exists && contains(sb::tail_lines(log1, 50), "started, 25 total");
+  }
+  ASSERT_TRUE(stepping) << "point 1 never started stepping";
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  kill(sweep, SIGTERM);
+  int status = 0;
+  waitpid(sweep, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  EXPECT_EQ(f.summary(0).status, "done");
+  EXPECT_EQ(f.summary(1).status, "incomplete");  // stopped cleanly with a partial trace
+  EXPECT_TRUE(contains(f.summary(1).failure_reason, "stopped by signal 10"))
+      << f.summary(1).failure_reason;
+  EXPECT_GT(f.summary(1).steps, 0);
+  EXPECT_LT(f.summary(1).steps, 25);
+  EXPECT_FALSE(f.summary(2).exists);
+  const auto st = f.cli({"status", f.results});
+  EXPECT_TRUE(contains(st.output, "1 done, 1 incomplete, 1 pending")) << st.output;
+
+  struct stat before {};
+  ASSERT_EQ(stat(f.path(0).c_str(), &before), 0);
+  const auto r = f.cli({"sweep", f.suite_file, "--results", f.results});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "point 0 " + f.suite.points[0].id + " (probe.elements=8): skipped, done"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "2 ran, 1 skipped, 0 failed")) << r.output;
+  struct stat after {};
+  ASSERT_EQ(stat(f.path(0).c_str(), &after), 0);
+  EXPECT_EQ(before.st_ino, after.st_ino) << "point 0 was redone";
+  EXPECT_EQ(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec) << "point 0 was redone";
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(f.summary(i).status, "done") << i;
+    EXPECT_EQ(f.summary(i).steps, 25) << i;
+  }
+}
+
+TEST(Sweep, TimeLimitStopsThePointOrKillsItsLauncher) {
+  Fixture f("limit", R"(
+[base]
+task = "probe"
+world = 2
+threads = 1
+steps = 1000
+warmup = 0
+time_limit = 2
+"probe.sleep_s" = 0.1
+[axes]
+"probe.ignore_stop" = [false, true]
+)");
+  const auto r = f.cli({"sweep", f.suite_file, "--results", f.results});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  // Cooperative: the point's watchdog stops it; the partial trace is kept, marked failed.
+  EXPECT_EQ(f.summary(0).status, "failed");
+  EXPECT_TRUE(contains(f.summary(0).failure_reason, "time limit of 2 s reached after "))
+      << f.summary(0).failure_reason;
+  EXPECT_GT(f.summary(0).steps, 0);
+  EXPECT_LT(f.summary(0).steps, 1000);
+  // Hung: the sweep kills the launcher's process group at the limit plus grace.
+  EXPECT_EQ(f.summary(1).status, "failed");
+  EXPECT_TRUE(contains(f.summary(1).failure_reason, "time limit of 2 s exceeded; launcher killed after "))
+      << f.summary(1).failure_reason;
+  // Nothing of the killed point is left running.
+  const auto ps = sb::run_process({"pgrep", "-f", f.suite_file}, [] {
+    sb::ProcessOptions po;
+    po.capture_stdout = true;
+    return po;
+  }());
+  EXPECT_EQ(ps.output, "") << "processes of the killed point survive";
+}
