@@ -72,7 +72,8 @@ def summarize_point(results, pid):
     c = timed_comm(results, pid)
     n = c["step"].nunique()
     row["wire_bytes_per_step"] = float(c["wire_bytes"].astype(float).sum()) / n if n else np.nan
-    row["logical_bytes_per_step"] = float(c["logical_bytes"].astype(float).sum()) / n if n else np.nan
+    row["logical_bytes_per_step"] = (float(c["logical_bytes"].astype(float).sum()) / n
+                                     if n else np.nan)
     row["compression_ratio"] = (row["logical_bytes_per_step"] / row["wire_bytes_per_step"]
                                 if n and row["wire_bytes_per_step"] > 0 else np.nan)
     return row

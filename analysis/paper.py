@@ -149,7 +149,8 @@ def seed_summary(seed):
         for _, r in df.iterrows():
             if title == "Model accuracy":
                 paper = f"within {_g(r['paper: within (%) of baseline'])}% of baseline"
-                ours = f"within {_g(r['ours: within (%) of baseline'])}% of baseline ({r['metric']})"
+                ours = (f"within {_g(r['ours: within (%) of baseline'])}% of baseline "
+                        f"({r['metric']})")
             else:
                 unit, kind, col = df.attrs["unit"], df.attrs["kind"], df.attrs["change"]
 

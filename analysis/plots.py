@@ -98,7 +98,8 @@ def plot_memory_stacked(results, summary, groups):
     for k in _task_groups(groups, "train"):
         r = results.ranks[results.ranks["point_id"] == groups.members[k][0]]
         if len(r):
-            bars.append((groups.name[k], [float(r[c].astype(float).mean()) for c, _ in MEMORY_PARTS]))
+            parts = [float(r[c].astype(float).mean()) for c, _ in MEMORY_PARTS]
+            bars.append((groups.name[k], parts))
     if not bars:
         return None, "no per-rank memory records of training points"
     div, unit = byte_unit(max(sum(v) for _, v in bars))
@@ -253,7 +254,8 @@ def alpha_beta_fits(results):
         c["series"] = c["op"] + ", " + c["world_size"].astype(str) + " ranks"
     rows = []
     for series, g in c.groupby("series", sort=True):
-        a, b, r2 = stats.fit_alpha_beta(g["wire_bytes"].astype(float), g["duration_s"].astype(float))
+        a, b, r2 = stats.fit_alpha_beta(g["wire_bytes"].astype(float),
+                                        g["duration_s"].astype(float))
         rows.append({"series": series, "op": g["op"].iloc[0],
                      "world_size": int(g["world_size"].iloc[0]), "events": len(g),
                      "alpha_us": a * 1e6, "beta_s_per_byte": b,

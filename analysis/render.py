@@ -29,7 +29,8 @@ def fmt(v):
 
 
 def _cells(df):
-    return [str(c) for c in df.columns], [[fmt(v) for v in row] for row in df.itertuples(index=False)]
+    rows = [[fmt(v) for v in row] for row in df.itertuples(index=False)]
+    return [str(c) for c in df.columns], rows
 
 
 def to_markdown(blocks, image_dir_rel):

@@ -31,7 +31,8 @@ def build(results_dir, out_dir):
     compression = paper.compression_tables(groups, summary)
     queries = query_summary(res)
     _, fits = alpha_beta_fits(res)
-    names = res.points.set_index("point_id")["point_name"] if len(res.points) else pd.Series(dtype=str)
+    names = (res.points.set_index("point_id")["point_name"] if len(res.points)
+             else pd.Series(dtype=str))
 
     tables_dir, plots_dir = os.path.join(out_dir, "tables"), os.path.join(out_dir, "plots")
     os.makedirs(tables_dir, exist_ok=True)

@@ -50,7 +50,8 @@ def point_record(path, *, index, point_id, name, config, baseline_id="", referen
                    logical_bytes=int(e["logical_bytes"]), wire_bytes=int(e["wire_bytes"]),
                    start_s=float(e.get("start_s", 0.0)), duration_s=float(e.get("duration_s", 0.0)))
               for e in comm],
-        queries=[dict(scenario=q["scenario"], query=q["query"], issue_s=float(q.get("issue_s", 0.0)),
+        queries=[dict(scenario=q["scenario"], query=q["query"],
+                      issue_s=float(q.get("issue_s", 0.0)),
                       latency_s=float(q["latency_s"]), samples=int(q.get("samples", 1)),
                       tokens=int(q.get("tokens", 0))) for q in queries],
         scalars={k: float(v) for k, v in (scalars or {}).items()},
@@ -232,7 +233,7 @@ def fixture_points():
     loss_naive = [4.0, 3.1, 2.7, 2.4, 2.2, 2.1]
     loss_hybrid = [4.0, 3.0, 2.5, 2.2, 2.1, 2.005]
     flops = {"model_flops_per_token": 6e6}
-    comm_steps = range(1, 7)  # step 0 is the warm-up: its traffic is left out of per-step bytes
+    # Collectives in steps 0..6; step 0 is the warm-up, left out of per-step bytes.
     add("c0000000", "gpt2-tiny/full_shard/none/w2", _cfg(compression="none"),
         steps=_train_steps(100, 128, loss_none), ranks=_ranks(2, 1000, 1000, 2000, 500),
         comm=_fsdp_comm(2, range(0, 7), 4000, 4000, 4000, 4000), scalars=flops,

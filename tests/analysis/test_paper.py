@@ -80,7 +80,8 @@ def test_hybrid_compression_table(tables):
         "final loss", "reached baseline loss", "paper reached baseline loss", "repetitions"]
     assert list(t["policy"]) == ["none", "naive", "hybrid"]
     tf = 128 * 6e6 / 2 / 1e12  # TFLOPS per worker per sample/s
-    assert list(t["TFLOPS per worker"]) == [approx(100 * tf), approx(123.6 * tf), approx(112.7 * tf)]
+    assert list(t["TFLOPS per worker"]) == \
+        [approx(100 * tf), approx(123.6 * tf), approx(112.7 * tf)]
     assert list(t["samples/s vs none (%)"]) == [approx(0), approx(23.6), approx(12.7)]
     assert list(t["paper TFLOPS vs none (%)"])[1:] == [22.5, 17.3]
     # Final losses 2.0 (none), 2.1 (naive: 5% above), 2.005 (hybrid: 0.25%, within 0.5%).

@@ -110,7 +110,8 @@ def test_absent_data_skips_plots_with_a_note(tmp_path):
     assert "plot skipped: throughput_scaling: no training points that differ only in world size" \
         in proc.stdout
     md = (tmp_path / "out" / "report.md").read_text()
-    assert "Skipped: Inference latency CDFs by quantization and scenario: no inference queries." in md
+    assert ("Skipped: Inference latency CDFs by quantization and scenario: "
+            "no inference queries.") in md
     assert "1-bbbb.h5" in md
     assert os.listdir(tmp_path / "out" / "plots") == []
 
