@@ -17,8 +17,10 @@ namespace sb {
 
 void Diagnostics::add(const SourcePos& pos, const std::string& key, const std::string& message) {
   // Defaults have no line: blame the file, so the user knows where to add the key.
-  std::string text = pos.line > 0 ? fmt::format("{}: {}: {}", pos.str(), key, message)
-                                   : fmt::format("{}: {} (default): {}", file_, key, message);
+  // A registered key without a position was left at its default: say so.
+  std::string text = pos.line > 0  ? fmt::format("{}: {}: {}", pos.str(), key, message)
+                     : find_key(key) ? fmt::format("{}: {} (default): {}", file_, key, message)
+                                     : fmt::format("{}: {}: {}", file_, key, message);
   items_.push_back({pos.line, pos.column, std::move(text)});
 }
 
@@ -202,7 +204,15 @@ std::vector<Point> expand(const SuiteSpec& spec, Diagnostics& diags) {
   for (const auto& p : points) {
     std::vector<Diagnostic> found;
     check_ranges(p, found);
-    for (const auto& v : registered_validators()) v(p, found);
+    for (const auto& v : registered_validators()) {
+      try {
+        v(p, found);
+      } catch (const std::exception& e) {
+        // A validator that throws is a workload bug; report it with the rest, not instead.
+        found.push_back({"validator", fmt::format("a registered validator failed on point '{}': "
+                                                  "{}", p.name, e.what())});
+      }
+    }
     for (const auto& d : found) diags.add(p.where(d.key), d.key, d.message);
   }
   if (!diags.empty()) return {};

@@ -28,6 +28,10 @@ inline Registrar test_registry([] {
   register_key({"data", KeyType::String, std::string("markov"), "", "corpus"});
   register_key({"flag", KeyType::Bool, false, "", "a test switch"});
   register_key({"shard_group", KeyType::Int, std::int64_t{0}, "", "ranks per shard group"});
+  // A buggy validator (throws instead of reporting) must not hide the other diagnostics.
+  register_validator([](const Point& p, std::vector<Diagnostic>&) {
+    if (p.get_int("seed") == 666) throw Error("seed 666 is cursed");
+  });
   // A cross-key rule, as a workload would register it.
   register_validator([](const Point& p, std::vector<Diagnostic>& out) {
     std::int64_t g = p.get_int("shard_group"), w = p.get_int("world");
