@@ -1,0 +1,154 @@
+// Collective micro-benchmarks (OSU / nccl-tests style) on Google Benchmark, under mpirun:
+//   mpirun -np 2 build/micro/micro_collectives [--sizes=MIN:MAX] [--benchmark_filter=...]
+// For each collective x implementation (raw MPI, our communicator inline and async, our
+// compressed collectives) x size (4 B .. 64 MiB, x4 steps): mean latency of the slowest
+// rank, min/max over ranks, algorithm and bus bandwidth (nccl-tests factors,
+// docs/METRICS.md), wire bytes and #wrong from a check run after the timed loop.
+// Iteration counts are fixed per size so every rank runs the same number of calls.
+// Ends with the targets: ours keeps >= 95% of MPI's bus bandwidth from 1 MiB up and adds
+// <= 1 us to small messages -- printed beside the MPI baseline measured in the same run.
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include <benchmark/benchmark.h>
+#include <mpi.h>
+
+#include "workloads/comm/communicator.h"
+#include "workloads/micro/collective_case.h"
+
+namespace {
+
+using sb::micro::Op;
+
+std::unique_ptr<sb::comm::Communicator> g_inline, g_async;
+// (op, impl, bytes) -> mean seconds of the slowest rank; filled on every rank.
+std::map<std::tuple<std::string, std::string, std::int64_t>, double> g_mean;
+
+class NullReporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
+
+void run_case(benchmark::State& st, Op op, std::string impl, std::int64_t bytes) {
+  sb::micro::CaseConfig cfg;
+  cfg.op = op;
+  cfg.impl = impl;
+  cfg.bytes = bytes;
+  sb::comm::Communicator* c = impl == "ours-async" ? g_async.get() : g_inline.get();
+  sb::micro::CollectiveCase cc(cfg, MPI_COMM_WORLD, c);
+  for (int i = 0; i < 2; ++i) cc.run();  // warm-up, untimed
+  double local_sum = 0, max_sum = 0;
+  for (auto _ : st) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    cc.run();
+    double dt = MPI_Wtime() - t0;
+    local_sum += dt;
+    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    max_sum += dt;
+    st.SetIterationTime(dt);  // the slowest rank's time is the call's time
+  }
+  const double iters = static_cast<double>(st.iterations());
+  double mine = local_sum / iters, lo = 0, hi = 0;
+  MPI_Allreduce(&mine, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&mine, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const std::int64_t wrong = cc.check();  // after the timed loop
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const double mean = max_sum / iters;
+  const double algbw = cc.size_bytes() / mean / 1e9;
+  g_mean[{sb::micro::op_name(op), impl, bytes}] = mean;
+  st.counters["size_B"] = static_cast<double>(cc.size_bytes());
+  st.counters["wire_B"] = static_cast<double>(cc.wire_bytes());
+  st.counters["rank_min_us"] = lo * 1e6;
+  st.counters["rank_max_us"] = hi * 1e6;
+  st.counters["algbw_GBps"] = algbw;
+  st.counters["busbw_GBps"] = algbw * sb::micro::bus_factor(op, n);
+  st.counters["wrong"] = static_cast<double>(wrong);
+  if (wrong != 0) st.SkipWithError("result check failed (#wrong != 0)");
+}
+
+std::string fmt_kept(double kept) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "busbw kept %.1f%% %s", kept * 100, kept >= 0.95 ? "PASS" : "MISS");
+  return buf;
+}
+
+void print_targets(int n) {
+  std::printf("\n# targets (same run): ours vs raw MPI\n");
+  std::printf("%-15s %-11s %12s %12s %12s %9s %s\n", "op", "impl", "size_B", "mpi_us", "ours_us",
+              "ratio", "check");
+  for (const auto& [key, mpi_mean] : g_mean) {
+    const auto& [op, impl, bytes] = key;
+    if (impl != "mpi") continue;
+    for (const char* ours : {"ours", "ours-async"}) {
+      auto it = g_mean.find({op, ours, bytes});
+      if (it == g_mean.end()) continue;
+      const double o = it->second;
+      std::string check;
+      if (bytes >= (1 << 20)) {  // bus bandwidth kept: mpi_time / ours_time >= 0.95
+        const double kept = mpi_mean / o;
+        check = fmt_kept(kept);
+      } else if (bytes <= 1024) {  // added latency <= 1 us
+        const double added_us = (o - mpi_mean) * 1e6;
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "added %.2f us %s", added_us, added_us <= 1.0 ? "PASS" : "MISS");
+        check = buf;
+      }
+      std::printf("%-15s %-11s %12lld %12.2f %12.2f %9.3f %s\n", op.c_str(), ours,
+                  static_cast<long long>(bytes), mpi_mean * 1e6, o * 1e6, mpi_mean / o, check.c_str());
+    }
+  }
+  std::printf("# ranks: %d\n", n);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0, n = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  std::int64_t lo = 4, hi = 64ll << 20;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--sizes=", 8) == 0) {
+      std::sscanf(argv[i] + 8, "%lld:%lld", reinterpret_cast<long long*>(&lo),
+                  reinterpret_cast<long long*>(&hi));
+      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+      --argc;
+      --i;
+    }
+  }
+  g_inline = std::make_unique<sb::comm::Communicator>(MPI_COMM_WORLD, n, /*async=*/false);
+  g_async = std::make_unique<sb::comm::Communicator>(MPI_COMM_WORLD, n,
+                                                     provided == MPI_THREAD_MULTIPLE);
+  for (const auto& opn : sb::micro::op_names()) {
+    const Op op = sb::micro::op_from_name(opn);
+    for (const auto& impl : sb::micro::impl_names()) {
+      const bool compressed = impl != "mpi" && impl != "ours" && impl != "ours-async";
+      if (compressed && (op == Op::Broadcast || op == Op::AllToAll)) continue;
+      for (std::int64_t b = lo; b <= hi; b *= 4) {
+        const std::string name = opn + "/" + impl + "/" + std::to_string(b);
+        benchmark::RegisterBenchmark(name.c_str(), run_case, op, impl, b)
+            ->Iterations(sb::micro::default_iterations(b))
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  NullReporter null;
+  if (rank == 0) benchmark::RunSpecifiedBenchmarks();
+  else benchmark::RunSpecifiedBenchmarks(&null);
+  if (rank == 0) print_targets(n);
+  g_async.reset();
+  g_inline.reset();
+  MPI_Finalize();
+  return 0;
+}
