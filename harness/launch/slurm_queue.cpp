@@ -24,7 +24,8 @@ std::vector<Submission> read_submissions(const std::string& dir) {
   ss << in.rdbuf();
   std::vector<Submission> out;
   try {
-    for (const auto& j : nlohmann::json::parse(ss.str()).at("submissions")) {
+    const nlohmann::json all = nlohmann::json::parse(ss.str());  // named: outlives the loop
+    for (const auto& j : all.at("submissions")) {
       Submission s;
       s.job_id = j.at("job_id").get<std::string>();
       s.world = j.at("world").get<std::int64_t>();
