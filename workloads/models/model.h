@@ -78,11 +78,18 @@ class Model {
   virtual torch::Tensor logits(ParamProvider& p, const Batch& b) = 0;
   // Model FLOPs per token for one forward+backward (docs/METRICS.md): 6N + attention.
   virtual double train_flops_per_token(std::int64_t seq_len) const = 0;
+  // (B, num_labels) sequence-classification logits (BERT); other families throw.
+  virtual torch::Tensor classify(ParamProvider& p, const Batch& b);
 };
 
 // Registry of presets by name ("gpt2-tiny", "gpt2", ..., "bert-large").
 std::unique_ptr<Model> make_model(const std::string& preset, const std::string& attention = "naive");
 std::vector<std::string> preset_names();
 std::int64_t count_params(const std::vector<UnitSpec>& units);
+// Parameters without task heads (BERT's cls.* and classifier.*): the published figure
+// (gpt2 124,439,808; bert-base 109,482,240).
+std::int64_t count_backbone_params(const std::vector<UnitSpec>& units);
+// The preset's configuration without building the model (unknown name: error listing all).
+ModelConfig preset_config(const std::string& preset);
 
 }  // namespace sb::models

@@ -1,0 +1,42 @@
+// Attention registry (name -> variant) and the mask construction all variants share.
+#include "workloads/models/attention.h"
+
+#include "harness/core/check.h"
+
+namespace sb::models {
+
+std::vector<std::pair<std::string, std::string>> attention_variants() {
+  return {
+      {"naive", "full (B, H, T, T) score matrix, one softmax"},
+      {"chunked", "queries in chunks of attention_chunk; scores (B, H, chunk, T) at a time"},
+      {"online", "query and key chunks with an online (running max) softmax; no (chunk, T) scores"},
+  };
+}
+
+std::unique_ptr<Attention> make_attention(const std::string& name, std::int64_t chunk) {
+  if (name == "naive") return make_naive_attention();
+  if (name == "chunked") return make_chunked_attention(chunk);
+  if (name == "online") return make_online_attention(chunk);
+  std::string known;
+  for (const auto& [n, doc] : attention_variants()) known += (known.empty() ? "" : ", ") + n;
+  SB_FAIL("unknown attention variant '{}'; known: {}", name, known);
+}
+
+torch::Tensor attention_keep_mask(const AttentionMask& mask, std::int64_t q_begin,
+                                  std::int64_t nq, std::int64_t k_begin, std::int64_t nk,
+                                  const torch::Device& device) {
+  torch::Tensor keep;  // broadcastable to (B, H, nq, nk)
+  if (mask.causal) {
+    auto opts = torch::TensorOptions().dtype(torch::kLong).device(device);
+    auto qpos = torch::arange(mask.q_offset + q_begin, mask.q_offset + q_begin + nq, opts);
+    auto kpos = torch::arange(k_begin, k_begin + nk, opts);
+    keep = kpos.unsqueeze(0) <= qpos.unsqueeze(1);  // (nq, nk)
+  }
+  if (mask.key_keep.defined()) {
+    auto kk = mask.key_keep.narrow(1, k_begin, nk).view({mask.key_keep.size(0), 1, 1, nk});
+    keep = keep.defined() ? (keep & kk) : kk;  // (B, 1, nq|1, nk)
+  }
+  return keep;
+}
+
+}  // namespace sb::models

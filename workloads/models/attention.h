@@ -1,0 +1,47 @@
+// Scaled dot-product attention variants behind one small interface, chosen by name
+// ("naive", "chunked", "online"); GPT-2 and BERT call them, so a variant can be swapped
+// (and benchmarked) without touching model code.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace sb::models {
+
+struct AttentionMask {
+  // Causal: query i (absolute position q_offset + i) sees keys 0 .. q_offset + i.
+  bool causal = false;
+  std::int64_t q_offset = 0;  // tokens already in a KV cache before these queries
+  torch::Tensor key_keep;     // (B, Tk) bool, true = real key; undefined = all real
+};
+
+class Attention {
+ public:
+  virtual ~Attention() = default;
+  virtual std::string name() const = 0;
+  // q: (B, H, Tq, Dh); k, v: (B, H, Tk, Dh) -> (B, H, Tq, Dh). Scale 1/sqrt(Dh).
+  // Every query row must see at least one key (true for causal and for BERT padding,
+  // where [CLS] is always real); a row with none would be 0/0.
+  virtual torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k,
+                                const torch::Tensor& v, const AttentionMask& mask) const = 0;
+};
+
+// chunk: queries per chunk (chunked, online) and keys per chunk (online); ignored by naive.
+std::unique_ptr<Attention> make_attention(const std::string& name, std::int64_t chunk);
+std::vector<std::pair<std::string, std::string>> attention_variants();  // name, doc
+
+// Shared by the variants: (Tq, Tk) or (B, 1, Tq, Tk)-broadcastable bool "may attend" mask
+// for queries [q_begin, q_begin + nq) and keys [k_begin, k_begin + nk); undefined = all.
+torch::Tensor attention_keep_mask(const AttentionMask& mask, std::int64_t q_begin,
+                                  std::int64_t nq, std::int64_t k_begin, std::int64_t nk,
+                                  const torch::Device& device);
+
+// Factories, one per variant file.
+std::unique_ptr<Attention> make_naive_attention();
+std::unique_ptr<Attention> make_chunked_attention(std::int64_t chunk);
+std::unique_ptr<Attention> make_online_attention(std::int64_t chunk);
+
+}  // namespace sb::models

@@ -1,0 +1,48 @@
+// "chunked" attention: queries processed in chunks so that only (B, H, chunk, Tk) scores
+// live at once (the seed's memory_efficient_attention). Causal chunks skip the keys no
+// query of the chunk can see. Exactly the naive softmax per row, so equal to it to rounding.
+#include <algorithm>
+#include <cmath>
+
+#include "harness/core/check.h"
+#include "workloads/models/attention.h"
+
+namespace sb::models {
+namespace {
+
+class ChunkedAttention final : public Attention {
+ public:
+  explicit ChunkedAttention(std::int64_t chunk) : chunk_(chunk) {
+    SB_CHECK(chunk > 0, "attention_chunk must be positive, got {}", chunk);
+  }
+  std::string name() const override { return "chunked"; }
+  torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const AttentionMask& mask) const override {
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+    const std::int64_t tq = q.size(2), tk = k.size(2);
+    std::vector<torch::Tensor> outs;
+    for (std::int64_t s = 0; s < tq; s += chunk_) {
+      const std::int64_t n = std::min(chunk_, tq - s);
+      // Causal: the last query of this chunk sees keys up to q_offset + s + n - 1.
+      const std::int64_t nk = mask.causal ? std::min(tk, mask.q_offset + s + n) : tk;
+      auto qc = q.narrow(2, s, n);                                        // (B, H, n, Dh)
+      auto kc = k.narrow(2, 0, nk), vc = v.narrow(2, 0, nk);              // (B, H, nk, Dh)
+      auto scores = torch::matmul(qc, kc.transpose(-2, -1)).mul_(scale);  // (B, H, n, nk)
+      auto keep = attention_keep_mask(mask, s, n, 0, nk, q.device());
+      if (keep.defined()) scores = scores.masked_fill(keep.logical_not(), -INFINITY);
+      outs.push_back(torch::matmul(torch::softmax(scores, -1), vc));  // (B, H, n, Dh)
+    }
+    return outs.size() == 1 ? outs[0] : torch::cat(outs, 2);
+  }
+
+ private:
+  std::int64_t chunk_;
+};
+
+}  // namespace
+
+std::unique_ptr<Attention> make_chunked_attention(std::int64_t chunk) {
+  return std::make_unique<ChunkedAttention>(chunk);
+}
+
+}  // namespace sb::models

@@ -1,0 +1,27 @@
+// "naive" attention: the full (B, H, Tq, Tk) score matrix and one softmax; the reference
+// the other variants are tested against.
+#include <cmath>
+
+#include "workloads/models/attention.h"
+
+namespace sb::models {
+namespace {
+
+class NaiveAttention final : public Attention {
+ public:
+  std::string name() const override { return "naive"; }
+  torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const AttentionMask& mask) const override {
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+    auto scores = torch::matmul(q, k.transpose(-2, -1)).mul_(scale);  // (B, H, Tq, Tk)
+    auto keep = attention_keep_mask(mask, 0, q.size(2), 0, k.size(2), q.device());
+    if (keep.defined()) scores = scores.masked_fill(keep.logical_not(), -INFINITY);
+    return torch::matmul(torch::softmax(scores, -1), v);  // (B, H, Tq, Dh)
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Attention> make_naive_attention() { return std::make_unique<NaiveAttention>(); }
+
+}  // namespace sb::models

@@ -1,0 +1,69 @@
+// "online" attention: query chunks x key chunks with a running max and running sum
+// (flash-attention's online softmax), so no score block larger than (chunk, chunk) exists.
+// Masked scores use a large finite negative instead of -inf so a fully masked key chunk
+// gives weights exp(-huge) = 0 rather than NaN; a row's running state is rescaled by
+// exp(m_old - m_new) when a real key appears, which wipes anything accumulated before.
+#include <algorithm>
+#include <cmath>
+
+#include "harness/core/check.h"
+#include "workloads/models/attention.h"
+
+namespace sb::models {
+namespace {
+
+constexpr double kMasked = -1e30;
+
+class OnlineAttention final : public Attention {
+ public:
+  explicit OnlineAttention(std::int64_t chunk) : chunk_(chunk) {
+    SB_CHECK(chunk > 0, "attention_chunk must be positive, got {}", chunk);
+  }
+  std::string name() const override { return "online"; }
+  torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const AttentionMask& mask) const override {
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+    const std::int64_t tq = q.size(2), tk = k.size(2);
+    std::vector<torch::Tensor> outs;
+    for (std::int64_t s = 0; s < tq; s += chunk_) {
+      const std::int64_t n = std::min(chunk_, tq - s);
+      const std::int64_t kend = mask.causal ? std::min(tk, mask.q_offset + s + n) : tk;
+      auto qc = q.narrow(2, s, n).mul(scale);  // (B, H, n, Dh)
+      torch::Tensor m, l, acc;                 // (B, H, n, 1), (B, H, n, 1), (B, H, n, Dh)
+      for (std::int64_t j = 0; j < kend; j += chunk_) {
+        const std::int64_t nk = std::min(chunk_, kend - j);
+        auto sc = torch::matmul(qc, k.narrow(2, j, nk).transpose(-2, -1));  // (B, H, n, nk)
+        auto keep = attention_keep_mask(mask, s, n, j, nk, q.device());
+        if (keep.defined()) sc = sc.masked_fill(keep.logical_not(), kMasked);
+        auto cm = std::get<0>(sc.max(-1, /*keepdim=*/true));  // (B, H, n, 1)
+        auto vc = v.narrow(2, j, nk);
+        if (!m.defined()) {
+          m = cm;
+          auto p = torch::exp(sc - m);
+          l = p.sum(-1, true);
+          acc = torch::matmul(p, vc);
+        } else {
+          auto mn = torch::maximum(m, cm);
+          auto alpha = torch::exp(m - mn);
+          auto p = torch::exp(sc - mn);
+          l = l * alpha + p.sum(-1, true);
+          acc = acc * alpha + torch::matmul(p, vc);
+          m = mn;
+        }
+      }
+      outs.push_back(acc / l);
+    }
+    return outs.size() == 1 ? outs[0] : torch::cat(outs, 2);
+  }
+
+ private:
+  std::int64_t chunk_;
+};
+
+}  // namespace
+
+std::unique_ptr<Attention> make_online_attention(std::int64_t chunk) {
+  return std::make_unique<OnlineAttention>(chunk);
+}
+
+}  // namespace sb::models

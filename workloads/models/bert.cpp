@@ -1,0 +1,169 @@
+// BERT forward: encoder, MLM head (tied decoder), pooler and classification head.
+#include "workloads/models/bert.h"
+
+#include "harness/core/check.h"
+
+namespace sb::models {
+namespace {
+
+ParamSpec normal(std::string name, std::vector<std::int64_t> shape) {
+  ParamSpec p{std::move(name), std::move(shape)};
+  p.decay = p.shape.size() >= 2;
+  return p;
+}
+ParamSpec fill(std::string name, std::vector<std::int64_t> shape, ParamSpec::Init init) {
+  ParamSpec p{std::move(name), std::move(shape)};
+  p.init = init;
+  p.decay = false;
+  return p;
+}
+
+// Parameter indices, in UnitSpec order.
+enum Embed { kWord, kPos, kType, kEmbLnW, kEmbLnB };
+enum Block { kQW, kQB, kKW, kKB, kVW, kVB, kAoW, kAoB, kAoLnW, kAoLnB, kIW, kIB, kOW, kOB, kOLnW, kOLnB };
+enum Head { kPoolW, kPoolB, kTrW, kTrB, kTrLnW, kTrLnB, kDecB, kClsW, kClsB };
+
+}  // namespace
+
+Bert::Bert(ModelConfig cfg) : cfg_(std::move(cfg)) {
+  SB_CHECK(cfg_.d_model % cfg_.n_head == 0, "model '{}': d_model {} is not divisible by n_head {}",
+           cfg_.preset, cfg_.d_model, cfg_.n_head);
+  attn_ = make_attention(cfg_.attention, cfg_.attention_chunk);
+  const std::int64_t d = cfg_.d_model, f = cfg_.d_ff;
+  const auto Z = ParamSpec::Init::Zeros, O = ParamSpec::Init::Ones;
+  const std::string e = "bert.embeddings.";
+  units_.push_back({"embed",
+                    {normal(e + "word_embeddings.weight", {cfg_.vocab, d}),
+                     normal(e + "position_embeddings.weight", {cfg_.max_pos, d}),
+                     normal(e + "token_type_embeddings.weight", {cfg_.type_vocab, d}),
+                     fill(e + "LayerNorm.weight", {d}, O), fill(e + "LayerNorm.bias", {d}, Z)}});
+  for (std::int64_t i = 0; i < cfg_.n_layer; ++i) {
+    const std::string h = "bert.encoder.layer." + std::to_string(i) + ".";
+    units_.push_back({"block." + std::to_string(i),
+                      {normal(h + "attention.self.query.weight", {d, d}), fill(h + "attention.self.query.bias", {d}, Z),
+                       normal(h + "attention.self.key.weight", {d, d}), fill(h + "attention.self.key.bias", {d}, Z),
+                       normal(h + "attention.self.value.weight", {d, d}), fill(h + "attention.self.value.bias", {d}, Z),
+                       normal(h + "attention.output.dense.weight", {d, d}), fill(h + "attention.output.dense.bias", {d}, Z),
+                       fill(h + "attention.output.LayerNorm.weight", {d}, O), fill(h + "attention.output.LayerNorm.bias", {d}, Z),
+                       normal(h + "intermediate.dense.weight", {f, d}), fill(h + "intermediate.dense.bias", {f}, Z),
+                       normal(h + "output.dense.weight", {d, f}), fill(h + "output.dense.bias", {d}, Z),
+                       fill(h + "output.LayerNorm.weight", {d}, O), fill(h + "output.LayerNorm.bias", {d}, Z)}});
+  }
+  units_.push_back({"head",
+                    {normal("bert.pooler.dense.weight", {d, d}), fill("bert.pooler.dense.bias", {d}, Z),
+                     normal("cls.predictions.transform.dense.weight", {d, d}),
+                     fill("cls.predictions.transform.dense.bias", {d}, Z),
+                     fill("cls.predictions.transform.LayerNorm.weight", {d}, O),
+                     fill("cls.predictions.transform.LayerNorm.bias", {d}, Z),
+                     fill("cls.predictions.bias", {cfg_.vocab}, Z),
+                     normal("classifier.weight", {cfg_.num_labels, d}), fill("classifier.bias", {cfg_.num_labels}, Z)}});
+}
+
+double Bert::train_flops_per_token(std::int64_t seq_len) const {
+  // As GPT-2 (docs/METRICS.md): 6N over parameters used in matmuls (not position or
+  // token-type embeddings) plus 12 L T d for attention; the MLM decoder counts as if applied
+  // to every token (the convention; the loss only evaluates masked positions).
+  const double n = static_cast<double>(count_params(units_) - (cfg_.max_pos + cfg_.type_vocab) * cfg_.d_model);
+  return 6.0 * n + 12.0 * cfg_.n_layer * static_cast<double>(seq_len) * cfg_.d_model;
+}
+
+torch::Tensor Bert::encode(ParamProvider& p, const Batch& b) {
+  const auto& ids = b.input_ids;
+  SB_CHECK(ids.dim() == 2, "BERT input_ids must be (B, T), got {} dims", ids.dim());
+  const std::int64_t B = ids.size(0), T = ids.size(1), d = cfg_.d_model, H = cfg_.n_head, Dh = d / H;
+  SB_CHECK(T <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
+           cfg_.preset, T, cfg_.max_pos);
+
+  auto e = p.acquire(0);
+  auto pos = torch::arange(T, ids.options().dtype(torch::kLong));
+  auto x = at::embedding(e[kWord], ids) + at::embedding(e[kPos], pos);  // (B, T, d)
+  x = b.token_type_ids.defined() ? x + at::embedding(e[kType], b.token_type_ids) : x + e[kType][0];
+  x = at::layer_norm(x.view({B * T, d}), {d}, e[kEmbLnW], e[kEmbLnB], cfg_.ln_eps);  // (B*T, d)
+  p.release(0, x);
+
+  AttentionMask mask;
+  if (b.attention_mask.defined()) mask.key_keep = b.attention_mask.to(torch::kBool);  // (B, T)
+  auto heads = [&](const torch::Tensor& t) { return t.view({B, T, H, Dh}).transpose(1, 2); };
+  for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
+    const int u = static_cast<int>(l + 1);
+    auto w = p.acquire(u);
+    auto q = heads(p.linear(u, kQW, x, w[kQW], w[kQB]));  // (B, H, T, Dh)
+    auto k = heads(p.linear(u, kKW, x, w[kKW], w[kKB]));
+    auto v = heads(p.linear(u, kVW, x, w[kVW], w[kVB]));
+    auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, d});  // (B*T, d)
+    x = at::layer_norm(x + p.linear(u, kAoW, a, w[kAoW], w[kAoB]), {d}, w[kAoLnW], w[kAoLnB], cfg_.ln_eps);
+    auto h = at::gelu(p.linear(u, kIW, x, w[kIW], w[kIB]));  // (B*T, 4d), erf GELU
+    x = at::layer_norm(x + p.linear(u, kOW, h, w[kOW], w[kOB]), {d}, w[kOLnW], w[kOLnB], cfg_.ln_eps);
+    p.release(u, x);
+  }
+  return x;
+}
+
+namespace {
+// MLM head on selected rows: x (N, d) -> (N, V).
+torch::Tensor mlm_logits(ParamProvider& p, int head, const std::vector<torch::Tensor>& w,
+                         const torch::Tensor& word, const torch::Tensor& x, double eps) {
+  auto t = at::gelu(p.linear(head, kTrW, x, w[kTrW], w[kTrB]));
+  t = at::layer_norm(t, {t.size(-1)}, w[kTrLnW], w[kTrLnB], eps);
+  return p.linear(0, 0, t, word, w[kDecB]);  // decoder tied to the word embeddings
+}
+// Pooled [CLS] -> classification logits: x (B*T, d) -> (B, num_labels).
+torch::Tensor cls_logits(ParamProvider& p, int head, const std::vector<torch::Tensor>& w,
+                         const torch::Tensor& x, std::int64_t B, std::int64_t T) {
+  auto first = x.view({B, T, x.size(-1)}).select(1, 0);  // (B, d)
+  auto pooled = torch::tanh(p.linear(head, kPoolW, first, w[kPoolW], w[kPoolB]));
+  return p.linear(head, kClsW, pooled, w[kClsW], w[kClsB]);
+}
+}  // namespace
+
+torch::Tensor Bert::loss(ParamProvider& p, const Batch& b) {
+  SB_CHECK(b.targets.defined() || b.labels.defined(),
+           "BERT loss needs MLM targets (B, T) or classification labels (B), or both");
+  const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
+  auto x = encode(p, b);
+  const int head = static_cast<int>(cfg_.n_layer + 1);
+  auto w = p.acquire(head);
+  torch::Tensor loss;
+  bool used_word = false;
+  if (b.targets.defined()) {
+    // Only masked positions reach the V-wide decoder: same mean cross-entropy as full
+    // logits with ignore_index -100, at ~15% of the cost.
+    auto t = b.targets.reshape({-1});
+    auto idx = (t != -100).nonzero().squeeze(1);  // (N)
+    auto word = p.acquire(0)[kWord];
+    used_word = true;
+    auto logits = mlm_logits(p, head, w, word, x.index_select(0, idx), cfg_.ln_eps);  // (N, V)
+    loss = at::cross_entropy_loss(logits, t.index_select(0, idx), {}, at::Reduction::Mean, -100, 0.0);
+  }
+  if (b.labels.defined()) {
+    auto c = at::cross_entropy_loss(cls_logits(p, head, w, x, B, T), b.labels, {}, at::Reduction::Mean, -100, 0.0);
+    loss = loss.defined() ? loss + c : c;
+  }
+  if (used_word) p.release(0, loss);
+  p.release(head, loss);
+  return loss;
+}
+
+torch::Tensor Bert::logits(ParamProvider& p, const Batch& b) {
+  const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
+  auto x = encode(p, b);
+  const int head = static_cast<int>(cfg_.n_layer + 1);
+  auto w = p.acquire(head);
+  auto word = p.acquire(0)[kWord];
+  auto logits = mlm_logits(p, head, w, word, x, cfg_.ln_eps);  // (B*T, V)
+  p.release(0, logits);
+  p.release(head, logits);
+  return logits.view({B, T, cfg_.vocab});
+}
+
+torch::Tensor Bert::classify(ParamProvider& p, const Batch& b) {
+  const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
+  auto x = encode(p, b);
+  const int head = static_cast<int>(cfg_.n_layer + 1);
+  auto w = p.acquire(head);
+  auto out = cls_logits(p, head, w, x, B, T);  // (B, num_labels)
+  p.release(head, out);
+  return out;
+}
+
+}  // namespace sb::models

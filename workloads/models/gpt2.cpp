@@ -1,0 +1,189 @@
+// GPT-2 forward (training, evaluation and KV-cached decoding) and generation.
+#include "workloads/models/gpt2.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "harness/core/check.h"
+
+namespace sb::models {
+namespace {
+
+ParamSpec normal(std::string name, std::vector<std::int64_t> shape, double std = 0.02) {
+  ParamSpec p{std::move(name), std::move(shape)};
+  p.std = std;
+  p.decay = p.shape.size() >= 2;  // nanoGPT: decay matrices and embeddings, not biases/LN
+  return p;
+}
+ParamSpec fill(std::string name, std::vector<std::int64_t> shape, ParamSpec::Init init) {
+  ParamSpec p{std::move(name), std::move(shape)};
+  p.init = init;
+  p.decay = false;
+  return p;
+}
+
+// Parameter indices within a block unit, in UnitSpec order.
+enum Block { kLn1W, kLn1B, kAttnW, kAttnB, kProjW, kProjB, kLn2W, kLn2B, kFcW, kFcB, kMlpW, kMlpB };
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Gpt2::Gpt2(ModelConfig cfg) : cfg_(std::move(cfg)) {
+  SB_CHECK(cfg_.d_model % cfg_.n_head == 0, "model '{}': d_model {} is not divisible by n_head {}",
+           cfg_.preset, cfg_.d_model, cfg_.n_head);
+  attn_ = make_attention(cfg_.attention, cfg_.attention_chunk);
+  const std::int64_t d = cfg_.d_model, f = cfg_.d_ff;
+  const auto Z = ParamSpec::Init::Zeros, O = ParamSpec::Init::Ones;
+  // GPT-2 scales the residual projections' init by 1/sqrt(2L) (two per block).
+  const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg_.n_layer));
+  units_.push_back({"embed", {normal("wte.weight", {cfg_.vocab, d}), normal("wpe.weight", {cfg_.max_pos, d})}});
+  for (std::int64_t i = 0; i < cfg_.n_layer; ++i) {
+    const std::string h = "h." + std::to_string(i) + ".";
+    units_.push_back({"block." + std::to_string(i),
+                      {fill(h + "ln_1.weight", {d}, O), fill(h + "ln_1.bias", {d}, Z),
+                       normal(h + "attn.c_attn.weight", {3 * d, d}), fill(h + "attn.c_attn.bias", {3 * d}, Z),
+                       normal(h + "attn.c_proj.weight", {d, d}, proj_std), fill(h + "attn.c_proj.bias", {d}, Z),
+                       fill(h + "ln_2.weight", {d}, O), fill(h + "ln_2.bias", {d}, Z),
+                       normal(h + "mlp.c_fc.weight", {f, d}), fill(h + "mlp.c_fc.bias", {f}, Z),
+                       normal(h + "mlp.c_proj.weight", {d, f}, proj_std), fill(h + "mlp.c_proj.bias", {d}, Z)}});
+  }
+  units_.push_back({"head", {fill("ln_f.weight", {d}, O), fill("ln_f.bias", {d}, Z)}});
+}
+
+double Gpt2::train_flops_per_token(std::int64_t seq_len) const {
+  // 6N for the matmuls (position embeddings do none; wte counts once, as the LM head) plus
+  // 12 L T d for attention scores and weighted values, forward and backward (PaLM, appendix B).
+  const double n = static_cast<double>(count_params(units_) - cfg_.max_pos * cfg_.d_model);
+  return 6.0 * n + 12.0 * cfg_.n_layer * static_cast<double>(seq_len) * cfg_.d_model;
+}
+
+torch::Tensor Gpt2::forward(ParamProvider& p, const torch::Tensor& ids, KVCache* cache,
+                            bool release_head_with_logits) {
+  SB_CHECK(ids.dim() == 2, "GPT-2 input_ids must be (B, T), got {} dims", ids.dim());
+  const std::int64_t B = ids.size(0), T = ids.size(1), d = cfg_.d_model, H = cfg_.n_head,
+                     Dh = d / H, L = cfg_.n_layer;
+  const std::int64_t past = cache ? cache->length : 0;
+  SB_CHECK(past + T <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
+           cfg_.preset, past + T, cfg_.max_pos);
+  if (cache) SB_CHECK(past + T <= cache->max_len, "KV cache holds {} tokens, {} needed", cache->max_len, past + T);
+
+  auto e = p.acquire(0);  // wte (V, d), wpe (P, d)
+  auto pos = torch::arange(past, past + T, ids.options().dtype(torch::kLong));
+  auto x = (at::embedding(e[0], ids) + at::embedding(e[1], pos)).view({B * T, d});  // (B*T, d)
+  p.release(0, x);
+
+  AttentionMask mask;
+  mask.causal = true;
+  mask.q_offset = past;
+  for (std::int64_t l = 0; l < L; ++l) {
+    const int u = static_cast<int>(l + 1);
+    auto w = p.acquire(u);
+    auto h = at::layer_norm(x, {d}, w[kLn1W], w[kLn1B], cfg_.ln_eps);
+    auto qkv = p.linear(u, kAttnW, h, w[kAttnW], w[kAttnB]).view({B, T, 3, H, Dh});  // (B, T, 3, H, Dh)
+    auto q = qkv.select(2, 0).transpose(1, 2);  // (B, H, T, Dh)
+    auto k = qkv.select(2, 1).transpose(1, 2);
+    auto v = qkv.select(2, 2).transpose(1, 2);
+    if (cache) {
+      cache->k[l].narrow(2, past, T).copy_(k);
+      cache->v[l].narrow(2, past, T).copy_(v);
+      k = cache->k[l].narrow(2, 0, past + T);  // (B, H, past+T, Dh)
+      v = cache->v[l].narrow(2, 0, past + T);
+    }
+    auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, d});  // (B*T, d)
+    x = x + p.linear(u, kProjW, a, w[kProjW], w[kProjB]);
+    h = at::layer_norm(x, {d}, w[kLn2W], w[kLn2B], cfg_.ln_eps);
+    h = at::gelu(p.linear(u, kFcW, h, w[kFcW], w[kFcB]), "tanh");  // (B*T, 4d)
+    x = x + p.linear(u, kMlpW, h, w[kMlpW], w[kMlpB]);
+    p.release(u, x);
+  }
+  if (cache) cache->length = past + T;
+
+  const int head = static_cast<int>(L + 1);
+  auto wf = p.acquire(head);
+  x = at::layer_norm(x, {d}, wf[0], wf[1], cfg_.ln_eps);
+  auto wte = p.acquire(0)[0];
+  auto logits = p.linear(0, 0, x, wte, torch::Tensor());  // (B*T, V), tied LM head
+  if (release_head_with_logits) {
+    p.release(0, logits);
+    p.release(head, logits);
+  }
+  return logits;
+}
+
+torch::Tensor Gpt2::loss(ParamProvider& p, const Batch& b) {
+  SB_CHECK(b.targets.defined(), "GPT-2 loss needs targets (B, T)");
+  auto logits = forward(p, b.input_ids, nullptr, false);  // (B*T, V)
+  auto loss = at::cross_entropy_loss(logits, b.targets.reshape({-1}), {}, at::Reduction::Mean, -100, 0.0);
+  p.release(0, loss);
+  p.release(static_cast<int>(cfg_.n_layer + 1), loss);
+  return loss;
+}
+
+torch::Tensor Gpt2::logits(ParamProvider& p, const Batch& b) {
+  return forward(p, b.input_ids, nullptr, true).view({b.input_ids.size(0), b.input_ids.size(1), cfg_.vocab});
+}
+
+KVCache Gpt2::make_cache(std::int64_t batch, std::int64_t max_len, torch::TensorOptions opts) const {
+  SB_CHECK(max_len <= cfg_.max_pos, "KV cache of {} tokens exceeds model '{}' positions ({})",
+           max_len, cfg_.preset, cfg_.max_pos);
+  KVCache c;
+  c.max_len = max_len;
+  const std::int64_t H = cfg_.n_head, Dh = cfg_.d_model / H;
+  for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
+    c.k.push_back(torch::zeros({batch, H, max_len, Dh}, opts));
+    c.v.push_back(torch::zeros({batch, H, max_len, Dh}, opts));
+  }
+  return c;
+}
+
+torch::Tensor Gpt2::forward_cached(ParamProvider& p, const torch::Tensor& ids, KVCache& cache) {
+  return forward(p, ids, &cache, true).view({ids.size(0), ids.size(1), cfg_.vocab});
+}
+
+GenerateResult generate(Gpt2& model, ParamProvider& p, const torch::Tensor& prompt,
+                        const GenerateConfig& cfg) {
+  torch::NoGradGuard no_grad;
+  SB_CHECK(prompt.dim() == 2 && prompt.size(1) > 0, "generate: prompt must be (B, t) with t > 0");
+  SB_CHECK(cfg.max_new_tokens >= 1, "generate: max_new_tokens must be at least 1, got {}", cfg.max_new_tokens);
+  const std::int64_t B = prompt.size(0), t0 = prompt.size(1);
+  auto wte = p.acquire(0)[0];
+  p.release(0, wte);
+  auto cache = model.make_cache(B, t0 + cfg.max_new_tokens, wte.options());
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed);
+
+  // logits (B, V) of the last position -> next tokens (B, 1)
+  auto choose = [&](torch::Tensor last) {
+    if (cfg.temperature <= 0) return last.argmax(-1, true);
+    last = last.to(torch::kFloat32).div(cfg.temperature);
+    if (cfg.top_k > 0 && cfg.top_k < last.size(-1)) {
+      auto kth = std::get<0>(last.topk(cfg.top_k, -1)).narrow(-1, cfg.top_k - 1, 1);  // (B, 1)
+      last = last.masked_fill(last < kth, -INFINITY);
+    }
+    // Sampled on the CPU from our generator so that results do not depend on the device.
+    auto probs = torch::softmax(last, -1).cpu();
+    return at::multinomial(probs, 1, false, gen).to(last.device());
+  };
+
+  GenerateResult r;
+  auto t = std::chrono::steady_clock::now();
+  auto logits = model.forward_cached(p, prompt, cache);  // (B, t0, V)
+  auto next = choose(logits.select(1, t0 - 1));
+  std::vector<torch::Tensor> out = {prompt, next};
+  r.time_to_first_token_s = seconds_since(t);
+  for (std::int64_t i = 1; i < cfg.max_new_tokens; ++i) {
+    t = std::chrono::steady_clock::now();
+    logits = model.forward_cached(p, next, cache);  // (B, 1, V)
+    next = choose(logits.select(1, 0));
+    out.push_back(next);
+    r.per_token_s.push_back(seconds_since(t));
+  }
+  r.tokens = torch::cat(out, 1);
+  return r;
+}
+
+}  // namespace sb::models

@@ -1,0 +1,118 @@
+// Presets, the model registry and the defaults of the shared model interface.
+#include "workloads/models/model.h"
+
+#include "harness/core/check.h"
+#include "harness/workload.h"
+#include "workloads/models/attention.h"
+#include "workloads/models/bert.h"
+#include "workloads/models/gpt2.h"
+
+namespace sb::models {
+namespace {
+
+ModelConfig gpt2(const std::string& preset, std::int64_t vocab, std::int64_t ctx, std::int64_t d,
+                 std::int64_t layers, std::int64_t heads) {
+  ModelConfig c;
+  c.family = "gpt2";
+  c.preset = preset;
+  c.vocab = vocab, c.max_pos = ctx, c.d_model = d, c.n_layer = layers, c.n_head = heads;
+  c.d_ff = 4 * d;
+  c.ln_eps = 1e-5;
+  return c;
+}
+
+ModelConfig bert(const std::string& preset, std::int64_t vocab, std::int64_t ctx, std::int64_t d,
+                 std::int64_t layers, std::int64_t heads) {
+  ModelConfig c;
+  c.family = "bert";
+  c.preset = preset;
+  c.vocab = vocab, c.max_pos = ctx, c.d_model = d, c.n_layer = layers, c.n_head = heads;
+  c.d_ff = 4 * d;
+  c.ln_eps = 1e-12;
+  return c;
+}
+
+struct Preset {
+  ModelConfig cfg;
+  std::string doc;
+};
+
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> p = {
+      {gpt2("gpt2-tiny", 256, 128, 64, 2, 4), "GPT-2 for tests: vocab 256, d 64, 2 layers, 4 heads, ctx 128"},
+      {gpt2("gpt2", 50257, 1024, 768, 12, 12), "GPT-2 124M: d 768, 12 layers, 12 heads"},
+      {gpt2("gpt2-medium", 50257, 1024, 1024, 24, 16), "GPT-2 355M: d 1024, 24 layers, 16 heads"},
+      {gpt2("gpt2-large", 50257, 1024, 1280, 36, 20), "GPT-2 774M: d 1280, 36 layers, 20 heads"},
+      {gpt2("gpt2-xl", 50257, 1024, 1600, 48, 25), "GPT-2 1.5B: d 1600, 48 layers, 25 heads"},
+      {bert("bert-tiny", 128, 128, 64, 2, 4), "BERT for tests: vocab 128, d 64, 2 layers, 4 heads, 128 positions"},
+      {bert("bert-base", 30522, 512, 768, 12, 12), "BERT-Base 110M: d 768, 12 layers, 12 heads"},
+      {bert("bert-large", 30522, 512, 1024, 24, 16), "BERT-Large 340M: d 1024, 24 layers, 16 heads"},
+  };
+  return p;
+}
+
+const sb::Registrar kRegisterNames([] {
+  for (const auto& p : presets()) sb::register_name("model", p.cfg.preset, p.doc);
+  for (const auto& [name, doc] : attention_variants()) sb::register_name("attention", name, doc);
+});
+
+}  // namespace
+
+std::int64_t ParamSpec::numel() const {
+  std::int64_t n = 1;
+  for (auto s : shape) n *= s;
+  return n;
+}
+
+std::int64_t UnitSpec::numel() const {
+  std::int64_t n = 0;
+  for (const auto& p : params) n += p.numel();
+  return n;
+}
+
+torch::Tensor ParamProvider::linear(int unit, int w_index, const torch::Tensor& x,
+                                    const torch::Tensor& w, const torch::Tensor& b) {
+  return at::linear(x, w, b);
+}
+
+torch::Tensor Model::classify(ParamProvider& p, const Batch& b) {
+  SB_FAIL("model '{}' ({}) has no classification head; use a bert-* preset",
+          config().preset, config().family);
+}
+
+std::int64_t count_params(const std::vector<UnitSpec>& units) {
+  std::int64_t n = 0;
+  for (const auto& u : units) n += u.numel();
+  return n;
+}
+
+std::int64_t count_backbone_params(const std::vector<UnitSpec>& units) {
+  std::int64_t n = 0;
+  for (const auto& u : units)
+    for (const auto& p : u.params)
+      if (p.name.rfind("cls.", 0) != 0 && p.name.rfind("classifier.", 0) != 0) n += p.numel();
+  return n;
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const auto& p : presets()) names.push_back(p.cfg.preset);
+  return names;
+}
+
+ModelConfig preset_config(const std::string& preset) {
+  for (const auto& p : presets())
+    if (p.cfg.preset == preset) return p.cfg;
+  std::string known;
+  for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
+  SB_FAIL("unknown model preset '{}'; known: {}", preset, known);
+}
+
+std::unique_ptr<Model> make_model(const std::string& preset, const std::string& attention) {
+  ModelConfig c = preset_config(preset);
+  c.attention = attention;
+  if (c.family == "gpt2") return std::make_unique<Gpt2>(c);
+  return std::make_unique<Bert>(c);
+}
+
+}  // namespace sb::models
