@@ -95,6 +95,11 @@ def read_point(path):
             "suite": _text(a["suite"]), "world_size": int(a["world_size"]),
             "threads_per_rank": int(a["threads_per_rank"]), "elapsed_s": float(a["elapsed_s"]),
             "git_commit": _text(a["git_commit"]), "file": os.path.basename(path),
+            # Provenance, shown so that mixed builds or suite edits are visible in a report.
+            "suite_sha256": _text(a["suite_sha256"]),
+            "shardbench_version": _text(a["shardbench_version"]),
+            "versions": _text(a["versions"]), "hosts": _text(a["hosts"]),
+            "slurm_job_id": _text(a["slurm_job_id"]), "start_time": _text(a["start_time"]),
         }
         config = json.loads(_text(a["config"]))
         reference = json.loads(_text(a["reference"]) or "{}")

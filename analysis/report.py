@@ -64,6 +64,14 @@ def build(results_dir, out_dir):
     return {"results": res, "plots": plots, "tables": csv, "out": out_dir}
 
 
+def provenance(points):
+    """Distinct (suite file hash, commit, versions, hosts) with how many points each."""
+    keys = ["suite", "suite_sha256", "git_commit", "shardbench_version", "versions", "hosts"]
+    t = points.groupby(keys, sort=False).size().reset_index(name="points")
+    t["suite_sha256"] = t["suite_sha256"].str[:12]
+    return t
+
+
 def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression, queries, fits,
             plots, csv_names):
     suites = ", ".join(sorted(set(res.points["suite"]))) if len(res.points) else "(none)"
@@ -73,6 +81,12 @@ def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression
                f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC. "
                f"{len(res.points)} readable point files, {done} done, "
                f"{len(res.problems)} problems.")]
+
+    if len(res.points):
+        B += [("h2", "Provenance"), ("table", provenance(res.points))]
+        if res.points["git_commit"].nunique() > 1 or res.points["suite_sha256"].nunique() > 1:
+            B.append(("p", "Warning: these results come from more than one build or suite file "
+                           "version; comparisons across them may not be like for like."))
 
     B.append(("h2", "Problems: failed, incomplete, unreadable and missing points"))
     if len(res.problems):

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import h5py
 import pandas as pd
 import pytest
 
@@ -126,3 +127,17 @@ def test_missing_results_folder_is_an_error(tmp_path):
     proc = _run(["analysis.report", str(tmp_path / "nope")])
     assert proc.returncode == 2
     assert proc.stderr == f"analysis.report: {tmp_path / 'nope'}: no such results folder\n"
+
+
+def test_mixed_builds_are_flagged(tmp_path):
+    for i, commit in enumerate(["abc123", "def456"]):
+        path = str(tmp_path / "points" / f"{i}-p{i}.h5")
+        make_fixture.write_point(path, index=i, point_id=f"p{i}", name=f"p{i}",
+                                 config=make_fixture._cfg(world=i + 1))
+        with h5py.File(path, "r+") as f:
+            f.attrs["git_commit"] = commit
+    report.build(str(tmp_path), str(tmp_path / "out"))
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "| fixture | 000000000000 | abc123 | 0.1.0 |" in md
+    assert "| fixture | 000000000000 | def456 | 0.1.0 |" in md
+    assert "Warning: these results come from more than one build or suite file version" in md
