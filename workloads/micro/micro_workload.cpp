@@ -27,7 +27,7 @@ class MicroWorkload : public Workload {
     base.ratio = p.get_double("micro.ratio");
     const std::int64_t lo = p.get_int("micro.min_bytes"), hi = p.get_int("micro.max_bytes");
     const std::int64_t factor = p.get_int("micro.factor");
-    const int warmup = static_cast<int>(p.get_int("warmup"));
+    const int warmup = static_cast<int>(p.get_int("micro.warmup"));
     const bool async = base.impl == "ours-async";
     comm::Communicator comm(ctx.world, ctx.size, async);
     const double origin = MPI_Wtime();
@@ -108,6 +108,8 @@ const Registrar reg([] {
   register_key({"micro.factor", KeyType::Int, std::int64_t{4}, "", "micro task: size step factor"});
   register_key({"micro.iters", KeyType::Int, std::int64_t{0}, "",
                 "micro task: timed calls per size (0: by size, 200 small .. 5 large)"});
+  register_key({"micro.warmup", KeyType::Int, std::int64_t{2}, "",
+                "micro task: untimed calls per size before the timed ones"});
   register_key({"micro.block", KeyType::Int, std::int64_t{256}, "", "micro task: int8 block"});
   register_key({"micro.ratio", KeyType::Float, 0.01, "", "micro task: topk ratio"});
   register_validator([](const Point& p, std::vector<Diagnostic>& out) {
