@@ -111,7 +111,9 @@ def plot_memory_stacked(results, summary, groups):
         ax.bar(x, v, bottom=bottom, label=part)
         bottom += v
     ax.set_xticks(x, [b[0] for b in bars], rotation=35, ha="right", fontsize=8)
-    ax.margins(y=0.08)
+    # Explicit headroom: a zero-height segment on the tallest bar is a sticky edge that
+    # would stop autoscaling margins.
+    ax.set_ylim(0, bottom.max() * 1.08)
     ax.set(ylabel=f"model-state memory per rank ({unit})",
            title="Model-state memory per rank by strategy (mean over ranks)")
     ax.legend(fontsize=8)
