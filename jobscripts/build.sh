@@ -3,5 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${SB_BUILD_JOBS:-$(nproc)}
+# Without this sloppiness ccache refuses every translation unit that uses the precompiled header.
+export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
 cmake --preset default >/dev/null
 cmake --build --preset default -j "$jobs"
