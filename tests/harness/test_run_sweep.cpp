@@ -199,3 +199,21 @@ time_limit = 2
   }());
   EXPECT_EQ(ps.output, "") << "processes of the killed point survive";
 }
+
+TEST(Sweep, NpMaxSkipsPointsThatNeedMoreRanks) {
+  Fixture f("npmax", R"(
+[base]
+task = "probe"
+threads = 1
+steps = 2
+warmup = 0
+[axes]
+world = [1, 4]
+)");
+  const auto r = f.cli({"sweep", f.suite_file, "--results", f.results, "--np-max", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(f.summary(0).status, "done");
+  EXPECT_FALSE(f.summary(1).exists);
+  EXPECT_TRUE(contains(r.output, "skipped, needs 4 ranks and --np-max is 2")) << r.output;
+  EXPECT_TRUE(contains(f.cli({"status", f.results}).output, "1 done, 1 pending"));
+}
