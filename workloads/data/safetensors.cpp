@@ -1,0 +1,203 @@
+// safetensors reader/writer and the Hugging Face checkpoint mapping.
+#include "workloads/data/safetensors.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/check.h"
+
+namespace sb::data {
+namespace {
+
+std::int64_t file_size(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::int64_t>(st.st_size) : -1;
+}
+bool is_dir(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+bool starts_with(const std::string& s, const std::string& pre) { return s.rfind(pre, 0) == 0; }
+
+// GPT-2's Conv1D layers store weights (in, out).
+bool is_conv1d(const models::ModelConfig& c, const std::string& name) {
+  return c.family == "gpt2" && (ends_with(name, "attn.c_attn.weight") || ends_with(name, "attn.c_proj.weight") ||
+                                ends_with(name, "mlp.c_fc.weight") || ends_with(name, "mlp.c_proj.weight"));
+}
+
+// The model's name for a file's tensor name ("" = skip this tensor).
+std::string canonical_name(const models::ModelConfig& c, std::string n) {
+  if (c.family == "gpt2") {
+    if (starts_with(n, "transformer.")) n = n.substr(12);
+    if (ends_with(n, ".attn.bias") || ends_with(n, ".attn.masked_bias") || n == "lm_head.weight") return "";
+    return n;
+  }
+  if (ends_with(n, "LayerNorm.gamma")) n = n.substr(0, n.size() - 5) + "weight";
+  if (ends_with(n, "LayerNorm.beta")) n = n.substr(0, n.size() - 4) + "bias";
+  if (starts_with(n, "embeddings.") || starts_with(n, "encoder.") || starts_with(n, "pooler.")) n = "bert." + n;
+  if (n == "bert.embeddings.position_ids" || starts_with(n, "cls.predictions.decoder.") ||
+      starts_with(n, "cls.seq_relationship.")) return "";
+  return n;
+}
+
+bool is_task_head(const std::string& name) { return starts_with(name, "cls.") || starts_with(name, "classifier."); }
+
+}  // namespace
+
+std::map<std::string, torch::Tensor> read_safetensors(const std::string& path) {
+  const std::int64_t size = file_size(path);
+  SB_CHECK(size >= 8, "safetensors '{}': missing or shorter than its 8-byte header length", path);
+  std::ifstream f(path, std::ios::binary);
+  SB_CHECK(f.good(), "cannot open safetensors '{}'", path);
+  std::uint64_t hlen = 0;
+  unsigned char lb[8];
+  f.read(reinterpret_cast<char*>(lb), 8);
+  for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | lb[i];  // little-endian
+  SB_CHECK(hlen <= static_cast<std::uint64_t>(size - 8), "safetensors '{}': header length {} exceeds the file ({} bytes)",
+           path, hlen, size);
+  std::string header(hlen, '\0');
+  f.read(header.data(), static_cast<std::streamsize>(hlen));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(header);
+  } catch (const std::exception& e) {
+    SB_FAIL("safetensors '{}': header is not valid JSON: {}", path, e.what());
+  }
+  const std::int64_t data_begin = 8 + static_cast<std::int64_t>(hlen), data_size = size - data_begin;
+  std::map<std::string, torch::Tensor> out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    const auto& e = it.value();
+    SB_CHECK(e.contains("dtype") && e.contains("shape") && e.contains("data_offsets"),
+             "safetensors '{}': tensor '{}' lacks dtype, shape or data_offsets", path, it.key());
+    const std::string dtype = e["dtype"].get<std::string>();
+    std::vector<std::int64_t> shape = e["shape"].get<std::vector<std::int64_t>>();
+    const auto off = e["data_offsets"].get<std::vector<std::int64_t>>();
+    torch::ScalarType st;
+    std::int64_t width;
+    if (dtype == "F32") st = torch::kFloat32, width = 4;
+    else if (dtype == "F16") st = torch::kFloat16, width = 2;
+    else if (dtype == "BF16") st = torch::kBFloat16, width = 2;
+    else if (dtype == "F64") st = torch::kFloat64, width = 8;
+    else SB_FAIL("safetensors '{}': tensor '{}' has dtype {}; supported: F32, F16, BF16, F64", path, it.key(), dtype);
+    std::int64_t numel = 1;
+    for (auto s : shape) numel *= s;
+    SB_CHECK(off.size() == 2 && off[0] >= 0 && off[1] <= data_size && off[1] - off[0] == numel * width,
+             "safetensors '{}': tensor '{}' ({} {} elements) has data_offsets [{}, {}] inconsistent with "
+             "its size or the file's {} data bytes", path, it.key(), numel, dtype, off.size() ? off[0] : -1,
+             off.size() > 1 ? off[1] : -1, data_size);
+    auto t = torch::empty(shape, torch::TensorOptions().dtype(st));
+    f.seekg(data_begin + off[0]);
+    f.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(numel * width));
+    SB_CHECK(f.good(), "safetensors '{}': short read of tensor '{}'", path, it.key());
+    out[it.key()] = t.to(torch::kFloat32);
+  }
+  return out;
+}
+
+void write_safetensors(const std::string& path,
+                       const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
+  nlohmann::json j;
+  j["__metadata__"] = {{"format", "pt"}};
+  std::vector<torch::Tensor> data;
+  std::int64_t off = 0;
+  for (const auto& [name, t0] : tensors) {
+    SB_CHECK(!j.contains(name), "write_safetensors: tensor name '{}' given twice", name);
+    auto t = t0.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    const std::int64_t bytes = t.numel() * 4;
+    j[name] = {{"dtype", "F32"}, {"shape", t.sizes().vec()}, {"data_offsets", {off, off + bytes}}};
+    off += bytes;
+    data.push_back(t);
+  }
+  std::string header = j.dump();
+  header.append((8 - header.size() % 8) % 8, ' ');  // data starts 8-byte aligned
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    SB_CHECK(f.good(), "cannot create '{}'", tmp);
+    unsigned char lb[8];
+    std::uint64_t hlen = header.size();
+    for (int i = 0; i < 8; ++i) lb[i] = static_cast<unsigned char>(hlen >> (8 * i));
+    f.write(reinterpret_cast<const char*>(lb), 8);
+    f.write(header.data(), static_cast<std::streamsize>(header.size()));
+    for (const auto& t : data) f.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.numel() * 4));
+    SB_CHECK(f.good(), "writing '{}' failed (disk full?)", tmp);
+  }
+  SB_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '{}' to '{}'", tmp, path);
+}
+
+models::UnitTensors load_checkpoint(const models::Model& model, const std::string& path,
+                                    const CheckpointLoadOptions& opt) {
+  const std::string file = is_dir(path) ? path + "/model.safetensors" : path;
+  const auto& c = model.config();
+  std::map<std::string, torch::Tensor> byname;
+  for (auto& [name, t] : read_safetensors(file)) {
+    const std::string n = canonical_name(c, name);
+    if (!n.empty()) byname[n] = t;
+  }
+  const auto& units = model.units();
+  models::UnitTensors out(units.size());
+  std::set<std::string> used;
+  std::vector<std::string> missing;
+  for (std::size_t u = 0; u < units.size(); ++u)
+    for (std::size_t i = 0; i < units[u].params.size(); ++i) {
+      const auto& spec = units[u].params[i];
+      auto it = byname.find(spec.name);
+      if (it == byname.end()) {
+        if (opt.init_missing_heads && is_task_head(spec.name)) {
+          out[u].push_back(models::init_param(spec, opt.seed, static_cast<int>(u), static_cast<int>(i)));
+          continue;
+        }
+        missing.push_back(spec.name);
+        out[u].push_back(torch::Tensor());
+        continue;
+      }
+      used.insert(spec.name);
+      auto t = is_conv1d(c, spec.name) ? it->second.t().contiguous() : it->second;
+      SB_CHECK(t.sizes().vec() == spec.shape,
+               "checkpoint '{}': tensor '{}' has shape ({}){}, model '{}' expects ({}); wrong preset?", file,
+               spec.name, fmt::join(it->second.sizes(), ", "),
+               is_conv1d(c, spec.name) ? " (Conv1D, transposed on load)" : "", c.preset, fmt::join(spec.shape, ", "));
+      out[u].push_back(t);
+    }
+  std::string list;
+  for (std::size_t k = 0; k < missing.size() && k < 8; ++k) list += (k ? ", " : "") + missing[k];
+  SB_CHECK(missing.empty(), "checkpoint '{}' lacks {} tensors of model '{}': {}{}", file, missing.size(),
+           c.preset, list, missing.size() > 8 ? ", ..." : "");
+  std::vector<std::string> unknown;
+  for (const auto& [n, t] : byname)
+    if (!used.count(n)) unknown.push_back(n);
+  list.clear();
+  for (std::size_t k = 0; k < unknown.size() && k < 8; ++k) list += (k ? ", " : "") + unknown[k];
+  SB_CHECK(unknown.empty(), "checkpoint '{}' holds {} tensors model '{}' does not have: {}{}; wrong preset?",
+           file, unknown.size(), c.preset, list, unknown.size() > 8 ? ", ..." : "");
+  return out;
+}
+
+void save_checkpoint(const models::Model& model, const models::UnitTensors& weights, const std::string& path) {
+  const auto& units = model.units();
+  SB_CHECK(weights.size() == units.size(), "save_checkpoint: {} units given, model '{}' has {}", weights.size(),
+           model.config().preset, units.size());
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    SB_CHECK(weights[u].size() == units[u].params.size(), "save_checkpoint: unit {} has {} tensors, expected {}",
+             u, weights[u].size(), units[u].params.size());
+    for (std::size_t i = 0; i < units[u].params.size(); ++i) {
+      const auto& spec = units[u].params[i];
+      const auto& t = weights[u][i];
+      named.emplace_back(spec.name, is_conv1d(model.config(), spec.name) ? t.detach().t() : t.detach());
+    }
+  }
+  write_safetensors(is_dir(path) ? path + "/model.safetensors" : path, named);
+}
+
+}  // namespace sb::data

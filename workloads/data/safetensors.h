@@ -1,0 +1,40 @@
+// safetensors files (8-byte little-endian header length, JSON header of dtype / shape /
+// data_offsets, raw little-endian data) and model checkpoints in them with Hugging Face
+// tensor names, mapped to and from the [unit][param] layout of a Model.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "workloads/models/model.h"
+#include "workloads/models/params.h"
+
+namespace sb::data {
+
+// Every tensor of the file as fp32 (F32, F16, BF16 and F64 are read), CPU, name -> tensor.
+std::map<std::string, torch::Tensor> read_safetensors(const std::string& path);
+// Writes F32 tensors in the given order, atomically (temporary name, then rename).
+void write_safetensors(const std::string& path,
+                       const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
+
+struct CheckpointLoadOptions {
+  // Task heads absent from the file (BERT's cls.* / classifier.*, e.g. a BertModel
+  // checkpoint) are initialised from `seed` instead of being an error.
+  bool init_missing_heads = true;
+  std::uint64_t seed = 1234;
+};
+
+// path: a .safetensors file, or a directory holding model.safetensors. Accepts GPT-2 names
+// with or without "transformer.", BERT names with or without "bert.", LayerNorm gamma/beta;
+// GPT-2 Conv1D weights (stored (in, out)) are transposed to (out, in). Buffers and tied
+// copies (attn.bias, lm_head.weight, cls.predictions.decoder.*, position_ids, NSP head) are
+// skipped; any other unknown tensor, a missing one or a wrong shape is an error.
+models::UnitTensors load_checkpoint(const models::Model& model, const std::string& path,
+                                    const CheckpointLoadOptions& opt = {});
+// Hugging Face names (GPT-2 without prefix, Conv1D weights transposed back to (in, out)).
+void save_checkpoint(const models::Model& model, const models::UnitTensors& weights,
+                     const std::string& path);
+
+}  // namespace sb::data
