@@ -26,6 +26,17 @@ namespace {
 // this is how long we wait for that before killing the launcher's process group.
 double grace_s(double time_limit_s) { return 10.0 + 0.1 * time_limit_s; }
 
+// Temporaries of this point's result left by killed writers (<file>.tmp.<pid>): never read,
+// only in the way of someone looking at the folder.
+void remove_stale_temporaries(const std::string& result_file) {
+  namespace fs = std::filesystem;
+  const fs::path f(result_file);
+  const std::string prefix = f.filename().string() + ".tmp.";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(f.parent_path(), ec))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) fs::remove(e.path(), ec);
+}
+
 class LocalScheduler final : public Scheduler {
  public:
   std::string name() const override { return "local"; }
@@ -95,6 +106,7 @@ class LocalScheduler final : public Scheduler {
       argv.push_back(a);
 
     const std::string log = point_log_path(dir, p.index, p.id);
+    remove_stale_temporaries(result_path(dir, p.index, p.id));
     const double limit = p.has("time_limit") ? p.get_double("time_limit") : 0;
     ProcessOptions po;
     po.log_file = log;
@@ -142,7 +154,8 @@ class LocalScheduler final : public Scheduler {
     s = read_result_summary(path);
     std::string out = fmt::format("{} in {:.1f} s", s.status, secs);
     if (!s.failure_reason.empty()) out += " -- " + s.failure_reason.substr(0, s.failure_reason.find('\n'));
-    if (s.status != "done") out += fmt::format(" (log: {})", log);
+    if (s.status != "done" && s.failure_reason.find("(log: ") == std::string::npos)
+      out += fmt::format(" (log: {})", log);
     return out;
   }
 };

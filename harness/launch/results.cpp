@@ -55,7 +55,8 @@ bool record_point_failure(const std::string& dir, const Suite& suite, const Poin
   m.failure_reason = reason;
   if (!log_file.empty()) {
     const std::string tail = tail_lines(log_file, 15);
-    if (!tail.empty()) m.failure_reason += "; last lines of " + log_file + ":\n" + tail;
+    // The first line is what `status` shows; the log's tail follows for the details.
+    if (!tail.empty()) m.failure_reason += " (log: " + log_file + ", last lines below)\n" + tail;
   }
   m.hosts = json_string_list({host_name()});
   m.end_time = m.start_time;

@@ -86,7 +86,11 @@ warmup = 1
   EXPECT_EQ(f.summary(2).status, "failed");
   EXPECT_TRUE(contains(f.summary(2).failure_reason, "launcher mpirun ended with exit code "))
       << f.summary(2).failure_reason;
-  EXPECT_TRUE(contains(f.summary(2).failure_reason, "and left no result; last lines of "))
+  EXPECT_TRUE(contains(f.summary(2).failure_reason,
+                       "and left no result (log: " + sb::point_log_path(f.results, 2, f.suite.points[2].id) +
+                           ", last lines below)\n"))
+      << f.summary(2).failure_reason;
+  EXPECT_TRUE(contains(f.summary(2).failure_reason, "exited on signal 9 (Killed)"))
       << f.summary(2).failure_reason;
   EXPECT_EQ(f.summary(3).status, "failed");
   EXPECT_TRUE(contains(f.summary(3).failure_reason, "non-finite loss nan at step 1"))
