@@ -16,11 +16,16 @@ class QuantizedWeights : public models::ParamProvider {
  public:
   // Bytes the model's weights occupy in this format (scales included).
   virtual std::int64_t model_bytes() const = 0;
+  // Bytes held in memory, when the kernel library keeps more than the format needs
+  // (int8-dynamic: oneDNN keeps the unpacked int8 copy beside the packed one).
+  virtual std::int64_t resident_bytes() const { return model_bytes(); }
 };
 
 // weights[u][i]: unit u's i-th parameter (fp32, spec shape), e.g. from a checkpoint or trainer.
 std::unique_ptr<QuantizedWeights> quantize(const std::string& name, const models::Model& model,
                                            const std::vector<std::vector<torch::Tensor>>& weights);
 std::vector<std::string> quantizer_names();
+// model_bytes() that quantize(name, ...) would report, from the shapes alone.
+std::int64_t quantized_model_bytes(const std::string& name, const std::vector<models::UnitSpec>& units);
 
 }  // namespace sb::quant

@@ -1,0 +1,280 @@
+// The "infer" task: builds the model (seeded init or a safetensors checkpoint), converts its
+// weights with the chosen quantizer, runs one LoadGen scenario on held-out Markov samples,
+// and records queries, per-batch latency, latency percentiles, throughput, model bytes and
+// accuracy against the fp32 model (top-1 agreement; perplexity for GPT-2, MLM accuracy for BERT).
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "harness/core/check.h"
+#include "harness/trace/recorder.h"
+#include "harness/workload.h"
+#include "workloads/data/batches.h"
+#include "workloads/data/safetensors.h"
+#include "workloads/infer/loadgen.h"
+#include "workloads/models/params.h"
+#include "workloads/quant/quantizer.h"
+
+namespace sb::infer {
+namespace {
+
+using I = std::int64_t;
+
+bool is_infer(const Point& p) { return p.has("task") && p.get_string("task") == "infer"; }
+
+// Held-out samples for the scenario (stream "heldout", indices from 0) and for accuracy
+// (a second source with another seed, so the two never share rows).
+std::unique_ptr<data::BatchSource> make_source(const models::ModelConfig& m, I batch, I seq,
+                                               std::uint64_t seed) {
+  data::MarkovConfig mk;
+  mk.seed = seed;
+  if (m.family == "bert") {
+    data::MlmConfig mlm;
+    mk.offset = mlm.mask_id + 1;  // Markov tokens past BERT's special ids
+    SB_CHECK(m.vocab > mk.offset + 8, "model {} has vocab {}: too small for MLM data", m.preset, m.vocab);
+    mk.vocab = m.vocab - mk.offset;
+    mlm.random_low = mk.offset;
+    mlm.random_high = m.vocab;
+    return std::make_unique<data::MarkovMlmBatches>(mk, mlm, batch, seq, seed);
+  }
+  mk.vocab = m.vocab;
+  return std::make_unique<data::MarkovLmBatches>(mk, batch, seq, seed);
+}
+
+// Rows of b0 and b1 ... concatenated (undefined fields stay undefined).
+models::Batch cat_rows(const std::vector<models::Batch>& bs) {
+  auto cat = [&](auto field) {
+    std::vector<torch::Tensor> ts;
+    for (const auto& b : bs)
+      if ((b.*field).defined()) ts.push_back(b.*field);
+    return ts.empty() ? torch::Tensor() : torch::cat(ts, 0);
+  };
+  models::Batch out;
+  out.input_ids = cat(&models::Batch::input_ids);
+  out.targets = cat(&models::Batch::targets);
+  out.attention_mask = cat(&models::Batch::attention_mask);
+  out.token_type_ids = cat(&models::Batch::token_type_ids);
+  return out;
+}
+
+int threads_for(const Point& p, MPI_Comm world) {
+  const I t = p.get_int("threads");
+  if (t > 0) return static_cast<int>(t);
+  MPI_Comm node;
+  int local = 1;
+  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &local);
+  MPI_Comm_free(&node);
+  return std::max(1, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) / local);
+}
+
+// Samples the scenario issues in total.
+I total_samples(const LoadgenConfig& c) {
+  if (c.scenario == "multi-stream" || c.scenario == "offline") return c.queries * c.samples_per_query;
+  return c.queries;
+}
+
+struct Accuracy {
+  double top1 = 0;        // fraction of scored positions where argmax agrees with fp32
+  double metric = 0;      // GPT-2: perplexity exp(mean CE); BERT: MLM accuracy
+  double metric_fp32 = 0;
+};
+
+// Scored positions: every target (GPT-2: every next token; BERT: the masked ones).
+Accuracy accuracy(models::Model& model, models::ParamProvider& fp32, models::ParamProvider& q,
+                  const data::BatchSource& src, I batches) {
+  Accuracy a;
+  const bool gpt2 = model.config().family == "gpt2";
+  double agree = 0, scored = 0, loss_q = 0, loss_f = 0, hit_q = 0, hit_f = 0;
+  for (I i = 0; i < batches; ++i) {
+    auto b = src.heldout(i);
+    auto lf = model.logits(fp32, b), lq = model.logits(q, b);  // (B, T, V)
+    auto mask = b.targets != -100;                              // (B, T)
+    auto af = lf.argmax(-1), aq = lq.argmax(-1);
+    agree += ((af == aq) & mask).sum().item<double>();
+    scored += mask.sum().item<double>();
+    if (gpt2) {
+      auto ce = [&](const torch::Tensor& l) {
+        return torch::nn::functional::cross_entropy(
+                   l.reshape({-1, l.size(-1)}), b.targets.reshape({-1}),
+                   torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum))
+            .item<double>();
+      };
+      loss_q += ce(lq);
+      loss_f += ce(lf);
+    } else {
+      hit_q += ((aq == b.targets) & mask).sum().item<double>();
+      hit_f += ((af == b.targets) & mask).sum().item<double>();
+    }
+  }
+  SB_CHECK(scored > 0, "accuracy: the held-out batches have no targets");
+  a.top1 = agree / scored;
+  a.metric = gpt2 ? std::exp(loss_q / scored) : hit_q / scored;
+  a.metric_fp32 = gpt2 ? std::exp(loss_f / scored) : hit_f / scored;
+  return a;
+}
+
+class InferWorkload final : public sb::Workload {
+ public:
+  void run(RunContext& ctx) override;
+};
+
+void InferWorkload::run(RunContext& ctx) {
+  const Point& p = ctx.point;
+  SB_CHECK(ctx.size == 1,
+           "infer runs on one rank (no sharded forward yet); point {} has world {}: set world = 1",
+           p.name, ctx.size);
+  at::set_num_threads(threads_for(p, ctx.world));
+  c10::InferenceMode inference;
+
+  auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
+  const auto& cfg = model->config();
+  const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
+  const std::string ckpt = p.get_string("checkpoint");
+  auto weights = ckpt.empty() ? models::init_params(model->units(), seed)
+                              : data::load_checkpoint(*model, ckpt);
+  const std::string qname = p.get_string("quantization");
+  auto q = quant::quantize(qname, *model, weights);
+
+  LoadgenConfig lg;
+  lg.scenario = p.get_string("scenario");
+  lg.queries = p.get_int("queries");
+  lg.samples_per_query = p.get_int("samples_per_query");
+  lg.max_batch = p.get_int("batch");
+  lg.target_qps = p.get_double("target_qps");
+  lg.seed = seed;
+  const I T = p.get_int("seq"), warmup = p.get_int("warmup");
+
+  // Every sample the scenario will touch, drawn before timing starts: (S, T).
+  auto src = make_source(cfg, 1, T, seed);
+  std::vector<models::Batch> rows;
+  for (I i = 0; i < total_samples(lg); ++i) rows.push_back(src->heldout(i));
+  const auto samples = cat_rows(rows);
+  auto slice = [&](I first, I n) { return data::slice_rows(samples, first, first + n); };
+
+  ctx.progress.begin(fmt::format("infer {} {}", p.name, lg.scenario), static_cast<long>(warmup));
+  I step = 0;
+  auto forward = [&](const models::Batch& b) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto logits = model->logits(*q, b);
+    (void)logits.data_ptr();  // the result exists (LibTorch CPU ops are synchronous)
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  auto record = [&](I n, double s, bool is_warmup) {
+    sb::StepRecord r;
+    r.step = step++;
+    r.warmup = is_warmup;
+    r.wall_s = r.forward_s = s;
+    r.samples_per_s = static_cast<double>(n) / s;
+    r.tokens_per_s = static_cast<double>(n * T) / s;
+    ctx.recorder.step(r);
+  };
+  for (I w = 0; w < warmup && !ctx.stop.stop(); ++w) {  // excluded from statistics
+    const I n = std::min(lg.max_batch, samples.input_ids.size(0));
+    record(n, forward(slice(0, n)), true);
+    ctx.progress.step(static_cast<long>(w + 1), "warm-up");
+  }
+  ctx.progress.end();
+
+  auto result = run_scenario(lg, [&](I first, I n) {
+    SB_CHECK(!ctx.stop.stop(), "stopped: {}", ctx.stop.reason);
+    const double s = forward(slice(first, n));
+    record(n, s, false);
+    return s;
+  });
+  std::vector<double> lat;
+  for (const auto& qr : result.queries) {
+    ctx.recorder.query({lg.scenario, qr.query, qr.issue_s, qr.latency_s, qr.samples, qr.samples * T});
+    lat.push_back(qr.latency_s);
+  }
+  auto& rec = ctx.recorder;
+  rec.scalar("latency_p50_s", quantile(lat, 0.50));
+  rec.scalar("latency_p90_s", quantile(lat, 0.90));
+  rec.scalar("latency_p99_s", quantile(lat, 0.99));
+  double mean = 0;
+  for (double l : lat) mean += l / static_cast<double>(lat.size());
+  rec.scalar("latency_mean_s", mean);
+  rec.scalar("throughput_samples_per_s", static_cast<double>(result.samples) / result.duration_s);
+  rec.scalar("throughput_tokens_per_s", static_cast<double>(result.samples * T) / result.duration_s);
+  rec.scalar("model_bytes", static_cast<double>(q->model_bytes()));
+  rec.scalar("model_resident_bytes", static_cast<double>(q->resident_bytes()));
+  rec.scalar("model_bytes_fp32", static_cast<double>(4 * models::count_params(model->units())));
+  rec.scalar("model_bytes_ratio", static_cast<double>(q->model_bytes()) /
+                                      static_cast<double>(4 * models::count_params(model->units())));
+
+  // Accuracy against fp32, outside the timed region, on a disjoint held-out stream.
+  const I acc_batches = p.get_int("accuracy_batches");
+  if (acc_batches > 0) {
+    models::PersistentParams fp32(weights, /*requires_grad=*/false);
+    auto acc_src = make_source(cfg, lg.max_batch, T, seed + 7919);
+    auto a = accuracy(*model, fp32, *q, *acc_src, acc_batches);
+    rec.scalar("top1_agreement", a.top1);
+    rec.scalar(cfg.family == "gpt2" ? "perplexity" : "mlm_accuracy", a.metric);
+    rec.scalar(cfg.family == "gpt2" ? "perplexity_fp32" : "mlm_accuracy_fp32", a.metric_fp32);
+  }
+
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  sb::RankMemory m;
+  m.rank = ctx.rank;
+  m.host = host;
+  m.param_bytes = static_cast<std::uint64_t>(q->resident_bytes());
+  m.model_state_bytes = m.peak_model_state_bytes = m.param_bytes;
+  m.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;  // Linux: KiB
+  rec.memory(m);
+  rec.text("torch_version", TORCH_VERSION);
+  rec.text("quantization", qname);
+  rec.text("qengine", c10::toString(at::globalContext().qEngine()));
+}
+
+void validate(const Point& p, std::vector<Diagnostic>& out) {
+  if (!is_infer(p)) return;
+  if (p.get_int("world") != 1)
+    out.push_back({"world", fmt::format("infer runs on one rank: the FSDP engine has no sharded "
+                                        "forward for inference yet (world = {}); set world = 1",
+                                        p.get_int("world"))});
+  if (p.has("compression") && p.get_string("compression") != "none")
+    out.push_back({"compression", "inference runs no gradient collectives; set compression = "
+                                  "\"none\" (quantize weights with the quantization key)"});
+  const std::string sc = p.get_string("scenario");
+  if (sc == "server" && p.get_double("target_qps") <= 0)
+    out.push_back({"target_qps", "the server scenario needs target_qps > 0"});
+  if (p.get_int("queries") < 1) out.push_back({"queries", "queries must be >= 1"});
+  if (p.get_int("samples_per_query") < 1)
+    out.push_back({"samples_per_query", "samples_per_query must be >= 1"});
+  if (p.get_int("accuracy_batches") < 0)
+    out.push_back({"accuracy_batches", "accuracy_batches must be >= 0"});
+  try {
+    const auto m = models::preset_config(p.get_string("model"));
+    if (p.get_int("seq") > m.max_pos)
+      out.push_back({"seq", fmt::format("seq {} exceeds model {}'s {} positions", p.get_int("seq"),
+                                        m.preset, m.max_pos)});
+  } catch (const sb::Error&) {
+    // an unknown model is reported by the name check
+  }
+}
+
+const sb::Registrar registrar([] {
+  register_key({"scenario", KeyType::Name, std::string("single-stream"), "scenario",
+                "infer: MLPerf LoadGen scenario (single-stream, multi-stream, server, offline)"});
+  register_key({"queries", KeyType::Int, I{32}, "", "infer: queries issued (offline: x samples_per_query samples)"});
+  register_key({"samples_per_query", KeyType::Int, I{8}, "", "infer: samples per query (multi-stream, offline)"});
+  register_key({"target_qps", KeyType::Float, 10.0, "", "infer: server scenario's mean Poisson arrival rate"});
+  register_key({"checkpoint", KeyType::String, std::string(""), "",
+                "infer: safetensors checkpoint to load (empty: seeded initial weights)"});
+  register_key({"accuracy_batches", KeyType::Int, I{2}, "",
+                "infer: held-out batches (of `batch` samples) scored against the fp32 model"});
+  register_validator(validate);
+  register_task({"infer", [] { return std::make_unique<InferWorkload>(); }, [](const Point& p) {
+                   auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
+                   return static_cast<double>(
+                       quant::quantized_model_bytes(p.get_string("quantization"), model->units()));
+                 }});
+});
+
+}  // namespace
+}  // namespace sb::infer

@@ -1,0 +1,38 @@
+// The per-format piece of a quantizer: how one weight matrix (out, in) is stored and how a
+// linear layer runs on it. quantized_weights.cpp turns a model's weights into a
+// ParamProvider from one of these per matrix; quant_<name>.cpp registers one format each.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <torch/types.h>
+
+namespace sb::quant {
+
+class QuantizedMatrix {
+ public:
+  virtual ~QuantizedMatrix() = default;
+  // (out, in) fp32: what the matrix stands for (embedding lookups use it).
+  virtual torch::Tensor dequantize() const = 0;
+  // x: (..., in) fp32, b: (out) fp32 or undefined -> (..., out) fp32 = x W^T + b.
+  // Default: dequantize on the fly, then fp32 at::linear.
+  virtual torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& b) const;
+  // Bytes of the format: codes and scales (what would be stored or sent).
+  virtual std::int64_t bytes() const = 0;
+  // Bytes actually held in memory, when the kernel library keeps more than the format
+  // (oneDNN's packed int8 weights keep the unpacked int8 copy too). Default: bytes().
+  virtual std::int64_t resident_bytes() const { return bytes(); }
+};
+
+// w: (out, in) fp32 contiguous -> its quantized form.
+using MatrixQuantizer = std::function<std::unique_ptr<QuantizedMatrix>(const torch::Tensor& w)>;
+// bytes() of a (rows, cols) matrix in the format, without building it (for `shardbench plan`).
+using MatrixBytes = std::function<std::int64_t(std::int64_t rows, std::int64_t cols)>;
+// Registers `name` in the harness name set "quantization" too. A null quantizer ("none")
+// keeps every matrix fp32.
+void register_quantizer(const std::string& name, const std::string& doc, MatrixQuantizer q,
+                        MatrixBytes bytes);
+
+}  // namespace sb::quant

@@ -1,0 +1,146 @@
+// Quantization as a conversion: every 2-D parameter (linear weights and embedding tables) is
+// stored by the chosen format; 1-D parameters (biases, LayerNorm) stay fp32 and are counted.
+// acquire() hands the model dequantized embedding tables (the model indexes them) and
+// zero-byte placeholders of the right shape for linear weights, which only reach linear().
+#include "workloads/quant/quantizer.h"
+
+#include <map>
+
+#include "harness/core/check.h"
+#include "harness/workload.h"
+#include "workloads/quant/quantized_matrix.h"
+
+namespace sb::quant {
+namespace {
+
+struct Entry {
+  std::string doc;
+  MatrixQuantizer make;  // null: fp32
+  MatrixBytes bytes;
+};
+std::map<std::string, Entry>& registry() {
+  static std::map<std::string, Entry> r;
+  return r;
+}
+
+// Tables the model indexes rather than multiplies (GPT-2 wte/wpe, BERT *_embeddings): they
+// must come out of acquire() as real values. A tied LM head reaches them through linear().
+bool is_embedding(const std::string& name) {
+  return name.find("embeddings.") != std::string::npos || name.rfind("wte.", 0) == 0 ||
+         name.rfind("wpe.", 0) == 0;
+}
+
+class ConvertedWeights final : public QuantizedWeights {
+ public:
+  ConvertedWeights(const models::Model& model, const std::vector<std::vector<torch::Tensor>>& weights,
+                   const std::string& name, const MatrixQuantizer& make)
+      : name_(name) {
+    const auto& units = model.units();
+    SB_CHECK(weights.size() == units.size(),
+             "quantize {}: got weights for {} units, model {} has {}", name, weights.size(),
+             model.config().preset, units.size());
+    for (std::size_t u = 0; u < units.size(); ++u) {
+      const auto& spec = units[u].params;
+      SB_CHECK(weights[u].size() == spec.size(), "quantize {}: unit {} has {} tensors, spec {}",
+               name, units[u].name, weights[u].size(), spec.size());
+      auto& dst = params_.emplace_back(spec.size());
+      for (std::size_t i = 0; i < spec.size(); ++i) {
+        auto w = weights[u][i].detach().to(torch::kFloat).contiguous();
+        SB_CHECK(w.sizes() == torch::IntArrayRef(spec[i].shape),
+                 "quantize {}: {} has shape {}, the model expects {}", name, spec[i].name,
+                 c10::str(w.sizes()), c10::str(torch::IntArrayRef(spec[i].shape)));
+        Param& p = dst[i];
+        if (make && w.dim() == 2) {
+          p.q = make(w);
+          p.embedding = is_embedding(spec[i].name);
+          // Zero bytes, spec shape: reading it would give zeros, so a model that used a
+          // linear weight outside linear() fails the accuracy tests instead of passing.
+          if (!p.embedding) p.placeholder = torch::zeros({1}).expand(spec[i].shape);
+          bytes_ += p.q->bytes();
+          resident_ += p.q->resident_bytes();
+        } else {
+          p.fp32 = w;
+          bytes_ += 4 * w.numel();
+          resident_ += 4 * w.numel();
+        }
+      }
+    }
+  }
+
+  std::vector<torch::Tensor> acquire(int unit) override {
+    std::vector<torch::Tensor> out;
+    for (const Param& p : params_.at(unit)) {
+      if (p.fp32.defined()) out.push_back(p.fp32);
+      else if (p.embedding) out.push_back(p.q->dequantize());  // transient, freed after use
+      else out.push_back(p.placeholder);
+    }
+    return out;
+  }
+  void release(int unit, const torch::Tensor& out) override {}
+
+  torch::Tensor linear(int unit, int w_index, const torch::Tensor& x, const torch::Tensor& w,
+                       const torch::Tensor& b) override {
+    const Param& p = params_.at(unit).at(w_index);
+    if (!p.q) return at::linear(x, w, b);
+    return p.q->linear(x, b);
+  }
+
+  std::int64_t model_bytes() const override { return bytes_; }
+  std::int64_t resident_bytes() const override { return resident_; }
+
+ private:
+  struct Param {
+    torch::Tensor fp32;                   // 1-D params, or everything for "none"
+    std::unique_ptr<QuantizedMatrix> q;   // 2-D params
+    bool embedding = false;
+    torch::Tensor placeholder;            // spec shape, one element of storage
+  };
+  std::string name_;
+  std::vector<std::vector<Param>> params_;
+  std::int64_t bytes_ = 0, resident_ = 0;
+};
+
+}  // namespace
+
+torch::Tensor QuantizedMatrix::linear(const torch::Tensor& x, const torch::Tensor& b) const {
+  return at::linear(x, dequantize(), b);
+}
+
+void register_quantizer(const std::string& name, const std::string& doc, MatrixQuantizer q,
+                        MatrixBytes bytes) {
+  registry()[name] = Entry{doc, std::move(q), std::move(bytes)};
+  sb::register_name("quantization", name, doc);
+}
+
+std::vector<std::string> quantizer_names() {
+  std::vector<std::string> n;
+  for (const auto& [name, e] : registry()) n.push_back(name);
+  return n;
+}
+
+namespace {
+const Entry& find_entry(const std::string& name) {
+  auto it = registry().find(name);
+  if (it == registry().end())
+    SB_FAIL("unknown quantization \"{}\"; known: {}", name, fmt::join(quantizer_names(), ", "));
+  return it->second;
+}
+}  // namespace
+
+std::int64_t quantized_model_bytes(const std::string& name, const std::vector<models::UnitSpec>& units) {
+  const Entry& e = find_entry(name);
+  std::int64_t b = 0;
+  for (const auto& u : units)
+    for (const auto& p : u.params)
+      b += (e.make && p.shape.size() == 2) ? e.bytes(p.shape[0], p.shape[1]) : 4 * p.numel();
+  return b;
+}
+
+std::unique_ptr<QuantizedWeights> quantize(const std::string& name, const models::Model& model,
+                                           const std::vector<std::vector<torch::Tensor>>& weights) {
+  const Entry& e = find_entry(name);
+  torch::NoGradGuard no_grad;
+  return std::make_unique<ConvertedWeights>(model, weights, name, e.make);
+}
+
+}  // namespace sb::quant
