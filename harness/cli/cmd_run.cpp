@@ -48,9 +48,10 @@ std::string describe(const std::exception& e) {
 
 // Records a failure of this rank and aborts every rank (others may wait in a collective).
 [[noreturn]] void fail_point(const std::string& path, ResultMeta meta, const Recorder& rec,
-                             const std::string& reason, double elapsed_s) {
-  std::fprintf(stderr, "shardbench run: point failed: %s\n", reason.c_str());
-  meta.status = "failed";
+                             const std::string& reason, double elapsed_s,
+                             const std::string& status = "failed") {
+  std::fprintf(stderr, "shardbench run: point %s: %s\n", status.c_str(), reason.c_str());
+  meta.status = status;
   meta.failure_reason = reason;
   meta.end_time = iso_time_now();
   meta.elapsed_s = elapsed_s;
@@ -124,6 +125,13 @@ int run_point(const RunArgs& a) {
       progress->end();
     } catch (const std::exception& e) {
       progress->end();
+      // A workload that answers a stop signal by throwing was interrupted, not broken: the
+      // point stays incomplete (rerun later). Other ranks may be mid-collective: abort anyway.
+      if (watcher.cause() == StopCause::Signal)
+        fail_point(path, meta, rec,
+                   fmt::format("{} after {} steps; the workload ended with: {}", stop.reason,
+                               rec.steps().size(), describe(e)),
+                   MPI_Wtime() - t0, "incomplete");
       fail_point(path, meta, rec, describe(e), MPI_Wtime() - t0);
     }
     cause = watcher.cause();

@@ -34,6 +34,7 @@ class ProbeWorkload final : public Workload {
     const std::int64_t nan_at = p.get_int("probe.nan_at");
     const double sleep_s = p.get_double("probe.sleep_s");
     const bool ignore_stop = p.get_bool("probe.ignore_stop");
+    const bool throw_on_stop = p.get_bool("probe.throw_on_stop");
     const double t_start = MPI_Wtime();
     std::vector<double> buf(static_cast<size_t>(n));  // (elements,) float64
     const std::uint64_t bytes = static_cast<std::uint64_t>(n) * sizeof(double);
@@ -78,6 +79,7 @@ class ProbeWorkload final : public Workload {
         ctx.recorder.series("probe_loss", loss);
       }
       ctx.progress.step(static_cast<long>(step + 1), fmt::format("loss {:.3f}", loss));
+      if (v[1] > 0 && throw_on_stop) SB_FAIL("stopped: {}", ctx.stop.reason);
       if (v[1] > 0) break;
     }
     rusage ru{};
@@ -108,6 +110,7 @@ Registrar reg([] {
   register_key({"probe.nan_at", KeyType::Int, I{-1}, "", "step whose loss is NaN (-1: none)"});
   register_key({"probe.sleep_s", KeyType::Float, 0.0, "", "seconds each step sleeps after its allreduce"});
   register_key({"probe.ignore_stop", KeyType::Bool, false, "", "keep stepping after a stop request (a hung point)"});
+  register_key({"probe.throw_on_stop", KeyType::Bool, false, "", "answer a stop request by throwing sb::Error"});
   // The base keys' default names must be known to validate; this binary has no models.
   register_name("model", "gpt2-tiny", "accepted by the probe binary, unused");
   register_name("strategy", "no_shard", "accepted by the probe binary, unused");

@@ -221,3 +221,45 @@ world = [1, 4]
   EXPECT_TRUE(contains(r.output, "skipped, needs 4 ranks and --np-max is 2")) << r.output;
   EXPECT_TRUE(contains(f.cli({"status", f.results}).output, "1 done, 1 pending"));
 }
+
+// `run` under mpirun, stopped by SIGUSR1 (as Slurm's pre-timeout signal arrives): a workload
+// that throws when asked to stop leaves an incomplete result, not a failed one.
+TEST(Run, StopSignalAnsweredByAnExceptionIsIncomplete) {
+  Fixture f("throwstop", R"(
+[base]
+task = "probe"
+world = 2
+threads = 1
+steps = 100
+warmup = 0
+"probe.sleep_s" = 0.1
+"probe.throw_on_stop" = true
+)");
+  const std::string log = f.dir + "/run.log";
+  const pid_t mpirun = fork();
+  ASSERT_GE(mpirun, 0);
+  if (mpirun == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execlp(SB_MPIEXEC, SB_MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", "2",
+           SB_PROBE_EXE, "run", f.suite_file.c_str(), "--point", "0", "--results",
+           f.results.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool started = false;
+  for (int i = 0; i < 1200 && !started; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    started = contains(sb::tail_lines(log, 20), "started, 100 total");
+  }
+  ASSERT_TRUE(started) << sb::tail_lines(log, 20);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  kill(mpirun, SIGUSR1);  // mpirun forwards it to the ranks
+  int status = 0;
+  waitpid(mpirun, &status, 0);
+  const sb::ResultSummary s = f.summary(0);
+  EXPECT_EQ(s.status, "incomplete") << s.failure_reason << "\n" << sb::tail_lines(log, 20);
+  EXPECT_TRUE(contains(s.failure_reason, "stopped by signal 10 (User defined signal 1) after "))
+      << s.failure_reason;
+  EXPECT_TRUE(contains(s.failure_reason, "; the workload ended with: [rank ")) << s.failure_reason;
+}
