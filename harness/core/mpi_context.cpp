@@ -24,9 +24,6 @@ MpiContext::MpiContext(int* argc, char*** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   host_ = host_name();
   set_rank_identity(rank_, host_);
-  // Errors come back as codes (checked below) rather than aborting inside MPI, so a failure
-  // is reported with our message first; sb::Error handlers then call MPI_Abort.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   SB_CHECK(provided >= MPI_THREAD_MULTIPLE,
            "the MPI library provides thread level {} but shardbench needs MPI_THREAD_MULTIPLE "
            "({}); use an MPI built with thread support",
