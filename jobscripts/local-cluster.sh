@@ -2,6 +2,8 @@
 # A one-node Slurm cluster on this machine, for trying `shardbench submit` and for the
 # `slurm` tests: munged, slurmctld and slurmd with a config in $SB_SLURM_DIR (default
 # /tmp/shardbench-slurm). Needs root and Debian's slurmctld, slurmd, slurm-client and munge.
+# Environment: SB_SLURM_DIR, SB_SLURM_CPUS (default nproc), SB_SLURM_CTLD_PORT / SB_SLURM_D_PORT
+# (default 6817 / 6818; change them to run a second cluster next to the first).
 #
 #   jobscripts/local-cluster.sh start    # prints: export SLURM_CONF=...
 #   jobscripts/local-cluster.sh status
@@ -25,7 +27,9 @@ alive() {  # alive NAME: the daemon whose pid file is $dir/NAME.pid runs
 write_config() {
   local host cpus mem
   host="$(hostname -s)"
-  cpus="$(nproc)"
+  # SB_SLURM_CPUS may claim more CPUs than there are (config_overrides accepts it), so that
+  # points with more ranks than cores can be tried on a small machine, oversubscribed.
+  cpus="${SB_SLURM_CPUS:-$(nproc)}"
   # Leave a quarter of the memory to the system; Slurm wants MB.
   mem="$(awk '/MemTotal/ {printf "%d", $2 / 1024 * 3 / 4}' /proc/meminfo)"
   mkdir -p "$dir/state" "$dir/spool" "$dir/log"
