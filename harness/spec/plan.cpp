@@ -59,16 +59,24 @@ std::string format_plan(const Suite& suite) {
   for (const auto& p : suite.points) index_of[p.id] = p.index;
   std::vector<std::vector<std::string>> rows{
       {"index", "id", "name", "task", "world", "baseline", "state/rank"}};
+  std::string notes;  // estimates that failed: the plan is still worth printing
   for (const auto& p : suite.points) {
     const TaskInfo* task = find_task(p.get_string("task"));
     std::string bytes = "-";
-    if (task && task->model_state_bytes_per_rank)
-      bytes = format_bytes(task->model_state_bytes_per_rank(p));
+    if (task && task->model_state_bytes_per_rank) {
+      try {
+        bytes = format_bytes(task->model_state_bytes_per_rank(p));
+      } catch (const std::exception& e) {
+        bytes = "?";
+        notes += fmt::format("state/rank of point {}: {}\n", p.index, e.what());
+      }
+    }
     std::string base = p.baseline_id.empty() ? "-" : std::to_string(index_of.at(p.baseline_id));
     rows.push_back({std::to_string(p.index), p.id, p.name, p.get_string("task"),
                     std::to_string(p.get_int("world")), base, bytes});
   }
   out += table(rows, {true, false, false, false, true, true, true});
+  out += notes;
   out += fmt::format("{} point{}\n", suite.points.size(), suite.points.size() == 1 ? "" : "s");
   return out;
 }

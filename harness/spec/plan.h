@@ -9,7 +9,7 @@ namespace sb {
 
 // Header, one row per point (index, id, name, task, world, baseline index, estimated
 // model-state bytes per rank from the task's TaskInfo, "-" when the task is not linked in),
-// and the point count.
+// a note per estimate that threw ("?" in its cell), and the point count.
 std::string format_plan(const Suite& suite);
 
 // Every registered key (type, default, doc), then every name set with its names.

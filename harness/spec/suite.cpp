@@ -56,7 +56,10 @@ std::string unknown_key_message(const std::string& key) {
     std::size_t d = distance(key, k.key);
     if (!best || d < best_d) best = &k, best_d = d;
   }
-  if (!best) return "unknown key: no keys are registered";
+  // Suggest only what is plausibly a typo; a far-off "did you mean" misleads.
+  if (!best || best_d > std::max<std::size_t>(2, key.size() / 3))
+    return "unknown key: not registered by the harness or any linked workload (`shardbench "
+           "keys` lists every key)";
   return fmt::format("unknown key; did you mean '{}'? (`shardbench keys` lists every key)",
                      best->key);
 }

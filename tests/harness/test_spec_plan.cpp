@@ -42,6 +42,19 @@ TEST(Plan, TableWithStateBytesPerRank) {
   EXPECT_EQ(format_plan(s), expected);
 }
 
+TEST(Plan, AFailingEstimateIsANoteNotAFailure) {
+  Suite s = load_suite_text("[axes]\nseq = [64, 4096]\n", "est.toml");
+  EXPECT_EQ(format_plan(s),
+            fmt::format("suite est (est.toml, sha256 {})\n"
+                        "index  id            name      task   world  baseline  state/rank\n"
+                        "    0  {}  seq=64    train      1         -    1.00 MiB\n"
+                        "    1  {}  seq=4096  train      1         -           ?\n"
+                        "state/rank of point 1: test: no estimate at seq 4096\n"
+                        "2 points\n",
+                        sha256_hex("[axes]\nseq = [64, 4096]\n").substr(0, 12), s.points[0].id,
+                        s.points[1].id));
+}
+
 TEST(Plan, FormatBytes) {
   EXPECT_EQ(format_bytes(0), "0 B");
   EXPECT_EQ(format_bytes(1023), "1023 B");

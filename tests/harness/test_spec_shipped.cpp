@@ -37,20 +37,31 @@ Registrar mirror([] {
   register_key({"target_qps", KeyType::Float, 10.0, "", "infer"});
 });
 
+// The suites of issue 3. Other suites (e.g. the micro-benchmarks' collectives.toml) use keys
+// not mirrored here; `shardbench plan` checks those with the real registrations.
 std::vector<std::filesystem::path> shipped() {
   std::vector<std::filesystem::path> out;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(SB_SOURCE_DIR) + "/suite"))
-    if (e.path().extension() == ".toml") out.push_back(e.path());
-  std::sort(out.begin(), out.end());
+  for (const char* s : {"attention", "compression", "paper", "quantization", "quickstart",
+                        "scaling", "sharding"})
+    out.push_back(std::filesystem::path(SB_SOURCE_DIR) / "suite" / (std::string(s) + ".toml"));
   return out;
 }
 
 TEST(Shipped, AllSevenSuitesArePresent) {
-  std::vector<std::string> stems;
-  for (const auto& p : shipped()) stems.push_back(p.stem().string());
-  for (const char* s : {"attention", "compression", "paper", "quantization", "quickstart",
-                        "scaling", "sharding"})
-    EXPECT_NE(std::find(stems.begin(), stems.end(), s), stems.end()) << s;
+  for (const auto& p : shipped()) EXPECT_TRUE(std::filesystem::exists(p)) << p;
+}
+
+TEST(Shipped, AnUnknownKeyFarFromAnyIsNotGivenASuggestion) {
+  try {
+    load_suite_text("[base]\nmicro.min_bytes = 4\nbtach = 8\n", "far.toml");
+    FAIL();
+  } catch (const SuiteError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "far.toml:2:7: micro.min_bytes: unknown key: not registered by the harness or any "
+              "linked workload (`shardbench keys` lists every key)\n"
+              "far.toml:3:1: btach: unknown key; did you mean 'batch'? (`shardbench keys` lists "
+              "every key)");
+  }
 }
 
 TEST(Shipped, EverySuiteExpands) {
