@@ -138,6 +138,9 @@ warmup = 1
   }
   ASSERT_TRUE(stepping) << "point 1 never started stepping";
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const auto live = f.cli({"status", f.results});
+  EXPECT_TRUE(contains(live.output, f.suite.points[1].id + " running     probe.elements=16  -- local sweep"))
+      << live.output;
   kill(sweep, SIGTERM);
   int status = 0;
   waitpid(sweep, &status, 0);
