@@ -37,7 +37,14 @@ class MicroWorkload : public Workload {
     ctx.progress.begin(fmt::format("{} {} sizes", op_name(base.op), base.impl),
                        static_cast<long>(sizes.size()));
     std::int64_t total_wrong = 0, first_wrong_size = -1;
-    for (std::size_t s = 0; s < sizes.size() && !ctx.stop.stop(); ++s) {
+    // Ranks see a stop signal at slightly different moments: agree before each size, so no
+    // rank leaves while another waits in a collective.
+    auto stop_agreed = [&] {
+      int stop = ctx.stop.stop() ? 1 : 0;
+      MPI_Allreduce(MPI_IN_PLACE, &stop, 1, MPI_INT, MPI_MAX, ctx.world);
+      return stop != 0;
+    };
+    for (std::size_t s = 0; s < sizes.size() && !stop_agreed(); ++s) {
       CaseConfig cfg = base;
       cfg.bytes = sizes[s];
       CollectiveCase cc(cfg, ctx.world, &comm);
