@@ -1,0 +1,111 @@
+// Quantized inference: each format's GPT-2 / BERT logits stay within a stated tolerance of
+// fp32, model bytes are exact, int8-weight is exactly the seed's formula, names are checked.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "harness/core/check.h"
+#include "workloads/models/model.h"
+#include "workloads/models/params.h"
+#include "workloads/quant/quantizer.h"
+
+using namespace sb;
+
+namespace {
+
+models::Batch batch_for(const models::ModelConfig& c, std::int64_t B, std::int64_t T) {
+  auto gen = at::detail::createCPUGenerator(77);
+  models::Batch b;
+  b.input_ids = torch::randint(c.vocab, {B, T}, gen, torch::kInt64);
+  return b;
+}
+
+// Relative L2 error of the logits and top-1 agreement of `name` against fp32.
+struct Deviation {
+  double rel_l2 = 0, top1 = 0;
+};
+Deviation deviation(const std::string& preset, const std::string& name) {
+  auto model = models::make_model(preset);
+  auto w = models::init_params(model->units(), 3);
+  // Trained-like weights: a scale spread per row (and an outlier) so per-channel matters.
+  torch::NoGradGuard ng;
+  models::PersistentParams fp32(w, /*requires_grad=*/false);
+  auto q = quant::quantize(name, *model, w);
+  auto b = batch_for(model->config(), 2, 32);
+  auto ref = model->logits(fp32, b), got = model->logits(*q, b);  // (B, T, V)
+  Deviation d;
+  d.rel_l2 = ((got - ref).norm() / ref.norm()).item<double>();
+  d.top1 = (got.argmax(-1) == ref.argmax(-1)).to(torch::kDouble).mean().item<double>();
+  return d;
+}
+
+}  // namespace
+
+// Tolerances (relative L2 of the logits of a randomly initialised tiny model; measured values
+// are about 5x smaller, see docs/QUANTIZATION.md).
+TEST(Quantization, LogitsWithinToleranceOfFp32) {
+  const std::vector<std::pair<std::string, double>> tol = {
+      {"none", 0.0}, {"fp16", 2e-3}, {"bf16", 1.5e-2}, {"int8-weight", 5e-2},
+      {"int8-weight-channel", 4e-2}, {"int8-dynamic", 6e-2}};
+  for (const char* preset : {"gpt2-tiny", "bert-tiny"}) {
+    for (const auto& [name, t] : tol) {
+      auto d = deviation(preset, name);
+      EXPECT_LE(d.rel_l2, t) << preset << " " << name;
+      if (name == "none") EXPECT_EQ(d.rel_l2, 0.0);
+      EXPECT_GE(d.top1, name == "none" ? 1.0 : 0.9) << preset << " " << name;
+      std::printf("%-10s %-20s rel_l2 %.2e top1 %.3f\n", preset, name.c_str(), d.rel_l2, d.top1);
+    }
+  }
+}
+
+TEST(Quantization, ModelBytesAreExact) {
+  auto model = models::make_model("gpt2-tiny");
+  auto w = models::init_params(model->units(), 1);
+  std::int64_t mat = 0, vec = 0, mats = 0, rows = 0;
+  for (const auto& u : model->units())
+    for (const auto& p : u.params) {
+      if (p.shape.size() == 2) mat += p.numel(), ++mats, rows += p.shape[0];
+      else vec += p.numel();
+    }
+  auto bytes = [&](const char* n) { return quant::quantize(n, *model, w)->model_bytes(); };
+  EXPECT_EQ(bytes("none"), 4 * (mat + vec));
+  EXPECT_EQ(bytes("fp16"), 2 * mat + 4 * vec);
+  EXPECT_EQ(bytes("bf16"), 2 * mat + 4 * vec);
+  EXPECT_EQ(bytes("int8-weight"), mat + 4 * mats + 4 * vec);
+  EXPECT_EQ(bytes("int8-weight-channel"), mat + 4 * rows + 4 * vec);
+  EXPECT_EQ(bytes("int8-dynamic"), mat + 4 * rows + 4 * vec);
+  EXPECT_EQ(quant::quantize("int8-dynamic", *model, w)->resident_bytes(), 2 * mat + 16 * rows + 4 * vec);
+  // The plan-time formula agrees with the converted model for every format.
+  for (const auto& n : quant::quantizer_names())
+    EXPECT_EQ(quant::quantized_model_bytes(n, model->units()), bytes(n.c_str())) << n;
+}
+
+// The seed's quantize_weights: scale = 127 / max|W|; W' = round(W * scale) / scale.
+TEST(Quantization, Int8WeightIsTheSeedsFormula) {
+  auto model = models::make_model("gpt2-tiny");
+  auto w = models::init_params(model->units(), 2);
+  auto q = quant::quantize("int8-weight", *model, w);
+  auto wte = w[0][0];  // (V, d), also the tied LM head
+  const float scale = 127.0f / wte.abs().max().item<float>();
+  auto expect = wte.mul(scale).round().clamp(-127, 127).div(scale);
+  EXPECT_TRUE(torch::allclose(q->acquire(0)[0], expect, 0, 1e-7));
+  // linear() runs on the same dequantized weight: the tied head's logits.
+  auto x = torch::randn({5, wte.size(1)});
+  EXPECT_TRUE(torch::allclose(q->linear(0, 0, x, q->acquire(0)[0], {}), at::linear(x, expect), 1e-5, 1e-6));
+  // Per channel: each row's max maps to +-127 exactly.
+  auto qc = quant::quantize("int8-weight-channel", *model, w);
+  auto deq = qc->acquire(0)[0];
+  EXPECT_TRUE(torch::allclose(deq.abs().amax(1), wte.abs().amax(1), 1e-6, 0));
+}
+
+TEST(Quantization, UnknownNameListsKnownOnes) {
+  auto model = models::make_model("gpt2-tiny");
+  auto w = models::init_params(model->units(), 1);
+  std::string msg;
+  try {
+    quant::quantize("int4", *model, w);
+  } catch (const sb::Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("unknown quantization \"int4\"; known: bf16, fp16, int8-dynamic, int8-weight, "
+                     "int8-weight-channel, none"), std::string::npos) << msg;
+}
