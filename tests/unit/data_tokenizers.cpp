@@ -1,0 +1,85 @@
+// Tokenizers: byte-level, GPT-2 pre-tokenization, byte-level BPE on a tiny vocabulary with
+// known merges in both the Hugging Face and the OpenAI file layouts.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "harness/core/check.h"
+#include "workloads/data/tokenizer.h"
+
+using namespace sb::data;
+
+TEST(ByteTokenizer, Lossless) {
+  auto t = make_tokenizer("byte");
+  const std::string s = "a\xc3\xa9\n\x01\xff";
+  auto ids = t->encode(s);
+  EXPECT_EQ(ids, (std::vector<std::int32_t>{97, 0xc3, 0xa9, 10, 1, 255}));
+  EXPECT_EQ(t->decode(ids), s);
+}
+
+TEST(Gpt2Pretokenize, MatchesTheRegexOnTrickyText) {
+  auto p = gpt2_pretokenize("I'm  going\n\nto 2024 na\xc3\xafve's caf\xc3\xa9!!  ");
+  EXPECT_EQ(p, (std::vector<std::string>{"I", "'m", " ", " going", "\n", "\n", "to", " 2024", " na\xc3\xafve", "'s",
+                                         " caf\xc3\xa9", "!!", "  "}));
+  EXPECT_EQ(gpt2_pretokenize("x 'Quote' a1"), (std::vector<std::string>{"x", " '", "Quote", "'", " a", "1"}));
+  EXPECT_EQ(gpt2_pretokenize("\xce\xb1\xce\xb2 \xe4\xb8\xad"),  // Greek and CJK letters
+            (std::vector<std::string>{"\xce\xb1\xce\xb2", " \xe4\xb8\xad"}));
+}
+
+namespace {
+
+// Tiny vocabulary: byte symbols (Ġ = U+0120 is the space byte) plus merged tokens.
+const char* kVocab = R"({"h": 0, "e": 1, "l": 2, "o": 3, "\u0120": 4, "w": 5, "r": 6, "d": 7, "!": 8,
+  "he": 9, "ll": 10, "hell": 11, "hello": 12, "\u0120hello": 13, "wo": 14, "rl": 15, "worl": 16,
+  "\u010a": 17, "\u00c3": 18, "\u00a9": 19})";
+const char* kMerges = "#version: 0.2\nh e\nl l\nhe ll\nhell o\n\xc4\xa0 hello\nw o\nr l\nwo rl\n";
+
+std::string write_dir(const std::string& name, const char* vocab_file, const char* merges_file) {
+  const std::string dir = testing::TempDir() + name;
+  ::mkdir(dir.c_str(), 0755);
+  std::ofstream(dir + "/" + vocab_file) << kVocab;
+  std::ofstream(dir + "/" + merges_file) << kMerges;
+  return dir;
+}
+
+}  // namespace
+
+TEST(Gpt2Bpe, KnownMergesBothLayouts) {
+  for (auto dir : {write_dir("hf", "vocab.json", "merges.txt"), write_dir("openai", "encoder.json", "vocab.bpe")}) {
+    auto t = make_tokenizer("gpt2-bpe", dir);
+    EXPECT_EQ(t->vocab_size(), 20);
+    // "hello" -> he, ll -> hell -> hello; " hello" -> Ġ + hello -> Ġhello;
+    // " world" -> Ġ wo rl d -> Ġ worl d (no "Ġ worl" merge); "\n" -> Ċ.
+    auto ids = t->encode("hello hello world!\n");
+    EXPECT_EQ(ids, (std::vector<std::int32_t>{12, 13, 4, 16, 7, 8, 17}));
+    EXPECT_EQ(t->decode(ids), "hello hello world!\n");
+    EXPECT_EQ(t->encode("\xc3\xa9"), (std::vector<std::int32_t>{18, 19}));  // é: bytes C3 A9 -> Ã ©
+    EXPECT_EQ(t->decode({18, 19}), "\xc3\xa9");
+  }
+}
+
+TEST(Gpt2Bpe, Errors) {
+  try {
+    make_tokenizer("gpt2-bpe", testing::TempDir() + "nowhere");
+    FAIL();
+  } catch (const sb::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds neither vocab.json + merges.txt"), std::string::npos) << e.what();
+  }
+  auto t = make_tokenizer("gpt2-bpe", write_dir("hf2", "vocab.json", "merges.txt"));
+  try {
+    t->encode("hex");  // 'x' is not in the tiny vocabulary
+    FAIL();
+  } catch (const sb::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("symbol 'x' (from 'hex') is not in the vocabulary"), std::string::npos)
+        << e.what();
+  }
+  try {
+    make_tokenizer("sentencepiece");
+    FAIL();
+  } catch (const sb::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown tokenizer 'sentencepiece'; known: byte, gpt2-bpe"),
+              std::string::npos);
+  }
+}
