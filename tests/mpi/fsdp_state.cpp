@@ -1,0 +1,154 @@
+// Engine state: model-state bytes per rank equal the documented formula exactly for every
+// strategy; full_shard's peak stays within its bound; sharded checkpoints resume bit for bit
+// and a checkpoint from another world size or strategy is refused by name.
+#include <filesystem>
+#include <fstream>
+
+#include "tests/mpi/fsdp_testlib.h"
+#include "tests/mpi/mpi_main.h"
+
+using namespace sbtest;
+using sb::comm::Communicator;
+using sb::fsdp::EngineConfig;
+
+namespace {
+
+constexpr std::int64_t kB = 12, kT = 16;
+
+EngineConfig config(const std::string& strategy) {
+  EngineConfig c;
+  c.strategy = strategy;
+  c.adamw = test_adamw(10);
+  return c;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const sb::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// A directory all ranks agree on (rank 0 creates it; the name travels by broadcast).
+std::string shared_tmpdir(const std::string& tag) {
+  char buf[256] = {0};
+  if (world_rank() == 0) {
+    std::string d = fmt::format("{}/sb_fsdp_{}_{}_{}", std::filesystem::temp_directory_path().string(),
+                                tag, getpid(), world_size());
+    std::filesystem::remove_all(d);
+    std::filesystem::create_directories(d);
+    std::snprintf(buf, sizeof buf, "%s", d.c_str());
+  }
+  MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return buf;
+}
+
+TEST(Memory, ModelStateEqualsTheFormula) {
+  const int n = world_size();
+  const int sg = n % 2 == 0 ? n / 2 : n;
+  auto model = sb::models::make_model("gpt2-tiny");
+  const auto P = static_cast<std::uint64_t>(sb::models::count_params(model->units()));
+  std::uint64_t no_shard = 0, full_shard = 0;
+  for (const std::string& s : sb::fsdp::strategy_names()) {
+    const int rows = static_cast<int>(kB / n);
+    for (int accum : {1, rows % 2 == 0 ? 2 : 3}) {
+      Communicator comm(MPI_COMM_WORLD, s == "hybrid_shard" ? sg : 0);
+      auto cfg = config(s);
+      sb::fsdp::Engine e(*model, comm, cfg, sb::models::init_params(model->units(), 1));
+      run_engine(*model, comm, cfg, kB, kT, 2, accum, 0, &e);
+      const auto m = e.memory();
+      const auto expect = sb::fsdp::model_state_bytes(model->units(), s, n, sg, torch::kFloat32,
+                                                      accum);
+      EXPECT_EQ(m.model_state, expect) << s << " accum " << accum;
+      EXPECT_EQ(m.gathered, 0u) << s << ": nothing stays gathered between steps";
+      if (accum == 1 && s == "no_shard") no_shard = m.model_state;
+      if (accum == 1 && s == "full_shard") {
+        full_shard = m.model_state;
+        // Peak bound: 16 P / N + padding, plus the largest unit's full params and gradients
+        // (its in-flight full gradient and its reduce output), plus two more units' params
+        // (the prefetched one and GPT-2's tied embedding kept from forward to backward).
+        std::uint64_t largest = 0;
+        for (const auto& u : model->units())
+          largest = std::max<std::uint64_t>(largest, u.numel() + n);
+        EXPECT_LE(m.peak_model_state, expect + 4 * largest * 5) << "peak " << m.peak_model_state;
+        EXPECT_GT(m.peak_model_state, expect);
+      }
+    }
+  }
+  EXPECT_EQ(no_shard, 16 * P);  // gpt2-tiny replicated: 4 + 4 + 8 bytes per parameter
+  if (world_rank() == 0)
+    std::printf("[ memory ] %d ranks: full_shard %llu B = %.4f of no_shard %llu B\n", n,
+                static_cast<unsigned long long>(full_shard), double(full_shard) / no_shard,
+                static_cast<unsigned long long>(no_shard));
+  EXPECT_LE(double(full_shard) / no_shard, 1.0 / n + 0.01);
+}
+
+TEST(Checkpoint, ResumeIsBitForBit) {
+  const std::string dir = shared_tmpdir("resume");
+  for (const std::string s : {"full_shard", "zero1", "no_shard"}) {
+    auto model = sb::models::make_model("bert-tiny");
+    Communicator comm(MPI_COMM_WORLD, 0);
+    auto cfg = config(s);
+    // Straight through: 6 steps.
+    auto straight = run_engine(*model, comm, cfg, kB, kT, 6);
+    // 3 steps, save, a fresh engine loads and runs steps 3..5.
+    {
+      sb::fsdp::Engine a(*model, comm, cfg, sb::models::init_params(model->units(), 1234));
+      run_engine(*model, comm, cfg, kB, kT, 3, 1, 0, &a);
+      a.save(dir + "/" + s);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    sb::fsdp::Engine b(*model, comm, cfg, sb::models::init_params(model->units(), 99));
+    b.load(dir + "/" + s);
+    EXPECT_EQ(b.steps_done(), 3);
+    auto resumed = run_engine(*model, comm, cfg, kB, kT, 3, 1, 3, &b);
+    for (int i = 0; i < 3; ++i)
+      EXPECT_EQ(resumed.losses[i], straight.losses[3 + i]) << s << " step " << 3 + i;
+    EXPECT_EQ(max_param_diff(resumed.params, straight.params), 0.0) << s;
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST(Checkpoint, RefusesAnotherStrategyOrWorldSize) {
+  const std::string dir = shared_tmpdir("refuse");
+  auto model = sb::models::make_model("gpt2-tiny");
+  const auto init = sb::models::init_params(model->units(), 5);
+  {
+    Communicator comm(MPI_COMM_WORLD, 0);
+    sb::fsdp::Engine a(*model, comm, config("full_shard"), init);
+    a.save(dir);
+    MPI_Barrier(MPI_COMM_WORLD);
+    sb::fsdp::Engine z(*model, comm, config("zero1"), init);
+    const auto msg = error_of([&] { z.load(dir); });
+    EXPECT_NE(msg.find("does not match this run: it has strategy full_shard (this run: zero1)"),
+              std::string::npos) << msg;
+  }
+  // The same files read by a world of one rank (every rank alone, reading its own file).
+  Communicator self(MPI_COMM_SELF, 1);
+  sb::fsdp::Engine one(*model, self, config("full_shard"), init);
+  const auto msg = error_of([&] { one.load(dir); });
+  // (every rank is rank 0 of its own 1-rank world and reads rank0.sbck)
+  EXPECT_NE(msg.find(fmt::format("it has world size {} (this run: 1)", world_size())),
+            std::string::npos) << msg;
+  // A corrupted payload is caught by the checksum.
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    const std::string f = dir + "/rank0.sbck";
+    std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(-3, std::ios::end);
+    io.put('\x7f');
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  Communicator comm(MPI_COMM_WORLD, 0);
+  sb::fsdp::Engine again(*model, comm, config("full_shard"), init);
+  const auto m2 = error_of([&] { again.load(dir); });
+  if (world_rank() == 0) EXPECT_NE(m2.find("is corrupt: checksum"), std::string::npos) << m2;
+  else EXPECT_EQ(m2, "no error");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) std::filesystem::remove_all(dir);
+}
+
+}  // namespace

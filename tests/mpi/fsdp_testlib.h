@@ -1,0 +1,117 @@
+// Helpers shared by the FSDP MPI tests: deterministic synthetic global batches (GPT-2 next
+// token, BERT MLM), slicing per rank, and a driver running N steps of an engine.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "workloads/comm/communicator.h"
+#include "workloads/fsdp/engine.h"
+#include "workloads/models/model.h"
+#include "workloads/models/params.h"
+
+namespace sbtest {
+
+inline int world_size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+inline int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+// The global batch of `step`: (B, T) tokens from a generator seeded by the step alone.
+// GPT-2: targets are the next tokens. BERT: ~15% of positions (at least one per row) are
+// replaced by token vocab-1 and are the only targets.
+inline sb::models::Batch global_batch(const sb::models::ModelConfig& c, std::int64_t B,
+                                      std::int64_t T, std::int64_t step) {
+  auto gen = at::detail::createCPUGenerator(1000 + static_cast<std::uint64_t>(step));
+  sb::models::Batch b;
+  if (c.family == "gpt2") {
+    auto tok = torch::randint(c.vocab, {B, T + 1}, gen, torch::kInt64);
+    b.input_ids = tok.narrow(1, 0, T).contiguous();
+    b.targets = tok.narrow(1, 1, T).contiguous();
+  } else {
+    auto tok = torch::randint(c.vocab - 1, {B, T}, gen, torch::kInt64);
+    auto mask = torch::rand({B, T}, gen) < 0.15;
+    mask.select(1, step % T).fill_(true);  // at least one target per row
+    b.targets = torch::where(mask, tok, torch::full_like(tok, -100));
+    b.input_ids = torch::where(mask, torch::full_like(tok, c.vocab - 1), tok);
+  }
+  return b;
+}
+
+// Rows [r * B/n, (r+1) * B/n) of every tensor.
+inline sb::models::Batch slice(const sb::models::Batch& g, int r, int n) {
+  const std::int64_t rows = g.input_ids.size(0) / n;
+  auto cut = [&](const torch::Tensor& t) {
+    return t.defined() ? t.narrow(0, r * rows, rows).contiguous() : t;
+  };
+  sb::models::Batch b;
+  b.input_ids = cut(g.input_ids);
+  b.targets = cut(g.targets);
+  b.attention_mask = cut(g.attention_mask);
+  b.token_type_ids = cut(g.token_type_ids);
+  b.labels = cut(g.labels);
+  return b;
+}
+
+inline sb::optim::AdamWConfig test_adamw(std::int64_t steps) {
+  sb::optim::AdamWConfig a;
+  a.lr = 3e-3;
+  a.min_lr = 3e-4;
+  a.weight_decay = 0.1;
+  a.grad_clip = 1.0;
+  a.warmup_steps = 2;
+  a.total_steps = steps;
+  return a;
+}
+
+struct RunResult {
+  std::vector<double> losses, norms;
+  std::vector<std::vector<torch::Tensor>> params;  // final, full, fp32
+};
+
+// Runs `steps` optimizer steps of a fresh engine on comm, global batch B x T per step split
+// evenly over comm's world ranks and then into `accum` micro-batches.
+inline RunResult run_engine(sb::models::Model& model, sb::comm::Communicator& comm,
+                            sb::fsdp::EngineConfig cfg, std::int64_t B, std::int64_t T,
+                            int steps, int accum = 1, std::int64_t first_step = 0,
+                            sb::fsdp::Engine* engine_out = nullptr) {
+  RunResult res;
+  std::unique_ptr<sb::fsdp::Engine> own;
+  sb::fsdp::Engine* e = engine_out;
+  if (!e) {
+    own = std::make_unique<sb::fsdp::Engine>(model, comm, cfg,
+                                             sb::models::init_params(model.units(), 1234));
+    e = own.get();
+  }
+  for (int s = 0; s < steps; ++s) {
+    auto g = global_batch(model.config(), B, T, first_step + s);
+    auto mine = slice(g, comm.rank(), comm.size());
+    std::vector<sb::models::Batch> micro;
+    for (int m = 0; m < accum; ++m) micro.push_back(slice(mine, m, accum));
+    auto st = e->step(micro, sb::fsdp::loss_terms(g));
+    res.losses.push_back(st.loss);
+    res.norms.push_back(st.grad_norm);
+  }
+  res.params = e->full_params();
+  return res;
+}
+
+// Largest |a - b| / (|b| + 1e-3) over all parameters; and max abs difference.
+inline double max_param_diff(const std::vector<std::vector<torch::Tensor>>& a,
+                             const std::vector<std::vector<torch::Tensor>>& b) {
+  double d = 0;
+  for (std::size_t u = 0; u < a.size(); ++u)
+    for (std::size_t i = 0; i < a[u].size(); ++i)
+      d = std::max(d, (a[u][i] - b[u][i]).abs().max().item<double>());
+  return d;
+}
+
+}  // namespace sbtest

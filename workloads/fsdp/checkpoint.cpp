@@ -1,0 +1,181 @@
+// Sharded checkpoints: one file per rank (dir/rank<r>.sbck) holding this rank's fp32 master
+// slice and Adam moments per unit, behind a header (magic, version, world size, sharding
+// group, strategy, dtype, step, unit layout, payload checksum). Loading checks every header
+// field against the running engine and names what differs. Written to a temporary name and
+// renamed, so a crash never leaves a half-written file under the final name.
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "harness/core/check.h"
+#include "workloads/fsdp/engine.h"
+#include "workloads/fsdp/unit.h"
+
+namespace sb::fsdp {
+namespace {
+
+constexpr char kMagic[8] = {'S', 'B', 'F', 'S', 'D', 'P', 'C', 'K'};
+constexpr std::uint32_t kVersion = 1;
+
+struct UnitHeader {
+  std::int64_t numel = 0, padded = 0, size = 0, opt_off = 0, opt_n = 0;
+  bool operator==(const UnitHeader& o) const {
+    return numel == o.numel && padded == o.padded && size == o.size && opt_off == o.opt_off &&
+           opt_n == o.opt_n;
+  }
+};
+
+struct Header {
+  std::uint32_t version = kVersion;
+  std::int32_t world = 0, group = 0, rank = 0;
+  std::string strategy, dtype;
+  std::int64_t step = 0;
+  std::vector<UnitHeader> units;
+  std::uint64_t payload_bytes = 0, checksum = 0;
+};
+
+std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+template <typename T>
+void put(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+void put_str(std::string& out, const std::string& s) {
+  put(out, static_cast<std::uint32_t>(s.size()));
+  out.append(s);
+}
+
+struct Reader {
+  const std::string& buf;
+  std::size_t pos = 0;
+  std::string path;
+  template <typename T>
+  T get() {
+    SB_CHECK(pos + sizeof(T) <= buf.size(), "checkpoint {} is truncated at byte {}", path, pos);
+    T v;
+    std::memcpy(&v, buf.data() + pos, sizeof v);
+    pos += sizeof v;
+    return v;
+  }
+  std::string get_str() {
+    const auto n = get<std::uint32_t>();
+    SB_CHECK(n < 4096 && pos + n <= buf.size(), "checkpoint {} is corrupt at byte {}", path, pos);
+    std::string s = buf.substr(pos, n);
+    pos += n;
+    return s;
+  }
+};
+
+std::string rank_file(const std::string& dir, int rank) {
+  return fmt::format("{}/rank{}.sbck", dir, rank);
+}
+
+}  // namespace
+
+void Engine::save(const std::string& dir) const {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);  // every rank may race here; exists is fine
+  SB_CHECK(std::filesystem::is_directory(dir), "cannot create checkpoint directory {}: {}", dir,
+           ec.message());
+  std::string payload;
+  for (const auto& U : units_)
+    for (const torch::Tensor* t : {&U->master, &U->exp_avg, &U->exp_avg_sq})
+      payload.append(static_cast<const char*>(t->data_ptr()), t->nbytes());
+
+  std::string out(kMagic, sizeof kMagic);
+  put(out, kVersion);
+  put(out, static_cast<std::int32_t>(comm_.size()));
+  put(out, static_cast<std::int32_t>(comm_.size(layout_.group)));
+  put(out, static_cast<std::int32_t>(comm_.rank()));
+  put_str(out, strategy_->name());
+  put_str(out, dtype_name(cfg_.param_dtype));
+  put(out, step_);
+  put(out, static_cast<std::uint32_t>(units_.size()));
+  for (const auto& U : units_) {
+    UnitHeader h{U->flat.numel, U->range.padded, U->range.size, U->opt_off, U->opt_n};
+    put(out, h);
+  }
+  put(out, static_cast<std::uint64_t>(payload.size()));
+  put(out, fnv1a(payload.data(), payload.size()));
+  out += payload;
+
+  const std::string path = rank_file(dir, comm_.rank()), tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    SB_CHECK(f.good(), "cannot write checkpoint {}", tmp);
+    f.write(out.data(), static_cast<std::streamsize>(out.size()));
+    f.flush();
+    SB_CHECK(f.good(), "writing checkpoint {} failed (disk full?)", tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+void Engine::load(const std::string& dir) {
+  const std::string path = rank_file(dir, comm_.rank());
+  std::ifstream f(path, std::ios::binary);
+  SB_CHECK(f.good(), "no checkpoint file {} for rank {} (was it written by {} ranks?)", path,
+           comm_.rank(), comm_.size());
+  std::string buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  Reader rd{buf, 0, path};
+  SB_CHECK(buf.size() >= sizeof kMagic && std::memcmp(buf.data(), kMagic, sizeof kMagic) == 0,
+           "{} is not a shardbench FSDP checkpoint (bad magic number)", path);
+  rd.pos = sizeof kMagic;
+  Header h;
+  h.version = rd.get<std::uint32_t>();
+  SB_CHECK(h.version == kVersion, "{} has format version {}, this build reads version {}", path,
+           h.version, kVersion);
+  h.world = rd.get<std::int32_t>();
+  h.group = rd.get<std::int32_t>();
+  h.rank = rd.get<std::int32_t>();
+  h.strategy = rd.get_str();
+  h.dtype = rd.get_str();
+  h.step = rd.get<std::int64_t>();
+  const auto nu = rd.get<std::uint32_t>();
+
+  std::vector<std::string> diffs;
+  if (h.world != comm_.size())
+    diffs.push_back(fmt::format("world size {} (this run: {})", h.world, comm_.size()));
+  if (h.strategy != strategy_->name())
+    diffs.push_back(fmt::format("strategy {} (this run: {})", h.strategy, strategy_->name()));
+  if (h.group != comm_.size(layout_.group))
+    diffs.push_back(fmt::format("sharding group of {} ranks (this run: {})", h.group,
+                                comm_.size(layout_.group)));
+  if (h.dtype != dtype_name(cfg_.param_dtype))
+    diffs.push_back(fmt::format("param dtype {} (this run: {})", h.dtype,
+                                dtype_name(cfg_.param_dtype)));
+  if (h.rank != comm_.rank())
+    diffs.push_back(fmt::format("rank {} (read by rank {})", h.rank, comm_.rank()));
+  if (nu != units_.size())
+    diffs.push_back(fmt::format("{} units (this model: {})", nu, units_.size()));
+  SB_CHECK(diffs.empty(), "checkpoint {} does not match this run: it has {}; resume with the "
+           "configuration it was written with", path, fmt::join(diffs, ", "));
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    const auto uh = rd.get<UnitHeader>();
+    const auto& U = units_[u];
+    UnitHeader mine{U->flat.numel, U->range.padded, U->range.size, U->opt_off, U->opt_n};
+    SB_CHECK(uh == mine, "checkpoint {}: unit {} has {} parameters in shards of {} (this run: "
+             "{} in shards of {}); it was written for another model or layout", path, u,
+             uh.numel, uh.size, mine.numel, mine.size);
+  }
+  h.payload_bytes = rd.get<std::uint64_t>();
+  h.checksum = rd.get<std::uint64_t>();
+  SB_CHECK(rd.pos + h.payload_bytes == buf.size(), "checkpoint {} is truncated: {} payload bytes "
+           "expected, {} present", path, h.payload_bytes, buf.size() - rd.pos);
+  const std::uint64_t sum = fnv1a(buf.data() + rd.pos, h.payload_bytes);
+  SB_CHECK(sum == h.checksum, "checkpoint {} is corrupt: checksum {:016x}, header says {:016x}",
+           path, sum, h.checksum);
+  for (auto& U : units_)
+    for (torch::Tensor* t : {&U->master, &U->exp_avg, &U->exp_avg_sq}) {
+      std::memcpy(t->data_ptr(), buf.data() + rd.pos, t->nbytes());
+      rd.pos += t->nbytes();
+    }
+  step_ = h.step;
+  refresh_replicas();
+}
+
+}  // namespace sb::fsdp

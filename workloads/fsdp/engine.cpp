@@ -1,0 +1,423 @@
+// The FSDP engine's mechanics: flat buffers, gather/free, autograd hooks, gradient
+// reduction, the sharded AdamW step and memory accounting. Strategy-specific choices come
+// from the Strategy's Layout and reduce_grad (strategy_*.cpp).
+#include "workloads/fsdp/engine.h"
+
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include "harness/core/check.h"
+#include "harness/workload.h"
+#include "workloads/fsdp/unit.h"
+
+namespace sb::fsdp {
+
+namespace {
+sb::Registrar reg_dtypes([] {
+  sb::register_name("dtype", "fp32", "32-bit float");
+  sb::register_name("dtype", "bf16", "bfloat16 (8-bit exponent, 7-bit mantissa)");
+  sb::register_name("dtype", "fp16", "IEEE half (5-bit exponent, 10-bit mantissa)");
+});
+
+// Runs fn after W's AccumulateGrad stored the unit's full gradient in W.grad().
+struct PostHook final : torch::autograd::FunctionPostHook {
+  std::function<void()> fn;
+  explicit PostHook(std::function<void()> f) : fn(std::move(f)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    fn();
+    return outputs;
+  }
+};
+
+void free_storage(const torch::Tensor& t) {
+  auto* s = t.storage().unsafeGetStorageImpl();
+  s->set_data_ptr_noswap(c10::DataPtr(nullptr, t.device()));
+  s->set_nbytes(0);
+}
+void alloc_storage(const torch::Tensor& t) {
+  auto* s = t.storage().unsafeGetStorageImpl();
+  const std::size_t n = t.numel() * t.element_size();
+  s->set_data_ptr_noswap(c10::GetAllocator(t.device().type())->allocate(n));
+  s->set_nbytes(n);
+}
+}  // namespace
+
+torch::ScalarType dtype_from_name(const std::string& name) {
+  if (name == "fp32") return torch::kFloat32;
+  if (name == "bf16") return torch::kBFloat16;
+  if (name == "fp16") return torch::kFloat16;
+  SB_FAIL("unknown dtype '{}'; known dtypes: fp32, bf16, fp16", name);
+}
+std::string dtype_name(torch::ScalarType t) {
+  if (t == torch::kFloat32) return "fp32";
+  if (t == torch::kBFloat16) return "bf16";
+  if (t == torch::kFloat16) return "fp16";
+  return c10::toString(t);
+}
+
+std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
+                                const std::string& strategy, int world, int shard_group,
+                                torch::ScalarType param_dtype, int grad_accum) {
+  const Layout l = strategy_layout(strategy);
+  const bool sharded_any = l.params_sharded || l.optim_sharded;
+  const int n = !sharded_any ? 1 : l.group == comm::Group::Shard ? shard_group : world;
+  const std::uint64_t elt = c10::elementSize(param_dtype);
+  std::uint64_t total = 0;
+  for (const auto& u : units) {
+    const ShardRange r = shard_range(u.numel(), n, 0);
+    const std::uint64_t padded = r.padded, S = r.size;
+    total += 4 * (l.params_sharded ? S : padded);                   // fp32 master
+    total += 4 * (l.grads_sharded ? S : padded);                    // reduced gradient
+    total += grad_accum > 1 ? 4 * padded : 0;                       // accumulation buffer
+    total += 8 * (l.optim_sharded ? S : padded);                    // exp_avg, exp_avg_sq
+    total += !l.params_sharded && param_dtype != torch::kFloat32 ? elt * padded : 0;  // copy
+  }
+  return total;
+}
+
+std::int64_t loss_terms(const models::Batch& b) {
+  if (b.targets.defined()) return (b.targets != -100).sum().item<std::int64_t>();
+  SB_CHECK(b.labels.defined(), "a batch needs targets or labels to have a loss");
+  return b.labels.size(0);
+}
+
+// ---- construction ------------------------------------------------------------------------
+Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
+               const std::vector<std::vector<torch::Tensor>>& initial)
+    : model_(model), comm_(comm), cfg_(std::move(cfg)), strategy_(make_strategy(cfg_.strategy)),
+      layout_(strategy_->layout()) {
+  coll_ = std::make_unique<Collectives>(comm_, cfg_.compression);
+  const auto& specs = model_.units();
+  SB_CHECK(initial.size() == specs.size(), "initial weights have {} units, the model has {}",
+           initial.size(), specs.size());
+  const bool sharded_any = layout_.params_sharded || layout_.optim_sharded;
+  const int N = sharded_any ? comm_.size(layout_.group) : 1;
+  const int r = sharded_any ? comm_.rank(layout_.group) : 0;
+  for (std::size_t u = 0; u < specs.size(); ++u) {
+    auto U = std::make_unique<Unit>();
+    U->key = fmt::format("unit{}", u);
+    std::vector<std::int64_t> numels;
+    std::vector<torch::Tensor> flat_parts, decay_parts;
+    SB_CHECK(initial[u].size() == specs[u].params.size(),
+             "unit {} ('{}'): {} initial tensors for {} parameters", u, specs[u].name,
+             initial[u].size(), specs[u].params.size());
+    for (std::size_t i = 0; i < specs[u].params.size(); ++i) {
+      const auto& p = specs[u].params[i];
+      SB_CHECK(initial[u][i].numel() == p.numel(), "initial value of {} has {} elements, spec {}",
+               p.name, initial[u][i].numel(), p.numel());
+      numels.push_back(p.numel());
+      U->shapes.push_back(p.shape);
+      flat_parts.push_back(initial[u][i].detach().to(torch::kFloat32).reshape({-1}));
+      decay_parts.push_back(torch::full({p.numel()}, p.decay ? 1.0f : 0.0f));
+    }
+    U->flat = flat_layout(numels);
+    U->range = shard_range(U->flat.numel, N, r);
+    const std::int64_t pad = U->range.padded - U->flat.numel;
+    U->split_sizes = numels;
+    U->split_sizes.push_back(pad);
+    flat_parts.push_back(torch::zeros({pad}));
+    decay_parts.push_back(torch::zeros({pad}));
+    auto full = torch::cat(flat_parts);    // (padded) fp32
+    auto decay = torch::cat(decay_parts);  // (padded) 1 = weight decay applies
+
+    if (layout_.params_sharded) {
+      U->master = full.narrow(0, U->range.offset, U->range.size).clone();  // (S)
+      U->opt_off = 0;
+      U->opt_n = U->range.size;
+    } else {
+      U->master = full;  // (padded)
+      U->opt_off = layout_.optim_sharded ? U->range.offset : 0;
+      U->opt_n = layout_.optim_sharded ? U->range.size : U->range.padded;
+    }
+    U->decay = decay.narrow(0, layout_.params_sharded ? U->range.offset : U->opt_off, U->opt_n)
+                   .clone();
+    U->exp_avg = torch::zeros({U->opt_n});
+    U->exp_avg_sq = torch::zeros({U->opt_n});
+    U->grad = torch::zeros({layout_.grads_sharded ? U->range.size : U->range.padded});
+
+    if (!layout_.params_sharded && cfg_.param_dtype == torch::kFloat32) {
+      U->alias = true;  // the model computes on the fp32 replica itself
+      U->W = U->master.variable_data();
+      U->gathered = true;
+    } else {
+      U->W = torch::empty({U->range.padded}, torch::TensorOptions().dtype(cfg_.param_dtype));
+      U->gathered = true;
+      if (layout_.params_sharded) {
+        free_storage(U->W);
+        U->gathered = false;
+      }
+    }
+    U->W.requires_grad_(true);
+    U->W_raw = U->W.variable_data();
+    U->acc_node = torch::autograd::impl::grad_accumulator(U->W);
+    const int ui = static_cast<int>(u);
+    U->acc_node->add_post_hook(std::make_unique<PostHook>([this, ui] { on_grad(ui); }));
+    units_.push_back(std::move(U));
+  }
+  note_memory();
+}
+
+Engine::~Engine() {
+  // Nothing may still write into our buffers.
+  for (auto& r : pending_grads_) r.wait();
+  for (auto& U : units_)
+    if (U->gather_pending) U->gather_req.wait();
+}
+
+// ---- gathering ---------------------------------------------------------------------------
+void Engine::gather(int u, bool wait) {
+  Unit& U = *units_[u];
+  if (!U.gathered) {
+    alloc_storage(U.W);
+    U.gathered = true;
+    // (S) in the param dtype; fp32 sends the master shard itself.
+    U.gather_src = cfg_.param_dtype == torch::kFloat32 ? U.master : U.master.to(cfg_.param_dtype);
+    U.gather_req = coll_->all_gather_params(U.gather_src, U.W_raw, layout_.group);
+    U.gather_pending = true;
+    note_memory();
+  }
+  if (wait && U.gather_pending) {
+    U.gather_req.wait();
+    U.gather_pending = false;
+    U.gather_src = torch::Tensor();
+  }
+}
+
+void Engine::ensure_gathered(int u) {
+  if (!layout_.params_sharded) return;
+  gather(u, /*wait=*/true);
+}
+
+void Engine::prefetch(int u) {
+  if (!cfg_.prefetch || !layout_.params_sharded) return;
+  if (u < 0 || u >= static_cast<int>(units_.size()) || units_[u]->gathered) return;
+  gather(u, /*wait=*/false);
+}
+
+void Engine::free_unit(int u) {
+  Unit& U = *units_[u];
+  if (!layout_.params_sharded || !U.gathered) return;
+  if (U.gather_pending) gather(u, true);  // never free memory MPI is writing
+  free_storage(U.W);
+  U.gathered = false;
+  note_memory();
+}
+
+// ---- ParamProvider -----------------------------------------------------------------------
+std::vector<torch::Tensor> Engine::acquire(int u) {
+  SB_CHECK(u >= 0 && u < static_cast<int>(units_.size()), "acquire({}): the model has {} units",
+           u, units_.size());
+  Unit& U = *units_[u];
+  if (U.uses++ > 0) U.pinned = true;  // learned once; kept for every later step
+  ensure_gathered(u);
+  // Prefetch what the previous forward acquired next; on the first forward guess u + 1.
+  const std::size_t pos = acquire_order_.size();
+  if (pos + 1 < last_acquire_order_.size() && last_acquire_order_[pos] == u)
+    prefetch(last_acquire_order_[pos + 1]);
+  else if (u + 1 < static_cast<int>(units_.size()) && units_[u + 1]->uses == 0)
+    prefetch(u + 1);
+  acquire_order_.push_back(u);
+
+  // One split node per acquire: its backward concatenates the views' gradients into one
+  // (padded) gradient for W (zeros for unused views and the padding).
+  auto parts = U.W.split_with_sizes(U.split_sizes);
+  std::vector<torch::Tensor> out;
+  out.reserve(U.shapes.size());
+  for (std::size_t i = 0; i < U.shapes.size(); ++i) out.push_back(parts[i].view(U.shapes[i]));
+  return out;
+}
+
+void Engine::release(int u, const torch::Tensor& out) {
+  const int k = static_cast<int>(release_seq_.size());
+  release_seq_.push_back(u);
+  if (torch::GradMode::is_enabled() && out.defined() && out.requires_grad())
+    out.register_hook([this, u, k](const torch::Tensor&) { on_backward(u, k); });
+  if (layout_.reshard_after_forward && !units_[u]->pinned) free_unit(u);
+}
+
+// Fires when the gradient of the unit's output is complete, before the unit's own backward.
+void Engine::on_backward(int u, int k) {
+  ensure_gathered(u);
+  if (k > 0) prefetch(release_seq_[k - 1]);
+}
+
+// Fires after W's AccumulateGrad: W.grad() holds the unit's full (padded) gradient.
+void Engine::on_grad(int u) {
+  Unit& U = *units_[u];
+  torch::Tensor g = U.W.grad();
+  U.W.mutable_grad() = torch::Tensor();  // never accumulate full gradients in W
+  if (!g.defined()) return;
+  if (!final_micro_) {  // gradient accumulation: no communication on non-final micro-steps
+    if (!U.acc.defined()) U.acc = torch::zeros({U.range.padded});
+    U.acc.add_(g);
+  } else {
+    torch::Tensor full = g;
+    if (accumulating_ && U.acc.defined()) {
+      U.acc.add_(g);
+      full = U.acc;
+    }
+    U.inflight = full.to(cfg_.reduce_dtype).contiguous();  // (padded)
+    U.red = layout_.grads_sharded
+                ? torch::empty({U.range.size}, torch::TensorOptions().dtype(cfg_.reduce_dtype))
+                : U.inflight;  // replicated gradients are reduced in place
+    inflight_bytes_ += U.inflight.nbytes() + (U.red.is_same(U.inflight) ? 0 : U.red.nbytes());
+    strategy_->reduce_grad(*coll_, U.key, U.inflight, U.red, pending_grads_);
+    U.reduced = true;
+  }
+  if (layout_.params_sharded) free_unit(u);
+  note_memory();
+}
+
+void Engine::begin_forward() {
+  acquire_order_.clear();
+  release_seq_.clear();
+  for (auto& U : units_) U->uses = 0;
+}
+
+void Engine::end_forward() {
+  if (!acquire_order_.empty()) last_acquire_order_ = acquire_order_;
+  if (!torch::GradMode::is_enabled())  // nothing comes back for these: free them now
+    for (int u = 0; u < static_cast<int>(units_.size()); ++u) free_unit(u);
+}
+
+void Engine::finish_grads() {
+  for (auto& r : pending_grads_) r.wait();
+  pending_grads_.clear();
+  for (auto& U : units_) {
+    if (U->reduced) {
+      U->grad.copy_(U->red);  // to fp32
+    } else {
+      U->grad.zero_();  // the unit took no part in this step's loss
+    }
+    U->reduced = false;
+    U->red = U->inflight = torch::Tensor();
+    if (U->acc.defined()) U->acc.zero_();
+  }
+  inflight_bytes_ = 0;
+}
+
+// ---- the step ----------------------------------------------------------------------------
+StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t global_terms) {
+  SB_CHECK(!micro.empty(), "a step needs at least one micro-batch");
+  SB_CHECK(global_terms > 0, "the step's global batch has {} loss terms", global_terms);
+  StepStats s;
+  comm_.reset_exposed();
+  accumulating_ = micro.size() > 1;
+  refresh_replicas();
+
+  double local = 0;
+  for (std::size_t i = 0; i < micro.size(); ++i) {
+    final_micro_ = i + 1 == micro.size();
+    const std::int64_t terms = loss_terms(micro[i]);
+    SB_CHECK(terms > 0, "micro-batch {} on rank {} has no loss terms (every target is -100); "
+             "use a larger batch", i, comm_.rank());
+    const double t0 = MPI_Wtime();
+    begin_forward();
+    auto loss = model_.loss(*this, micro[i]);
+    end_forward();
+    // Weighted so that summing over ranks and micro-steps gives the global mean.
+    auto scaled = loss * (static_cast<double>(terms) / static_cast<double>(global_terms));
+    const double t1 = MPI_Wtime();
+    scaled.backward();
+    local += scaled.item<double>();
+    if (final_micro_) finish_grads();
+    for (int u = 0; u < static_cast<int>(units_.size()); ++u) free_unit(u);  // unused in backward
+    const double t2 = MPI_Wtime();
+    s.forward_s += t1 - t0;
+    s.backward_s += t2 - t1;
+  }
+  const double t3 = MPI_Wtime();
+  s.loss = comm_.all_reduce_scalar(local, comm::Group::World);
+  optimizer_step(s);
+  s.optimizer_s = MPI_Wtime() - t3;
+  s.comm_exposed_s = comm_.exposed_s();
+  ++step_;
+  return s;
+}
+
+void Engine::optimizer_step(StepStats& s) {
+  std::vector<torch::Tensor> gs;  // this rank's optimizer slice of each unit's gradient
+  double sumsq = 0;
+  for (auto& U : units_) {
+    auto g = layout_.grads_sharded ? U->grad : U->grad.narrow(0, U->opt_off, U->opt_n);
+    const double n = g.norm().item<double>();
+    sumsq += n * n;
+    gs.push_back(g);
+  }
+  if (layout_.optim_sharded) sumsq = comm_.all_reduce_scalar(sumsq, layout_.group);
+  s.grad_norm = std::sqrt(sumsq);
+  const double coef = optim::clip_coefficient(s.grad_norm, cfg_.adamw.grad_clip);
+  const double lr = optim::lr_at(cfg_.adamw, step_);
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    Unit& U = *units_[u];
+    if (coef < 1.0) gs[u].mul_(coef);
+    auto p = U.master.narrow(0, U.opt_off, U.opt_n);
+    optim::adamw_update(p, gs[u], U.exp_avg, U.exp_avg_sq, step_ + 1, lr, cfg_.adamw, U.decay);
+    if (!layout_.params_sharded && layout_.optim_sharded)
+      strategy_->after_update(*coll_, U.master, U.range);
+  }
+}
+
+// ---- inference and inspection ------------------------------------------------------------
+torch::Tensor Engine::forward_logits(const models::Batch& b) {
+  torch::NoGradGuard ng;
+  refresh_replicas();
+  begin_forward();
+  auto out = model_.logits(*this, b);
+  end_forward();
+  return out;
+}
+
+torch::Tensor Engine::forward_loss(const models::Batch& b) {
+  torch::NoGradGuard ng;
+  refresh_replicas();
+  begin_forward();
+  auto out = model_.loss(*this, b);
+  end_forward();
+  return out;
+}
+
+std::vector<std::vector<torch::Tensor>> Engine::full_params() {
+  std::vector<std::vector<torch::Tensor>> out;
+  for (auto& U : units_) {
+    torch::Tensor full = U->master;
+    if (layout_.params_sharded) {
+      full = torch::empty({U->range.padded});
+      comm_.all_gather(U->master, full, layout_.group);
+    }
+    auto parts = full.split_with_sizes(U->split_sizes);
+    std::vector<torch::Tensor> ps;
+    for (std::size_t i = 0; i < U->shapes.size(); ++i)
+      ps.push_back(parts[i].view(U->shapes[i]).clone());
+    out.push_back(std::move(ps));
+  }
+  return out;
+}
+
+MemoryStats Engine::memory() const {
+  MemoryStats m;
+  for (const auto& U : units_) {
+    m.param += U->master.nbytes();
+    m.grad += U->grad.nbytes() + (U->acc.defined() ? U->acc.nbytes() : 0);
+    m.optim += U->exp_avg.nbytes() + U->exp_avg_sq.nbytes();
+    if (U->gathered && !U->alias) m.gathered += U->W.numel() * U->W.element_size();
+  }
+  m.optim += static_cast<std::uint64_t>(coll_->state_bytes());
+  m.model_state = m.param + m.grad + m.optim + m.gathered;
+  m.peak_model_state = std::max<std::uint64_t>(peak_, m.model_state);
+  return m;
+}
+
+// Replicated low-precision copies follow the fp32 replica (after every optimizer step).
+void Engine::refresh_replicas() {
+  if (layout_.params_sharded) return;
+  for (auto& U : units_)
+    if (!U->alias) U->W_raw.copy_(U->master);
+}
+
+void Engine::note_memory() {
+  peak_ = std::max<std::uint64_t>(peak_, memory().model_state + inflight_bytes_);
+}
+
+}  // namespace sb::fsdp

@@ -1,0 +1,126 @@
+// The FSDP engine: the model's ParamProvider on every rank. It keeps each unit's parameters
+// as one flat fp32 buffer (sharded or replicated per the strategy), gathers them when the
+// model acquires a unit, hooks autograd to re-gather before a unit's backward and to reduce
+// its gradient as soon as it exists, and runs AdamW on this rank's shard.
+//
+//   fsdp::Engine e(*model, comm, cfg, models::init_params(model->units(), seed));
+//   auto s = e.step(my_micro_batches, global_loss_terms);   // one optimizer step
+//   auto logits = e.forward_logits(batch);                  // sharded inference (no grad)
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "harness/trace/records.h"
+#include "workloads/comm/communicator.h"
+#include "workloads/comm/policy.h"
+#include "workloads/fsdp/strategy.h"
+#include "workloads/models/model.h"
+#include "workloads/optim/adamw.h"
+
+namespace sb::fsdp {
+
+// "fp32" | "bf16" | "fp16" (name set "dtype"); unknown: error listing them.
+torch::ScalarType dtype_from_name(const std::string& name);
+std::string dtype_name(torch::ScalarType t);
+
+struct EngineConfig {
+  std::string strategy = "full_shard";
+  torch::ScalarType param_dtype = torch::kFloat32;   // gathered params and compute
+  torch::ScalarType reduce_dtype = torch::kFloat32;  // gradient collectives
+  optim::AdamWConfig adamw;
+  bool prefetch = true;  // all-gather the next unit while the current one computes
+  comm::Policy compression = comm::policy_preset("none");
+};
+
+struct StepStats {
+  double loss = 0;       // global mean loss over the whole step's batch (all ranks, micro-steps)
+  double grad_norm = 0;  // global L2 norm of the gradient before clipping
+  double forward_s = 0, backward_s = 0, optimizer_s = 0;
+  double comm_exposed_s = 0;  // time the compute thread waited on communication
+};
+
+struct MemoryStats {  // this rank, bytes; exact sizes of the buffers the engine owns
+  std::uint64_t param = 0, grad = 0, optim = 0, gathered = 0;
+  std::uint64_t model_state = 0;       // param + grad + optim + gathered, now
+  std::uint64_t peak_model_state = 0;  // highest model_state seen within steps so far
+};
+
+// Model-state bytes per rank between steps (docs/METRICS.md, "Model-state memory"):
+// params + grads (+ the fp32 accumulation buffer when grad_accum > 1) + Adam moments + the
+// replicated low-precision copy. group: the sharding group's size (world, or shard_group for
+// hybrid_shard). Compression state is extra (Collectives::state_bytes).
+std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
+                                const std::string& strategy, int world, int shard_group,
+                                torch::ScalarType param_dtype, int grad_accum);
+
+// Loss terms of a batch: targets != -100 (LM, MLM), or rows when there are only labels.
+std::int64_t loss_terms(const models::Batch& b);
+
+class Engine final : public models::ParamProvider {
+ public:
+  // initial[u][i]: full fp32 values, identical on every rank (models::init_params).
+  Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
+         const std::vector<std::vector<torch::Tensor>>& initial);
+  ~Engine() override;
+
+  // One optimizer step. micro: this rank's micro-batches (gradient accumulation: no
+  // communication until the last one); global_terms: loss_terms summed over the whole
+  // step's global batch (every rank, every micro-batch), so that the summed gradient is the
+  // gradient of the global mean loss whatever each rank's share of the terms.
+  StepStats step(const std::vector<models::Batch>& micro, std::int64_t global_terms);
+  // Forward without gradients on this rank's batch (sharded inference and evaluation).
+  torch::Tensor forward_logits(const models::Batch& b);  // (B, T, vocab)
+  torch::Tensor forward_loss(const models::Batch& b);    // () mean over b's terms
+
+  // Full fp32 parameters [unit][param] with spec shapes, on every rank (collective).
+  std::vector<std::vector<torch::Tensor>> full_params();
+  MemoryStats memory() const;
+  std::int64_t steps_done() const { return step_; }
+  void reset_peak() { peak_ = 0; note_memory(); }
+  const EngineConfig& config() const { return cfg_; }
+  const Strategy& strategy() const { return *strategy_; }
+  comm::Communicator& communicator() { return comm_; }
+
+  // Sharded checkpoint: one file per rank, dir/rank<r>.sbck (checkpoint.cpp).
+  void save(const std::string& dir) const;
+  void load(const std::string& dir);
+
+  // ParamProvider
+  std::vector<torch::Tensor> acquire(int unit) override;
+  void release(int unit, const torch::Tensor& out) override;
+
+  struct Unit;  // engine.cpp
+
+ private:
+  void begin_forward();
+  void end_forward();
+  void gather(int u, bool wait);  // start (and optionally finish) unit u's all-gather
+  void ensure_gathered(int u);
+  void free_unit(int u);
+  void prefetch(int u);
+  void on_backward(int u, int k);
+  void on_grad(int u);
+  void finish_grads();
+  void optimizer_step(StepStats& s);
+  void note_memory();
+  void refresh_replicas();
+
+  models::Model& model_;
+  comm::Communicator& comm_;
+  EngineConfig cfg_;
+  std::unique_ptr<Strategy> strategy_;
+  Layout layout_;
+  std::unique_ptr<Collectives> coll_;
+  std::vector<std::unique_ptr<Unit>> units_;
+  std::int64_t step_ = 0;
+  bool final_micro_ = true, accumulating_ = false;
+  std::vector<int> acquire_order_, last_acquire_order_, release_seq_;
+  std::vector<comm::Request> pending_grads_;
+  std::uint64_t inflight_bytes_ = 0, peak_ = 0;
+};
+
+}  // namespace sb::fsdp

@@ -1,0 +1,90 @@
+// Strategy registry and the Collectives wrapper that applies the compression policy.
+#include "workloads/fsdp/strategy.h"
+
+#include <map>
+
+#include "harness/core/check.h"
+#include "harness/workload.h"
+#include "workloads/comm/compressed_collectives.h"
+
+namespace sb::fsdp {
+namespace {
+std::map<std::string, StrategyFactory>& registry() {
+  static std::map<std::string, StrategyFactory> r;
+  return r;
+}
+}  // namespace
+
+void register_strategy(const std::string& name, const std::string& doc, StrategyFactory f) {
+  registry()[name] = std::move(f);
+  sb::register_name("strategy", name, doc);
+}
+
+std::vector<std::string> strategy_names() {
+  std::vector<std::string> out;
+  for (const auto& [n, f] : registry()) out.push_back(n);
+  return out;
+}
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name) {
+  auto it = registry().find(name);
+  if (it == registry().end())
+    SB_FAIL("unknown strategy '{}'; known strategies: {}", name,
+            fmt::format("{}", fmt::join(strategy_names(), ", ")));
+  return it->second();
+}
+
+Layout strategy_layout(const std::string& name) { return make_strategy(name)->layout(); }
+
+// ---- Collectives -------------------------------------------------------------------------
+Collectives::Collectives(comm::Communicator& c, const comm::Policy& policy)
+    : comm_(c), policy_(policy) {
+  if (policy_.any()) cc_ = std::make_unique<comm::CompressedCollectives>(policy_, c.rank());
+}
+Collectives::~Collectives() = default;
+
+std::int64_t Collectives::state_bytes() const { return cc_ ? cc_->state_bytes() : 0; }
+
+comm::Request Collectives::all_gather_params(const torch::Tensor& shard, const torch::Tensor& full,
+                                             comm::Group g) {
+  if (!cc_ || !cc_->compresses(comm::CollectiveKind::ParamAllGather))
+    return comm_.all_gather_async(shard, full, g, "param_all_gather");
+  return comm_.submit([this, shard, full, g] {
+    const double t0 = MPI_Wtime();
+    comm::CollectiveStats st;
+    auto r = cc_->all_gather_params(shard.to(torch::kFloat32), comm_.mpi(g), &st);  // (N*S) fp32
+    full.copy_(r);  // full is an alias with its own version counter (engine.cpp)
+    comm_.report("all_gather", g, "param_all_gather", st.logical_bytes, st.wire_bytes, t0,
+                 MPI_Wtime());
+  });
+}
+
+comm::Request Collectives::reduce_scatter_grads(const std::string& key, const torch::Tensor& full,
+                                                const torch::Tensor& shard, comm::Group g) {
+  if (!cc_ || !cc_->compresses(comm::CollectiveKind::GradReduceScatter))
+    return comm_.reduce_scatter_async(full, shard, g, "grad_reduce_scatter");
+  return comm_.submit([this, key, full, shard, g] {
+    const double t0 = MPI_Wtime();
+    comm::CollectiveStats st;
+    auto r = cc_->reduce_scatter_grads(key, full.to(torch::kFloat32), comm_.mpi(g), &st);  // (S)
+    shard.copy_(r);
+    comm_.report("reduce_scatter", g, "grad_reduce_scatter", st.logical_bytes, st.wire_bytes, t0,
+                 MPI_Wtime());
+  });
+}
+
+comm::Request Collectives::all_reduce_grads(const std::string& key, const torch::Tensor& t,
+                                            comm::Group g) {
+  if (!cc_ || !cc_->compresses(comm::CollectiveKind::GradAllReduce))
+    return comm_.all_reduce_async(t, g, "grad_all_reduce");
+  return comm_.submit([this, key, t, g] {
+    const double t0 = MPI_Wtime();
+    comm::CollectiveStats st;
+    auto r = cc_->all_reduce_grads(key, t.to(torch::kFloat32), comm_.mpi(g), &st);
+    t.copy_(r);
+    comm_.report("all_reduce", g, "grad_all_reduce", st.logical_bytes, st.wire_bytes, t0,
+                 MPI_Wtime());
+  });
+}
+
+}  // namespace sb::fsdp

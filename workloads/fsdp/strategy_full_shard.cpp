@@ -1,0 +1,27 @@
+// full_shard (ZeRO stage 3): parameters, gradients and optimizer state sharded over the
+// world; a unit's parameters are gathered just before its forward and freed right after,
+// gathered again for its backward, and its gradient is reduce-scattered while the earlier
+// units' backward runs.
+#include "harness/workload.h"
+#include "workloads/fsdp/strategy.h"
+
+namespace sb::fsdp {
+namespace {
+
+class FullShard final : public Strategy {
+ public:
+  std::string name() const override { return "full_shard"; }
+  Layout layout() const override { return {true, true, true, true, comm::Group::World}; }
+  void reduce_grad(Collectives& c, const std::string& key, const torch::Tensor& g,
+                   const torch::Tensor& out, std::vector<comm::Request>& pending) const override {
+    pending.push_back(c.reduce_scatter_grads(key, g, out, comm::Group::World));
+  }
+};
+
+sb::Registrar reg([] {
+  register_strategy("full_shard", "ZeRO-3: params gathered per unit, freed after use",
+                    [] { return std::make_unique<FullShard>(); });
+});
+
+}  // namespace
+}  // namespace sb::fsdp

@@ -1,0 +1,31 @@
+// hybrid_shard: full_shard within each shard group (one node: key shard_group, default the
+// ranks per node), replicated across shard groups; a unit's gradient shard is summed across
+// the replica group after the shard group's reduce-scatter. Parameter all-gathers never
+// leave the shard group.
+#include "harness/workload.h"
+#include "workloads/fsdp/strategy.h"
+
+namespace sb::fsdp {
+namespace {
+
+class HybridShard final : public Strategy {
+ public:
+  std::string name() const override { return "hybrid_shard"; }
+  Layout layout() const override { return {true, true, true, true, comm::Group::Shard}; }
+  void reduce_grad(Collectives& c, const std::string& key, const torch::Tensor& g,
+                   const torch::Tensor& out, std::vector<comm::Request>& pending) const override {
+    pending.push_back(c.reduce_scatter_grads(key, g, out, comm::Group::Shard));
+    // Issued now, runs after the reduce-scatter (the communication thread keeps order).
+    if (c.comm().size(comm::Group::Replica) > 1)
+      pending.push_back(c.all_reduce_grads(key + "/replica", out, comm::Group::Replica));
+  }
+};
+
+sb::Registrar reg([] {
+  register_strategy("hybrid_shard",
+                    "full_shard within shard groups, gradient all-reduce across replicas",
+                    [] { return std::make_unique<HybridShard>(); });
+});
+
+}  // namespace
+}  // namespace sb::fsdp

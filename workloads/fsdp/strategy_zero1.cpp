@@ -1,0 +1,33 @@
+// zero1 (ZeRO stage 1): optimizer state sharded over the world; parameters and gradients
+// replicated. Gradients are all-reduced (full), each rank updates its 1/N slice of the
+// replica, and the updated slices are all-gathered back into every replica after the step.
+#include "harness/workload.h"
+#include "workloads/fsdp/strategy.h"
+
+namespace sb::fsdp {
+namespace {
+
+class Zero1 final : public Strategy {
+ public:
+  std::string name() const override { return "zero1"; }
+  Layout layout() const override { return {false, false, true, false, comm::Group::World}; }
+  void reduce_grad(Collectives& c, const std::string& key, const torch::Tensor& g,
+                   const torch::Tensor& out, std::vector<comm::Request>& pending) const override {
+    if (!out.is_same(g)) out.copy_(g);
+    pending.push_back(c.all_reduce_grads(key, out, comm::Group::World));
+  }
+  void after_update(Collectives& c, const torch::Tensor& master,
+                    const ShardRange& r) const override {
+    // MPI forbids overlapping send and receive buffers: send a copy of the own slice.
+    auto mine = master.narrow(0, r.offset, r.size).clone();  // (S)
+    c.comm().all_gather(mine, master, comm::Group::World, "param_all_gather");
+  }
+};
+
+sb::Registrar reg([] {
+  register_strategy("zero1", "ZeRO-1: optimizer state sharded, params all-gathered after step",
+                    [] { return std::make_unique<Zero1>(); });
+});
+
+}  // namespace
+}  // namespace sb::fsdp

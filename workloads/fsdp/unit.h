@@ -1,0 +1,48 @@
+// Per-unit state of the FSDP engine (private to workloads/fsdp: engine.cpp, checkpoint.cpp).
+// Shapes: P = the unit's parameter count, padded = P rounded up to a multiple of the
+// sharding group size N, S = padded / N; opt_n = the elements this rank's optimizer updates.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "workloads/fsdp/engine.h"
+#include "workloads/fsdp/shard.h"
+
+namespace sb::fsdp {
+
+struct Engine::Unit {
+  std::string key;  // "unit<u>": stable name for compression state
+  FlatLayout flat;
+  std::vector<std::vector<std::int64_t>> shapes;  // spec shapes, UnitSpec order
+  std::vector<std::int64_t> split_sizes;          // flat.numels + [padding]
+  ShardRange range;                               // this rank's slice of the padded buffer
+
+  torch::Tensor master;  // fp32: (S) when params are sharded, else (padded) replica
+  torch::Tensor grad;    // fp32: (S) when grads are sharded, else (padded); reduced gradient
+  torch::Tensor exp_avg, exp_avg_sq, decay;  // fp32 (opt_n)
+  std::int64_t opt_off = 0, opt_n = 0;       // the optimizer's slice of master / grad
+
+  // (padded) in the param dtype: the leaf the model's views come from. Its storage is freed
+  // between uses when params are sharded (W keeps its sizes; views stay valid and see the
+  // memory again once re-materialized). W_raw: the same storage with its own version counter,
+  // for writes that autograd must not see (gathers, refreshes).
+  torch::Tensor W, W_raw;
+  bool alias = false;     // W shares master's storage (replicated fp32): nothing to gather
+  bool gathered = false;  // W's storage is materialized
+  bool gather_pending = false;
+  comm::Request gather_req;
+  torch::Tensor gather_src;  // (S) send buffer of the pending gather
+
+  torch::Tensor acc;        // (padded) fp32 gradient of the non-final micro-steps
+  torch::Tensor red;        // reduction output in flight (reduce dtype)
+  torch::Tensor inflight;   // the full gradient being reduced (reduce dtype)
+  bool reduced = false;     // a reduction ran this step
+  int uses = 0;             // acquires in the current forward
+  bool pinned = false;      // acquired more than once per forward: keep until its backward
+  std::shared_ptr<torch::autograd::Node> acc_node;  // W's AccumulateGrad, holding our hook
+};
+
+}  // namespace sb::fsdp

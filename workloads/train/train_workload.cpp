@@ -1,0 +1,212 @@
+// The "train" workload on one rank: builds the model, communicator and FSDP engine from the
+// point, runs warm-up + timed steps, and records steps (slowest rank's times), comm events,
+// memory, evaluation and provenance. The harness gathers and writes the records.
+#include "workloads/train/train_workload.h"
+
+#include <cmath>
+#include <thread>
+
+#include <sys/resource.h>
+#include <unistd.h>
+#include <torch/version.h>
+
+#include "harness/core/check.h"
+#include "harness/trace/recorder.h"
+#include "workloads/comm/policy.h"
+#include "workloads/data/batches.h"
+#include "workloads/data/token_file.h"
+#include "workloads/fsdp/engine.h"
+#include "workloads/models/params.h"
+
+namespace sb::train {
+namespace {
+
+using I = std::int64_t;
+
+// Threads per rank: the key, or the node's cores shared evenly by the ranks on it.
+int threads_for(const Point& p, MPI_Comm world) {
+  const I t = p.get_int("threads");
+  if (t > 0) return static_cast<int>(t);
+  MPI_Comm node;
+  int local = 1;
+  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &local);
+  MPI_Comm_free(&node);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / local);
+}
+
+std::unique_ptr<data::BatchSource> make_source(const Point& p, const models::ModelConfig& m) {
+  const I B = p.get_int("batch"), T = p.get_int("seq");
+  const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
+  const std::string d = p.get_string("data");
+  if (m.family == "bert") {
+    data::MarkovConfig mk;
+    data::MlmConfig mlm;
+    mk.offset = mlm.mask_id + 1;  // Markov tokens start past the special ids
+    SB_CHECK(m.vocab > mk.offset + 8, "model {} has vocab {}: too small for MLM data", m.preset,
+             m.vocab);
+    mk.vocab = m.vocab - mk.offset;
+    mk.seed = seed;
+    mlm.random_low = mk.offset;
+    mlm.random_high = m.vocab;
+    return std::make_unique<data::MarkovMlmBatches>(mk, mlm, B, T, seed);
+  }
+  if (d == "markov") {
+    data::MarkovConfig mk;
+    mk.vocab = m.vocab;
+    mk.seed = seed;
+    return std::make_unique<data::MarkovLmBatches>(mk, B, T, seed);
+  }
+  auto tokens = std::make_shared<const std::vector<std::int32_t>>(data::read_token_file(d));
+  return std::make_unique<data::TokenLmBatches>(tokens, B, T, seed);
+}
+
+// GFLOP/s of this rank's threads (docs/METRICS.md "MFU"): the best of 30 dense fp32
+// 1024 x 1024 x 1024 at::mm, 2 * 1024^3 FLOPs each.
+double measure_peak_gflops() {
+  const I n = 1024;
+  auto a = torch::randn({n, n}), b = torch::randn({n, n});
+  auto c = torch::mm(a, b);  // warm-up
+  double best = 1e30;
+  for (int r = 0; r < 30; ++r) {
+    const double t0 = MPI_Wtime();
+    c = torch::mm(a, b);
+    best = std::min(best, MPI_Wtime() - t0);
+  }
+  return 2.0 * n * n * n / best / 1e9;
+}
+
+class TrainWorkload final : public sb::Workload {
+ public:
+  void run(RunContext& ctx) override;
+};
+
+void TrainWorkload::run(RunContext& ctx) {
+  const Point& p = ctx.point;
+  at::set_num_threads(threads_for(p, ctx.world));
+  auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
+  comm::Communicator comm(ctx.world, static_cast<int>(p.get_int("shard_group")));
+
+  const I steps = p.get_int("steps"), warmup = p.get_int("warmup");
+  const I accum = p.get_int("grad_accum"), B = p.get_int("batch"), T = p.get_int("seq");
+  fsdp::EngineConfig cfg;
+  cfg.strategy = p.get_string("strategy");
+  cfg.param_dtype = fsdp::dtype_from_name(p.get_string("dtype"));
+  cfg.reduce_dtype = fsdp::dtype_from_name(p.get_string("reduce_dtype"));
+  cfg.prefetch = p.get_bool("prefetch");
+  cfg.compression = comm::policy_from_point(p);
+  cfg.adamw.lr = p.get_double("lr");
+  cfg.adamw.min_lr = p.get_double("min_lr");
+  cfg.adamw.weight_decay = p.get_double("weight_decay");
+  cfg.adamw.grad_clip = p.get_double("grad_clip");
+  cfg.adamw.warmup_steps = p.get_int("lr_warmup");
+  cfg.adamw.total_steps = steps;
+  fsdp::Engine engine(*model, comm, cfg,
+                      models::init_params(model->units(), static_cast<std::uint64_t>(p.get_int("seed"))));
+  const std::string ckpt = p.get_string("checkpoint_dir");
+  if (p.get_bool("resume")) engine.load(ckpt);
+  auto source = make_source(p, model->config());
+
+  const double origin = MPI_Wtime();
+  comm.set_trace_hook([&](const sb::CommEvent& e) { ctx.recorder.comm(e); }, origin);
+  double peak = p.get_double("peak_gflops");
+  if (peak <= 0) {  // the slowest rank's measurement: MFU is then an upper bound, not flattered
+    peak = measure_peak_gflops();
+    MPI_Allreduce(MPI_IN_PLACE, &peak, 1, MPI_DOUBLE, MPI_MIN, ctx.world);
+  }
+  const double flops_per_token = model->train_flops_per_token(T);
+  engine.reset_peak();
+
+  // Held-out loss over eval_batches global batches: every rank its rows, weighted by terms.
+  auto evaluate = [&] {
+    double sum = 0;
+    I terms_total = 0;
+    for (I i = 0; i < p.get_int("eval_batches"); ++i) {
+      auto g = source->heldout(i);
+      auto mine = data::rank_rows(g, ctx.rank, ctx.size);
+      const I terms = fsdp::loss_terms(mine);
+      sum += engine.forward_loss(mine).item<double>() * static_cast<double>(terms);
+      terms_total += fsdp::loss_terms(g);
+    }
+    return comm.all_reduce_scalar(sum, comm::Group::World) / static_cast<double>(terms_total);
+  };
+
+  ctx.progress.begin(fmt::format("train {}", p.name), static_cast<long>(steps));
+  const I eval_every = p.get_int("eval_every");
+  for (I s = engine.steps_done(); s < steps; ++s) {
+    comm.set_step(s);
+    auto global = source->train(s);
+    auto micro = data::split_rows(data::rank_rows(global, ctx.rank, ctx.size), accum);
+    const double t0 = MPI_Wtime();
+    const auto st = engine.step(micro, fsdp::loss_terms(global));
+    const double wall = MPI_Wtime() - t0;
+    SB_CHECK(std::isfinite(st.loss), "step {}: the loss is {} (diverged); lower lr (now {}) or "
+             "raise grad_clip's effect by lowering it (now {})", s, st.loss, cfg.adamw.lr,
+             cfg.adamw.grad_clip);
+    // Outside the timed region: the slowest rank's times, and whether any rank must stop.
+    double v[6] = {wall, st.forward_s, st.backward_s, st.optimizer_s, st.comm_exposed_s,
+                   ctx.stop.stop() ? 1.0 : 0.0};
+    MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_DOUBLE, MPI_MAX, ctx.world);
+    sb::StepRecord r;
+    r.step = s;
+    r.warmup = s < warmup;
+    r.wall_s = v[0];
+    r.forward_s = v[1];
+    r.backward_s = v[2];
+    r.optimizer_s = v[3];
+    r.comm_exposed_s = v[4];
+    r.loss = st.loss;
+    r.grad_norm = st.grad_norm;
+    const double tokens = static_cast<double>(B * T);
+    r.tokens_per_s = tokens / v[0];
+    r.samples_per_s = static_cast<double>(B) / v[0];
+    r.mfu = flops_per_token * tokens / v[0] / (peak * 1e9 * ctx.size);
+    ctx.recorder.step(r);
+    ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
+    if (eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps)
+      ctx.recorder.series("eval_loss", evaluate());
+    if (v[5] > 0) break;  // every rank saw the same flag: all leave together
+  }
+  ctx.progress.end();
+  comm.set_trace_hook(nullptr, origin);  // evaluation and checkpoints are not step traffic
+
+  const auto mem = engine.memory();
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  sb::RankMemory m;
+  m.rank = ctx.rank;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  m.host = host;
+  m.param_bytes = mem.param;
+  m.grad_bytes = mem.grad;
+  m.optim_bytes = mem.optim;
+  m.gathered_bytes = mem.gathered;
+  m.model_state_bytes = mem.model_state;
+  m.peak_model_state_bytes = mem.peak_model_state;
+  m.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;  // Linux: KiB
+  ctx.recorder.memory(m);
+
+  const double eval = evaluate();
+  ctx.recorder.scalar("final_eval_loss", eval);
+  ctx.recorder.series("eval_loss", eval);
+  if (!std::isnan(source->loss_floor())) ctx.recorder.scalar("loss_floor", source->loss_floor());
+  ctx.recorder.scalar("peak_gflops_per_rank", peak);
+  ctx.recorder.scalar("params", static_cast<double>(models::count_params(model->units())));
+  ctx.recorder.scalar("model_state_bytes_formula",
+                      static_cast<double>(fsdp::model_state_bytes(
+                          model->units(), cfg.strategy, ctx.size, comm.size(comm::Group::Shard),
+                          cfg.param_dtype, static_cast<int>(accum))));
+  ctx.recorder.scalar("threads_per_rank", at::get_num_threads());
+  ctx.recorder.text("torch_version", TORCH_VERSION);
+  ctx.recorder.text("compression_policy", cfg.compression.describe());
+  ctx.recorder.text("comm_async", comm.async() ? "thread" : "inline");
+  if (!ckpt.empty()) engine.save(ckpt);
+}
+
+}  // namespace
+
+std::unique_ptr<sb::Workload> make_train_workload() { return std::make_unique<TrainWorkload>(); }
+
+}  // namespace sb::train
