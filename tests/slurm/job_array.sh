@@ -32,9 +32,8 @@ TOML
 "$exe" plan "$suite" || fail "plan failed"
 out=$("$exe" submit "$suite" --results "$results") || fail "submit failed: $out"
 echo "$out"
-ids=$(echo "$out" | grep -oE '\b[0-9]+\b' | sort -u | while read -r j; do squeue -h -j "$j" -o %F 2>/dev/null; done | sort -u | tr '\n' ' ')
-[ -n "$ids" ] || ids=$(squeue -h -o %F | sort -u | tr '\n' ' ')
-[ -n "$ids" ] || fail "no job array in the queue after submit"
+ids=$(echo "$out" | sed -nE 's/^submitted job array ([0-9]+):.*/\1/p' | tr '\n' ' ')
+[ -n "$ids" ] || fail "submit printed no job array id: $out"
 echo "job arrays: $ids"
 wait_jobs 600 $ids
 

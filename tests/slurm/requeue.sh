@@ -25,8 +25,8 @@ time_limit = 900
 TOML
 out=$("$exe" submit "$suite" --results "$results") || fail "submit failed: $out"
 echo "$out"
-job=$(squeue -h -o %F | sort -u | head -n 1)
-[ -n "$job" ] || fail "no job in the queue after submit"
+job=$(echo "$out" | sed -nE 's/^submitted job array ([0-9]+):.*/\1/p' | head -n 1)
+[ -n "$job" ] || fail "submit printed no job array id: $out"
 # Wait until the point is really training (step progress in its log), then signal.
 log_glob="$results/logs/${job}_0.out"
 for _ in $(seq 300); do
