@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
+#include <thread>
 
 #include "harness/core/check.h"
 
@@ -91,6 +93,17 @@ std::string mpi_library_version() {
   v = v.substr(0, v.find('\n'));
   while (!v.empty() && (v.back() == ' ' || v.back() == '\0')) v.pop_back();
   return v;
+}
+
+int threads_per_rank(std::int64_t threads, MPI_Comm world) {
+  if (threads > 0) return static_cast<int>(threads);
+  MPI_Comm node;
+  int local = 1;
+  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &local);
+  MPI_Comm_free(&node);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / local);
 }
 
 }  // namespace sb

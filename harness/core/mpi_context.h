@@ -1,6 +1,7 @@
 // The MPI set-up of one process of a run point, and the few collectives the harness needs
 // (strings to rank 0). Everything multi-process in harness/ goes through these calls.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,5 +40,9 @@ std::vector<char> gather_bytes(const std::vector<char>& mine, MPI_Comm comm,
 
 // First line of MPI_Get_library_version ("Open MPI v4.1.4, ..."); callable before MPI_Init.
 std::string mpi_library_version();
+
+// Compute threads for this rank: `threads` when > 0, else the node's cores shared evenly by
+// the ranks of `world` on this node (MPI_COMM_TYPE_SHARED). Collective over world.
+int threads_per_rank(std::int64_t threads, MPI_Comm world);
 
 }  // namespace sb

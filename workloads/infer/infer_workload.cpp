@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "harness/core/check.h"
+#include "harness/core/mpi_context.h"
 #include "harness/trace/recorder.h"
 #include "harness/workload.h"
 #include "workloads/data/batches.h"
@@ -59,16 +60,6 @@ models::Batch cat_rows(const std::vector<models::Batch>& bs) {
   return out;
 }
 
-int threads_for(const Point& p, MPI_Comm world) {
-  const I t = p.get_int("threads");
-  if (t > 0) return static_cast<int>(t);
-  MPI_Comm node;
-  int local = 1;
-  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  MPI_Comm_size(node, &local);
-  MPI_Comm_free(&node);
-  return std::max(1, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) / local);
-}
 
 // Samples the scenario issues in total.
 I total_samples(const LoadgenConfig& c) {
@@ -126,7 +117,7 @@ void InferWorkload::run(RunContext& ctx) {
   SB_CHECK(ctx.size == 1,
            "infer runs on one rank (no sharded forward yet); point {} has world {}: set world = 1",
            p.name, ctx.size);
-  at::set_num_threads(threads_for(p, ctx.world));
+  at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
   c10::InferenceMode inference;
 
   auto model = models::make_model(p.get_string("model"), p.get_string("attention"));

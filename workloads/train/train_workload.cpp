@@ -11,6 +11,7 @@
 #include <torch/version.h>
 
 #include "harness/core/check.h"
+#include "harness/core/mpi_context.h"
 #include "harness/trace/recorder.h"
 #include "workloads/comm/policy.h"
 #include "workloads/data/batches.h"
@@ -23,18 +24,6 @@ namespace {
 
 using I = std::int64_t;
 
-// Threads per rank: the key, or the node's cores shared evenly by the ranks on it.
-int threads_for(const Point& p, MPI_Comm world) {
-  const I t = p.get_int("threads");
-  if (t > 0) return static_cast<int>(t);
-  MPI_Comm node;
-  int local = 1;
-  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  MPI_Comm_size(node, &local);
-  MPI_Comm_free(&node);
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / local);
-}
 
 std::unique_ptr<data::BatchSource> make_source(const Point& p, const models::ModelConfig& m) {
   const I B = p.get_int("batch"), T = p.get_int("seq");
@@ -84,7 +73,7 @@ class TrainWorkload final : public sb::Workload {
 
 void TrainWorkload::run(RunContext& ctx) {
   const Point& p = ctx.point;
-  at::set_num_threads(threads_for(p, ctx.world));
+  at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
   auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
   comm::Communicator comm(ctx.world, static_cast<int>(p.get_int("shard_group")));
 
