@@ -1,5 +1,5 @@
 // Precompiled header for the LibTorch side: the heavy headers every workload TU uses.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 #include <fmt/format.h>
 #include <mpi.h>

@@ -6,12 +6,13 @@
 // and key chunks, online softmax), T = 128 .. 4096. The naive variant is the baseline each
 // figure is compared with, measured in the same run; a check after the timed loop reports
 // the largest difference from naive.
+#include <ATen/Parallel.h>
 #include <cstdio>
 #include <map>
 #include <string>
 
 #include <benchmark/benchmark.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "workloads/micro/memory_tracker.h"
 #include "workloads/models/attention.h"

@@ -3,8 +3,9 @@
 //    full_shard at world 4 (per unit: parameter all-gather of its shard + gradient
 //    reduce-scatter of its flat buffer), as a ratio to fp32. Exact arithmetic (wire_bytes).
 //  - Codec: compress + decompress throughput of one core on a 16M-element gradient.
+#include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "workloads/comm/compressor.h"
 #include "workloads/models/model.h"

@@ -2,8 +2,9 @@
 // 8 x 128) with 2 intra-op threads, for fp32 ("none") and each format, printed beside the
 // fp32 figure measured in the same run (x_fp32_latency, x_fp32_bytes).
 // Usage: micro_bench_quant [--benchmark_filter=...]  (SB_QUANT_MODEL=bert-base to change model)
+#include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <chrono>
 #include <cstdlib>

@@ -2,6 +2,7 @@
 // gpt2 (124M) training tokens/s at batch 4 x 128 with MFU against a dense fp32 1024^3 sgemm
 // peak measured in the same run with the same threads (docs/METRICS.md), and bert-large fp32
 // inference latency at batch 8 x 128. Threads: SB_THREADS (default 2).
+#include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
 #include <chrono>

@@ -1,9 +1,10 @@
 // The tensor communicator against values computed by hand: every collective on every group,
 // blocking and non-blocking, bf16/fp16 sums, trace events with exact byte counts, and the
 // shard/replica group layout.
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "tests/mpi/mpi_main.h"
+#include "harness/core/check.h"
 #include "workloads/comm/communicator.h"
 
 using sb::comm::Communicator;
@@ -105,37 +106,49 @@ TEST(Communicator, HalfPrecisionSums) {
   }
 }
 
+// Every progress mode (thread, poll, inline): many requests in flight, a blocking collective
+// issued among them, waited in reverse order; results, issue order and trace events.
 TEST(Communicator, NonBlockingKeepsIssueOrderAndTraces) {
-  Communicator c(MPI_COMM_WORLD, 0);
-  const int n = c.size(), r = c.rank();
-  std::vector<sb::CommEvent> events;
-  c.set_trace_hook([&](const sb::CommEvent& e) { events.push_back(e); }, MPI_Wtime());
-  c.set_step(7);
-  // Many collectives in flight at once, waited in reverse order.
-  std::vector<torch::Tensor> shards, fulls;
-  std::vector<sb::comm::Request> reqs;
-  for (int i = 0; i < 16; ++i) {
-    shards.push_back(torch::full({1000}, static_cast<float>(i * n + r), torch::kFloat32));
-    fulls.push_back(torch::empty({1000 * n}, torch::kFloat32));
-    reqs.push_back(c.all_gather_async(shards.back(), fulls.back(), Group::World, "param_all_gather"));
+  for (auto mode : {sb::comm::Progress::Thread, sb::comm::Progress::Poll,
+                    sb::comm::Progress::Inline}) {
+    SCOPED_TRACE(sb::comm::progress_name(mode));
+    Communicator c(MPI_COMM_WORLD, 0);
+    c.set_progress(mode);
+    const int n = c.size(), r = c.rank();
+    std::vector<sb::CommEvent> events;
+    c.set_trace_hook([&](const sb::CommEvent& e) { events.push_back(e); }, MPI_Wtime());
+    c.set_step(7);
+    std::vector<torch::Tensor> shards, fulls;
+    std::vector<sb::comm::Request> reqs;
+    auto sum = torch::full({5}, static_cast<double>(r + 1), torch::kFloat64);
+    for (int i = 0; i < 16; ++i) {
+      shards.push_back(torch::full({1000}, static_cast<float>(i * n + r), torch::kFloat32));
+      fulls.push_back(torch::empty({1000 * n}, torch::kFloat32));
+      reqs.push_back(c.all_gather_async(shards.back(), fulls.back(), Group::World, "param_all_gather"));
+      if (i == 7) c.all_reduce(sum, Group::World);  // blocking, with 8 requests outstanding
+      c.progress();
+    }
+    for (int i = 15; i >= 0; --i) reqs[i].wait();
+    EXPECT_EQ(sum[4].item<double>(), n * (n + 1) / 2.0);
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < n; ++j)
+        EXPECT_EQ(fulls[i][j * 1000 + 999].item<float>(), static_cast<float>(i * n + j));
+    ASSERT_EQ(events.size(), 17u);
+    for (const auto& e : events) {
+      if (e.op == "all_reduce") continue;
+      EXPECT_EQ(e.op, "all_gather");
+      EXPECT_EQ(e.group, "world");
+      EXPECT_EQ(e.kind, "param_all_gather");
+      EXPECT_EQ(e.step, 7);
+      EXPECT_EQ(e.rank, r);
+      EXPECT_EQ(e.logical_bytes, 4000u * n);
+      EXPECT_EQ(e.wire_bytes, 4000u * (n - 1));
+      EXPECT_GE(e.duration_s, 0.0);
+    }
+    EXPECT_GE(c.exposed_s(), 0.0);
+    EXPECT_TRUE(c.async()) << "MPI_THREAD_MULTIPLE was requested; collectives should be async";
   }
-  for (int i = 15; i >= 0; --i) reqs[i].wait();
-  for (int i = 0; i < 16; ++i)
-    for (int j = 0; j < n; ++j)
-      EXPECT_EQ(fulls[i][j * 1000 + 999].item<float>(), static_cast<float>(i * n + j));
-  ASSERT_EQ(events.size(), 16u);
-  for (const auto& e : events) {
-    EXPECT_EQ(e.op, "all_gather");
-    EXPECT_EQ(e.group, "world");
-    EXPECT_EQ(e.kind, "param_all_gather");
-    EXPECT_EQ(e.step, 7);
-    EXPECT_EQ(e.rank, r);
-    EXPECT_EQ(e.logical_bytes, 4000u * n);
-    EXPECT_EQ(e.wire_bytes, 4000u * (n - 1));
-    EXPECT_GE(e.duration_s, 0.0);
-  }
-  EXPECT_GE(c.exposed_s(), 0.0);
-  EXPECT_TRUE(c.async()) << "MPI_THREAD_MULTIPLE was requested; collectives should be async";
+  EXPECT_THROW(sb::comm::progress_from_name("spin"), sb::Error);
 }
 
 TEST(Communicator, RefusesBadShardGroupAndSizes) {

@@ -2,7 +2,7 @@
 // contribution, then reduce in fp32 in rank order" exactly (simulated locally from every
 // rank's deterministic input), is bit-identical on all ranks, and reports exact byte counts.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "tests/mpi/mpi_main.h"
 #include "workloads/comm/compressed_collectives.h"

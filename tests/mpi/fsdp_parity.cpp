@@ -143,7 +143,7 @@ class TinyUnits final : public sb::models::Model {
   }
   torch::Tensor loss(sb::models::ParamProvider& p, const sb::models::Batch& b) override {
     auto y = logits(p, b);
-    return torch::nn::functional::cross_entropy(y.reshape({-1, 32}), b.targets.reshape({-1}));
+    return at::cross_entropy_loss(y.reshape({-1, 32}), b.targets.reshape({-1}));
   }
   double train_flops_per_token(std::int64_t) const override { return 0; }
 

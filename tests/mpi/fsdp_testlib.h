@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "workloads/comm/communicator.h"
 #include "workloads/fsdp/engine.h"

@@ -1,7 +1,7 @@
 // Compressors: exact wire sizes, round-trip bounds (int8: half a step of the block), topk
 // keeps exactly the k largest, error feedback loses nothing over steps, clear errors.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cmath>

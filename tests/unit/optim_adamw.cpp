@@ -6,6 +6,8 @@
 #include "harness/core/check.h"
 #include "workloads/optim/adamw.h"
 
+#include <torch/optim/adamw.h>
+
 using namespace sb::optim;
 
 TEST(AdamW, MatchesTorchAdamW) {

@@ -1,7 +1,7 @@
 // Quantized inference: each format's GPT-2 / BERT logits stay within a stated tolerance of
 // fp32, model bytes are exact, int8-weight is exactly the seed's formula, names are checked.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "harness/core/check.h"
 #include "workloads/models/model.h"

@@ -5,17 +5,21 @@
 // collectives run on one communication thread per Communicator (needs MPI_THREAD_MULTIPLE;
 // with less, every collective runs inline on the caller and requests are complete on return).
 // The thread executes collectives in the order they were issued; since every rank issues
-// the same sequence, MPI's matching rule for collectives holds. It polls MPI_Test with short
-// sleeps instead of blocking in MPI, so it does not steal a core from the compute threads.
+// the same sequence, MPI's matching rule for collectives holds. It calls the blocking MPI
+// function, or (set_polling) the non-blocking one completed by MPI_Test with short sleeps.
+// A blocking call (all_gather(), ...) first waits for everything issued before it, then runs
+// on the caller with the blocking MPI function: Open MPI's tuned algorithms, no thread hop.
 //
 // Time the caller spends in wait() is "exposed" communication (exposed_s()).
 // Every collective reports one sb::CommEvent to the trace hook (on the communication thread,
 // serialized, before its request completes).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <mpi.h>
 #include <torch/types.h>
@@ -30,6 +34,10 @@ enum class Group { World, Shard, Replica };
 const char* group_name(Group g);
 
 enum class ReduceOp { Sum, Max, Min };
+
+enum class Progress { Thread, Poll, Inline };
+Progress progress_from_name(const std::string& name);  // "thread", "poll", "inline"
+const char* progress_name(Progress p);
 
 namespace detail {
 struct Op;
@@ -67,39 +75,63 @@ class Communicator {
   int size(Group g = Group::World) const;
   MPI_Comm mpi(Group g) const;
   bool async() const { return async_; }
+  // How requests (..._async) progress; the same on every rank, set before the first one.
+  //  Thread: the communication thread calls the blocking MPI function (tuned algorithms, full
+  //          bandwidth; the thread spins a core while it waits for peers).
+  //  Poll:   the communication thread calls the non-blocking one and polls it with MPI_Test
+  //          and 20 us sleeps (leaves the core to compute, about half the bandwidth).
+  //  Inline: the caller starts the non-blocking call and no thread is involved; it moves
+  //          when the caller calls progress() (the FSDP engine does at every unit boundary)
+  //          and completes in wait(). No thread competes with compute for a core.
+  // docs/FSDP.md ("Communication progress") has them measured.
+  void set_progress(Progress p) { progress_ = p; }
+  Progress progress_mode() const { return progress_; }
+  // Progress::Inline: tests every outstanding request, completing those that are done (their
+  // transfers run here, on the caller). A no-op when none is outstanding.
+  void progress();
 
   // All tensors: contiguous, same dtype; outputs are written in place (raw memory: their
   // autograd version counters do not change). kind labels the trace event
   // (param_all_gather, grad_reduce_scatter, grad_all_reduce, other).
   // full (size(g) * n) <- every rank's shard (n), in rank order.
   Request all_gather_async(const torch::Tensor& shard, const torch::Tensor& full, Group g,
-                           const std::string& kind = "other");
+                           const std::string& kind = "other") {
+    return all_gather_impl(shard, full, g, kind, false);
+  }
   // shard (n) <- op over ranks of full (size(g) * n), this rank's block.
   Request reduce_scatter_async(const torch::Tensor& full, const torch::Tensor& shard, Group g,
-                               const std::string& kind = "other", ReduceOp op = ReduceOp::Sum);
+                               const std::string& kind = "other", ReduceOp op = ReduceOp::Sum) {
+    return reduce_scatter_impl(full, shard, g, kind, op, false);
+  }
   // t <- op over ranks of t, in place.
   Request all_reduce_async(const torch::Tensor& t, Group g, const std::string& kind = "other",
-                           ReduceOp op = ReduceOp::Sum);
+                           ReduceOp op = ReduceOp::Sum) {
+    return all_reduce_impl(t, g, kind, op, false);
+  }
   // t <- root's t.
   Request broadcast_async(const torch::Tensor& t, int root, Group g,
-                          const std::string& kind = "other");
+                          const std::string& kind = "other") {
+    return broadcast_impl(t, root, g, kind, false);
+  }
   // out block j (n) <- rank j's in block rank(g); in and out (size(g) * n).
   Request all_to_all_async(const torch::Tensor& in, const torch::Tensor& out, Group g,
-                           const std::string& kind = "other");
+                           const std::string& kind = "other") {
+    return all_to_all_impl(in, out, g, kind, false);
+  }
 
   void all_gather(const torch::Tensor& shard, const torch::Tensor& full, Group g,
-                  const std::string& kind = "other") { all_gather_async(shard, full, g, kind).wait(); }
+                  const std::string& kind = "other") { all_gather_impl(shard, full, g, kind, true).wait(); }
   void reduce_scatter(const torch::Tensor& full, const torch::Tensor& shard, Group g,
                       const std::string& kind = "other", ReduceOp op = ReduceOp::Sum) {
-    reduce_scatter_async(full, shard, g, kind, op).wait();
+    reduce_scatter_impl(full, shard, g, kind, op, true).wait();
   }
   void all_reduce(const torch::Tensor& t, Group g, const std::string& kind = "other",
-                  ReduceOp op = ReduceOp::Sum) { all_reduce_async(t, g, kind, op).wait(); }
+                  ReduceOp op = ReduceOp::Sum) { all_reduce_impl(t, g, kind, op, true).wait(); }
   void broadcast(const torch::Tensor& t, int root, Group g, const std::string& kind = "other") {
-    broadcast_async(t, root, g, kind).wait();
+    broadcast_impl(t, root, g, kind, true).wait();
   }
   void all_to_all(const torch::Tensor& in, const torch::Tensor& out, Group g,
-                  const std::string& kind = "other") { all_to_all_async(in, out, g, kind).wait(); }
+                  const std::string& kind = "other") { all_to_all_impl(in, out, g, kind, true).wait(); }
   // A scalar all-reduce (loss, norms) on the calling thread's queue position.
   double all_reduce_scalar(double v, Group g, ReduceOp op = ReduceOp::Sum);
   // Runs fn on the communication thread in issue order (compound collectives, e.g. a
@@ -124,13 +156,40 @@ class Communicator {
  private:
   friend class Request;
   Request enqueue(std::function<void()> fn);
+  struct Coll {  // one collective, described once; issue() decides how it runs
+    const char* op;         // trace name: all_gather, ...
+    const char* mpi_name;   // blocking MPI function, for error messages
+    const char* impi_name;  // non-blocking one
+    Group g;
+    std::string kind;
+    std::function<int()> blocking;
+    std::function<int(MPI_Request*)> start;
+    std::function<void()> after;  // after completion: copy staged output back
+    std::uint64_t logical = 0, wire = 0;
+  };
+  Request issue(const Coll& c, bool sync);
+  void finish_inline(detail::Op& op, bool block);
+  void drain();  // waits until nothing is queued or running on the communication thread
+  Request all_gather_impl(const torch::Tensor& shard, const torch::Tensor& full, Group g,
+                          const std::string& kind, bool sync);
+  Request reduce_scatter_impl(const torch::Tensor& full, const torch::Tensor& shard, Group g,
+                              const std::string& kind, ReduceOp op, bool sync);
+  Request all_reduce_impl(const torch::Tensor& t, Group g, const std::string& kind, ReduceOp op,
+                          bool sync);
+  Request broadcast_impl(const torch::Tensor& t, int root, Group g, const std::string& kind,
+                         bool sync);
+  Request all_to_all_impl(const torch::Tensor& in, const torch::Tensor& out, Group g,
+                          const std::string& kind, bool sync);
   void worker();
   void add_exposed(double s) { exposed_s_ += s; }
 
   MPI_Comm world_ = MPI_COMM_NULL, shard_ = MPI_COMM_NULL, replica_ = MPI_COMM_NULL;
   int rank_[3] = {0, 0, 0}, size_[3] = {1, 1, 1};
   bool async_ = true, cuda_aware_ = false;
+  Progress progress_ = Progress::Thread;
+  std::vector<std::shared_ptr<detail::Op>> inline_ops_;  // Progress::Inline, outstanding
   double exposed_s_ = 0;
+  std::atomic<int> pending_{0};  // queued or running on the communication thread
   std::int64_t step_ = 0;
   TraceHook hook_;
   double origin_ = 0;

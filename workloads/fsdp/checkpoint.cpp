@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "harness/core/check.h"
+#include "workloads/data/safetensors.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/fsdp/unit.h"
 
@@ -20,6 +21,7 @@ constexpr std::uint32_t kVersion = 1;
 
 struct UnitHeader {
   std::int64_t numel = 0, padded = 0, size = 0, opt_off = 0, opt_n = 0;
+  bool operator!=(const UnitHeader& o) const { return !(*this == o); }
   bool operator==(const UnitHeader& o) const {
     return numel == o.numel && padded == o.padded && size == o.size && opt_off == o.opt_off &&
            opt_n == o.opt_n;
@@ -115,17 +117,29 @@ void Engine::save(const std::string& dir) const {
   std::filesystem::rename(tmp, path);
 }
 
-void Engine::load(const std::string& dir) {
-  const std::string path = rank_file(dir, comm_.rank());
+namespace {
+
+// One rank's file, checked on its own (magic, version, size, checksum); payload_pos is where
+// the payload starts in buf.
+struct RankFile {
+  std::string path, buf;
+  Header h;
+  std::vector<UnitHeader> units;
+  std::size_t payload_pos = 0;
+};
+
+RankFile read_rank_file(const std::string& path, const std::string& missing_hint) {
+  RankFile rf;
+  rf.path = path;
   std::ifstream f(path, std::ios::binary);
-  SB_CHECK(f.good(), "no checkpoint file {} for rank {} (was it written by {} ranks?)", path,
-           comm_.rank(), comm_.size());
-  std::string buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  SB_CHECK(f.good(), "no checkpoint file {} ({})", path, missing_hint);
+  rf.buf.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string& buf = rf.buf;
   Reader rd{buf, 0, path};
   SB_CHECK(buf.size() >= sizeof kMagic && std::memcmp(buf.data(), kMagic, sizeof kMagic) == 0,
            "{} is not a shardbench FSDP checkpoint (bad magic number)", path);
   rd.pos = sizeof kMagic;
-  Header h;
+  Header& h = rf.h;
   h.version = rd.get<std::uint32_t>();
   SB_CHECK(h.version == kVersion, "{} has format version {}, this build reads version {}", path,
            h.version, kVersion);
@@ -136,7 +150,26 @@ void Engine::load(const std::string& dir) {
   h.dtype = rd.get_str();
   h.step = rd.get<std::int64_t>();
   const auto nu = rd.get<std::uint32_t>();
+  SB_CHECK(nu < 100000, "checkpoint {} is corrupt: {} units", path, nu);
+  for (std::uint32_t u = 0; u < nu; ++u) rf.units.push_back(rd.get<UnitHeader>());
+  h.payload_bytes = rd.get<std::uint64_t>();
+  h.checksum = rd.get<std::uint64_t>();
+  SB_CHECK(rd.pos + h.payload_bytes == buf.size(), "checkpoint {} is truncated: {} payload bytes "
+           "expected, {} present", path, h.payload_bytes, buf.size() - rd.pos);
+  const std::uint64_t sum = fnv1a(buf.data() + rd.pos, h.payload_bytes);
+  SB_CHECK(sum == h.checksum, "checkpoint {} is corrupt: checksum {:016x}, header says {:016x}",
+           path, sum, h.checksum);
+  rf.payload_pos = rd.pos;
+  return rf;
+}
 
+}  // namespace
+
+void Engine::load(const std::string& dir) {
+  const std::string path = rank_file(dir, comm_.rank());
+  const RankFile rf = read_rank_file(
+      path, fmt::format("rank {}: was it written by {} ranks?", comm_.rank(), comm_.size()));
+  const Header& h = rf.h;
   std::vector<std::string> diffs;
   if (h.world != comm_.size())
     diffs.push_back(fmt::format("world size {} (this run: {})", h.world, comm_.size()));
@@ -150,32 +183,82 @@ void Engine::load(const std::string& dir) {
                                 dtype_name(cfg_.param_dtype)));
   if (h.rank != comm_.rank())
     diffs.push_back(fmt::format("rank {} (read by rank {})", h.rank, comm_.rank()));
-  if (nu != units_.size())
-    diffs.push_back(fmt::format("{} units (this model: {})", nu, units_.size()));
+  if (rf.units.size() != units_.size())
+    diffs.push_back(fmt::format("{} units (this model: {})", rf.units.size(), units_.size()));
   SB_CHECK(diffs.empty(), "checkpoint {} does not match this run: it has {}; resume with the "
            "configuration it was written with", path, fmt::join(diffs, ", "));
   for (std::size_t u = 0; u < units_.size(); ++u) {
-    const auto uh = rd.get<UnitHeader>();
+    const auto& uh = rf.units[u];
     const auto& U = units_[u];
     UnitHeader mine{U->flat.numel, U->range.padded, U->range.size, U->opt_off, U->opt_n};
     SB_CHECK(uh == mine, "checkpoint {}: unit {} has {} parameters in shards of {} (this run: "
              "{} in shards of {}); it was written for another model or layout", path, u,
              uh.numel, uh.size, mine.numel, mine.size);
   }
-  h.payload_bytes = rd.get<std::uint64_t>();
-  h.checksum = rd.get<std::uint64_t>();
-  SB_CHECK(rd.pos + h.payload_bytes == buf.size(), "checkpoint {} is truncated: {} payload bytes "
-           "expected, {} present", path, h.payload_bytes, buf.size() - rd.pos);
-  const std::uint64_t sum = fnv1a(buf.data() + rd.pos, h.payload_bytes);
-  SB_CHECK(sum == h.checksum, "checkpoint {} is corrupt: checksum {:016x}, header says {:016x}",
-           path, sum, h.checksum);
+  std::size_t pos = rf.payload_pos;
   for (auto& U : units_)
     for (torch::Tensor* t : {&U->master, &U->exp_avg, &U->exp_avg_sq}) {
-      std::memcpy(t->data_ptr(), buf.data() + rd.pos, t->nbytes());
-      rd.pos += t->nbytes();
+      std::memcpy(t->data_ptr(), rf.buf.data() + pos, t->nbytes());
+      pos += t->nbytes();
     }
   step_ = h.step;
   refresh_replicas();
+}
+
+// Offline: the fp32 master parameters of a sharded checkpoint, assembled in one process.
+// With sharded parameters, ranks 0..group-1 (the first shard group: groups are contiguous
+// blocks) hold shards 0..group-1 of every unit; otherwise rank 0 holds full replicas.
+models::UnitTensors read_checkpoint_params(const std::string& dir, const models::Model& model) {
+  const RankFile r0 = read_rank_file(rank_file(dir, 0), "is it a checkpoint_dir?");
+  const Layout layout = strategy_layout(r0.h.strategy);
+  const auto& specs = model.units();
+  SB_CHECK(r0.units.size() == specs.size(), "checkpoint {} has {} units, model '{}' has {}: it "
+           "was written for another model", dir, r0.units.size(), model.config().preset,
+           specs.size());
+  const int files = layout.params_sharded ? r0.h.group : 1;
+  std::vector<RankFile> rfs;
+  rfs.reserve(files);
+  for (int r = 0; r < files; ++r) {
+    rfs.push_back(r == 0 ? r0 : read_rank_file(rank_file(dir, r),
+                                               fmt::format("the checkpoint was written by {} "
+                                                           "ranks; every rank file is needed",
+                                                           r0.h.world)));
+    const Header& h = rfs.back().h;
+    SB_CHECK(h.world == r0.h.world && h.strategy == r0.h.strategy && h.step == r0.h.step &&
+                 h.rank == r && rfs.back().units == r0.units,
+             "{} does not belong with {}: rank {} of {} ranks, strategy {}, step {} (expected "
+             "rank {} of {}, {}, step {})", rfs.back().path, r0.path, h.rank, h.world, h.strategy,
+             h.step, r, r0.h.world, r0.h.strategy, r0.h.step);
+  }
+  std::vector<std::size_t> pos;
+  for (const auto& rf : rfs) pos.push_back(rf.payload_pos);
+  models::UnitTensors out;
+  for (std::size_t u = 0; u < specs.size(); ++u) {
+    const UnitHeader& uh = r0.units[u];
+    std::vector<std::int64_t> numels;
+    for (const auto& p : specs[u].params) numels.push_back(p.numel());
+    const FlatLayout fl = flat_layout(numels);
+    SB_CHECK(fl.numel == uh.numel, "checkpoint {}: unit {} ({}) has {} parameters, model '{}' "
+             "has {}: it was written for another model", dir, u, specs[u].name, uh.numel,
+             model.config().preset, fl.numel);
+    const std::int64_t master_n = layout.params_sharded ? uh.size : uh.padded;
+    auto flat = torch::empty({master_n * files});
+    for (int r = 0; r < files; ++r) {
+      std::memcpy(static_cast<char*>(flat.data_ptr()) + r * master_n * 4,
+                  rfs[r].buf.data() + pos[r], master_n * 4);
+      pos[r] += (master_n + 2 * uh.opt_n) * 4;  // master, then the two Adam moments
+    }
+    std::vector<torch::Tensor> ps;
+    for (std::size_t i = 0; i < numels.size(); ++i)
+      ps.push_back(flat.narrow(0, fl.offsets[i], numels[i]).view(specs[u].params[i].shape).clone());
+    out.push_back(std::move(ps));
+  }
+  return out;
+}
+
+void export_checkpoint(const std::string& dir, const models::Model& model,
+                       const std::string& safetensors_path) {
+  data::save_checkpoint(model, read_checkpoint_params(dir, model), safetensors_path);
 }
 
 }  // namespace sb::fsdp

@@ -3,6 +3,7 @@
 // from the Strategy's Layout and reduce_grad (strategy_*.cpp).
 #include "workloads/fsdp/engine.h"
 
+#include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
@@ -210,6 +211,7 @@ std::vector<torch::Tensor> Engine::acquire(int u) {
            u, units_.size());
   Unit& U = *units_[u];
   if (U.uses++ > 0) U.pinned = true;  // learned once; kept for every later step
+  comm_.progress();  // Progress::Inline: move outstanding collectives (a no-op otherwise)
   ensure_gathered(u);
   // Prefetch what the previous forward acquired next; on the first forward guess u + 1.
   const std::size_t pos = acquire_order_.size();
@@ -229,6 +231,7 @@ std::vector<torch::Tensor> Engine::acquire(int u) {
 }
 
 void Engine::release(int u, const torch::Tensor& out) {
+  comm_.progress();
   const int k = static_cast<int>(release_seq_.size());
   release_seq_.push_back(u);
   if (torch::GradMode::is_enabled() && out.defined() && out.requires_grad())
@@ -238,12 +241,14 @@ void Engine::release(int u, const torch::Tensor& out) {
 
 // Fires when the gradient of the unit's output is complete, before the unit's own backward.
 void Engine::on_backward(int u, int k) {
+  comm_.progress();
   ensure_gathered(u);
   if (k > 0) prefetch(release_seq_[k - 1]);
 }
 
 // Fires after W's AccumulateGrad: W.grad() holds the unit's full (padded) gradient.
 void Engine::on_grad(int u) {
+  comm_.progress();
   Unit& U = *units_[u];
   torch::Tensor g = U.W.grad();
   U.W.mutable_grad() = torch::Tensor();  // never accumulate full gradients in W

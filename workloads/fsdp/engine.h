@@ -19,6 +19,7 @@
 #include "workloads/comm/policy.h"
 #include "workloads/fsdp/strategy.h"
 #include "workloads/models/model.h"
+#include "workloads/models/params.h"
 #include "workloads/optim/adamw.h"
 
 namespace sb::fsdp {
@@ -59,6 +60,15 @@ std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
 
 // Loss terms of a batch: targets != -100 (LM, MLM), or rows when there are only labels.
 std::int64_t loss_terms(const models::Batch& b);
+
+// A sharded checkpoint (Engine::save) assembled offline, in one process, without MPI: the
+// fp32 master parameters [unit][param] of `model`; every file is checked (magic, version,
+// checksum, same run) and its unit layout must match the model. checkpoint.cpp.
+models::UnitTensors read_checkpoint_params(const std::string& dir, const models::Model& model);
+// ... written as one safetensors file with Hugging Face names, which the one-process trainer
+// and `infer` load (data::load_checkpoint).
+void export_checkpoint(const std::string& dir, const models::Model& model,
+                       const std::string& safetensors_path);
 
 class Engine final : public models::ParamProvider {
  public:

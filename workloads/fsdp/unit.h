@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "workloads/fsdp/engine.h"
 #include "workloads/fsdp/shard.h"

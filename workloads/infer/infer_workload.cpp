@@ -2,6 +2,8 @@
 // weights with the chosen quantizer, runs one LoadGen scenario on held-out Markov samples,
 // and records queries, per-batch latency, latency percentiles, throughput, model bytes and
 // accuracy against the fp32 model (top-1 agreement; perplexity for GPT-2, MLM accuracy for BERT).
+#include <ATen/Parallel.h>
+#include <torch/version.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -13,7 +15,9 @@
 #include "harness/trace/recorder.h"
 #include "harness/workload.h"
 #include "workloads/data/batches.h"
+#include "workloads/comm/communicator.h"
 #include "workloads/data/safetensors.h"
+#include "workloads/fsdp/engine.h"
 #include "workloads/infer/loadgen.h"
 #include "workloads/models/params.h"
 #include "workloads/quant/quantizer.h"
@@ -74,23 +78,24 @@ struct Accuracy {
 };
 
 // Scored positions: every target (GPT-2: every next token; BERT: the masked ones).
-Accuracy accuracy(models::Model& model, models::ParamProvider& fp32, models::ParamProvider& q,
+// q: the served model's logits (quantized weights, or the sharded engine's forward).
+Accuracy accuracy(models::Model& model, models::ParamProvider& fp32,
+                  const std::function<torch::Tensor(const models::Batch&)>& q,
                   const data::BatchSource& src, I batches) {
   Accuracy a;
   const bool gpt2 = model.config().family == "gpt2";
   double agree = 0, scored = 0, loss_q = 0, loss_f = 0, hit_q = 0, hit_f = 0;
   for (I i = 0; i < batches; ++i) {
     auto b = src.heldout(i);
-    auto lf = model.logits(fp32, b), lq = model.logits(q, b);  // (B, T, V)
+    auto lf = model.logits(fp32, b), lq = q(b);  // (B, T, V)
     auto mask = b.targets != -100;                              // (B, T)
     auto af = lf.argmax(-1), aq = lq.argmax(-1);
     agree += ((af == aq) & mask).sum().item<double>();
     scored += mask.sum().item<double>();
     if (gpt2) {
       auto ce = [&](const torch::Tensor& l) {
-        return torch::nn::functional::cross_entropy(
-                   l.reshape({-1, l.size(-1)}), b.targets.reshape({-1}),
-                   torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum))
+        return at::cross_entropy_loss(l.reshape({-1, l.size(-1)}), b.targets.reshape({-1}), {},
+                                      at::Reduction::Sum, /*ignore_index=*/-100)
             .item<double>();
       };
       loss_q += ce(lq);
@@ -112,13 +117,14 @@ class InferWorkload final : public sb::Workload {
   void run(RunContext& ctx) override;
 };
 
+// world > 1: sharded inference. The weights live as full_shard shards (1/N per rank); each
+// forward all-gathers a unit just before it runs and frees it after (forward prefetch
+// overlaps the next unit's gather). Every rank serves its own query stream of the same
+// scenario (same seed, so the same schedule and batch sizes: the forwards stay in lockstep)
+// on its own samples; throughput is per rank, the report sums it.
 void InferWorkload::run(RunContext& ctx) {
   const Point& p = ctx.point;
-  SB_CHECK(ctx.size == 1,
-           "infer runs on one rank (no sharded forward yet); point {} has world {}: set world = 1",
-           p.name, ctx.size);
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
-  c10::InferenceMode inference;
 
   auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
   const auto& cfg = model->config();
@@ -127,7 +133,21 @@ void InferWorkload::run(RunContext& ctx) {
   auto weights = ckpt.empty() ? models::init_params(model->units(), seed)
                               : data::load_checkpoint(*model, ckpt);
   const std::string qname = p.get_string("quantization");
-  auto q = quant::quantize(qname, *model, weights);
+  const bool sharded = ctx.size > 1;
+  std::unique_ptr<comm::Communicator> comm;
+  std::unique_ptr<fsdp::Engine> engine;
+  std::unique_ptr<quant::QuantizedWeights> q;
+  if (sharded) {  // built outside inference mode: the engine's buffers are ordinary tensors
+    comm = std::make_unique<comm::Communicator>(ctx.world, ctx.size);
+    fsdp::EngineConfig ec;
+    ec.strategy = "full_shard";
+    engine = std::make_unique<fsdp::Engine>(*model, *comm, ec, weights);
+  }
+  c10::InferenceMode inference;
+  if (!sharded) q = quant::quantize(qname, *model, weights);
+  auto serve = [&](const models::Batch& b) {
+    return sharded ? engine->forward_logits(b) : model->logits(*q, b);
+  };
 
   LoadgenConfig lg;
   lg.scenario = p.get_string("scenario");
@@ -141,7 +161,8 @@ void InferWorkload::run(RunContext& ctx) {
   // Every sample the scenario will touch, drawn before timing starts: (S, T).
   auto src = make_source(cfg, 1, T, seed);
   std::vector<models::Batch> rows;
-  for (I i = 0; i < total_samples(lg); ++i) rows.push_back(src->heldout(i));
+  const I first_row = static_cast<I>(ctx.rank) * total_samples(lg);  // each rank its own rows
+  for (I i = 0; i < total_samples(lg); ++i) rows.push_back(src->heldout(first_row + i));
   const auto samples = cat_rows(rows);
   auto slice = [&](I first, I n) { return data::slice_rows(samples, first, first + n); };
 
@@ -149,7 +170,7 @@ void InferWorkload::run(RunContext& ctx) {
   I step = 0;
   auto forward = [&](const models::Batch& b) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto logits = model->logits(*q, b);
+    auto logits = serve(b);
     (void)logits.data_ptr();  // the result exists (LibTorch CPU ops are synchronous)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
@@ -189,18 +210,22 @@ void InferWorkload::run(RunContext& ctx) {
   rec.scalar("latency_mean_s", mean);
   rec.scalar("throughput_samples_per_s", static_cast<double>(result.samples) / result.duration_s);
   rec.scalar("throughput_tokens_per_s", static_cast<double>(result.samples * T) / result.duration_s);
-  rec.scalar("model_bytes", static_cast<double>(q->model_bytes()));
-  rec.scalar("model_resident_bytes", static_cast<double>(q->resident_bytes()));
-  rec.scalar("model_bytes_fp32", static_cast<double>(4 * models::count_params(model->units())));
-  rec.scalar("model_bytes_ratio", static_cast<double>(q->model_bytes()) /
-                                      static_cast<double>(4 * models::count_params(model->units())));
+  // Sharded: this rank's fp32 shard is its model bytes (full_shard: about 1/N).
+  const double fp32_bytes = static_cast<double>(4 * models::count_params(model->units()));
+  const double model_bytes = sharded ? static_cast<double>(engine->memory().param)
+                                     : static_cast<double>(q->model_bytes());
+  rec.scalar("model_bytes", model_bytes);
+  rec.scalar("model_resident_bytes",
+             sharded ? model_bytes : static_cast<double>(q->resident_bytes()));
+  rec.scalar("model_bytes_fp32", fp32_bytes);
+  rec.scalar("model_bytes_ratio", model_bytes / fp32_bytes);
 
   // Accuracy against fp32, outside the timed region, on a disjoint held-out stream.
   const I acc_batches = p.get_int("accuracy_batches");
   if (acc_batches > 0) {
     models::PersistentParams fp32(weights, /*requires_grad=*/false);
     auto acc_src = make_source(cfg, lg.max_batch, T, seed + 7919);
-    auto a = accuracy(*model, fp32, *q, *acc_src, acc_batches);
+    auto a = accuracy(*model, fp32, serve, *acc_src, acc_batches);
     rec.scalar("top1_agreement", a.top1);
     rec.scalar(cfg.family == "gpt2" ? "perplexity" : "mlm_accuracy", a.metric);
     rec.scalar(cfg.family == "gpt2" ? "perplexity_fp32" : "mlm_accuracy_fp32", a.metric_fp32);
@@ -213,21 +238,36 @@ void InferWorkload::run(RunContext& ctx) {
   sb::RankMemory m;
   m.rank = ctx.rank;
   m.host = host;
-  m.param_bytes = static_cast<std::uint64_t>(q->resident_bytes());
-  m.model_state_bytes = m.peak_model_state_bytes = m.param_bytes;
+  if (sharded) {
+    const auto em = engine->memory();
+    m.param_bytes = em.param;
+    m.gathered_bytes = em.gathered;
+    m.model_state_bytes = em.model_state;
+    m.peak_model_state_bytes = em.peak_model_state;
+  } else {
+    m.param_bytes = static_cast<std::uint64_t>(q->resident_bytes());
+    m.model_state_bytes = m.peak_model_state_bytes = m.param_bytes;
+  }
   m.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;  // Linux: KiB
   rec.memory(m);
   rec.text("torch_version", TORCH_VERSION);
   rec.text("quantization", qname);
+  rec.text("sharding", sharded ? "full_shard" : "none");
   rec.text("qengine", c10::toString(at::globalContext().qEngine()));
 }
 
 void validate(const Point& p, std::vector<Diagnostic>& out) {
   if (!is_infer(p)) return;
-  if (p.get_int("world") != 1)
-    out.push_back({"world", fmt::format("infer runs on one rank: the FSDP engine has no sharded "
-                                        "forward for inference yet (world = {}); set world = 1",
-                                        p.get_int("world"))});
+  if (p.get_int("world") > 1) {  // sharded inference: fp32 full_shard only
+    if (p.has("strategy") && p.get_string("strategy") != "full_shard")
+      out.push_back({"strategy", fmt::format("infer on {} ranks shards the weights with "
+                                             "full_shard; set strategy = \"full_shard\" (or "
+                                             "world = 1)", p.get_int("world"))});
+    if (p.get_string("quantization") != "none")
+      out.push_back({"quantization", fmt::format("quantized inference runs on one rank; set "
+                                                 "world = 1 or quantization = \"none\" (world "
+                                                 "is {})", p.get_int("world"))});
+  }
   if (p.has("compression") && p.get_string("compression") != "none")
     out.push_back({"compression", "inference runs no gradient collectives; set compression = "
                                   "\"none\" (quantize weights with the quantization key)"});

@@ -121,7 +121,20 @@ void CollectiveCase::run() {
     }
     return;
   }
-  if (impl == "ours" || impl == "ours-async") {
+  if (impl == "ours-async") {  // issued as a request on the communication thread, then waited
+    using G = comm::Group;
+    comm::Request r;
+    switch (cfg_.op) {
+      case Op::AllGather: r = comm_->all_gather_async(in_, out_, G::World); break;
+      case Op::ReduceScatter: r = comm_->reduce_scatter_async(in_, out_, G::World); break;
+      case Op::AllReduce: r = comm_->all_reduce_async(in_, G::World); break;
+      case Op::Broadcast: r = comm_->broadcast_async(in_, 0, G::World); break;
+      case Op::AllToAll: r = comm_->all_to_all_async(in_, out_, G::World); break;
+    }
+    r.wait();
+    return;
+  }
+  if (impl == "ours") {
     using G = comm::Group;
     switch (cfg_.op) {
       case Op::AllGather: comm_->all_gather(in_, out_, G::World); break;

@@ -1,5 +1,5 @@
 // AdamW and the warm-up + cosine schedule. The update is a plain elementwise loop in fp32
-// compiled without floating-point contraction (ISO C++ mode), so every element's result
+// compiled with -ffp-contract=off (workloads/CMakeLists.txt), so every element's result
 // depends only on that element's inputs: applying it to a whole tensor or to contiguous
 // pieces of it (the sharded optimizer's flat shards) gives identical bits.
 #include "workloads/optim/adamw.h"

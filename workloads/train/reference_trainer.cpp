@@ -1,6 +1,7 @@
 // Reference trainer: forward/backward per micro-batch, clipping, AdamW, evaluation.
 #include "workloads/train/reference_trainer.h"
 
+#include <ATen/Parallel.h>
 #include <chrono>
 #include <cmath>
 

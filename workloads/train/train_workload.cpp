@@ -3,6 +3,7 @@
 // memory, evaluation and provenance. The harness gathers and writes the records.
 #include "workloads/train/train_workload.h"
 
+#include <ATen/Parallel.h>
 #include <cmath>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "workloads/comm/policy.h"
 #include "workloads/data/batches.h"
 #include "workloads/data/token_file.h"
+#include "workloads/data/safetensors.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/params.h"
 
@@ -76,6 +78,7 @@ void TrainWorkload::run(RunContext& ctx) {
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
   auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
   comm::Communicator comm(ctx.world, static_cast<int>(p.get_int("shard_group")));
+  comm.set_progress(comm::progress_from_name(p.get_string("comm_progress")));
 
   const I steps = p.get_int("steps"), warmup = p.get_int("warmup");
   const I accum = p.get_int("grad_accum"), B = p.get_int("batch"), T = p.get_int("seq");
@@ -192,6 +195,11 @@ void TrainWorkload::run(RunContext& ctx) {
   ctx.recorder.text("compression_policy", cfg.compression.describe());
   ctx.recorder.text("comm_async", comm.async() ? "thread" : "inline");
   if (!ckpt.empty()) engine.save(ckpt);
+  const std::string out = p.get_string("export_safetensors");
+  if (!out.empty()) {
+    auto full = engine.full_params();  // collective: every rank takes part
+    if (ctx.rank == 0) data::save_checkpoint(*model, full, out);
+  }
 }
 
 }  // namespace

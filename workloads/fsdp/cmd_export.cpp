@@ -1,0 +1,47 @@
+// `shardbench export-checkpoint DIR --model PRESET --out FILE`: a sharded FSDP checkpoint
+// (one file per rank, any strategy and world size) assembled in one process and written as
+// one safetensors file with Hugging Face names, for the one-process trainer, `infer`, or
+// Hugging Face itself. Runs without MPI.
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "harness/cli/command.h"
+#include "harness/workload.h"
+#include "workloads/fsdp/engine.h"
+#include "workloads/models/params.h"
+
+namespace sb::cli {
+void register_command(Command c) __attribute__((weak));  // see models/cmd_models.cpp
+}
+
+namespace sb::fsdp {
+namespace {
+
+struct ExportArgs {
+  std::string dir, model, out;
+};
+
+const sb::Registrar kRegister([] {
+  if (&sb::cli::register_command == nullptr) return;  // linked without the CLI (tests)
+  sb::cli::register_command(
+      {"export-checkpoint",
+       "Write a sharded FSDP checkpoint (checkpoint_dir) as one safetensors file",
+       [](CLI::App& sub) {
+         auto a = std::make_shared<ExportArgs>();
+         sub.add_option("dir", a->dir, "checkpoint directory (rank<r>.sbck files)")->required();
+         sub.add_option("--model", a->model, "model preset the checkpoint was trained as")
+             ->required();
+         sub.add_option("--out", a->out, "safetensors file to write")->required();
+         sub.callback([a] {
+           auto model = models::make_model(a->model);
+           export_checkpoint(a->dir, *model, a->out);
+           std::printf("wrote %s: %lld parameters of %s from %s\n", a->out.c_str(),
+                       static_cast<long long>(models::count_params(model->units())),
+                       a->model.c_str(), a->dir.c_str());
+         });
+       }});
+});
+
+}  // namespace
+}  // namespace sb::fsdp
