@@ -1,0 +1,131 @@
+// Caching CPU allocator (see cpu_allocator.h for why). Small blocks: posix_memalign / free
+// (64-byte aligned, as LibTorch's default allocator).
+#include "workloads/models/cpu_allocator.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+
+namespace sb::models {
+namespace {
+
+constexpr std::size_t kMinCached = std::size_t{1} << 20;  // smaller: the default allocator
+constexpr std::size_t kClass = std::size_t{1} << 16;      // size classes of 64 KiB
+constexpr std::size_t kHuge = std::size_t{2} << 20;       // THP size and alignment
+
+class CachingCpuAllocator final : public c10::Allocator {
+ public:
+  CachingCpuAllocator() {
+    // Cache at most a quarter of physical memory; beyond it, freed blocks go back to the OS.
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    limit_ = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * page / 4
+                                   : std::uint64_t{4} << 30;
+  }
+
+  // Every block's context is its pointer, so raw_allocate / raw_deallocate (used by oneDNN's
+  // scratchpads) work too; large live blocks are found by pointer to learn their size class.
+  c10::DataPtr allocate(std::size_t n) const override {
+    void* p = nullptr;
+    if (n < kMinCached) {
+      if (posix_memalign(&p, 64, n == 0 ? 64 : n) != 0) throw std::bad_alloc();
+      return {p, p, &CachingCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
+    }
+    const std::size_t size = (n + kClass - 1) / kClass * kClass;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        p = it->second.back();
+        it->second.pop_back();
+        stats_.cached_bytes -= size;
+        ++stats_.hits;
+      } else {
+        ++stats_.misses;
+      }
+    }
+    if (!p) {
+      if (posix_memalign(&p, kHuge, size) != 0) throw std::bad_alloc();
+      madvise(p, size, MADV_HUGEPAGE);  // advisory: fewer, larger faults where THP allows
+    }
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      live_[p] = size;
+    }
+    return {p, p, &CachingCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return &CachingCpuAllocator::release; }
+
+  CpuCacheStats stats() const {
+    std::lock_guard<std::mutex> lk(m_);
+    return stats_;
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lk(m_);
+    for (auto& [size, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+    free_.clear();
+    stats_.cached_bytes = 0;
+  }
+
+ private:
+  static void release(void* p);
+  void put(void* p) {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      auto it = live_.find(p);
+      if (it != live_.end()) {
+        const std::size_t size = it->second;
+        live_.erase(it);
+        if (stats_.cached_bytes + size <= limit_) {
+          free_[size].push_back(p);
+          stats_.cached_bytes += size;
+          return;
+        }
+      }
+    }
+    std::free(p);
+  }
+
+  std::uint64_t limit_ = 0;
+  mutable std::mutex m_;
+  mutable std::map<std::size_t, std::vector<void*>> free_;
+  mutable std::unordered_map<void*, std::size_t> live_;  // large blocks in use -> size class
+  mutable CpuCacheStats stats_;
+};
+
+CachingCpuAllocator& instance() {
+  static auto* a = new CachingCpuAllocator();  // never destroyed: tensors may outlive main
+  return *a;
+}
+
+void CachingCpuAllocator::release(void* p) { instance().put(p); }
+
+const bool installed = [] {
+  const char* env = std::getenv("SB_CPU_ALLOCATOR");
+  if (env && std::strcmp(env, "default") == 0) return false;
+  c10::SetCPUAllocator(&instance(), /*priority=*/10);
+  return c10::GetCPUAllocator() == &instance();
+}();
+
+}  // namespace
+
+CpuCacheStats cpu_cache_stats() {
+  auto s = instance().stats();
+  s.installed = installed;
+  return s;
+}
+
+void release_cpu_cache() { instance().clear(); }
+
+}  // namespace sb::models
