@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 
@@ -62,6 +63,14 @@ void Forward(benchmark::State& state, const std::string& name) {
   if (!fp32().empty()) {
     state.counters["x_fp32_latency"] = latency / fp32()["latency"];
     state.counters["x_fp32_bytes"] = static_cast<double>(q->model_bytes()) / fp32()["bytes"];
+    if (name == "int8-dynamic") {
+      const double lx = latency / fp32()["latency"], bx = q->model_bytes() / fp32()["bytes"];
+      std::printf("# %s 8x128 int8-dynamic vs fp32 (same run): latency %.1f / %.1f ms = %.3f "
+                  "(target <= 0.5: %s), model bytes %.3f (target <= 0.3: %s), resident %.3f\n",
+                  model_name().c_str(), latency * 1e3, fp32()["latency"] * 1e3, lx,
+                  lx <= 0.5 ? "PASS" : "MISS", bx, bx <= 0.3 ? "PASS" : "MISS",
+                  q->resident_bytes() / fp32()["bytes"]);
+    }
   }
 }
 

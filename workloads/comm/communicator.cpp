@@ -362,7 +362,7 @@ Request Communicator::issue(const Coll& c, bool sync) {
       return Request(op, this);
     }
     op->finish = [this, c, t0] {
-      c.after();
+      (c.after_nb ? c.after_nb : c.after)();
       report(c.op, c.g, c.kind, c.logical, c.wire, t0, MPI_Wtime());
     };
     inline_ops_.push_back(op);
@@ -378,7 +378,7 @@ Request Communicator::issue(const Coll& c, bool sync) {
       mpi_check(c.start(&r), c.impi_name);
       complete(&r, c.impi_name);
     }
-    c.after();
+    (blocking || !c.after_nb ? c.after : c.after_nb)();
     report(c.op, c.g, c.kind, c.logical, c.wire, t0, MPI_Wtime());
   });
 }
@@ -489,12 +489,31 @@ Request Communicator::reduce_scatter_impl(const torch::Tensor& full, const torch
   const MPI_Datatype ty = mpi_type(in->host);
   const int n = as_count(out->host.numel());
   const MPI_Comm comm = mpi(g);
-  Coll c{"reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block", g, kind};
+  Coll c{"reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Ialltoall", g, kind};
   c.blocking = [=] { return MPI_Reduce_scatter_block(in->ptr(), out->ptr(), n, ty, mop, comm); };
-  c.start = [=](MPI_Request* r) {
-    return MPI_Ireduce_scatter_block(in->ptr(), out->ptr(), n, ty, mop, comm, r);
-  };
   c.after = [out] { out->finish(); };
+  // Non-blocking: an all-to-all of the blocks (one round, the same bytes on the wire as a
+  // reduce-scatter) and a local reduction over ranks. Open MPI's Ireduce_scatter_block takes
+  // many rounds, each moving only when both ranks call into MPI: with inline progress it
+  // finished a unit boundary or more late (measured: gpt2 full_shard backward 6.1 s vs 3.7).
+  const int ranks = size(g);
+  auto tmp = std::make_shared<torch::Tensor>(torch::empty_like(in->host));
+  c.start = [=](MPI_Request* r) {
+    return MPI_Ialltoall(in->ptr(), n, ty, tmp->data_ptr(), n, ty, comm, r);
+  };
+  c.after_nb = [=] {
+    auto blocks = tmp->view({ranks, n});  // row j: rank j's block for me
+    const bool half = blocks.scalar_type() == torch::kBFloat16 ||
+                      blocks.scalar_type() == torch::kFloat16;
+    torch::Tensor red;
+    if (op == ReduceOp::Sum)
+      red = half ? blocks.sum(0, false, torch::kFloat).to(blocks.scalar_type()) : blocks.sum(0);
+    else
+      red = op == ReduceOp::Max ? std::get<0>(blocks.max(0)) : std::get<0>(blocks.min(0));
+    out->host.copy_(red);
+    *tmp = torch::Tensor();
+    out->finish();
+  };
   c.logical = in->host.nbytes();
   c.wire = wire_bytes("reduce_scatter", c.logical, size(g));
   return issue(c, sync);

@@ -165,6 +165,7 @@ class Communicator {
     std::function<int()> blocking;
     std::function<int(MPI_Request*)> start;
     std::function<void()> after;  // after completion: copy staged output back
+    std::function<void()> after_nb;  // instead of `after` after `start`, when set
     std::uint64_t logical = 0, wire = 0;
   };
   Request issue(const Coll& c, bool sync);
