@@ -179,7 +179,9 @@ void Engine::gather(int u, bool wait) {
     note_memory();
   }
   if (wait && U.gather_pending) {
+    const double t0 = MPI_Wtime();
     U.gather_req.wait();
+    gather_wait_s_ += MPI_Wtime() - t0;
     U.gather_pending = false;
     U.gather_src = torch::Tensor();
   }
@@ -308,6 +310,7 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
   SB_CHECK(global_terms > 0, "the step's global batch has {} loss terms", global_terms);
   StepStats s;
   comm_.reset_exposed();
+  gather_wait_s_ = 0;
   accumulating_ = micro.size() > 1;
   refresh_replicas();
 
@@ -324,6 +327,7 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
     // Weighted so that summing over ranks and micro-steps gives the global mean.
     auto scaled = loss * (static_cast<double>(terms) / static_cast<double>(global_terms));
     const double t1 = MPI_Wtime();
+    if (i == 0) s.comm_exposed_forward_s = comm_.exposed_s();
     scaled.backward();
     local += scaled.item<double>();
     if (final_micro_) finish_grads();
@@ -337,6 +341,7 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
   optimizer_step(s);
   s.optimizer_s = MPI_Wtime() - t3;
   s.comm_exposed_s = comm_.exposed_s();
+  s.gather_wait_s = gather_wait_s_;
   ++step_;
   return s;
 }

@@ -42,6 +42,8 @@ struct StepStats {
   double grad_norm = 0;  // global L2 norm of the gradient before clipping
   double forward_s = 0, backward_s = 0, optimizer_s = 0;
   double comm_exposed_s = 0;  // time the compute thread waited on communication
+  double comm_exposed_forward_s = 0;  // ... of which in the first micro-step's forward
+  double gather_wait_s = 0;  // ... of which waiting for parameter all-gathers
 };
 
 struct MemoryStats {  // this rank, bytes; exact sizes of the buffers the engine owns
@@ -127,6 +129,7 @@ class Engine final : public models::ParamProvider {
   std::unique_ptr<Collectives> coll_;
   std::vector<std::unique_ptr<Unit>> units_;
   std::int64_t step_ = 0;
+  double gather_wait_s_ = 0;
   bool final_micro_ = true, accumulating_ = false;
   std::vector<int> acquire_order_, last_acquire_order_, release_seq_;
   std::vector<comm::Request> pending_grads_;
