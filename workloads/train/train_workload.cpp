@@ -193,7 +193,11 @@ void TrainWorkload::run(RunContext& ctx) {
   ctx.recorder.scalar("threads_per_rank", at::get_num_threads());
   ctx.recorder.text("torch_version", TORCH_VERSION);
   ctx.recorder.text("compression_policy", cfg.compression.describe());
-  ctx.recorder.text("comm_async", comm.async() ? "thread" : "inline");
+  // How requests progressed: thread / poll / inline, or "blocking" without a thread
+  // (MPI_THREAD_MULTIPLE missing) where every collective ran inline and blocking.
+  ctx.recorder.text("comm_progress", comm.async() || comm.progress_mode() == comm::Progress::Inline
+                                         ? comm::progress_name(comm.progress_mode())
+                                         : "blocking");
   if (!ckpt.empty()) engine.save(ckpt);
   const std::string out = p.get_string("export_safetensors");
   if (!out.empty()) {
