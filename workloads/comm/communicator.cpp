@@ -14,6 +14,7 @@
 #include <mpi-ext.h>  // MPIX_CUDA_AWARE_SUPPORT (Open MPI)
 
 #include "harness/core/check.h"
+#include "harness/workload.h"
 
 namespace sb::comm {
 
@@ -26,18 +27,31 @@ const char* group_name(Group g) {
   return "?";
 }
 
+namespace {
+struct ProgressInfo {
+  Progress mode;
+  const char* name;
+  const char* doc;
+};
+constexpr ProgressInfo kProgress[] = {
+    {Progress::Thread, "thread", "a communication thread calls the blocking MPI functions"},
+    {Progress::Poll, "poll", "a communication thread polls non-blocking calls with sleeps"},
+    {Progress::Inline, "inline", "non-blocking calls progressed by the compute thread"},
+};
+// The name set the `comm_progress` key is checked against (`shardbench keys`).
+const sb::Registrar kRegisterProgress([] {
+  for (const auto& p : kProgress) sb::register_name("comm_progress", p.name, p.doc);
+});
+}  // namespace
+
 Progress progress_from_name(const std::string& name) {
-  if (name == "thread") return Progress::Thread;
-  if (name == "poll") return Progress::Poll;
-  if (name == "inline") return Progress::Inline;
+  for (const auto& p : kProgress)
+    if (name == p.name) return p.mode;
   SB_FAIL("unknown communication progress mode \"{}\"; known: thread, poll, inline", name);
 }
 const char* progress_name(Progress p) {
-  switch (p) {
-    case Progress::Thread: return "thread";
-    case Progress::Poll: return "poll";
-    case Progress::Inline: return "inline";
-  }
+  for (const auto& i : kProgress)
+    if (i.mode == p) return i.name;
   return "?";
 }
 
@@ -365,6 +379,7 @@ Request Communicator::issue(const Coll& c, bool sync) {
       (c.after_nb ? c.after_nb : c.after)();
       report(c.op, c.g, c.kind, c.logical, c.wire, t0, MPI_Wtime());
     };
+    prune_inline();  // requests completed by wait() without a progress() since
     inline_ops_.push_back(op);
     return Request(op, this);
   }
@@ -415,10 +430,14 @@ void Communicator::progress() {
   if (inline_ops_.empty()) return;
   const double t0 = MPI_Wtime();
   for (auto& op : inline_ops_) finish_inline(*op, /*block=*/false);
+  prune_inline();
+  add_exposed(MPI_Wtime() - t0);  // transfers run here, on the compute thread
+}
+
+void Communicator::prune_inline() {
   inline_ops_.erase(std::remove_if(inline_ops_.begin(), inline_ops_.end(),
                                    [](const auto& op) { return op->req == MPI_REQUEST_NULL; }),
                     inline_ops_.end());
-  add_exposed(MPI_Wtime() - t0);  // transfers run here, on the compute thread
 }
 
 void Communicator::drain() {

@@ -5,14 +5,14 @@
 // collectives run on one communication thread per Communicator (needs MPI_THREAD_MULTIPLE;
 // with less, every collective runs inline on the caller and requests are complete on return).
 // The thread executes collectives in the order they were issued; since every rank issues
-// the same sequence, MPI's matching rule for collectives holds. It calls the blocking MPI
-// function, or (set_polling) the non-blocking one completed by MPI_Test with short sleeps.
+// the same sequence, MPI's matching rule for collectives holds. How requests progress (on
+// that thread, or inline on the caller) is set_progress()'s choice.
 // A blocking call (all_gather(), ...) first waits for everything issued before it, then runs
 // on the caller with the blocking MPI function: Open MPI's tuned algorithms, no thread hop.
 //
-// Time the caller spends in wait() is "exposed" communication (exposed_s()).
-// Every collective reports one sb::CommEvent to the trace hook (on the communication thread,
-// serialized, before its request completes).
+// Time the caller spends blocked (wait(), blocking calls, progress()) is "exposed"
+// communication (exposed_s()). Every collective reports one sb::CommEvent to the trace hook
+// (on the thread that completes it, before its request completes).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -170,6 +170,7 @@ class Communicator {
   };
   Request issue(const Coll& c, bool sync);
   void finish_inline(detail::Op& op, bool block);
+  void prune_inline();  // drops completed requests from inline_ops_
   void drain();  // waits until nothing is queued or running on the communication thread
   Request all_gather_impl(const torch::Tensor& shard, const torch::Tensor& full, Group g,
                           const std::string& kind, bool sync);

@@ -153,4 +153,23 @@ Batch MarkovMlmBatches::make(std::uint64_t stream, std::int64_t index) const {
   return b;
 }
 
+std::unique_ptr<BatchSource> markov_source(const models::ModelConfig& m, std::int64_t batch,
+                                           std::int64_t seq_len, std::uint64_t chain_seed,
+                                           std::uint64_t stream_seed) {
+  MarkovConfig mk;
+  mk.seed = chain_seed;
+  if (m.family == "bert") {
+    MlmConfig mlm;
+    mk.offset = mlm.mask_id + 1;  // Markov tokens start past the special ids
+    SB_CHECK(m.vocab > mk.offset + 8, "model {} has vocab {}: too small for MLM data", m.preset,
+             m.vocab);
+    mk.vocab = m.vocab - mk.offset;
+    mlm.random_low = mk.offset;
+    mlm.random_high = m.vocab;
+    return std::make_unique<MarkovMlmBatches>(mk, mlm, batch, seq_len, stream_seed);
+  }
+  mk.vocab = m.vocab;
+  return std::make_unique<MarkovLmBatches>(mk, batch, seq_len, stream_seed);
+}
+
 }  // namespace sb::data

@@ -107,4 +107,13 @@ class MarkovMlmBatches final : public BatchSource {
   bool classify_;
 };
 
+// The synthetic corpus of a model: GPT-2, next-token batches of a Markov chain over its whole
+// vocabulary; BERT, MLM batches of a chain over the ids past its special tokens. The chain
+// depends only on the model and chain_seed, the rows drawn on stream_seed: `train` and
+// `infer` call this with the same chain_seed (the point's seed), so a model trained by one
+// is scored by the other on its own distribution.
+std::unique_ptr<BatchSource> markov_source(const models::ModelConfig& m, std::int64_t batch,
+                                           std::int64_t seq_len, std::uint64_t chain_seed,
+                                           std::uint64_t stream_seed);
+
 }  // namespace sb::data

@@ -216,41 +216,48 @@ models::UnitTensors read_checkpoint_params(const std::string& dir, const models:
            "was written for another model", dir, r0.units.size(), model.config().preset,
            specs.size());
   const int files = layout.params_sharded ? r0.h.group : 1;
-  std::vector<RankFile> rfs;
-  rfs.reserve(files);
-  for (int r = 0; r < files; ++r) {
-    rfs.push_back(r == 0 ? r0 : read_rank_file(rank_file(dir, r),
-                                               fmt::format("the checkpoint was written by {} "
-                                                           "ranks; every rank file is needed",
-                                                           r0.h.world)));
-    const Header& h = rfs.back().h;
-    SB_CHECK(h.world == r0.h.world && h.strategy == r0.h.strategy && h.step == r0.h.step &&
-                 h.rank == r && rfs.back().units == r0.units,
-             "{} does not belong with {}: rank {} of {} ranks, strategy {}, step {} (expected "
-             "rank {} of {}, {}, step {})", rfs.back().path, r0.path, h.rank, h.world, h.strategy,
-             h.step, r, r0.h.world, r0.h.strategy, r0.h.step);
-  }
-  std::vector<std::size_t> pos;
-  for (const auto& rf : rfs) pos.push_back(rf.payload_pos);
-  models::UnitTensors out;
+  // Each unit's flat master buffer (all shards), filled one rank file at a time so that only
+  // one file is in memory beside the parameters.
+  std::vector<torch::Tensor> flats;
+  std::vector<FlatLayout> layouts;
   for (std::size_t u = 0; u < specs.size(); ++u) {
     const UnitHeader& uh = r0.units[u];
     std::vector<std::int64_t> numels;
     for (const auto& p : specs[u].params) numels.push_back(p.numel());
-    const FlatLayout fl = flat_layout(numels);
-    SB_CHECK(fl.numel == uh.numel, "checkpoint {}: unit {} ({}) has {} parameters, model '{}' "
-             "has {}: it was written for another model", dir, u, specs[u].name, uh.numel,
-             model.config().preset, fl.numel);
-    const std::int64_t master_n = layout.params_sharded ? uh.size : uh.padded;
-    auto flat = torch::empty({master_n * files});
-    for (int r = 0; r < files; ++r) {
-      std::memcpy(static_cast<char*>(flat.data_ptr()) + r * master_n * 4,
-                  rfs[r].buf.data() + pos[r], master_n * 4);
-      pos[r] += (master_n + 2 * uh.opt_n) * 4;  // master, then the two Adam moments
+    layouts.push_back(flat_layout(numels));
+    SB_CHECK(layouts.back().numel == uh.numel, "checkpoint {}: unit {} ({}) has {} parameters, "
+             "model '{}' has {}: it was written for another model", dir, u, specs[u].name,
+             uh.numel, model.config().preset, layouts.back().numel);
+    flats.push_back(torch::empty({(layout.params_sharded ? uh.size : uh.padded) * files}));
+  }
+  RankFile other;  // ranks 1..files-1, one at a time
+  for (int r = 0; r < files; ++r) {
+    if (r > 0)
+      other = read_rank_file(rank_file(dir, r), fmt::format("the checkpoint was written by {} "
+                                                            "ranks; every rank file is needed",
+                                                            r0.h.world));
+    const RankFile& rf = r == 0 ? r0 : other;
+    const Header& h = rf.h;
+    SB_CHECK(h.world == r0.h.world && h.strategy == r0.h.strategy && h.step == r0.h.step &&
+                 h.rank == r && rf.units == r0.units,
+             "{} does not belong with {}: rank {} of {} ranks, strategy {}, step {} (expected "
+             "rank {} of {}, {}, step {})", rf.path, r0.path, h.rank, h.world, h.strategy,
+             h.step, r, r0.h.world, r0.h.strategy, r0.h.step);
+    std::size_t pos = rf.payload_pos;
+    for (std::size_t u = 0; u < specs.size(); ++u) {
+      const UnitHeader& uh = r0.units[u];
+      const std::int64_t master_n = layout.params_sharded ? uh.size : uh.padded;
+      std::memcpy(static_cast<char*>(flats[u].data_ptr()) + r * master_n * 4,
+                  rf.buf.data() + pos, master_n * 4);
+      pos += (master_n + 2 * uh.opt_n) * 4;  // master, then the two Adam moments
     }
+  }
+  models::UnitTensors out;
+  for (std::size_t u = 0; u < specs.size(); ++u) {
+    const FlatLayout& fl = layouts[u];
     std::vector<torch::Tensor> ps;
-    for (std::size_t i = 0; i < numels.size(); ++i)
-      ps.push_back(flat.narrow(0, fl.offsets[i], numels[i]).view(specs[u].params[i].shape).clone());
+    for (std::size_t i = 0; i < fl.numels.size(); ++i)
+      ps.push_back(flats[u].narrow(0, fl.offsets[i], fl.numels[i]).view(specs[u].params[i].shape).clone());
     out.push_back(std::move(ps));
   }
   return out;

@@ -29,28 +29,6 @@ using I = std::int64_t;
 
 bool is_infer(const Point& p) { return p.has("task") && p.get_string("task") == "infer"; }
 
-// Held-out samples for the scenario (stream "heldout", indices from 0) and for accuracy
-// (a second stream with another seed, so the two never share rows). The Markov chain itself
-// is the one `train` uses for the same `seed` (chain_seed), so a model trained there and
-// exported (export_safetensors) is scored on its own distribution.
-std::unique_ptr<data::BatchSource> make_source(const models::ModelConfig& m, I batch, I seq,
-                                               std::uint64_t chain_seed,
-                                               std::uint64_t stream_seed) {
-  data::MarkovConfig mk;
-  mk.seed = chain_seed;
-  if (m.family == "bert") {
-    data::MlmConfig mlm;
-    mk.offset = mlm.mask_id + 1;  // Markov tokens past BERT's special ids
-    SB_CHECK(m.vocab > mk.offset + 8, "model {} has vocab {}: too small for MLM data", m.preset, m.vocab);
-    mk.vocab = m.vocab - mk.offset;
-    mlm.random_low = mk.offset;
-    mlm.random_high = m.vocab;
-    return std::make_unique<data::MarkovMlmBatches>(mk, mlm, batch, seq, stream_seed);
-  }
-  mk.vocab = m.vocab;
-  return std::make_unique<data::MarkovLmBatches>(mk, batch, seq, stream_seed);
-}
-
 // Rows of b0 and b1 ... concatenated (undefined fields stay undefined).
 models::Batch cat_rows(const std::vector<models::Batch>& bs) {
   auto cat = [&](auto field) {
@@ -162,7 +140,8 @@ void InferWorkload::run(RunContext& ctx) {
   const I T = p.get_int("seq"), warmup = p.get_int("warmup");
 
   // Every sample the scenario will touch, drawn before timing starts: (S, T).
-  auto src = make_source(cfg, 1, T, seed, seed);
+  // Held-out rows of the chain `train` uses for this seed (stream "heldout", from index 0).
+  auto src = data::markov_source(cfg, 1, T, seed, seed);
   std::vector<models::Batch> rows;
   const I first_row = static_cast<I>(ctx.rank) * total_samples(lg);  // each rank its own rows
   for (I i = 0; i < total_samples(lg); ++i) rows.push_back(src->heldout(first_row + i));
@@ -227,7 +206,8 @@ void InferWorkload::run(RunContext& ctx) {
   const I acc_batches = p.get_int("accuracy_batches");
   if (acc_batches > 0) {
     models::PersistentParams fp32(weights, /*requires_grad=*/false);
-    auto acc_src = make_source(cfg, lg.max_batch, T, seed, seed + 7919);
+    // Same chain, another stream: never the scenario's rows.
+    auto acc_src = data::markov_source(cfg, lg.max_batch, T, seed, seed + 7919);
     auto a = accuracy(*model, fp32, serve, *acc_src, acc_batches);
     rec.scalar("top1_agreement", a.top1);
     rec.scalar(cfg.family == "gpt2" ? "perplexity" : "mlm_accuracy", a.metric);

@@ -2,7 +2,6 @@
 // (64-byte aligned, as LibTorch's default allocator).
 #include "workloads/models/cpu_allocator.h"
 
-#include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -115,11 +114,6 @@ void CachingCpuAllocator::release(void* p) { instance().put(p); }
 const bool installed = [] {
   const char* env = std::getenv("SB_CPU_ALLOCATOR");
   if (env && std::strcmp(env, "default") == 0) return false;
-  // The same cost hits other libraries' large temporaries (Open MPI's non-blocking
-  // reduce-scatter mallocs its reduction buffers per call): keep glibc from handing large
-  // blocks to mmap, and from trimming the heap, so freed memory is reused, already faulted in.
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   c10::SetCPUAllocator(&instance(), /*priority=*/10);
   return c10::GetCPUAllocator() == &instance();
 }();

@@ -38,10 +38,6 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   if (model.rfind("bert", 0) == 0 && p.get_string("data") != "markov")
     out.push_back({"data", "BERT trains on data = \"markov\" (MLM masking); token files are for "
                            "GPT-2"});
-  const std::string prog = p.get_string("comm_progress");
-  if (prog != "thread" && prog != "poll" && prog != "inline")
-    out.push_back({"comm_progress", fmt::format("comm_progress is \"{}\"; use \"thread\", "
-                                                "\"poll\" or \"inline\"", prog)});
   if (p.get_string("checkpoint_dir").empty() && p.get_bool("resume"))
     out.push_back({"resume", "resume = true needs checkpoint_dir"});
 }
@@ -78,10 +74,8 @@ sb::Registrar reg([] {
   i("eval_every", 0, "evaluate held-out loss every N steps (0 = only at the end)");
   i("eval_batches", 4, "held-out global batches per evaluation");
   s("data", "markov", "training data: markov (synthetic, known loss floor) or a .bin token file");
-  s("comm_progress", "inline",
-    "how overlapped collectives progress: thread (a communication thread in blocking MPI "
-    "calls), poll (that thread polls non-blocking calls with sleeps) or inline (non-blocking "
-    "calls progressed by the compute thread at unit boundaries); docs/FSDP.md");
+  register_key({"comm_progress", KeyType::Name, std::string("inline"), "comm_progress",
+                "how overlapped collectives progress: thread, poll or inline (docs/FSDP.md)"});
   s("checkpoint_dir", "", "directory of sharded checkpoints (saved at the end; empty = none)");
   register_key({"resume", KeyType::Bool, false, "", "load checkpoint_dir before the first step"});
   s("export_safetensors", "",

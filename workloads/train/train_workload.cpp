@@ -31,24 +31,7 @@ std::unique_ptr<data::BatchSource> make_source(const Point& p, const models::Mod
   const I B = p.get_int("batch"), T = p.get_int("seq");
   const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
   const std::string d = p.get_string("data");
-  if (m.family == "bert") {
-    data::MarkovConfig mk;
-    data::MlmConfig mlm;
-    mk.offset = mlm.mask_id + 1;  // Markov tokens start past the special ids
-    SB_CHECK(m.vocab > mk.offset + 8, "model {} has vocab {}: too small for MLM data", m.preset,
-             m.vocab);
-    mk.vocab = m.vocab - mk.offset;
-    mk.seed = seed;
-    mlm.random_low = mk.offset;
-    mlm.random_high = m.vocab;
-    return std::make_unique<data::MarkovMlmBatches>(mk, mlm, B, T, seed);
-  }
-  if (d == "markov") {
-    data::MarkovConfig mk;
-    mk.vocab = m.vocab;
-    mk.seed = seed;
-    return std::make_unique<data::MarkovLmBatches>(mk, B, T, seed);
-  }
+  if (m.family == "bert" || d == "markov") return data::markov_source(m, B, T, seed, seed);
   auto tokens = std::make_shared<const std::vector<std::int32_t>>(data::read_token_file(d));
   return std::make_unique<data::TokenLmBatches>(tokens, B, T, seed);
 }
