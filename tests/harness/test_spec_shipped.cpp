@@ -20,7 +20,7 @@ Registrar mirror([] {
   names("model", {"gpt2-tiny", "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "bert-tiny",
                   "bert-base", "bert-large"});
   names("strategy", {"no_shard", "zero1", "shard_grad_op", "full_shard", "hybrid_shard"});
-  names("compression", {"none", "naive-int8", "naive-topk", "hybrid", "custom"});
+  names("compression", {"none", "naive-int8", "naive-topk", "hybrid", "hybrid-topk", "custom"});
   names("quantization", {"none", "int8-weight", "int8-weight-channel", "int8-dynamic", "fp16",
                          "bf16"});
   names("attention", {"naive", "chunked", "online"});

@@ -41,11 +41,12 @@ bool has(const std::vector<std::string>& v, const std::string& part) {
 }  // namespace
 
 TEST(Policy, PresetsAreWhatTheDocsSay) {
-  EXPECT_EQ(policy_names(), (std::vector<std::string>{"hybrid", "naive-int8", "naive-topk", "none", "custom"}));
+  EXPECT_EQ(policy_names(), (std::vector<std::string>{"hybrid", "hybrid-topk", "naive-int8", "naive-topk", "none", "custom"}));
   EXPECT_FALSE(policy_preset("none").any());
   EXPECT_EQ(policy_preset("naive-int8").describe(), "param=int8(block=256) grad=int8(block=256) allreduce=int8(block=256)");
   EXPECT_EQ(policy_preset("naive-topk").describe(), "param=none grad=topk(ratio=0.01) allreduce=topk(ratio=0.01)");
-  EXPECT_EQ(policy_preset("hybrid").describe(), "param=bf16 grad=int8(block=256,ef) allreduce=topk(ratio=0.01,ef)");
+  EXPECT_EQ(policy_preset("hybrid").describe(), "param=bf16 grad=int8(block=256,ef) allreduce=int8(block=256,ef)");
+  EXPECT_EQ(policy_preset("hybrid-topk").describe(), "param=bf16 grad=int8(block=256,ef) allreduce=topk(ratio=0.01,ef)");
   EXPECT_STREQ(kind_name(CollectiveKind::GradReduceScatter), "grad_reduce_scatter");
   auto p = policy_from_point(point("hybrid", 4, "full_shard"));
   EXPECT_EQ(p.grad_reduce_scatter.seed, 5u);  // the point's seed
@@ -55,7 +56,7 @@ TEST(Policy, PresetsAreWhatTheDocsSay) {
   } catch (const sb::Error& e) {
     msg = e.what();
   }
-  EXPECT_NE(msg.find("unknown compression policy \"zip\"; known: hybrid, naive-int8, naive-topk, none, custom"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown compression policy \"zip\"; known: hybrid, hybrid-topk, naive-int8, naive-topk, none, custom"), std::string::npos) << msg;
   // Every preset passes validation at world 4.
   for (const auto& n : policy_names())
     if (n != "custom") EXPECT_TRUE(diagnostics(point(n, 4, "hybrid_shard")).empty()) << n;

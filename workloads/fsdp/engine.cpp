@@ -336,11 +336,12 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
     s.forward_s += t1 - t0;
     s.backward_s += t2 - t1;
   }
-  const double t3 = MPI_Wtime();
+  const double t3 = MPI_Wtime(), exposed_before_opt = comm_.exposed_s();
   s.loss = comm_.all_reduce_scalar(local, comm::Group::World);
   optimizer_step(s);
   s.optimizer_s = MPI_Wtime() - t3;
   s.comm_exposed_s = comm_.exposed_s();
+  s.comm_exposed_optimizer_s = s.comm_exposed_s - exposed_before_opt;
   s.gather_wait_s = gather_wait_s_;
   ++step_;
   return s;

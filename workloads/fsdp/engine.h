@@ -43,6 +43,7 @@ struct StepStats {
   double forward_s = 0, backward_s = 0, optimizer_s = 0;
   double comm_exposed_s = 0;  // time the compute thread waited on communication
   double comm_exposed_forward_s = 0;  // ... of which in the first micro-step's forward
+  double comm_exposed_optimizer_s = 0;  // ... of which after backward (loss, norm, step)
   double gather_wait_s = 0;  // ... of which waiting for parameter all-gathers
 };
 
