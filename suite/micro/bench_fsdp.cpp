@@ -1,7 +1,9 @@
 // FSDP strong scaling, exposed communication and model-state memory, each printed beside its
 // baseline measured in the same run (an MPI program, not a Google Benchmark one: it needs
-// every rank). Run with 2 ranks for the scaling figures (docs/FSDP.md "Benchmarks"):
+// every rank). Run with 2 ranks for the scaling figures (docs/FSDP.md "Benchmark"):
 //   mpirun -np 2 build/micro/micro_bench_fsdp [model] [rows-per-rank] [seq] [steps] [strategies]
+// strategies: comma-separated strategy+progress; default full_shard+poll,full_shard+inline,
+// no_shard+inline (poll and inline are what the train task's comm_progress = "auto" picks).
 // Baseline: rank 0 alone (MPI_COMM_SELF, no_shard: no communication) on the same per-rank
 // batch, while the other ranks wait without spinning, before and after every strategy on all
 // ranks; scaling is against the faster of the two baseline runs.
@@ -28,6 +30,7 @@
 #include "workloads/comm/communicator.h"
 #include "workloads/data/batches.h"
 #include "workloads/fsdp/engine.h"
+#include "workloads/models/cpu_allocator.h"
 #include "workloads/models/params.h"
 
 namespace {
@@ -57,6 +60,9 @@ struct Figures {
 // Communicator::set_progress; default thread).
 Figures measure(sb::models::Model& model, MPI_Comm world, const std::string& strategy,
                 std::int64_t rows, std::int64_t T, int steps) {
+  // Each measurement starts from an empty CPU block cache: the previous one's block sizes
+  // are not this one's (its warm-up step fills the cache again).
+  sb::models::release_cpu_cache();
   sb::comm::Communicator comm(world, 0);
   const auto plus = strategy.find('+');
   if (plus != std::string::npos)
@@ -110,7 +116,7 @@ int main(int argc, char** argv) {
   const std::int64_t rows = argc > 2 ? std::atoll(argv[2]) : 4;
   const std::int64_t T = argc > 3 ? std::atoll(argv[3]) : 128;
   const int steps = argc > 4 ? std::atoi(argv[4]) : 5;
-  std::vector<std::string> strategies = {"no_shard", "full_shard"};
+  std::vector<std::string> strategies = {"full_shard+poll", "full_shard+inline", "no_shard+inline"};
   if (argc > 5) {
     strategies.clear();
     std::stringstream ss(argv[5]);

@@ -45,7 +45,7 @@ class CachingCpuAllocator final : public c10::Allocator {
       std::lock_guard<std::mutex> lk(m_);
       auto it = free_.find(size);
       if (it != free_.end() && !it->second.empty()) {
-        p = it->second.back();
+        p = it->second.back().p;  // the most recently freed: likeliest still in cache
         it->second.pop_back();
         stats_.cached_bytes -= size;
         ++stats_.hits;
@@ -73,33 +73,66 @@ class CachingCpuAllocator final : public c10::Allocator {
   void clear() {
     std::lock_guard<std::mutex> lk(m_);
     for (auto& [size, blocks] : free_)
-      for (void* p : blocks) std::free(p);
+      for (const auto& b : blocks) std::free(b.p);
     free_.clear();
     stats_.cached_bytes = 0;
+  }
+  void set_limit(std::uint64_t bytes) {
+    std::vector<void*> out;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      limit_ = bytes;
+      while (stats_.cached_bytes > limit_) out.push_back(evict_oldest());
+    }
+    for (void* p : out) std::free(p);
   }
 
  private:
   static void release(void* p);
+  // Over the limit, the least recently freed blocks go back to the OS, not the one just freed:
+  // a process whose sizes change (a benchmark running one model after another, inference
+  // after training) would otherwise keep the old sizes cached forever and page-fault every
+  // new block on every step.
   void put(void* p) {
+    std::vector<void*> out;
     {
       std::lock_guard<std::mutex> lk(m_);
       auto it = live_.find(p);
-      if (it != live_.end()) {
+      if (it == live_.end() || it->second > limit_) {
+        out.push_back(p);
+        if (it != live_.end()) live_.erase(it);
+      } else {
         const std::size_t size = it->second;
         live_.erase(it);
-        if (stats_.cached_bytes + size <= limit_) {
-          free_[size].push_back(p);
-          stats_.cached_bytes += size;
-          return;
-        }
+        while (stats_.cached_bytes + size > limit_) out.push_back(evict_oldest());
+        free_[size].push_back({p, ++seq_});
+        stats_.cached_bytes += size;
       }
     }
-    std::free(p);
+    for (void* q : out) std::free(q);
+  }
+  // Removes the cached block freed longest ago (each class's vector is in freeing order) and
+  // returns it; the caller frees it outside the lock. Needs cached_bytes > 0.
+  void* evict_oldest() {
+    auto oldest = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (!it->second.empty() &&
+          (oldest == free_.end() || it->second.front().seq < oldest->second.front().seq))
+        oldest = it;
+    void* p = oldest->second.front().p;
+    oldest->second.erase(oldest->second.begin());
+    stats_.cached_bytes -= oldest->first;
+    ++stats_.evictions;
+    return p;
   }
 
-  std::uint64_t limit_ = 0;
+  struct Block {
+    void* p;
+    std::uint64_t seq;  // when it was freed (larger = later)
+  };
+  std::uint64_t limit_ = 0, seq_ = 0;
   mutable std::mutex m_;
-  mutable std::map<std::size_t, std::vector<void*>> free_;
+  mutable std::map<std::size_t, std::vector<Block>> free_;
   mutable std::unordered_map<void*, std::size_t> live_;  // large blocks in use -> size class
   mutable CpuCacheStats stats_;
 };
@@ -127,5 +160,7 @@ CpuCacheStats cpu_cache_stats() {
 }
 
 void release_cpu_cache() { instance().clear(); }
+
+void set_cpu_cache_limit(std::uint64_t bytes) { instance().set_limit(bytes); }
 
 }  // namespace sb::models

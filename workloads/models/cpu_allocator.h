@@ -16,10 +16,14 @@ namespace sb::models {
 struct CpuCacheStats {
   std::uint64_t cached_bytes = 0;  // free blocks held for reuse
   std::uint64_t hits = 0, misses = 0;
+  std::uint64_t evictions = 0;  // cached blocks returned to the OS to stay within the limit
   bool installed = false;  // false when SB_CPU_ALLOCATOR=default or another took priority
 };
 CpuCacheStats cpu_cache_stats();
 // Frees every cached block (e.g. between benchmark phases).
 void release_cpu_cache();
+// At most `bytes` of free blocks are cached (default: a quarter of physical memory); over it,
+// the least recently freed go back to the OS first. Lowering it evicts at once.
+void set_cpu_cache_limit(std::uint64_t bytes);
 
 }  // namespace sb::models

@@ -74,8 +74,15 @@ sb::Registrar reg([] {
   i("eval_every", 0, "evaluate held-out loss every N steps (0 = only at the end)");
   i("eval_batches", 4, "held-out global batches per evaluation");
   s("data", "markov", "training data: markov (synthetic, known loss floor) or a .bin token file");
-  register_key({"comm_progress", KeyType::Name, std::string("inline"), "comm_progress",
-                "how overlapped collectives progress: thread, poll or inline (docs/FSDP.md)"});
+  // "auto": poll where parameters are sharded (a unit's all-gather then completes while the
+  // peer computes, instead of waiting for the peer's next unit boundary), inline otherwise
+  // (poll's 20 us sleeps slow libnbc's many-round all-reduce). docs/FSDP.md "Benchmark".
+  register_name("comm_progress", "auto",
+                "poll for strategies that shard parameters (full_shard, shard_grad_op, "
+                "hybrid_shard), inline for no_shard and zero1");
+  register_key({"comm_progress", KeyType::Name, std::string("auto"), "comm_progress",
+                "how overlapped collectives progress: auto, thread, poll or inline "
+                "(docs/FSDP.md)"});
   s("checkpoint_dir", "", "directory of sharded checkpoints (saved at the end; empty = none)");
   register_key({"resume", KeyType::Bool, false, "", "load checkpoint_dir before the first step"});
   s("export_safetensors", "",

@@ -61,12 +61,15 @@ void TrainWorkload::run(RunContext& ctx) {
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
   auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
   comm::Communicator comm(ctx.world, static_cast<int>(p.get_int("shard_group")));
-  comm.set_progress(comm::progress_from_name(p.get_string("comm_progress")));
 
   const I steps = p.get_int("steps"), warmup = p.get_int("warmup");
   const I accum = p.get_int("grad_accum"), B = p.get_int("batch"), T = p.get_int("seq");
   fsdp::EngineConfig cfg;
   cfg.strategy = p.get_string("strategy");
+  std::string progress = p.get_string("comm_progress");
+  if (progress == "auto")  // train_task.cpp says why
+    progress = fsdp::strategy_layout(cfg.strategy).params_sharded ? "poll" : "inline";
+  comm.set_progress(comm::progress_from_name(progress));
   cfg.param_dtype = fsdp::dtype_from_name(p.get_string("dtype"));
   cfg.reduce_dtype = fsdp::dtype_from_name(p.get_string("reduce_dtype"));
   cfg.prefetch = p.get_bool("prefetch");
