@@ -106,6 +106,29 @@ TEST(Communicator, HalfPrecisionSums) {
   }
 }
 
+// A request that reads what an earlier one writes sees the written data in every mode (the
+// communication thread runs requests one after another; inline waits for the earlier one):
+// reduce-scatter into a shard, all-reduce that shard, broadcast from it into a copy.
+TEST(Communicator, ARequestReadsWhatAnEarlierOneWrote) {
+  for (auto mode : {sb::comm::Progress::Thread, sb::comm::Progress::Poll,
+                    sb::comm::Progress::Inline}) {
+    SCOPED_TRACE(sb::comm::progress_name(mode));
+    Communicator c(MPI_COMM_WORLD, 0);
+    c.set_progress(mode);
+    const int n = c.size(), r = c.rank();
+    auto full = torch::full({256 * n}, static_cast<float>(r + 1), torch::kFloat32);
+    auto shard = torch::zeros({256}, torch::kFloat32);
+    auto r1 = c.reduce_scatter_async(full, shard, Group::World);  // shard = n(n+1)/2
+    auto r2 = c.all_reduce_async(shard, Group::World);            // shard = n * n(n+1)/2
+    auto r3 = c.all_reduce_async(shard, Group::World);            // shard = n^2 * n(n+1)/2
+    r3.wait();
+    r2.wait();
+    r1.wait();
+    const float want = static_cast<float>(n * n) * n * (n + 1) / 2.0f;
+    EXPECT_TRUE(torch::all(shard == want).item<bool>()) << shard[0].item<float>() << " vs " << want;
+  }
+}
+
 // Every progress mode (thread, poll, inline): many requests in flight, a blocking collective
 // issued among them, waited in reverse order; results, issue order and trace events.
 TEST(Communicator, NonBlockingKeepsIssueOrderAndTraces) {

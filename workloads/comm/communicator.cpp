@@ -74,6 +74,10 @@ struct Op {
   // what to run once it is (copy back staged output, report the trace event).
   MPI_Request req = MPI_REQUEST_NULL;
   std::function<void()> finish;
+  const char* read_p = nullptr;  // the caller's memory it reads / writes (Coll::reads/writes)
+  std::size_t read_n = 0;
+  const char* write_p = nullptr;
+  std::size_t write_n = 0;
 };
 
 // Waiters block on condition variables rather than spin: with one rank per core, a spinning
@@ -324,6 +328,7 @@ Request Communicator::enqueue(std::function<void()> fn) {
   if (!async_ || progress_ == Progress::Inline) {  // on the caller: complete on return, errors
                                                    // surface at wait(); all of it exposed
     const double t0 = MPI_Wtime();
+    complete_conflicting(nullptr);  // earlier requests first, as the thread would run them
     try {
       fn();
     } catch (...) {
@@ -354,6 +359,7 @@ Request Communicator::issue(const Coll& c, bool sync) {
     auto op = std::make_shared<detail::Op>();
     const double t0 = MPI_Wtime();
     if (thread) drain();
+    complete_conflicting(&c);
     try {
       mpi_check(c.blocking(), c.mpi_name);
       c.after();
@@ -369,6 +375,8 @@ Request Communicator::issue(const Coll& c, bool sync) {
     auto op = std::make_shared<detail::Op>();
     const double t0 = MPI_Wtime();
     try {
+      complete_conflicting(&c);
+      add_exposed(MPI_Wtime() - t0);
       mpi_check(c.start(&op->req), c.impi_name);
     } catch (...) {
       op->error = std::current_exception();
@@ -379,6 +387,8 @@ Request Communicator::issue(const Coll& c, bool sync) {
       (c.after_nb ? c.after_nb : c.after)();
       report(c.op, c.g, c.kind, c.logical, c.wire, t0, MPI_Wtime());
     };
+    op->read_p = c.reads.p, op->read_n = c.reads.n;
+    op->write_p = c.writes.p, op->write_n = c.writes.n;
     prune_inline();  // requests completed by wait() without a progress() since
     inline_ops_.push_back(op);
     return Request(op, this);
@@ -434,6 +444,15 @@ void Communicator::progress() {
   add_exposed(MPI_Wtime() - t0);  // transfers run here, on the compute thread
 }
 
+void Communicator::complete_conflicting(const Coll* c) {  // the caller counts the time
+  for (auto& op : inline_ops_) {
+    if (op->req == MPI_REQUEST_NULL) continue;
+    const Span r{op->read_p, op->read_n}, w{op->write_p, op->write_n};
+    if (!c || c->reads.overlaps(w) || c->writes.overlaps(w) || c->writes.overlaps(r))
+      finish_inline(*op, /*block=*/true);  // its error, if any, surfaces at its wait()
+  }
+}
+
 void Communicator::prune_inline() {
   inline_ops_.erase(std::remove_if(inline_ops_.begin(), inline_ops_.end(),
                                    [](const auto& op) { return op->req == MPI_REQUEST_NULL; }),
@@ -484,6 +503,7 @@ Request Communicator::all_gather_impl(const torch::Tensor& shard, const torch::T
   const int n = as_count(in->host.numel());
   const MPI_Comm comm = mpi(g);
   Coll c{"all_gather", "MPI_Allgather", "MPI_Iallgather", g, kind};
+  c.reads = span(shard), c.writes = span(full);
   c.blocking = [=] { return MPI_Allgather(in->ptr(), n, ty, out->ptr(), n, ty, comm); };
   c.start = [=](MPI_Request* r) {
     return MPI_Iallgather(in->ptr(), n, ty, out->ptr(), n, ty, comm, r);
@@ -509,6 +529,7 @@ Request Communicator::reduce_scatter_impl(const torch::Tensor& full, const torch
   const int n = as_count(out->host.numel());
   const MPI_Comm comm = mpi(g);
   Coll c{"reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Ialltoall", g, kind};
+  c.reads = span(full), c.writes = span(shard);
   c.blocking = [=] { return MPI_Reduce_scatter_block(in->ptr(), out->ptr(), n, ty, mop, comm); };
   c.after = [out] { out->finish(); };
   // Non-blocking: an all-to-all of the blocks (one round, the same bytes on the wire as a
@@ -547,6 +568,7 @@ Request Communicator::all_reduce_impl(const torch::Tensor& t, Group g, const std
   const int n = as_count(io->host.numel());
   const MPI_Comm comm = mpi(g);
   Coll c{"all_reduce", "MPI_Allreduce", "MPI_Iallreduce", g, kind};
+  c.reads = c.writes = span(t);
   c.blocking = [=] { return MPI_Allreduce(MPI_IN_PLACE, io->ptr(), n, ty, mop, comm); };
   c.start = [=](MPI_Request* r) {
     return MPI_Iallreduce(MPI_IN_PLACE, io->ptr(), n, ty, mop, comm, r);
@@ -566,6 +588,7 @@ Request Communicator::broadcast_impl(const torch::Tensor& t, int root, Group g,
   const int n = as_count(io->host.numel());
   const MPI_Comm comm = mpi(g);
   Coll c{"broadcast", "MPI_Bcast", "MPI_Ibcast", g, kind};
+  c.reads = c.writes = span(t);
   c.blocking = [=] { return MPI_Bcast(io->ptr(), n, ty, root, comm); };
   c.start = [=](MPI_Request* r) { return MPI_Ibcast(io->ptr(), n, ty, root, comm, r); };
   c.after = [io] { io->finish(); };
@@ -586,6 +609,7 @@ Request Communicator::all_to_all_impl(const torch::Tensor& in_t, const torch::Te
   const int n = as_count(in->host.numel() / size(g));
   const MPI_Comm comm = mpi(g);
   Coll c{"all_to_all", "MPI_Alltoall", "MPI_Ialltoall", g, kind};
+  c.reads = span(in_t), c.writes = span(out_t);
   c.blocking = [=] { return MPI_Alltoall(in->ptr(), n, ty, out->ptr(), n, ty, comm); };
   c.start = [=](MPI_Request* r) {
     return MPI_Ialltoall(in->ptr(), n, ty, out->ptr(), n, ty, comm, r);

@@ -156,6 +156,14 @@ class Communicator {
  private:
   friend class Request;
   Request enqueue(std::function<void()> fn);
+  struct Span {  // bytes [p, p + n) of a buffer
+    const char* p = nullptr;
+    std::size_t n = 0;
+    bool overlaps(const Span& o) const { return n && o.n && p < o.p + o.n && o.p < p + n; }
+  };
+  static Span span(const torch::Tensor& t) {
+    return {static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.nbytes())};
+  }
   struct Coll {  // one collective, described once; issue() decides how it runs
     const char* op;         // trace name: all_gather, ...
     const char* mpi_name;   // blocking MPI function, for error messages
@@ -167,10 +175,17 @@ class Communicator {
     std::function<void()> after;  // after completion: copy staged output back
     std::function<void()> after_nb;  // instead of `after` after `start`, when set
     std::uint64_t logical = 0, wire = 0;
+    // The caller's memory it reads and writes (equal for in-place): with Progress::Inline a
+    // collective that touches what an outstanding one writes, or writes what one reads,
+    // waits for it first (hybrid_shard all-reduces the shard its reduce-scatter writes).
+    Span reads, writes;
   };
   Request issue(const Coll& c, bool sync);
   void finish_inline(detail::Op& op, bool block);
   void prune_inline();  // drops completed requests from inline_ops_
+  // Progress::Inline: completes the outstanding requests that c depends on (all of them when
+  // c is null: a submitted function may touch anything), so data flows in issue order.
+  void complete_conflicting(const Coll* c);
   void drain();  // waits until nothing is queued or running on the communication thread
   Request all_gather_impl(const torch::Tensor& shard, const torch::Tensor& full, Group g,
                           const std::string& kind, bool sync);
