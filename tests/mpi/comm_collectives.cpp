@@ -106,12 +106,14 @@ TEST(Communicator, HalfPrecisionSums) {
   }
 }
 
+const sb::comm::Progress kAllModes[] = {sb::comm::Progress::Thread, sb::comm::Progress::Poll,
+                                        sb::comm::Progress::Inline};
+
 // A request that reads what an earlier one writes sees the written data in every mode (the
 // communication thread runs requests one after another; inline waits for the earlier one):
-// reduce-scatter into a shard, all-reduce that shard, broadcast from it into a copy.
+// reduce-scatter into a shard, then all-reduce that shard twice.
 TEST(Communicator, ARequestReadsWhatAnEarlierOneWrote) {
-  for (auto mode : {sb::comm::Progress::Thread, sb::comm::Progress::Poll,
-                    sb::comm::Progress::Inline}) {
+  for (auto mode : kAllModes) {
     SCOPED_TRACE(sb::comm::progress_name(mode));
     Communicator c(MPI_COMM_WORLD, 0);
     c.set_progress(mode);
@@ -132,8 +134,7 @@ TEST(Communicator, ARequestReadsWhatAnEarlierOneWrote) {
 // Every progress mode (thread, poll, inline): many requests in flight, a blocking collective
 // issued among them, waited in reverse order; results, issue order and trace events.
 TEST(Communicator, NonBlockingKeepsIssueOrderAndTraces) {
-  for (auto mode : {sb::comm::Progress::Thread, sb::comm::Progress::Poll,
-                    sb::comm::Progress::Inline}) {
+  for (auto mode : kAllModes) {
     SCOPED_TRACE(sb::comm::progress_name(mode));
     Communicator c(MPI_COMM_WORLD, 0);
     c.set_progress(mode);
