@@ -71,16 +71,14 @@ Figures measure(sb::models::Model& model, MPI_Comm world, const std::string& str
   cfg.strategy = strategy.substr(0, plus);
   sb::fsdp::Engine e(model, comm, cfg, sb::models::init_params(model.units(), 1));
   const int n = comm.size();
-  sb::data::MarkovConfig mk;
-  mk.vocab = model.config().vocab;
-  sb::data::MarkovLmBatches src(mk, rows * n, T, 1);
+  const auto src = sb::data::markov_source(model.config(), rows * n, T, 1, 1);
   double busy = 0;
   // Seconds the communication thread spent inside collectives (overlapped or not).
   comm.set_trace_hook([&busy](const sb::CommEvent& ev) { busy += ev.duration_s; }, MPI_Wtime());
   constexpr int kV = 9;
   std::vector<std::array<double, kV>> per_step;
   for (int s = 0; s <= steps; ++s) {
-    auto g = src.train(s);
+    auto g = src->train(s);
     auto mine = sb::data::rank_rows(g, comm.rank(), n);
     busy = 0;
     const double t0 = MPI_Wtime();

@@ -74,10 +74,7 @@ struct Op {
   // what to run once it is (copy back staged output, report the trace event).
   MPI_Request req = MPI_REQUEST_NULL;
   std::function<void()> finish;
-  const char* read_p = nullptr;  // the caller's memory it reads / writes (Coll::reads/writes)
-  std::size_t read_n = 0;
-  const char* write_p = nullptr;
-  std::size_t write_n = 0;
+  Span reads, writes;  // the caller's memory it reads / writes (Coll::reads, Coll::writes)
 };
 
 // Waiters block on condition variables rather than spin: with one rank per core, a spinning
@@ -387,8 +384,7 @@ Request Communicator::issue(const Coll& c, bool sync) {
       (c.after_nb ? c.after_nb : c.after)();
       report(c.op, c.g, c.kind, c.logical, c.wire, t0, MPI_Wtime());
     };
-    op->read_p = c.reads.p, op->read_n = c.reads.n;
-    op->write_p = c.writes.p, op->write_n = c.writes.n;
+    op->reads = c.reads, op->writes = c.writes;
     prune_inline();  // requests completed by wait() without a progress() since
     inline_ops_.push_back(op);
     return Request(op, this);
@@ -447,8 +443,8 @@ void Communicator::progress() {
 void Communicator::complete_conflicting(const Coll* c) {  // the caller counts the time
   for (auto& op : inline_ops_) {
     if (op->req == MPI_REQUEST_NULL) continue;
-    const Span r{op->read_p, op->read_n}, w{op->write_p, op->write_n};
-    if (!c || c->reads.overlaps(w) || c->writes.overlaps(w) || c->writes.overlaps(r))
+    if (!c || c->reads.overlaps(op->writes) || c->writes.overlaps(op->writes) ||
+        c->writes.overlaps(op->reads))
       finish_inline(*op, /*block=*/true);  // its error, if any, surfaces at its wait()
   }
 }

@@ -7,8 +7,9 @@
 // The thread executes collectives in the order they were issued; since every rank issues
 // the same sequence, MPI's matching rule for collectives holds. How requests progress (on
 // that thread, or inline on the caller) is set_progress()'s choice.
-// A blocking call (all_gather(), ...) first waits for everything issued before it, then runs
-// on the caller with the blocking MPI function: Open MPI's tuned algorithms, no thread hop.
+// A blocking call (all_gather(), ...) first waits for everything issued before it (inline
+// progress: for what it conflicts with, see Coll::reads), then runs on the caller with the
+// blocking MPI function: Open MPI's tuned algorithms, no thread hop.
 //
 // Time the caller spends blocked (wait(), blocking calls, progress()) is "exposed"
 // communication (exposed_s()). Every collective reports one sb::CommEvent to the trace hook
@@ -41,6 +42,11 @@ const char* progress_name(Progress p);
 
 namespace detail {
 struct Op;
+struct Span {  // bytes [p, p + n) of a buffer
+  const char* p = nullptr;
+  std::size_t n = 0;
+  bool overlaps(const Span& o) const { return n && o.n && p < o.p + o.n && o.p < p + n; }
+};
 }
 class Communicator;
 
@@ -156,11 +162,7 @@ class Communicator {
  private:
   friend class Request;
   Request enqueue(std::function<void()> fn);
-  struct Span {  // bytes [p, p + n) of a buffer
-    const char* p = nullptr;
-    std::size_t n = 0;
-    bool overlaps(const Span& o) const { return n && o.n && p < o.p + o.n && o.p < p + n; }
-  };
+  using Span = detail::Span;
   static Span span(const torch::Tensor& t) {
     return {static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.nbytes())};
   }

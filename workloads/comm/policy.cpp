@@ -45,6 +45,16 @@ CompressorConfig int8(std::int64_t block, bool ef) {
   return c;
 }
 
+// The hybrid presets: bf16 on parameters, int8 + error feedback on the sharded gradient
+// reduce-scatter; they differ only in the data-parallel all-reduce.
+Policy hybrid(const CompressorConfig& all_reduce) {
+  Policy p;
+  p.param_all_gather = cfg("bf16");
+  p.grad_reduce_scatter = int8(256, true);
+  p.grad_all_reduce = all_reduce;
+  return p;
+}
+
 struct Preset {
   std::string doc;
   std::function<Policy()> make;
@@ -70,12 +80,7 @@ const std::map<std::string, Preset>& presets() {
       {"hybrid",
        {"mild on parameters (bf16), int8 with error feedback on every gradient reduction (the "
         "sharded reduce-scatter and the data-parallel all-reduce): the paper's adjusted scheme",
-        [] {
-          Policy p;
-          p.param_all_gather = cfg("bf16");
-          p.grad_reduce_scatter = p.grad_all_reduce = int8(256, true);
-          return p;
-        }}},
+        [] { return hybrid(int8(256, true)); }}},
       // Top-k on the data-parallel all-reduce is the seed's choice but costs accuracy under
       // AdamW: a coordinate sent once per ~1/ratio steps with its accumulated gradient is
       // normalized by Adam's second moment, which shrinks its summed update by ~sqrt(ratio)
@@ -83,13 +88,7 @@ const std::map<std::string, Preset>& presets() {
       {"hybrid-topk",
        {"hybrid with topk 1% + error feedback on the data-parallel all-reduce (no_shard, "
         "hybrid_shard's cross-replica reduction): the seed's top-k, at its accuracy cost",
-        [] {
-          Policy p;
-          p.param_all_gather = cfg("bf16");
-          p.grad_reduce_scatter = int8(256, true);
-          p.grad_all_reduce = topk(0.01, true);
-          return p;
-        }}},
+        [] { return hybrid(topk(0.01, true)); }}},
   };
   return p;
 }
