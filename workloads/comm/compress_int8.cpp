@@ -2,6 +2,8 @@
 // fp32 step s = max|x| / 127 and int8 codes q = round(x / s) (or stochastic rounding), so
 // the deterministic round trip errs by at most s/2 per element.
 // Wire layout: [nb fp32 steps][n int8 codes], nb = ceil(n / block): 4 * nb + n bytes.
+#include <mutex>
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "harness/core/check.h"
@@ -56,10 +58,26 @@ class Int8Compressor final : public Compressor {
     return out.narrow(0, 0, n).contiguous();
   }
 
+  // The generator's position (stochastic rounding only): a resumed run draws what the
+  // uninterrupted one would have.
+  void save_state(StateDict& out, const std::string& prefix) const override {
+    if (!stochastic_) return;
+    std::lock_guard<std::mutex> lock(gen_.mutex());
+    out[prefix + "generator"] = gen_.get_state();
+  }
+  void load_state(const StateDict& in, const std::string& prefix) override {
+    if (!stochastic_) return;
+    auto it = in.find(prefix + "generator");
+    SB_CHECK(it != in.end(), "int8 stochastic rounding: the saved compression state has no "
+             "\"{}generator\"; it was saved without stochastic rounding", prefix);
+    std::lock_guard<std::mutex> lock(gen_.mutex());
+    gen_.set_state(it->second);
+  }
+
  private:
   std::int64_t block_;
   bool stochastic_;
-  at::Generator gen_;
+  mutable at::Generator gen_;  // mutable: save_state locks its mutex
 };
 
 const bool registered = (register_compressor(

@@ -104,4 +104,25 @@ std::int64_t PowerSGD::state_bytes() const {
   return b;
 }
 
+void PowerSGD::save_state(StateDict& out, const std::string& prefix) const {
+  for (const auto& [k, q] : q_) out[prefix + "q/" + k] = q;
+  for (const auto& [k, r] : residual_) out[prefix + "residual/" + k] = r;
+}
+
+void PowerSGD::load_state(const StateDict& in, const std::string& prefix) {
+  q_.clear();
+  residual_.clear();
+  for (auto* m : {&q_, &residual_}) {
+    const std::string sub = prefix + (m == &q_ ? "q/" : "residual/");
+    for (const auto& [k, t] : state_with_prefix(in, sub)) {
+      SB_CHECK(t.scalar_type() == torch::kFloat && t.dim() == 2 &&
+                   (m != &q_ || t.size(1) == rank_),
+               "powersgd state \"{}{}\" is {} of shape {}; expected a 2-D fp32 matrix{}", sub,
+               k, c10::toString(t.scalar_type()), c10::str(t.sizes()),
+               m == &q_ ? fmt::format(" of {} columns (the rank)", rank_) : "");
+      (*m)[k] = t.clone();
+    }
+  }
+}
+
 }  // namespace sb::comm

@@ -13,6 +13,8 @@
 #include <mpi.h>
 #include <torch/types.h>
 
+#include "workloads/comm/compressor.h"
+
 namespace sb::comm {
 
 struct CollectiveStats;
@@ -32,6 +34,11 @@ class PowerSGD {
 
   std::int64_t rank() const { return rank_; }
   std::int64_t state_bytes() const;  // residuals + warm-start Q
+  // Checkpoints: Q as out[prefix + "q/" + key], residuals as out[prefix + "residual/" + key].
+  // The initial Q of a key comes from (seed, key) alone, so Q itself is all the warm start
+  // and random state there is; load_state replaces both maps.
+  void save_state(StateDict& out, const std::string& prefix) const;
+  void load_state(const StateDict& in, const std::string& prefix);
 
  private:
   std::int64_t rank_;

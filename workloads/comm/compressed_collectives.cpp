@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "harness/core/check.h"
+#include "harness/core/mpi_context.h"
 
 namespace sb::comm {
 namespace {
@@ -27,14 +28,6 @@ int mpi_count(std::int64_t bytes, const char* what) {
   return static_cast<int>(bytes);
 }
 
-void mpi_ok(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  SB_FAIL("{} failed: {}", what, std::string(msg, len));
-}
-
 }  // namespace
 
 CollectiveStats& CollectiveStats::operator+=(const CollectiveStats& o) {
@@ -54,7 +47,7 @@ torch::Tensor all_gather_wire(const torch::Tensor& wire, std::int64_t s, const C
   const int world = comm_size(comm);
   const std::int64_t wb = c.wire_bytes(s);
   auto all = torch::empty({world * wb}, torch::kUInt8);  // (world * wb)
-  mpi_ok(MPI_Allgather(wire.data_ptr(), mpi_count(wb, "compressed all-gather"), MPI_BYTE,
+  sb::check_mpi(MPI_Allgather(wire.data_ptr(), mpi_count(wb, "compressed all-gather"), MPI_BYTE,
                        all.data_ptr(), static_cast<int>(wb), MPI_BYTE, comm),
          "MPI_Allgather (compressed all-gather)");
   const auto t1 = Clock::now();
@@ -101,7 +94,7 @@ torch::Tensor compressed_reduce_scatter(const torch::Tensor& full, Compressor& c
   if (ef) ef->keep(key, e, sent);
   double codec = since(t0);
   auto recv = torch::empty({world * wb}, torch::kUInt8);  // chunk from rank q at q * wb
-  mpi_ok(MPI_Alltoall(send.data_ptr(), mpi_count(wb, "compressed reduce-scatter"), MPI_BYTE,
+  sb::check_mpi(MPI_Alltoall(send.data_ptr(), mpi_count(wb, "compressed reduce-scatter"), MPI_BYTE,
                       recv.data_ptr(), static_cast<int>(wb), MPI_BYTE, comm),
          "MPI_Alltoall (compressed gradient reduce-scatter)");
   const auto t1 = Clock::now();
@@ -182,6 +175,34 @@ torch::Tensor CompressedCollectives::all_reduce_grads(const std::string& key, co
 std::int64_t CompressedCollectives::state_bytes() const {
   return grad_ef_.residual_bytes() + allreduce_ef_.residual_bytes() +
          (powersgd_ ? powersgd_->state_bytes() : 0);
+}
+
+StateDict CompressedCollectives::state() const {
+  StateDict s;
+  param_->save_state(s, "param/");
+  grad_->save_state(s, "grad/");
+  if (allreduce_) allreduce_->save_state(s, "allreduce/");
+  grad_ef_.save_state(s, "grad_ef/");
+  allreduce_ef_.save_state(s, "allreduce_ef/");
+  if (powersgd_) powersgd_->save_state(s, "powersgd/");
+  return s;
+}
+
+void CompressedCollectives::load_state(const StateDict& s) {
+  const char* known[] = {"param/", "grad/", "allreduce/", "grad_ef/", "allreduce_ef/",
+                         "powersgd/"};
+  for (const auto& [name, t] : s) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || name.rfind(k, 0) == 0;
+    SB_CHECK(ok, "compression state entry \"{}\" belongs to no part of policy {}; the state "
+             "was saved by another version", name, policy_.describe());
+  }
+  param_->load_state(s, "param/");
+  grad_->load_state(s, "grad/");
+  if (allreduce_) allreduce_->load_state(s, "allreduce/");
+  grad_ef_.load_state(s, "grad_ef/");
+  allreduce_ef_.load_state(s, "allreduce_ef/");
+  if (powersgd_) powersgd_->load_state(s, "powersgd/");
 }
 
 }  // namespace sb::comm

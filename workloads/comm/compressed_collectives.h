@@ -77,6 +77,12 @@ class CompressedCollectives {
 
   // Bytes of compression state this rank holds (residuals, PowerSGD Q): model-state memory.
   std::int64_t state_bytes() const;
+  // Everything a later call depends on (error-feedback residuals, PowerSGD's Q and residuals,
+  // stochastic-rounding generators), for checkpoints; load_state replaces it all. Call both
+  // only while no collective runs. Names: param/, grad/, allreduce/ (compressors), grad_ef/,
+  // allreduce_ef/, powersgd/.
+  StateDict state() const;
+  void load_state(const StateDict& s);
 
  private:
   Policy policy_;

@@ -2,6 +2,9 @@
 // A compressor maps a 1-D fp32 tensor of n elements to a uint8 wire buffer whose size is
 // a pure function of n (wire_bytes), so collectives can use fixed-count MPI calls.
 // Error feedback (what was not sent is added to the next input) is a separate wrapper.
+// State that lives from call to call (int8's stochastic-rounding generator, error-feedback
+// residuals, PowerSGD's warm start) is saved and restored as a StateDict, so that a run resumed
+// from a checkpoint compresses exactly as the uninterrupted run would have.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -24,6 +27,13 @@ struct CompressorConfig {
   std::uint64_t seed = 0;         // stochastic rounding
 };
 
+// Compression state by name, per rank: tensors (CPU, contiguous) under names such as
+// "grad_ef/unit3" or "param/generator". Written into and read from FSDP checkpoints.
+using StateDict = std::map<std::string, torch::Tensor>;
+
+// The entries of `in` whose names start with `prefix`, with the prefix removed.
+StateDict state_with_prefix(const StateDict& in, const std::string& prefix);
+
 class Compressor {
  public:
   virtual ~Compressor() = default;
@@ -37,6 +47,11 @@ class Compressor {
   // acc (n) fp32 += decompress(wire, n), bit-identical to that; sparse formats (topk)
   // override it to touch only their k entries.
   virtual void decompress_add(const torch::Tensor& wire, torch::Tensor& acc) const;
+  // State that changes from call to call, under names prefix + "..."; stateless compressors
+  // (all but stochastic int8) add nothing. load_state restores exactly what save_state wrote
+  // (a missing entry is an error naming it).
+  virtual void save_state(StateDict& out, const std::string& prefix) const {}
+  virtual void load_state(const StateDict& in, const std::string& prefix) {}
 };
 
 // Throws sb::Error listing the known names for an unknown cfg.name; "powersgd" is refused

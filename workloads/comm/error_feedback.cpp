@@ -39,6 +39,20 @@ torch::Tensor ErrorFeedback::residual(const std::string& key) const {
   return it == residual_.end() ? torch::Tensor() : it->second;
 }
 
+void ErrorFeedback::save_state(StateDict& out, const std::string& prefix) const {
+  for (const auto& [k, r] : residual_) out[prefix + k] = r;
+}
+
+void ErrorFeedback::load_state(const StateDict& in, const std::string& prefix) {
+  residual_.clear();
+  for (const auto& [k, r] : state_with_prefix(in, prefix)) {
+    SB_CHECK(r.scalar_type() == torch::kFloat && r.dim() == 1,
+             "error feedback state \"{}{}\" is {} of shape {}, expected a 1-D fp32 residual",
+             prefix, k, c10::toString(r.scalar_type()), c10::str(r.sizes()));
+    residual_[k] = r.clone();
+  }
+}
+
 std::int64_t ErrorFeedback::residual_bytes() const {
   std::int64_t b = 0;
   for (const auto& [k, r] : residual_) b += r.numel() * 4;

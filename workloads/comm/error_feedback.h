@@ -29,6 +29,11 @@ class ErrorFeedback {
   torch::Tensor residual(const std::string& key) const;
   std::int64_t residual_bytes() const;  // memory the residuals hold (model-state accounting)
   void clear() { residual_.clear(); }
+  // Checkpoints: every residual as out[prefix + key]; load_state replaces all residuals with
+  // the entries of `in` under `prefix` (a resumed run then re-sends exactly what the
+  // uninterrupted one would have).
+  void save_state(StateDict& out, const std::string& prefix) const;
+  void load_state(const StateDict& in, const std::string& prefix);
 
  private:
   std::map<std::string, torch::Tensor> residual_;

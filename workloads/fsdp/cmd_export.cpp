@@ -1,7 +1,7 @@
 // `shardbench export-checkpoint DIR --model PRESET --out FILE`: a sharded FSDP checkpoint
-// (one file per rank, any strategy and world size) assembled in one process and written as
-// one safetensors file with Hugging Face names, for the one-process trainer, `infer`, or
-// Hugging Face itself. Runs without MPI.
+// (the newest committed set of DIR: one file per rank, any strategy and world size)
+// assembled in one process and written as one safetensors file with Hugging Face names, for
+// the one-process trainer, `infer`, or Hugging Face itself. Runs without MPI.
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
@@ -29,7 +29,8 @@ const sb::Registrar kRegister([] {
        "Write a sharded FSDP checkpoint (checkpoint_dir) as one safetensors file",
        [](CLI::App& sub) {
          auto a = std::make_shared<ExportArgs>();
-         sub.add_option("dir", a->dir, "checkpoint directory (rank<r>.sbck files)")->required();
+         sub.add_option("dir", a->dir, "checkpoint_dir of a train run (its newest committed "
+                                       "step-<N>/ set is read)")->required();
          sub.add_option("--model", a->model, "model preset the checkpoint was trained as")
              ->required();
          sub.add_option("--out", a->out, "safetensors file to write")->required();

@@ -53,6 +53,16 @@ struct MemoryStats {  // this rank, bytes; exact sizes of the buffers the engine
   std::uint64_t peak_model_state = 0;  // highest model_state seen within steps so far
 };
 
+// The engine's part of a rank's memory record (sb::rank_memory_now() gives the rest).
+inline void add_engine_memory(const MemoryStats& e, sb::RankMemory& m) {
+  m.param_bytes = e.param;
+  m.grad_bytes = e.grad;
+  m.optim_bytes = e.optim;
+  m.gathered_bytes = e.gathered;
+  m.model_state_bytes = e.model_state;
+  m.peak_model_state_bytes = e.peak_model_state;
+}
+
 // Model-state bytes per rank between steps (docs/METRICS.md, "Model-state memory"):
 // params + grads (+ the fp32 accumulation buffer when grad_accum > 1) + Adam moments + the
 // replicated low-precision copy. group: the sharding group's size (world, or shard_group for
@@ -65,13 +75,17 @@ std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
 std::int64_t loss_terms(const models::Batch& b);
 
 // A sharded checkpoint (Engine::save) assembled offline, in one process, without MPI: the
-// fp32 master parameters [unit][param] of `model`; every file is checked (magic, version,
-// checksum, same run) and its unit layout must match the model. checkpoint.cpp.
+// fp32 master parameters [unit][param] of `model`, from dir's newest committed set; every
+// file is checked (magic, version, checksum, listed by the set's commit marker) and its unit
+// layout must match the model. checkpoint.cpp.
 models::UnitTensors read_checkpoint_params(const std::string& dir, const models::Model& model);
 // ... written as one safetensors file with Hugging Face names, which the one-process trainer
 // and `infer` load (data::load_checkpoint).
 void export_checkpoint(const std::string& dir, const models::Model& model,
                        const std::string& safetensors_path);
+// The step of dir's newest committed checkpoint set, -1 when it has none (e.g. to decide
+// whether a restarted point can resume). No MPI.
+std::int64_t committed_checkpoint_step(const std::string& dir);
 
 class Engine final : public models::ParamProvider {
  public:
@@ -98,7 +112,11 @@ class Engine final : public models::ParamProvider {
   const Strategy& strategy() const { return *strategy_; }
   comm::Communicator& communicator() { return comm_; }
 
-  // Sharded checkpoint: one file per rank, dir/rank<r>.sbck (checkpoint.cpp).
+  // Sharded checkpoint (collective, between steps): the set dir/step-<N>/ of one file per
+  // rank (parameters, Adam moments, compression state) and a commit marker rank 0 writes once
+  // every file is durable; older sets are then removed (checkpoint.cpp, checkpoint_set.h).
+  // load reads dir's newest committed set; a set that is incomplete, mixes saves or differs
+  // from this run is refused on every rank before any tensor is read, with one message.
   void save(const std::string& dir) const;
   void load(const std::string& dir);
 

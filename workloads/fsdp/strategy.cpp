@@ -45,6 +45,14 @@ Collectives::~Collectives() = default;
 
 std::int64_t Collectives::state_bytes() const { return cc_ ? cc_->state_bytes() : 0; }
 
+comm::StateDict Collectives::compression_state() const {
+  return cc_ ? cc_->state() : comm::StateDict{};
+}
+void Collectives::load_compression_state(const comm::StateDict& s) {
+  if (cc_) return cc_->load_state(s);
+  SB_CHECK(s.empty(), "{} entries of compression state for a run without compression", s.size());
+}
+
 comm::Request Collectives::all_gather_params(const torch::Tensor& shard, const torch::Tensor& full,
                                              comm::Group g) {
   if (!cc_ || !cc_->compresses(comm::CollectiveKind::ParamAllGather))

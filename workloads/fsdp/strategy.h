@@ -44,6 +44,9 @@ class Collectives {
   // t <- sum over the group of t, in place.
   comm::Request all_reduce_grads(const std::string& key, const torch::Tensor& t, comm::Group g);
   std::int64_t state_bytes() const;  // compression state (residuals), part of model state
+  // Compression state for checkpoints (empty when nothing is compressed); call between steps.
+  comm::StateDict compression_state() const;
+  void load_compression_state(const comm::StateDict& s);
 
  private:
   comm::Communicator& comm_;
