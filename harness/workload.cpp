@@ -7,6 +7,8 @@
 #include <map>
 
 #include "harness/core/check.h"
+#include "harness/spec/expand.h"
+#include "harness/core/mpi_context.h"
 
 namespace sb {
 namespace {
@@ -51,15 +53,25 @@ void register_key(KeySpec spec) {
            spec.key, value_to_string(spec.default_value));
   SB_CHECK(spec.type != KeyType::Name || !spec.name_set.empty(),
            "register_key '{}': a Name key needs a name_set", spec.key);
+  const std::string bad_default = range_problem(spec, spec.default_value);
+  SB_CHECK(bad_default.empty(), "register_key '{}': the default is outside the key's range: {}",
+           spec.key, bad_default);
   auto& k = keys();
   auto it = std::lower_bound(k.begin(), k.end(), spec.key,
                              [](const KeySpec& a, const std::string& b) { return a.key < b; });
   if (it != k.end() && it->key == spec.key) {
-    // Two workloads may share a key (train and infer both read "data") if they agree on it.
+    // Two workloads may share a key (train and infer both read "data") if they agree on it;
+    // then both tasks read it (an empty list, every task, absorbs any other).
     SB_CHECK(it->type == spec.type && it->default_value == spec.default_value &&
-                 it->name_set == spec.name_set,
-             "register_key '{}': registered twice with a different type, default or name set; "
-             "use one registration (or a different key)", spec.key);
+                 it->name_set == spec.name_set && it->min_int == spec.min_int &&
+                 it->max_int == spec.max_int && it->min_float == spec.min_float &&
+                 it->max_float == spec.max_float,
+             "register_key '{}': registered twice with a different type, default, name set or "
+             "range; use one registration (or a different key)", spec.key);
+    if (it->tasks.empty() || spec.tasks.empty()) it->tasks.clear();
+    for (const auto& t : spec.tasks)
+      if (!it->tasks.empty() && std::find(it->tasks.begin(), it->tasks.end(), t) == it->tasks.end())
+        it->tasks.push_back(t);
     return;
   }
   k.insert(it, std::move(spec));
@@ -109,38 +121,68 @@ const TaskInfo* find_task(const std::string& task) {
 }
 
 namespace {
+// Field by field: brace-initializing only the first fields of KeySpec warns (-Wextra).
+KeySpec key_spec(const char* key, KeyType type, Value def, const char* name_set,
+                 const char* doc) {
+  KeySpec ks;
+  ks.key = key, ks.type = type, ks.default_value = std::move(def);
+  ks.name_set = name_set, ks.doc = doc;
+  return ks;
+}
+
 // The BASE keys: what every workload has. Workload-specific keys live with the workloads.
 Registrar base_keys([] {
   using I = std::int64_t;
-  auto name = [](const char* k, const char* set, const char* def, const char* doc) {
-    register_key({k, KeyType::Name, std::string(def), set, doc});
+  using Tasks = std::vector<std::string>;
+  const Tasks model_tasks{"train", "infer"};  // the tasks that build a model
+  auto name = [](const char* k, const char* set, const char* def, const char* doc,
+                 Tasks tasks = {}) {
+    KeySpec ks = key_spec(k, KeyType::Name, std::string(def), set, doc);
+    ks.tasks = std::move(tasks);
+    register_key(std::move(ks));
   };
-  auto integer = [](const char* k, I def, const char* doc) {
-    register_key({k, KeyType::Int, def, "", doc});
+  // Ranges are generous sanity bounds: they keep a typo (world = 4294967296) from being
+  // narrowed into nonsense (-np 0), not policy.
+  auto integer = [](const char* k, I def, I lo, I hi, const char* doc, Tasks tasks = {}) {
+    KeySpec ks = key_spec(k, KeyType::Int, def, "", doc);
+    ks.min_int = lo, ks.max_int = hi, ks.tasks = std::move(tasks);
+    register_key(std::move(ks));
   };
+  const I int_max = std::numeric_limits<std::int32_t>::max();
   name("task", "task", "train", "what runs: train, infer or micro (registered workloads)");
-  name("model", "model", "gpt2-tiny", "model architecture and size");
-  name("strategy", "strategy", "no_shard", "sharding strategy (ZeRO stage)");
-  name("compression", "compression", "none", "communication compression policy");
-  name("quantization", "quantization", "none", "inference quantization");
-  name("attention", "attention", "naive", "attention kernel");
-  name("dtype", "dtype", "fp32", "parameter and compute dtype");
-  integer("world", 1, "number of MPI ranks (>= 1)");
-  integer("threads", 0, "intra-op threads per rank; 0 = the node's cores / ranks on the node");
-  integer("batch", 8, "GLOBAL samples per optimizer step or per inference batch; divisible by world");
-  integer("seq", 64, "sequence length in tokens (>= 1)");
-  integer("steps", 10, "optimizer steps (train) or batches (infer), warm-up included (>= 1)");
-  integer("warmup", 2, "first steps excluded from statistics (0 <= warmup < steps)");
-  integer("seed", 1, "seed of every random stream of the point");
-  integer("repetitions", 1, "expand each point into this many repetitions (>= 1)");
-  integer("repetition", 0, "which repetition this point is; set by expansion, not by suites");
-  register_key({"time_limit", KeyType::Float, 600.0, "",
-                "seconds the point may run before it is stopped and marked failed (> 0)"});
+  name("model", "model", "gpt2-tiny", "model architecture and size", model_tasks);
+  name("strategy", "strategy", "no_shard", "sharding strategy (ZeRO stage)", model_tasks);
+  name("compression", "compression", "none", "communication compression policy", {"train"});
+  name("quantization", "quantization", "none", "inference quantization", {"infer"});
+  name("attention", "attention", "naive", "attention kernel", model_tasks);
+  name("dtype", "dtype", "fp32", "parameter and compute dtype", {"train"});
+  integer("world", 1, 1, I{1} << 20, "number of MPI ranks");
+  integer("threads", 0, 0, 4096, "intra-op threads per rank; 0 = the node's cores / ranks on the node");
+  integer("batch", 8, 1, I{1} << 24, "GLOBAL samples per optimizer step or per inference batch; "
+          "divisible by world", model_tasks);
+  integer("seq", 64, 1, I{1} << 20, "sequence length in tokens", model_tasks);
+  integer("steps", 10, 1, int_max, "optimizer steps (train) or batches (infer), warm-up included");
+  integer("warmup", 2, 0, int_max, "first steps excluded from statistics (warmup < steps)");
+  integer("seed", 1, 0, int_max, "seed of every random stream of the point");
+  integer("repetitions", 1, 1, 1000, "expand each point into this many repetitions");
+  integer("repetition", 0, 0, 999, "which repetition this point is; set by expansion, not by suites");
+  // At most a year: the time reaches Slurm as whole minutes in an int (`submit`).
+  KeySpec limit = key_spec("time_limit", KeyType::Float, 600.0, "",
+                           "seconds the point may run before it is stopped and marked failed (> 0)");
+  limit.min_float = 0.0, limit.max_float = 365.0 * 24 * 3600;
+  register_key(std::move(limit));
   name("launcher", "launcher", "mpirun", "how ranks are started: mpirun or srun");
   // The harness owns the launchers, so their names are registered here (harness/launch).
   register_name("launcher", "mpirun", "Open MPI's mpirun -np WORLD");
   register_name("launcher", "srun", "Slurm's srun inside an allocation");
 });
 }  // namespace
+
+bool RunContext::stop_agreed() const {
+  int any = stop.stop() ? 1 : 0;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, world),
+            "MPI_Allreduce (agreeing whether to stop)");
+  return any != 0;
+}
 
 }  // namespace sb

@@ -4,8 +4,10 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,17 @@ struct KeySpec {
   Value default_value;
   std::string name_set;  // for KeyType::Name: which set ("model", "strategy", ...)
   std::string doc;       // one line, shown by `shardbench keys`
+  // The values a suite may give, checked where the file sets them and before any narrowing
+  // (readers narrow Int keys to int, so the default range is an int's): Int keys lie in
+  // [min_int, max_int]; Float keys are finite and lie in [min_float, max_float]. The default
+  // value must lie in the range.
+  std::int64_t min_int = std::numeric_limits<std::int32_t>::min();
+  std::int64_t max_int = std::numeric_limits<std::int32_t>::max();
+  double min_float = std::numeric_limits<double>::lowest();
+  double max_float = std::numeric_limits<double>::max();
+  // The tasks that read the key; empty = every task. A point of another task that sets the
+  // key to anything but its default is refused (the value would be silently ignored).
+  std::vector<std::string> tasks;
 };
 void register_key(KeySpec spec);
 const std::vector<KeySpec>& registered_keys();
@@ -42,21 +55,29 @@ std::vector<std::string> registered_name_sets();  // sorted, for `shardbench key
 struct Diagnostic {
   std::string key;      // the key to blame (its source position is reported)
   std::string message;  // what is wrong and how to fix it
+  // A warning does not stop the suite (e.g. an input file that an earlier suite may still
+  // create); `shardbench plan` prints it and exits 0.
+  bool warning = false;
 };
 using Validator = std::function<void(const Point&, std::vector<Diagnostic>&)>;
 void register_validator(Validator v);
 const std::vector<Validator>& registered_validators();
 
 // ---- Running a point -----------------------------------------------------------------
-// Set by SIGTERM/SIGUSR1 (Slurm's pre-timeout signal) or the time limit; workloads poll it
-// between steps and finish cleanly with a partial trace.
-// Each rank's flag is set by its own watcher, at slightly different moments: ranks must agree
-// before acting on it (e.g. MPI_MAX of stop() in the per-step reduction of step times), or one
-// rank leaves the loop while another waits in the next collective.
+// Set by SIGTERM/SIGUSR1 (Slurm's pre-timeout signal) or the time limit. Each rank's flag is
+// set by its own watcher, at slightly different moments, so workloads never act on it
+// directly: they call RunContext::stop_agreed() between steps, which every rank answers alike.
 struct StopFlag {
   std::atomic<bool> requested{false};
   std::string reason;
   bool stop() const { return requested.load(std::memory_order_relaxed); }
+};
+
+// Thrown by a workload after stop_agreed() returned true, where it cannot simply return
+// (e.g. from inside a load-generator callback). Every rank throws it at the same point, so
+// `shardbench run` finishes the point as stopped (partial trace) without aborting.
+struct Stopped : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 struct RunContext {
@@ -66,6 +87,10 @@ struct RunContext {
   Recorder& recorder;  // rank-local; the harness gathers and writes from rank 0
   Progress& progress;  // rank 0 draws it
   const StopFlag& stop;
+
+  // Collective over world (call it at the same place on every rank): whether any rank's
+  // stop flag is set. The one way a workload decides to stop early.
+  bool stop_agreed() const;
 };
 
 class Workload {

@@ -1,5 +1,5 @@
-// `shardbench plan SUITE`: validate and expand a suite, print its points; exit 2 listing
-// every diagnostic when the suite is invalid.
+// `shardbench plan SUITE`: validate and expand a suite, print its points (and any warnings, to
+// stderr); exit 2 listing every diagnostic when the suite is invalid.
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +25,8 @@ Registrar reg([] {
                      e.diagnostics.size(), e.diagnostics.size() == 1 ? "" : "s");
         throw Exit{2};
       }
+      // Warnings (e.g. an input file an earlier suite has yet to write) do not fail the plan.
+      for (const auto& w : s.warnings) std::fprintf(stderr, "%s\n", w.c_str());
       std::fputs(format_plan(s).c_str(), stdout);
     });
   }});

@@ -1,5 +1,6 @@
 // `shardbench sweep SUITE`: every point of a suite on this machine, one after another (the
 // local scheduler); rerunning it resumes where results are missing.
+#include <cstdio>
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -28,6 +29,8 @@ const bool registered = [] {
          sub.add_option("--np-max", a->np_max, "skip points that need more ranks than this");
          sub.callback([a] {
            const Suite suite = load_suite(a->suite);
+           // The plan-time warnings (a missing input file) before anything runs.
+           for (const auto& w : suite.warnings) std::fprintf(stderr, "%s\n", w.c_str());
            ScheduleOptions opt;
            opt.results_dir = a->results.empty() ? default_results_dir(suite) : a->results;
            opt.retry_failed = a->retry_failed;

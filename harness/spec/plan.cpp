@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/spec/expand.h"
 #include "harness/workload.h"
 
 namespace sb {
@@ -82,16 +83,22 @@ std::string format_plan(const Suite& suite) {
 }
 
 std::string format_keys() {
-  std::vector<std::vector<std::string>> rows{{"key", "type", "default", "doc"}};
+  std::vector<std::vector<std::string>> rows{{"key", "type", "default", "range", "tasks", "doc"}};
   for (const auto& k : registered_keys()) {
     std::string type = type_label(k.type);
     if (k.type == KeyType::Name) type += "(" + k.name_set + ")";
     std::string def = value_to_string(k.default_value);
     if (k.type == KeyType::String || k.type == KeyType::Name) def = "\"" + def + "\"";
-    rows.push_back({k.key, type, def, k.doc});
+    std::string tasks;
+    for (const auto& t : k.tasks) tasks += (tasks.empty() ? "" : ",") + t;
+    rows.push_back({k.key, type, def, range_text(k), tasks.empty() ? "all" : tasks, k.doc});
   }
   std::string out = fmt::format("{} keys\n", registered_keys().size());
-  out += table(rows, {false, false, false, false});
+  out += table(rows, {false, false, false, false, false, false});
+  out += "\nreference figures ([[reference]] in a suite; read by the reports)\n";
+  std::vector<std::vector<std::string>> figures;
+  for (const auto& [name, doc] : reference_figures()) figures.push_back({"  " + name, doc});
+  out += table(figures, {false, false});
   out += "\nname sets\n";
   for (const auto& set : registered_name_sets()) {
     out += set + ":\n";

@@ -35,7 +35,7 @@ class Point {
   double get_double(const std::string& key) const;  // ints widen
   bool get_bool(const std::string& key) const;
   const std::string& get_string(const std::string& key) const;
-  SourcePos where(const std::string& key) const;
+  SourcePos where(const std::string& key) const;  // line 0 ("(default)") when not set by a file
   const std::map<std::string, Value>& values() const { return values_; }
 
   // Canonical JSON of the values (sorted keys, no identity fields): hashed into id,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -49,19 +50,50 @@ std::size_t distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
-std::string unknown_key_message(const std::string& key) {
-  const KeySpec* best = nullptr;
+// The closest of `known` to `word` when it is plausibly a typo of it, else "": a far-off
+// "did you mean" misleads.
+std::string closest(const std::string& word, const std::vector<std::string>& known) {
+  const std::string* best = nullptr;
   std::size_t best_d = 0;
-  for (const auto& k : registered_keys()) {
-    std::size_t d = distance(key, k.key);
+  for (const auto& k : known) {
+    std::size_t d = distance(word, k);
     if (!best || d < best_d) best = &k, best_d = d;
   }
-  // Suggest only what is plausibly a typo; a far-off "did you mean" misleads.
-  if (!best || best_d > std::max<std::size_t>(2, key.size() / 3))
+  if (!best || best_d > std::max<std::size_t>(2, word.size() / 3)) return "";
+  return *best;
+}
+
+std::string unknown_key_message(const std::string& key) {
+  std::vector<std::string> known;
+  for (const auto& k : registered_keys()) known.push_back(k.key);
+  const std::string best = closest(key, known);
+  if (best.empty())
     return "unknown key: not registered by the harness or any linked workload (`shardbench "
            "keys` lists every key)";
-  return fmt::format("unknown key; did you mean '{}'? (`shardbench keys` lists every key)",
-                     best->key);
+  return fmt::format("unknown key; did you mean '{}'? (`shardbench keys` lists every key)", best);
+}
+
+// "" when `name` is a reference figure a report reads, else what to write instead.
+std::string unknown_figure_message(const std::string& name) {
+  std::vector<std::string> known;
+  std::string list;
+  for (const auto& [fig, doc] : reference_figures()) {
+    known.push_back(fig);
+    list += (list.empty() ? "" : ", ") + fig;
+  }
+  if (std::find(known.begin(), known.end(), name) != known.end()) return "";
+  const std::string best = closest(name, known);
+  return fmt::format("unknown reference figure: no report reads it; {}the figures are {} "
+                     "(docs/REPORTS.md)", best.empty() ? "" : "did you mean '" + best + "'? ",
+                     list);
+}
+
+// A suite name becomes a results folder, a Slurm job name and a line of the job script: keep
+// it a plain path component that needs no quoting anywhere.
+bool plain_name(const std::string& n) {
+  return !n.empty() && n != "." && n != ".." && std::all_of(n.begin(), n.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+         });
 }
 
 std::string describe(const toml::node& n) {
@@ -117,6 +149,7 @@ class Reader {
   Reader(SuiteSpec& spec, Diagnostics& d) : spec_(spec), d_(d) {}
 
   void read(const toml::table& root);
+  bool named() const { return named_; }  // [suite] name was given
 
  private:
   const std::string& file() const { return spec_.file; }
@@ -144,11 +177,11 @@ class Reader {
         if (auto b = n.as_boolean()) return Value{b->get()};
         break;
       case KeyType::Int:
-        if (auto i = n.as_integer()) return Value{std::int64_t(i->get())};
+        if (auto i = n.as_integer()) return in_range(ks, Value{std::int64_t(i->get())}, p);
         break;
       case KeyType::Float:  // an integer literal is a fine float ("time_limit = 600")
-        if (auto f = n.as_floating_point()) return Value{f->get()};
-        if (auto i = n.as_integer()) return Value{double(i->get())};
+        if (auto f = n.as_floating_point()) return in_range(ks, Value{f->get()}, p);
+        if (auto i = n.as_integer()) return in_range(ks, Value{double(i->get())}, p);
         break;
       case KeyType::String:
         if (auto s = n.as_string()) return Value{s->get()};
@@ -173,6 +206,14 @@ class Reader {
     }
     d_.add(p, ks.key, fmt::format("wrong type: expected {}, got {}; `shardbench keys` lists "
                                   "each key's type", expected(ks.type), describe(n)));
+    return std::nullopt;
+  }
+
+  // The value when the key's range allows it (checked here, before anything narrows it).
+  std::optional<Value> in_range(const KeySpec& ks, Value v, const SourcePos& p) {
+    const std::string problem = range_problem(ks, v);
+    if (problem.empty()) return v;
+    d_.add(p, ks.key, problem + " (`shardbench keys` lists each key's range)");
     return std::nullopt;
   }
 
@@ -233,6 +274,7 @@ class Reader {
   SuiteSpec& spec_;
   Diagnostics& d_;
   std::map<std::string, std::string> varied_by_;  // key -> "[axes]" or "[[zip]] #n"
+  bool named_ = false;
 };
 
 void Reader::read(const toml::table& root) {
@@ -280,16 +322,12 @@ void Reader::read_suite(const toml::table& t) {
       spec_.description = s->get();
       continue;
     }
-    // The name becomes a results folder: keep it a plain path component.
     const std::string& n = s->get();
-    bool plain = !n.empty() && n != "." && n != ".." &&
-                 std::all_of(n.begin(), n.end(), [](char c) {
-                   return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
-                          c == '.';
-                 });
-    if (plain) spec_.name = n;
+    named_ = true;
+    if (plain_name(n)) spec_.name = n;
     else d_.add(e.pos, e.key, fmt::format("suite name \"{}\" must use only letters, digits, "
-                                          "'-', '_' and '.' (it names the results folder)", n));
+                                          "'-', '_' and '.' (it names the results folder)",
+                                          printable(n)));
   }
 }
 
@@ -375,7 +413,18 @@ std::optional<Matcher> Reader::read_matcher(const toml::table& t, const std::str
         k.key = e.key.substr(6);
         keys.push_back(k);
       } else if (e.node->is_integer() || e.node->is_floating_point()) {
-        m.figures[e.key] = e.node->value<double>().value();
+        const double v = e.node->value<double>().value();
+        const std::string unknown = unknown_figure_message(e.key);
+        if (!unknown.empty()) {
+          d_.add(e.key_pos, e.key, unknown);
+          ok = false;
+        } else if (!std::isfinite(v)) {
+          d_.add(e.pos, e.key, fmt::format("reference figure {} is {}: give the paper's figure "
+                                           "as a finite number", e.key, value_to_string(Value{v})));
+          ok = false;
+        } else {
+          m.figures[e.key] = v;
+        }
       } else {
         d_.add(e.pos, e.key, fmt::format("a reference figure must be a number, got {}; the "
                                          "keys to match go in match = {{ ... }}",
@@ -450,17 +499,27 @@ Suite load_suite_text(const std::string& toml_text, const std::string& path) {
               fmt::format("{}; see docs/SUITES.md for the format", e.description()));
     throw SuiteError(diags.lines());
   }
-  Reader(spec, diags).read(root);
+  Reader reader(spec, diags);
+  reader.read(root);
+  if (!reader.named() && !plain_name(spec.name)) {
+    diags.add(SourcePos{}, "suite",
+              fmt::format("the suite is named after the file, \"{}\", but a suite name may use "
+                          "only letters, digits, '-', '_' and '.' (it names the results folder "
+                          "and the Slurm job): set name = \"...\" under [suite], or rename the "
+                          "file", printable(spec.name)));
+    throw SuiteError(diags.lines());  // points would carry the name: do not expand
+  }
   std::vector<Point> points = expand(spec, diags);
   if (!diags.empty()) throw SuiteError(diags.lines());
-  return Suite{spec.name, path, spec.sha256, spec.description, std::move(points)};
+  return Suite{spec.name, path, spec.sha256, spec.description, std::move(points),
+               diags.warning_lines()};
 }
 
 Suite load_suite(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw SuiteError({fmt::format("{}: cannot read the suite file ({}); check the path", path,
-                                  std::strerror(errno))});
+    throw SuiteError({fmt::format("{}: cannot read the suite file ({}); check the path",
+                                  printable(path), std::strerror(errno))});
   }
   std::ostringstream bytes;
   bytes << in.rdbuf();

@@ -14,6 +14,9 @@ struct Suite {
   std::string sha256;       // of the file's bytes (provenance)
   std::string description;
   std::vector<Point> points;  // expanded, validated, in deterministic order
+  // "file:line:column: key: warning: message", e.g. an input file that does not exist (yet):
+  // `shardbench plan` and `sweep` print them; they do not stop the suite.
+  std::vector<std::string> warnings;
 };
 
 // Parses, validates and expands. On any problem throws sb::Error whose message lists every

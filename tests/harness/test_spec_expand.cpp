@@ -120,7 +120,7 @@ compression = "none"
 TEST(Expand, ReferenceFiguresAttachToMatchingPoints) {
   Suite s = load_suite_text(R"(
 [base]
-task = "micro"
+task = "infer"
 model = "bert-large"
 [axes]
 quantization = ["none", "int8-dynamic"]

@@ -2,6 +2,7 @@
 // TaskInfo ("-" when the task is not linked in), and exit code 2 with every diagnostic.
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
@@ -19,7 +20,7 @@ description = "plan test"
 [base]
 world = 2
 [axes]
-task = ["train", "micro"]
+task = ["train", "infer"]
 strategy = ["no_shard", "full_shard"]
 [baseline]
 strategy = "no_shard"
@@ -35,8 +36,8 @@ TEST(Plan, TableWithStateBytesPerRank) {
       "index  id            name              task   world  baseline  state/rank\n"
       "    0  85e5476ac6d6  train/no_shard    train      2         -    1.00 MiB\n"
       "    1  70c83adf5caf  train/full_shard  train      2         0  512.00 KiB\n"
-      "    2  09acf9a722e8  micro/no_shard    micro      2         -           -\n"
-      "    3  b8399fd10a7f  micro/full_shard  micro      2         2           -\n"
+      "    2  2a753e72e18a  infer/no_shard    infer      2         -           -\n"
+      "    3  c4c3cf4293c4  infer/full_shard  infer      2         2           -\n"
       "4 points\n",
       sha256_hex(kSuite).substr(0, 12));
   EXPECT_EQ(format_plan(s), expected);
@@ -101,10 +102,19 @@ TEST(PlanCommand, InvalidSuiteExits2WithEveryDiagnostic) {
   std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(rc, 2);
   EXPECT_EQ(out, "");
-  EXPECT_EQ(err, path + ":2:9: world: world must be >= 1, got 0\n" + path +
+  EXPECT_EQ(err, path + ":2:9: world: 0 is out of range: world must be between 1 and 1048576 "
+                     "(`shardbench keys` lists each key's range)\n" + path +
                      ":3:1: stratgy: unknown key; did you mean 'strategy'? (`shardbench keys` "
                      "lists every key)\n" +
                      path + ": 2 errors; the suite was not expanded\n");
+}
+
+// The line of `shardbench keys` for `key`, its columns (separated by 2+ spaces) joined by " | ".
+std::string row(const std::string& out, const std::string& key) {
+  const auto at = out.find("\n" + key + " ");
+  if (at == std::string::npos) return "(no row for " + key + ")";
+  const std::string line = out.substr(at + 1, out.find('\n', at + 1) - at - 1);
+  return std::regex_replace(line, std::regex(" {2,}"), " | ");
 }
 
 TEST(KeysCommand, ListsKeysAndNameSets) {
@@ -114,11 +124,19 @@ TEST(KeysCommand, ListsKeysAndNameSets) {
   EXPECT_EQ(out, format_keys());
   // One line per key, aligned; base keys and the test's workload keys alike.
   EXPECT_NE(out.find(fmt::format("{} keys\n", registered_keys().size())), std::string::npos);
-  EXPECT_NE(out.find("\nbatch                int                 8            GLOBAL samples per "
-                     "optimizer step or per inference batch; divisible by world\n"),
-            std::string::npos) << out;
-  EXPECT_NE(out.find("\ntime_limit           float               600.0"), std::string::npos);
+  // Ranges and the tasks that read a key (empty: every task); columns joined by " | ".
+  EXPECT_EQ(row(out, "batch"), "batch | int | 8 | 1 .. 16777216 | train,infer | GLOBAL samples "
+                               "per optimizer step or per inference batch; divisible by world");
+  EXPECT_EQ(row(out, "time_limit"), "time_limit | float | 600.0 | 0.0 .. 31536000.0 | all | "
+                                    "seconds the point may run before it is stopped and marked "
+                                    "failed (> 0)");
+  EXPECT_EQ(row(out, "lr"), "lr | float | 0.001 | finite | train | learning rate");
+  EXPECT_EQ(row(out, "shard_group"), "shard_group | int | 0 | -2147483648 .. 2147483647 | all | "
+                                     "ranks per shard group");
   EXPECT_NE(out.find("\nstrategy             name(strategy)      \"no_shard\""), std::string::npos);
+  EXPECT_NE(out.find("\nreference figures ([[reference]] in a suite; read by the reports)\n"
+                     "  latency_ms             inference latency per batch (ms)\n"),
+            std::string::npos) << out;
   EXPECT_NE(out.find("\nlauncher:\n  mpirun  Open MPI's mpirun -np WORLD\n  srun    Slurm's srun "
                      "inside an allocation\n"),
             std::string::npos) << out;

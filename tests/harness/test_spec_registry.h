@@ -2,6 +2,7 @@
 // workloads would register them. Fixed on purpose: the literal ids in the tests hash the
 // complete canonical config, so adding a key here changes them.
 #pragma once
+#include <filesystem>
 #include <string>
 
 #include "harness/workload.h"
@@ -16,6 +17,7 @@ inline Registrar test_registry([] {
   for (const char* a : {"naive", "chunked"}) register_name("attention", a, "test kernel");
   register_name("dtype", "fp32", "test dtype");
   register_name("task", "micro", "named but not a registered task: plan prints '-'");
+  register_name("task", "infer", "named but not a registered task: plan prints '-'");
   // train: a made-up state size (1 MiB of state, divided by world when fully sharded), so the
   // plan's state column is checked exactly.
   register_task({"train", nullptr, [](const Point& p) {
@@ -24,7 +26,9 @@ inline Registrar test_registry([] {
                    if (p.get_string("strategy") == "full_shard") bytes /= double(p.get_int("world"));
                    return bytes;
                  }});
-  register_key({"lr", KeyType::Float, 1e-3, "", "learning rate"});
+  KeySpec lr{"lr", KeyType::Float, 1e-3, "", "learning rate"};
+  lr.tasks = {"train"};  // as the train workload registers it
+  register_key(lr);
   register_key({"compress.grad.ratio", KeyType::Float, 0.01, "", "top-k fraction of gradients"});
   register_key({"data", KeyType::String, std::string("markov"), "", "corpus"});
   register_key({"flag", KeyType::Bool, false, "", "a test switch"});
@@ -32,6 +36,13 @@ inline Registrar test_registry([] {
   // A buggy validator (throws instead of reporting) must not hide the other diagnostics.
   register_validator([](const Point& p, std::vector<Diagnostic>&) {
     if (p.get_int("seed") == 666) throw Error("seed 666 is cursed");
+  });
+  // A plan-time warning, as the train workload gives for a data file that does not exist
+  // (yet: an earlier suite may write it).
+  register_validator([](const Point& p, std::vector<Diagnostic>& out) {
+    const std::string& data = p.get_string("data");
+    if (data != "markov" && !std::filesystem::exists(data))
+      out.push_back({"data", fmt::format("data file '{}' does not exist (yet)", data), true});
   });
   // A cross-key rule, as a workload would register it.
   register_validator([](const Point& p, std::vector<Diagnostic>& out) {

@@ -1,7 +1,11 @@
 // The "train" task's registration: its config keys, the validators that refuse impossible
 // combinations before any rank starts, and the model-state formula `shardbench plan` shows.
+#include <filesystem>
+
+#include "harness/core/check.h"
 #include "harness/workload.h"
 #include "workloads/fsdp/engine.h"
+#include "workloads/models/model.h"
 #include "workloads/train/train_workload.h"
 
 namespace sb::train {
@@ -10,6 +14,22 @@ namespace {
 using I = std::int64_t;
 
 bool is_train(const Point& p) { return p.has("task") && p.get_string("task") == "train"; }
+
+// Input files are looked for at plan time, but only warned about: an earlier suite may write
+// them (a checkpoint, an exported corpus). Relative paths are from the current directory.
+void warn_missing_inputs(const Point& p, std::vector<Diagnostic>& out) {
+  const std::string& data = p.get_string("data");
+  if (data != "markov" && !std::filesystem::exists(data))
+    out.push_back({"data", fmt::format("data file '{}' does not exist (yet): the point will fail "
+                                       "unless an earlier suite writes it; check the path",
+                                       data), true});
+  const std::string& dir = p.get_string("checkpoint_dir");
+  if (p.get_bool("resume") && !dir.empty() && !std::filesystem::exists(dir))
+    out.push_back({"checkpoint_dir", fmt::format("resume = true, but checkpoint_dir '{}' does not "
+                                                 "exist (yet): the point will fail unless an "
+                                                 "earlier suite or run saves it there; check the "
+                                                 "path", dir), true});
+}
 
 void validate(const Point& p, std::vector<Diagnostic>& out) {
   if (!is_train(p)) return;
@@ -40,6 +60,16 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                            "GPT-2"});
   if (p.get_string("checkpoint_dir").empty() && p.get_bool("resume"))
     out.push_back({"resume", "resume = true needs checkpoint_dir"});
+  try {  // the same rule as infer's: positions beyond the model's do not exist
+    const auto m = models::preset_config(model);
+    if (p.get_int("seq") > m.max_pos)
+      out.push_back({"seq", fmt::format("seq {} exceeds model {}'s {} positions; use seq <= {} "
+                                        "or a model with more positions (`shardbench models`)",
+                                        p.get_int("seq"), m.preset, m.max_pos, m.max_pos)});
+  } catch (const sb::Error&) {
+    // an unknown model is reported by the name check
+  }
+  warn_missing_inputs(p, out);
 }
 
 double state_bytes(const Point& p) {
@@ -52,27 +82,39 @@ double state_bytes(const Point& p) {
       fsdp::dtype_from_name(p.get_string("dtype")), static_cast<int>(p.get_int("grad_accum"))));
 }
 
+// Every key here is read by the train task only (a point of another task may not set it).
+void key(KeySpec ks) {
+  ks.tasks = {"train"};
+  register_key(std::move(ks));
+}
+
 sb::Registrar reg([] {
   auto f = [](const char* k, double d, const char* doc) {
-    register_key({k, KeyType::Float, d, "", doc});
+    key({k, KeyType::Float, d, "", doc});
   };
-  auto i = [](const char* k, I d, const char* doc) { register_key({k, KeyType::Int, d, "", doc}); };
+  auto i = [](const char* k, I d, I lo, I hi, const char* doc) {
+    KeySpec ks{k, KeyType::Int, d, "", doc};
+    ks.min_int = lo, ks.max_int = hi;
+    key(std::move(ks));
+  };
   auto s = [](const char* k, const char* d, const char* doc) {
-    register_key({k, KeyType::String, std::string(d), "", doc});
+    key({k, KeyType::String, std::string(d), "", doc});
   };
+  const I int_max = std::numeric_limits<std::int32_t>::max();
   f("lr", 6e-4, "peak learning rate (AdamW)");
   f("min_lr", 6e-5, "cosine floor of the learning rate");
   f("weight_decay", 0.1, "decoupled AdamW weight decay (not on biases and LayerNorm)");
   f("grad_clip", 1.0, "global gradient L2-norm clip; <= 0 disables");
-  i("lr_warmup", 0, "optimizer steps of linear learning-rate warm-up");
-  i("grad_accum", 1, "micro-batches per optimizer step (no communication until the last)");
-  i("shard_group", 0, "ranks per shard group (hybrid_shard); 0 = ranks per node");
-  register_key({"reduce_dtype", KeyType::Name, std::string("fp32"), "dtype",
-                "dtype of gradient collectives (fp32, bf16, fp16)"});
-  register_key({"prefetch", KeyType::Bool, true, "",
-                "all-gather the next unit while the current one computes"});
-  i("eval_every", 0, "evaluate held-out loss every N steps (0 = only at the end)");
-  i("eval_batches", 4, "held-out global batches per evaluation");
+  i("lr_warmup", 0, 0, int_max, "optimizer steps of linear learning-rate warm-up");
+  i("grad_accum", 1, 1, I{1} << 16, "micro-batches per optimizer step (no communication until "
+    "the last)");
+  i("shard_group", 0, 0, I{1} << 20, "ranks per shard group (hybrid_shard); 0 = ranks per node");
+  key({"reduce_dtype", KeyType::Name, std::string("fp32"), "dtype",
+       "dtype of gradient collectives (fp32, bf16, fp16)"});
+  key({"prefetch", KeyType::Bool, true, "",
+       "all-gather the next unit while the current one computes"});
+  i("eval_every", 0, 0, int_max, "evaluate held-out loss every N steps (0 = only at the end)");
+  i("eval_batches", 4, 0, I{1} << 20, "held-out global batches per evaluation");
   s("data", "markov", "training data: markov (synthetic, known loss floor) or a .bin token file");
   // "auto": poll where parameters are sharded (a unit's all-gather then completes while the
   // peer computes, instead of waiting for the peer's next unit boundary), inline otherwise
@@ -80,11 +122,10 @@ sb::Registrar reg([] {
   register_name("comm_progress", "auto",
                 "poll for strategies that shard parameters (full_shard, shard_grad_op, "
                 "hybrid_shard), inline for no_shard and zero1");
-  register_key({"comm_progress", KeyType::Name, std::string("auto"), "comm_progress",
-                "how overlapped collectives progress: auto, thread, poll or inline "
-                "(docs/FSDP.md)"});
+  key({"comm_progress", KeyType::Name, std::string("auto"), "comm_progress",
+       "how overlapped collectives progress: auto, thread, poll or inline (docs/FSDP.md)"});
   s("checkpoint_dir", "", "directory of sharded checkpoints (saved at the end; empty = none)");
-  register_key({"resume", KeyType::Bool, false, "", "load checkpoint_dir before the first step"});
+  key({"resume", KeyType::Bool, false, "", "load checkpoint_dir before the first step"});
   s("export_safetensors", "",
     "after training, write the full fp32 parameters to this one safetensors file with Hugging "
     "Face names (rank 0 writes; empty = none)");
