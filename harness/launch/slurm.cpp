@@ -40,7 +40,13 @@ class SlurmScheduler final : public Scheduler {
     fs::create_directories(dir + "/logs");
     fs::create_directories(dir + "/slurm");
     write_manifest(dir, suite);
-    const std::string exe = opt.exe.empty() ? self_exe() : opt.exe;
+    std::string exe = opt.exe.empty() ? self_exe() : opt.exe;
+    // /proc/self/exe names a binary replaced since it started (a rebuild) "PATH (deleted)";
+    // the tasks run later and must run the file now at PATH.
+    const std::string deleted = " (deleted)";
+    if (exe.size() > deleted.size() &&
+        exe.compare(exe.size() - deleted.size(), deleted.size(), deleted) == 0)
+      exe.resize(exe.size() - deleted.size());
     const std::string suite_file = fs::absolute(suite.file).lexically_normal().string();
 
     std::string queue_error;

@@ -1,7 +1,9 @@
 // Launchers and Slurm job scripts without a cluster: argv of each launcher, --array and
 // --time syntax, the rendered sbatch scripts compared as text with expected files
-// (tests/harness/data/trace/*.sbatch; SB_UPDATE_EXPECTED=1 rewrites them), squeue parsing,
-// and `submit --dry-run` through the probe CLI (done points are not submitted again).
+// (tests/harness/data/trace/*.sbatch; SB_UPDATE_EXPECTED=1 rewrites them), the rendered script
+// run by bash with stand-ins for the ranks and scontrol (which signal requeues), what happens
+// after Slurm's pre-timeout signal (requeue or fail), squeue parsing, and `submit --dry-run`
+// through the probe CLI (done points are not submitted again).
 #include <unistd.h>
 
 #include <cstdlib>
@@ -16,6 +18,8 @@
 #include "harness/launch/jobscript.h"
 #include "harness/launch/launcher.h"
 #include "harness/launch/slurm_queue.h"
+#include "harness/launch/slurm_timeout.h"
+#include "harness/spec/suite.h"
 #include "harness/trace/result.h"
 
 namespace fs = std::filesystem;
@@ -192,5 +196,160 @@ TEST(Submit, DryRunWritesOneArrayPerWorldSizeWithoutDonePoints) {
   EXPECT_NE(w1.find("srun --mpi=pmix --ntasks=1"), std::string::npos) << w1;
   EXPECT_NE(w1.find("#SBATCH --output=" + results + "/logs/%A_%a.out\n"), std::string::npos) << w1;
   EXPECT_FALSE(fs::exists(results + "/submissions.json")) << "a dry run submitted something";
+  fs::remove_all(dir);
+}
+
+// ---- Signals: only Slurm's pre-timeout signal may requeue; a cancel ends the task -----------
+
+namespace {
+// Runs the rendered job script under bash as Slurm would (array task 7_0) with stand-ins: the
+// launcher execs its arguments; `shardbench run` waits for a signal and exits 2 as stopped
+// ranks do; `after-timeout` exits after_rc; scontrol only logs. `signal` goes to the batch
+// shell once the "ranks" run.
+// Returns the calls the script made, one per line, then "exit N".
+std::string run_script_and_signal(const std::string& signal, int after_rc) {
+  const fs::path dir = fs::temp_directory_path() /
+                       fmt::format("sb-jobscript-{}-{}-{}", getpid(), signal, after_rc);
+  fs::remove_all(dir);
+  fs::create_directories(dir / "bin");
+  const std::string calls = (dir / "calls").string();
+  auto stub = [&](const std::string& name, const std::string& body) {
+    std::ofstream(dir / "bin" / name) << "#!/bin/bash\n" << body;
+    fs::permissions(dir / "bin" / name, fs::perms::owner_all);
+  };
+  stub("launch", "exec \"$@\"\n");
+  stub("scontrol", "echo \"scontrol $*\" >> " + calls + "\n");
+  stub("shardbench",
+       "case \"$1\" in\n"
+       "  run) if [[ \" $* \" == *' --record-failure '* ]]; then\n"
+       "         echo record-failure >> " + calls + "; exit 0; fi\n"
+       "    trap 'echo \"ranks stopped by USR1\" >> " + calls + "; exit 2' USR1\n"
+       "    trap 'echo \"ranks stopped by TERM\" >> " + calls + "; exit 2' TERM\n"
+       "    touch " + (dir / "started").string() + "\n"
+       "    while :; do sleep 0.05; done ;;\n"
+       "  after-timeout) echo after-timeout >> " + calls + "; exit " +
+           std::to_string(after_rc) + " ;;\n"
+       "esac\n");
+  sb::JobScriptSpec s = fixed_spec();
+  s.results_dir = (dir / "res").string();
+  s.exe = (dir / "bin" / "shardbench").string();
+  s.launch_prefix = {(dir / "bin" / "launch").string()};
+  fs::create_directories(dir / "res" / "logs");
+  const std::string script = (dir / "job.sh").string();
+  std::ofstream(script) << sb::render_job_script(sb::read_job_template("sbatch-array.sh.in"), s);
+  // Only the batch shell is signalled: what the ranks get is then the script's doing.
+  const std::string driver =
+      "bash " + script + " > " + (dir / "out").string() + " 2>&1 & pid=$!; "
+      "for i in $(seq 200); do [ -e " + (dir / "started").string() +
+      " ] && break; sleep 0.05; done; "
+      "kill -" + signal + " $pid; wait $pid; echo \"exit $?\" >> " + calls;
+  sb::ProcessOptions po;
+  po.timeout_s = 30;
+  po.env = {{"PATH", (dir / "bin").string() + ":" + std::getenv("PATH")},
+            {"SLURM_ARRAY_TASK_ID", "0"}, {"SLURM_ARRAY_JOB_ID", "7"}, {"SLURM_JOB_ID", "8"}};
+  const auto r = sb::run_process({"bash", "-c", driver}, po);
+  EXPECT_TRUE(r.ok()) << r.describe() << "\n" << read((dir / "out").string());
+  const std::string out = read(calls);
+  fs::remove_all(dir);
+  return out;
+}
+}  // namespace
+
+TEST(JobScript, CancelEndsTheTaskWithoutRequeue) {
+  // Before: the TERM trap requeued the task, so scancel restarted it.
+  const std::string calls = run_script_and_signal("TERM", 0);
+  EXPECT_EQ(calls.find("scontrol"), std::string::npos) << calls;
+  EXPECT_EQ(calls.find("after-timeout"), std::string::npos) << calls;
+  EXPECT_EQ(calls.find("record-failure"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("ranks stopped by TERM"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("exit 2"), std::string::npos) << calls;
+}
+
+TEST(JobScript, PreTimeoutSignalRequeuesOnlyWhenThePointResumes) {
+  std::string calls = run_script_and_signal("USR1", 0);
+  EXPECT_EQ(calls, "ranks stopped by USR1\nafter-timeout\nscontrol requeue 7_0\nexit 0\n");
+  // Before: requeued whatever the point could do, so a point that restarts at step 0 looped.
+  calls = run_script_and_signal("USR1", 1);
+  EXPECT_EQ(calls, "ranks stopped by USR1\nafter-timeout\nexit 1\n");
+}
+
+namespace {
+sb::Point timed_out_point(bool resume) {
+  sb::Point p;
+  p.index = 3;
+  p.id = "abcd1234";
+  p.set("steps", std::int64_t{1000});
+  p.set("checkpoint_dir", std::string(resume ? "/scratch/ckpt" : ""));
+  p.set("resume", resume);
+  return p;
+}
+sb::ResultSummary result(const std::string& status, std::int64_t steps) {
+  sb::ResultSummary r;
+  r.exists = true;
+  r.status = status;
+  r.steps = steps;
+  return r;
+}
+}  // namespace
+
+TEST(AfterTimeout, PointWithoutResumeFailsWithTheFix) {
+  const auto d = sb::decide_after_timeout(timed_out_point(false), result("incomplete", 40),
+                                          "0:01:00");
+  EXPECT_EQ(d.action, sb::TimeoutDecision::Fail);
+  EXPECT_EQ(d.reason, "stopped by Slurm's pre-timeout signal after 40 steps of 1000: the point "
+                      "needs longer than the job's --time=0:01:00 and does not resume, so a "
+                      "requeue would start again at step 0; give the job more time (a larger "
+                      "time_limit, or `shardbench submit --time-min`), or set checkpoint_dir and "
+                      "resume = true so that a requeued task continues from its last checkpoint");
+  // A checkpoint_dir alone does not resume: the rerun would start at step 0 again.
+  sb::Point p = timed_out_point(true);
+  p.set("resume", false);
+  EXPECT_EQ(sb::decide_after_timeout(p, result("incomplete", 40), "0:01:00").action,
+            sb::TimeoutDecision::Fail);
+  // No result at all (the launcher died): still a failure with the fix, never a requeue.
+  EXPECT_EQ(sb::decide_after_timeout(p, sb::ResultSummary{}, "0:01:00").action,
+            sb::TimeoutDecision::Fail);
+}
+
+TEST(AfterTimeout, ResumingPointIsRequeuedWhileItMakesProgress) {
+  const sb::Point p = timed_out_point(true);
+  EXPECT_EQ(sb::decide_after_timeout(p, result("incomplete", 40), "0:01:00").action,
+            sb::TimeoutDecision::Requeue);
+  // No step since the checkpoint: a requeue would be stopped at the same place again.
+  const auto d = sb::decide_after_timeout(p, result("incomplete", 0), "0:01:00");
+  EXPECT_EQ(d.action, sb::TimeoutDecision::Fail);
+  EXPECT_NE(d.reason.find("before it completed a step since its checkpoint in /scratch/ckpt"),
+            std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("give the job more time"), std::string::npos) << d.reason;
+}
+
+TEST(AfterTimeout, PointThatEndedOnItsOwnIsLeftAlone) {
+  for (const char* st : {"done", "failed"})
+    EXPECT_EQ(sb::decide_after_timeout(timed_out_point(true), result(st, 9), "0:01:00").action,
+              sb::TimeoutDecision::Finished) << st;
+}
+
+TEST(AfterTimeout, FailureKeepsThePartialTrace) {
+  const fs::path dir = fs::temp_directory_path() / ("sb-timeout-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  const sb::Point p = timed_out_point(false);
+  const std::string path = sb::result_path(dir.string(), p.index, p.id);
+  sb::ResultMeta m;
+  m.status = "incomplete";
+  m.failure_reason = "stopped by signal 10";
+  sb::Recorder rec;
+  for (std::int64_t i = 0; i < 3; ++i) {
+    sb::StepRecord r;
+    r.step = i;
+    rec.step(r);
+  }
+  sb::write_result_hdf5(path, m, rec);
+  sb::record_timeout_failure(dir.string(), sb::Suite{}, p, "too long for the job", "/x/7_0.out");
+  const sb::ResultSummary s = sb::read_result_summary(path);
+  EXPECT_EQ(s.status, "failed");
+  EXPECT_EQ(s.failure_reason, "too long for the job\n(log: /x/7_0.out)");
+  EXPECT_EQ(s.steps, 3);
+  EXPECT_EQ(std::distance(fs::directory_iterator(path.substr(0, path.rfind('/'))),
+                          fs::directory_iterator{}), 1) << "a temporary file was left behind";
   fs::remove_all(dir);
 }
