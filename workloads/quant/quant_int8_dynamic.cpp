@@ -7,7 +7,9 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <algorithm>
+#include <fstream>
 #include <mutex>
+#include <string>
 
 #include "harness/core/check.h"
 #include "workloads/quant/quantized_matrix.h"
@@ -26,6 +28,26 @@ void ensure_engine() {
     else SB_FAIL("int8-dynamic needs LibTorch's oneDNN or QNNPACK quantized engine and this "
                  "build has neither; use int8-weight-channel instead");
   });
+}
+
+// Whether the CPU multiplies u8 x s8 with 32-bit accumulation in one instruction (AVX-512
+// VNNI, AVX-VNNI, AMX). Without it, oneDNN's AVX2 kernel adds pairs of u8*s8 products in
+// int16 (vpmaddubsw), which saturates for activations using the full 8 bits: on such a CPU
+// (AMD EPYC, AVX2 only) gpt2-tiny's logits were 0.096 rel. L2 from fp32 with 8-bit activations
+// and 0.022 with 7-bit ones (tests/unit/quant_models.cpp). Without VNNI activations are
+// therefore quantized to 7 bits (reduce_range), as PyTorch's x86 default does.
+bool cpu_has_vnni() {
+  static const bool has = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("flags", 0) == 0)
+        return line.find(" avx512_vnni") != std::string::npos ||
+               line.find(" avx_vnni") != std::string::npos ||
+               line.find(" amx_int8") != std::string::npos;
+    return false;
+  }();
+  return has;
 }
 
 class Int8DynamicMatrix final : public QuantizedMatrix {
@@ -49,7 +71,8 @@ class Int8DynamicMatrix final : public QuantizedMatrix {
     auto shape = x.sizes().vec();
     SB_CHECK(shape.back() == in_, "int8-dynamic linear: input has {} features, weight expects {}",
              shape.back(), in_);
-    auto y = packed_->apply_dynamic(x.reshape({-1, in_}).contiguous(), /*reduce_range=*/false);  // (M, out)
+    auto y = packed_->apply_dynamic(x.reshape({-1, in_}).contiguous(),
+                                    /*reduce_range=*/!cpu_has_vnni());  // (M, out)
     if (b.defined()) y.add_(b);
     shape.back() = out_;
     return y.view(shape);
