@@ -55,7 +55,13 @@ class Results:
 
 
 def _text(v):
-    return v.decode("utf-8") if isinstance(v, bytes) else str(v)
+    """An attribute as printable text. Files written before reasons were sanitized may hold
+    bytes that are not UTF-8 (h5py then hands back bytes, or str with surrogate escapes):
+    replace them rather than fail later when the report is written."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", errors="replace")
+    s = str(v)
+    return s.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
 
 
 def _read_column(ds):

@@ -1,6 +1,8 @@
 // `shardbench run SUITE --point ID|INDEX`: one point on every rank (started by mpirun or
 // srun). Runs the point's workload, gathers its records and writes the result from rank 0.
-// Failures become a failed result (with rank, host, file:line) and MPI_Abort, so no rank hangs.
+// One failure path: any exception on any rank goes to sb::abort_all() from inside its handler
+// (the workload still alive, nothing waiting on MPI), which records the failed result with
+// rank, host, file:line and the partial trace, then MPI_Abort ends every rank.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +14,7 @@
 
 #include "harness/cli/command.h"
 #include "harness/core/check.h"
+#include "harness/core/fault.h"
 #include "harness/core/mpi_context.h"
 #include "harness/core/progress.h"
 #include "harness/core/signals.h"
@@ -46,23 +49,146 @@ std::string describe(const std::exception& e) {
   return fmt::format("[{}] {}: {}", rank_identity(), typeid(e).name(), e.what());
 }
 
-// Records a failure of this rank and aborts every rank (others may wait in a collective).
-[[noreturn]] void fail_point(const std::string& path, ResultMeta meta, const Recorder& rec,
-                             const std::string& reason, double elapsed_s,
-                             const std::string& status = "failed") {
-  std::fprintf(stderr, "shardbench run: point %s: %s\n", status.c_str(), reason.c_str());
-  meta.status = status;
-  meta.failure_reason = reason;
-  meta.end_time = iso_time_now();
-  meta.elapsed_s = elapsed_s;
-  try {
-    write_result_hdf5(path, meta, rec);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "shardbench run: could not record the failure: %s\n", e.what());
+// What this process records when it fails. One point per process, so one global: the
+// failure hook (sb::abort_all) has no other way to reach it.
+struct PointState {
+  std::string path;
+  ResultMeta meta;
+  const Recorder* rec = nullptr;
+  double t0 = 0;
+  // "incomplete" when the workload answered a stop signal by throwing: interrupted, not
+  // broken (rerun later). Still aborted: other ranks may be mid-collective.
+  std::string abort_status = "failed";
+};
+PointState g_point;
+
+// A result of this run already written as failed by some rank (the first failure's reason
+// wins: the SIGTERM or MPI error that reaches the other ranks afterwards is a consequence).
+// Every rank's start_time precedes any failure of the run (they meet in a collective first).
+bool failed_in_this_run(const std::string& path, const ResultMeta& meta) {
+  const ResultSummary s = read_result_summary(path);
+  return s.exists && s.status == "failed" && s.end_time >= meta.start_time;
+}
+
+// Writes the result unless a failure of this run is already recorded there.
+void write_result(const ResultMeta& meta, const Recorder& rec) {
+  if (failed_in_this_run(g_point.path, meta)) {
+    std::fprintf(stderr, "shardbench run: %s already records this run's first failure; "
+                 "not replacing it with status %s\n", g_point.path.c_str(), meta.status.c_str());
+    return;
   }
-  std::fflush(nullptr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::abort();  // MPI_Abort does not return; keep [[noreturn]] honest
+  write_result_hdf5(g_point.path, meta, rec);
+}
+
+// The failure hook: record this rank's failure with its partial records, then (sb::abort_all)
+// MPI_Abort. When the full record does not fit (a full disk), record the reason alone.
+void record_failure_hook(const std::string& reason) {
+  ResultMeta m = g_point.meta;
+  m.status = g_point.abort_status;
+  m.failure_reason = reason;
+  m.end_time = iso_time_now();
+  m.elapsed_s = MPI_Wtime() - g_point.t0;
+  try {
+    write_result(m, g_point.rec ? *g_point.rec : Recorder{});
+  } catch (const std::exception& e) {
+    m.failure_reason = reason + "; the partial trace could not be written: " + e.what();
+    write_result(m, Recorder{});
+  }
+}
+
+// Stage 1: the suite and the point, the same on every rank. Before the point is known no
+// result file can be named: abort with the message.
+const Point& load_point(const RunArgs& a, Suite& suite) {
+  try {
+    suite = load_suite(a.suite);
+    return find_point(suite, a.point);
+  } catch (const std::exception& e) {
+    abort_all(describe(e));
+  }
+}
+
+// Stage 2: provenance and the launch check; from here on a failure is recorded.
+void begin_point(const Suite& suite, const Point& p, const RunArgs& a, MpiContext& mpi,
+                 const Recorder& rec, double t0) {
+  const std::string dir = a.results.empty() ? default_results_dir(suite) : a.results;
+  g_point.path = result_path(dir, p.index, p.id);
+  g_point.meta = make_result_meta(suite, p);
+  g_point.meta.world_size = mpi.size();
+  g_point.meta.threads_per_rank = launch_spec_for(p).threads;
+  g_point.meta.command_line = own_command_line();
+  g_point.meta.hosts = json_string_list({mpi.host()});
+  g_point.rec = &rec;
+  g_point.t0 = t0;
+  set_failure_hook(record_failure_hook);
+  fault_set_rank(mpi.rank());
+  try {
+    const std::vector<std::string> hosts = gather_strings(mpi.host(), mpi.world());
+    if (mpi.rank() == 0) g_point.meta.hosts = json_string_list(hosts);
+    const std::int64_t want = p.has("world") ? p.get_int("world") : 1;
+    SB_CHECK(want == mpi.size(), "point {} ({}) needs world={} ranks but was started on {}; "
+             "launch it with -np {} (or let `shardbench sweep` launch it)",
+             p.index, p.name, want, mpi.size(), want);
+  } catch (const std::exception& e) {
+    abort_all(describe(e));
+  }
+}
+
+// Stage 3: the workload. Any exception aborts every rank from inside the handler, while the
+// workload (and the communicator and engine it owns) is still alive: nothing waits on MPI
+// first. A stop every rank agreed on ends the run normally. Returns whether it was stopped.
+bool run_workload(const Point& p, MpiContext& mpi, Recorder& rec, Progress& progress,
+                  const StopFlag& stop, const StopWatcher& watcher) {
+  const TaskInfo* task = find_task(p.get_string("task"));
+  std::unique_ptr<Workload> w;
+  bool stopped = false;
+  try {
+    SB_CHECK(task != nullptr, "no workload is registered for task '{}' (point {})",
+             p.get_string("task"), p.index);
+    w = task->make();
+    RunContext ctx{p, mpi.world(), mpi.rank(), mpi.size(), rec, progress, stop};
+    try {
+      w->run(ctx);
+    } catch (const Stopped&) {
+      stopped = true;
+    }
+    progress.end();
+  } catch (const std::exception& e) {
+    progress.end();
+    if (watcher.cause() != StopCause::Signal) abort_all(describe(e));
+    g_point.abort_status = "incomplete";
+    abort_all(fmt::format("{} after {} steps; the workload ended with: {}", stop.reason,
+                          rec.steps().size(), describe(e)));
+  }
+  w.reset();  // after a normal end only: its destructors may wait on MPI
+  return stopped || stop.stop();
+}
+
+// Stage 4 (rank 0): the status, the result file and the console summary. A time limit is
+// a property of the point (rerunning would hit it again): failed, with the partial trace. A
+// signal is an interruption (Slurm's pre-timeout, a stopped sweep): incomplete, rerun later.
+// Returns the exit code: 0 done, 1 failed, 2 incomplete.
+int finish_point(const Recorder& rec, const std::string& stop_reason, StopCause cause,
+                 double t0) {
+  ResultMeta& meta = g_point.meta;
+  meta.end_time = iso_time_now();
+  meta.elapsed_s = MPI_Wtime() - t0;
+  const auto tv = rec.texts().find("torch_version");
+  meta.versions = versions_json(tv == rec.texts().end() ? "" : tv->second);
+  int code = 0;
+  if (cause != StopCause::None) {
+    meta.status = cause == StopCause::TimeLimit ? "failed" : "incomplete";
+    meta.failure_reason = fmt::format("{} after {} steps, {:.1f} s", stop_reason,
+                                      rec.steps().size(), meta.elapsed_s);
+    code = cause == StopCause::TimeLimit ? 1 : 2;
+  }
+  try {
+    write_result(meta, rec);
+  } catch (const std::exception& e) {
+    abort_all(describe(e));  // the hook records the reason alone when it fits
+  }
+  print_summary(stdout, meta, rec);
+  std::fprintf(stdout, "result: %s\n", g_point.path.c_str());
+  return code;
 }
 
 int run_point(const RunArgs& a) {
@@ -70,109 +196,43 @@ int run_point(const RunArgs& a) {
   install_stop_signals();
   MpiContext mpi(nullptr, nullptr);
   const double t0 = MPI_Wtime();
-  // Before the point is known no result file can be named: report and abort.
   Suite suite;
-  const Point* point = nullptr;
-  try {
-    suite = load_suite(a.suite);
-    point = &find_point(suite, a.point);
-  } catch (const std::exception& e) {
-    if (mpi.rank() == 0) std::fprintf(stderr, "shardbench run: error: %s\n", e.what());
-    return 1;  // every rank loaded the same file and failed the same way: no abort needed
-  }
-  const Point& p = *point;
-  const std::string dir = a.results.empty() ? default_results_dir(suite) : a.results;
-  const std::string path = result_path(dir, p.index, p.id);
-
-  ResultMeta meta = make_result_meta(suite, p);
-  meta.world_size = mpi.size();
-  meta.threads_per_rank = launch_spec_for(p).threads;
-  meta.command_line = own_command_line();
-  meta.hosts = json_string_list({mpi.host()});
+  const Point& p = load_point(a, suite);
   Recorder rec;
-  try {
-    const std::vector<std::string> hosts = gather_strings(mpi.host(), mpi.world());
-    if (mpi.rank() == 0) meta.hosts = json_string_list(hosts);
-    const std::int64_t want = p.has("world") ? p.get_int("world") : 1;
-    SB_CHECK(want == mpi.size(), "point {} ({}) needs world={} ranks but was started on {}; "
-             "launch it with -np {} (or let `shardbench sweep` launch it)",
-             p.index, p.name, want, mpi.size(), want);
-  } catch (const std::exception& e) {
-    // Every rank sees the same mismatch; rank 0 records it once.
-    if (mpi.rank() == 0) {
-      meta.status = "failed";
-      meta.failure_reason = describe(e);
-      meta.end_time = iso_time_now();
-      write_result_hdf5(path, meta, rec);
-      std::fprintf(stderr, "shardbench run: error: %s\n", e.what());
-    }
-    return 1;
-  }
+  begin_point(suite, p, a, mpi, rec, t0);
 
-  const TaskInfo* task = find_task(p.get_string("task"));
   auto progress = make_progress(mpi.rank() == 0, stderr);
   StopFlag stop;
   StopCause cause = StopCause::None;
   {
     const double limit = p.has("time_limit") ? p.get_double("time_limit") : 0;
     StopWatcher watcher(stop, limit);
-    try {
-      SB_CHECK(task != nullptr, "no workload is registered for task '{}' (point {})",
-               p.get_string("task"), p.index);
-      std::unique_ptr<Workload> w = task->make();
-      RunContext ctx{p, mpi.world(), mpi.rank(), mpi.size(), rec, *progress, stop};
-      w->run(ctx);
-      progress->end();
-    } catch (const std::exception& e) {
-      progress->end();
-      // A workload that answers a stop signal by throwing was interrupted, not broken: the
-      // point stays incomplete (rerun later). Other ranks may be mid-collective: abort anyway.
-      if (watcher.cause() == StopCause::Signal)
-        fail_point(path, meta, rec,
-                   fmt::format("{} after {} steps; the workload ended with: {}", stop.reason,
-                               rec.steps().size(), describe(e)),
-                   MPI_Wtime() - t0, "incomplete");
-      fail_point(path, meta, rec, describe(e), MPI_Wtime() - t0);
-    }
-    cause = watcher.cause();
+    const bool stopped = run_workload(p, mpi, rec, *progress, stop, watcher);
+    cause = stopped ? watcher.cause() : StopCause::None;
   }
   // Non-finite losses are a failure of the point even when the workload did not notice.
   for (const auto& s : rec.steps())
     if (!std::isfinite(s.loss))
-      fail_point(path, meta, rec,
-                 fmt::format("[{}] non-finite loss {} at step {}", rank_identity(), s.loss,
-                             s.step),
-                 MPI_Wtime() - t0);
-
+      abort_all(fmt::format("[{}] non-finite loss {} at step {}", rank_identity(), s.loss,
+                            s.step));
   try {
     rec.gather(mpi.world());
   } catch (const std::exception& e) {
-    fail_point(path, meta, rec, describe(e), MPI_Wtime() - t0);
+    abort_all(describe(e));
   }
   int code = 0;
-  if (mpi.rank() == 0) {
-    meta.end_time = iso_time_now();
-    meta.elapsed_s = MPI_Wtime() - t0;
-    const auto tv = rec.texts().find("torch_version");
-    meta.versions = versions_json(tv == rec.texts().end() ? "" : tv->second);
-    if (stop.stop()) {
-      // A time limit is a property of the point (rerunning would hit it again): failed.
-      // A signal is an interruption (Slurm's pre-timeout, a stopped sweep): rerun later.
-      const std::string after =
-          fmt::format(" after {} steps, {:.1f} s", rec.steps().size(), MPI_Wtime() - t0);
-      meta.status = cause == StopCause::TimeLimit ? "failed" : "incomplete";
-      meta.failure_reason = stop.reason + after;
-      code = cause == StopCause::TimeLimit ? 1 : 2;
-    }
-    try {
-      write_result_hdf5(path, meta, rec);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "shardbench run: error: %s\n", e.what());
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    print_summary(stdout, meta, rec);
-    std::fprintf(stdout, "result: %s\n", path.c_str());
-  }
+  // Agreed like the stop itself: rank 0's own watcher may not have seen the signal yet when
+  // another rank's did and every rank left the loop (it would record "done").
+  int c = static_cast<int>(cause);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &c, 1, MPI_INT, MPI_MAX, mpi.world()),
+            "MPI_Allreduce (stop cause)");
+  cause = static_cast<StopCause>(c);
+  const std::vector<std::string> reasons =
+      gather_strings(cause != StopCause::None && stop.stop() ? stop.reason : "", mpi.world());
+  std::string reason;
+  for (const auto& r : reasons)
+    if (reason.empty()) reason = r;
+  if (mpi.rank() == 0) code = finish_point(rec, reason, cause, t0);
   MPI_Bcast(&code, 1, MPI_INT, 0, mpi.world());
   return code;
 }

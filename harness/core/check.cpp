@@ -1,6 +1,8 @@
 // Error construction for SB_CHECK / SB_FAIL.
 #include "harness/core/check.h"
 
+#include <mutex>
+
 namespace sb {
 namespace {
 std::string& identity() {
@@ -14,9 +16,24 @@ void set_rank_identity(int rank, const std::string& host) {
   identity() = fmt::format("rank {} on {}", rank, host);
 }
 
+namespace {
+std::mutex g_last_mu;
+std::string g_last;
+}  // namespace
+
 void fail(const char* file, int line, const std::string& msg) {
   const std::string& id = identity();
-  if (id.empty()) throw Error(fmt::format("{}:{}: {}", file, line, msg));
-  throw Error(fmt::format("[{}] {}:{}: {}", id, file, line, msg));
+  std::string full = id.empty() ? fmt::format("{}:{}: {}", file, line, msg)
+                                : fmt::format("[{}] {}:{}: {}", id, file, line, msg);
+  {
+    std::lock_guard<std::mutex> lk(g_last_mu);
+    g_last = full;
+  }
+  throw Error(full);
+}
+
+std::string last_error() {
+  std::lock_guard<std::mutex> lk(g_last_mu);
+  return g_last;
 }
 }  // namespace sb

@@ -1,6 +1,6 @@
 // Checks that say what failed and where: file:line, and (once MPI is up) rank and host.
-// SB_CHECK throws sb::Error; code running under MPI catches it at the top and calls
-// sb::abort_all(), so a failing rank never leaves the others hanging in a collective.
+// SB_CHECK throws sb::Error; `shardbench run` catches it at the top and calls sb::abort_all()
+// (harness/core/mpi_context.h), so a failing rank never leaves the others hanging.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -19,6 +19,9 @@ const std::string& rank_identity();
 void set_rank_identity(int rank, const std::string& host);
 
 [[noreturn]] void fail(const char* file, int line, const std::string& msg);
+// The message of the last sb::Error raised through fail() in this process ("" if none): what
+// abort_if_unwinding() can still name when the exception itself is out of reach.
+std::string last_error();
 
 }  // namespace sb
 

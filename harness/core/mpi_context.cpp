@@ -4,7 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <thread>
 
 #include "harness/core/check.h"
@@ -38,12 +42,49 @@ MpiContext::~MpiContext() {
   if (!finalized) MPI_Finalize();
 }
 
-static void check_mpi(int rc, const char* what) {
+void check_mpi(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
   char msg[MPI_MAX_ERROR_STRING] = {0};
   int len = 0;
   MPI_Error_string(rc, msg, &len);
-  SB_FAIL("{} failed: {}", what, std::string(msg, len));
+  SB_FAIL("{} failed: {} (a peer rank probably failed first; see its message)", what,
+          std::string(msg, static_cast<size_t>(len)));
+}
+
+namespace {
+std::atomic<void (*)(const std::string&)> g_failure_hook{nullptr};
+std::atomic<bool> g_aborting{false};
+}  // namespace
+
+void set_failure_hook(void (*hook)(const std::string&)) { g_failure_hook = hook; }
+
+void abort_all(const std::string& reason) {
+  // A second failure (another thread, or the hook itself failing) goes straight to the abort.
+  if (!g_aborting.exchange(true)) {
+    std::fprintf(stderr, "shardbench: aborting every rank: %s\n", reason.c_str());
+    std::fflush(stderr);
+    if (auto hook = g_failure_hook.load()) {
+      try {
+        hook(reason);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "shardbench: could not record the failure: %s\n", e.what());
+      }
+    }
+  }
+  std::fflush(nullptr);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();  // MPI_Abort does not return; without MPI there is nobody else to stop
+}
+
+void abort_if_unwinding(const char* what) {
+  if (std::uncaught_exceptions() == 0) return;
+  const std::string last = last_error();
+  abort_all(fmt::format("[{}] {} destroyed while an exception unwound; aborting instead of "
+                        "waiting on peers. Last error raised here: {}",
+                        rank_identity(), what, last.empty() ? "(not an sb::Error)" : last));
 }
 
 std::vector<char> gather_bytes(const std::vector<char>& mine, MPI_Comm comm,

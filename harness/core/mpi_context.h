@@ -28,6 +28,22 @@ class MpiContext {
   std::string host_;
 };
 
+// Throws sb::Error "<what> failed: <MPI's error string>" unless rc is MPI_SUCCESS. The only
+// MPI error-string helper: harness and workloads call this one.
+void check_mpi(int rc, const char* what);
+
+// ---- The one failure path under MPI ---------------------------------------------------
+// Called once with the reason before MPI_Abort (`shardbench run` records the failed result
+// there). Runs at most once per process; it must not wait on other ranks.
+void set_failure_hook(void (*hook)(const std::string& reason));
+// Prints the reason, runs the failure hook, then MPI_Abort(MPI_COMM_WORLD): every rank ends,
+// none waits on a peer. Callable from any thread, also while an exception unwinds.
+[[noreturn]] void abort_all(const std::string& reason);
+// For destructors that would wait on MPI (a communicator's requests, an engine's gathers):
+// when this thread is unwinding an exception the peers may be dead or stuck, so they call
+// abort_all() instead of waiting, naming `what` and the last error raised on this rank.
+void abort_if_unwinding(const char* what);
+
 // Short host name (gethostname), "unknown" when it fails.
 std::string host_name();
 

@@ -37,6 +37,66 @@ void remove_stale_temporaries(const std::string& result_file) {
     if (e.path().filename().string().rfind(prefix, 0) == 0) fs::remove(e.path(), ec);
 }
 
+// In a point's outcome line: its failure could not be written (e.g. a full disk).
+constexpr const char* kUnrecorded = "the failure could not be recorded";
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) out += (out.empty() ? "" : " ") + shell_quote(a);
+  return out;
+}
+
+// Best effort: a log line must not stop the sweep (the disk may be full).
+void append_log(const std::string& log, const std::string& line) {
+  if (FILE* f = std::fopen(log.c_str(), "a")) {
+    std::fprintf(f, "%s\n", line.c_str());
+    std::fclose(f);
+  }
+}
+
+// A rank killed outright writes nothing; mpirun names it in the log ("mpirun noticed that
+// process rank 1 with PID 0 on node vm exited on signal 9 (Killed)."). Returns ": <that>"
+// " (<that>)" for the first line of the failure reason, "" when the log has no such line.
+std::string rank_death(const std::string& log) {
+  const std::string tail = tail_lines(log, 40);
+  const std::string key = "noticed that ";
+  const size_t at = tail.find(key + "process rank ");
+  if (at == std::string::npos) return "";
+  const size_t from = at + key.size();
+  const size_t end = tail.find('\n', from);
+  std::string line = tail.substr(from, end == std::string::npos ? std::string::npos : end - from);
+  while (!line.empty() && (line.back() == '.' || line.back() == ' ')) line.pop_back();
+  return " (" + line + ")";
+}
+
+// RESULTS/running.json names the point being run while it runs (`status` shows it); removed
+// on every way out, so a sweep that failed never leaves it stale.
+class RunningMarker {
+ public:
+  RunningMarker(const std::string& dir, const Point& p) : path_(dir + "/running.json") {
+    nlohmann::json running = {{"pid", getpid()}, {"index", p.index}, {"id", p.id}};
+    try {
+      write_file_atomic(path_, running.dump() + "\n");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "shardbench sweep: warning: %s\n", e.what());
+    }
+  }
+  ~RunningMarker() {
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+  RunningMarker(const RunningMarker&) = delete;
+  RunningMarker& operator=(const RunningMarker&) = delete;
+
+ private:
+  std::string path_;
+};
+
 class LocalScheduler final : public Scheduler {
  public:
   std::string name() const override { return "local"; }
@@ -73,14 +133,15 @@ class LocalScheduler final : public Scheduler {
         line = fmt::format("{}: {}", head, run_point(suite, p, opt, exe, dir));
         ++ran;
       }
-      if (read_result_summary(result_path(dir, p.index, p.id)).status == "failed") ++failed;
+      // A failure that could not be recorded (a full disk) still counts.
+      if (read_result_summary(result_path(dir, p.index, p.id)).status == "failed" ||
+          line.find(kUnrecorded) != std::string::npos)
+        ++failed;
       std::fprintf(opt.out, "%s%s\n", tty ? "\r\033[K" : "", line.c_str());
       std::fflush(opt.out);
       progress->step(++handled, fmt::format("point {}", p.index));
     }
     progress->end();
-    std::error_code ec;
-    fs::remove(dir + "/running.json", ec);
     if (received_stop_signal() != 0) {
       std::fprintf(opt.out, "sweep interrupted by signal %d after %ld of %zu points; run the "
                    "same command again to resume\n", received_stop_signal(), handled,
@@ -115,45 +176,62 @@ class LocalScheduler final : public Scheduler {
     // after the current step and write an incomplete result; a timeout is not graceful.
     po.should_stop = [] { return received_stop_signal() != 0; };
     po.stop_signal = SIGUSR1;
-    nlohmann::json running = {{"pid", getpid()}, {"index", p.index}, {"id", p.id}};
-    write_file_atomic(dir + "/running.json", running.dump() + "\n");
-
-    std::string cmdline;
-    for (const auto& a : argv) cmdline += (cmdline.empty() ? "" : " ") + shell_quote(a);
-    if (FILE* f = std::fopen(log.c_str(), "a")) {
-      std::fprintf(f, "==== %s shardbench sweep: %s\n", iso_time_now().c_str(), cmdline.c_str());
-      std::fclose(f);
-    }
+    RunningMarker running(dir, p);
+    append_log(log, fmt::format("==== {} shardbench sweep: {}", iso_time_now(), command_line(argv)));
     const auto t0 = std::chrono::steady_clock::now();
     if (po.should_stop()) return "not started, sweep interrupted";
     const ProcessResult r = run_process(argv, po);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-    const std::string path = result_path(dir, p.index, p.id);
-    ResultSummary s = read_result_summary(path);
-    if (r.timed_out && s.status != "done") {
-      // The point ignored its own time limit: record it failed even over a partial trace.
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
-      record_point_failure(dir, suite, p,
-                           fmt::format("time limit of {} s exceeded; launcher killed after {:.1f} s "
-                                       "({})", limit, secs, r.describe()),
-                           log);
-    } else if (r.stopped && !s.exists) {
-      // Interrupted before the ranks could write anything: nothing to record, still pending.
+    // The failure tests time "all ranks gone" from this line.
+    append_log(log, fmt::format("==== {} launcher ended: {} after {:.3f} s, unix time {:.3f}",
+                                iso_time_now(), r.describe(), secs, unix_now()));
+    if (r.stopped && !read_result_summary(result_path(dir, p.index, p.id)).exists)
       return fmt::format("interrupted after {:.1f} s before it wrote a result; it reruns on "
                          "resume", secs);
+    try {
+      settle_result(suite, p, dir, log, launcher_name, limit, r, secs);
+    } catch (const std::exception& e) {  // e.g. no space left to record the failure either
+      return fmt::format("failed in {:.1f} s and {}: {}", secs, kUnrecorded, e.what());
+    }
+    return outcome(result_path(dir, p.index, p.id), log, secs);
+  }
+
+  // After the launcher ended: make the result file say what happened when the ranks could
+  // not (killed, aborted before writing, stopped by a signal the sweep did not send).
+  static void settle_result(const Suite& suite, const Point& p, const std::string& dir,
+                            const std::string& log, const std::string& launcher_name,
+                            double limit, const ProcessResult& r, double secs) {
+    const std::string path = result_path(dir, p.index, p.id);
+    const ResultSummary s = read_result_summary(path);
+    std::string reason;
+    if (r.timed_out && s.status != "done" && s.status != "failed") {
+      // The point ignored its own time limit. A point that recorded its own time limit as
+      // failed keeps that result and its partial trace (docs/HDF5_SCHEMA.md).
+      reason = fmt::format("time limit of {} s exceeded; launcher killed after {:.1f} s ({})",
+                           limit, secs, r.describe());
+    } else if (s.status == "incomplete" && !r.stopped && !r.ok()) {
+      // The sweep did not ask it to stop: a signal from elsewhere (mpirun ending the ranks
+      // after another rank died) interrupted it. A failure, or every sweep would rerun it.
+      reason = fmt::format("launcher {} ended with {} and the ranks were stopped by a signal "
+                           "the sweep did not send ({})", launcher_name, r.describe(),
+                           s.failure_reason);
     } else if (!s.exists || (s.status != "done" && s.status != "failed" &&
                              s.status != "incomplete")) {
-      record_point_failure(dir, suite, p,
-                           fmt::format("launcher {} ended with {} and left no result",
-                                       launcher_name, r.describe()),
-                           log);
+      reason = fmt::format("launcher {} ended with {}{} and left no result", launcher_name,
+                           r.describe(), rank_death(log));
     }
-    s = read_result_summary(path);
-    std::string out = fmt::format("{} in {:.1f} s", s.status, secs);
-    if (!s.failure_reason.empty()) out += " -- " + s.failure_reason.substr(0, s.failure_reason.find('\n'));
+    if (reason.empty()) return;
+    std::error_code ec;
+    if (s.exists) std::filesystem::remove(path, ec);
+    record_point_failure(dir, suite, p, reason, log);
+  }
+
+  static std::string outcome(const std::string& path, const std::string& log, double secs) {
+    const ResultSummary s = read_result_summary(path);
+    std::string out = fmt::format("{} in {:.1f} s", s.status.empty() ? "pending" : s.status, secs);
+    if (!s.failure_reason.empty())
+      out += " -- " + s.failure_reason.substr(0, s.failure_reason.find('\n'));
     if (s.status != "done" && s.failure_reason.find("(log: ") == std::string::npos)
       out += fmt::format(" (log: {})", log);
     return out;

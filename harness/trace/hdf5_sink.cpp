@@ -1,6 +1,7 @@
 // HDF5 sink: writes a point's result as docs/HDF5_SCHEMA.md says (C API), to a temporary
 // name renamed when complete; and reads back the few attributes the schedulers need.
 #include <hdf5.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <vector>
 
 #include "harness/core/check.h"
 #include "harness/trace/result.h"
@@ -42,7 +44,37 @@ hid_t make_vlen_string() {
   return t;
 }
 
-void attr_string(hid_t obj, const std::string& name, const std::string& v) {
+// `s` with every byte that is not part of a well-formed UTF-8 sequence replaced by '?'.
+// Attributes are declared UTF-8; a reason quoting a corrupted file (or a log's binary tail)
+// must not make the readers (h5py, the report) fail on it.
+std::string valid_utf8(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = b[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= n && !(len == 2 && c < 0xC2) && !(len == 4 && c > 0xF4);
+    for (size_t k = 1; ok && k < len; ++k) ok = (b[i + k] & 0xC0) == 0x80;
+    if (ok && len == 3) {  // no overlongs, no UTF-16 surrogates
+      const unsigned c1 = b[i + 1];
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
+    }
+    if (ok && len == 4) ok = !(c == 0xF0 && b[i + 1] < 0x90) && !(c == 0xF4 && b[i + 1] >= 0x90);
+    if (ok) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out.push_back('?');
+      ++i;
+    }
+  }
+  return out;
+}
+
+void attr_string(hid_t obj, const std::string& name, const std::string& raw) {
+  const std::string v = valid_utf8(raw);
   H5Id type(make_vlen_string(), H5Tclose, "create string type");
   H5Id space(H5Screate(H5S_SCALAR), H5Sclose, "create scalar dataspace");
   H5Id a(H5Acreate2(obj, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
@@ -240,6 +272,33 @@ std::string read_attr_string(hid_t obj, const char* name) {
 }
 }  // namespace
 
+// Writes `bytes` to tmp, syncs it and renames it to path; on any error removes tmp and throws
+// with the system's reason (a full disk says "No space left on device").
+static void write_bytes_atomic(const std::string& path, const std::string& tmp,
+                        const std::vector<char>& bytes) {
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  SB_CHECK(fd >= 0, "cannot create {}: {}", tmp, std::strerror(errno));
+  size_t done = 0;
+  int err = 0;
+  while (done < bytes.size() && err == 0) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w > 0) done += static_cast<size_t>(w);
+    else if (w < 0 && errno != EINTR) err = errno;
+  }
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    SB_FAIL("cannot write the result {} ({} bytes): {}; free space there or write the results "
+            "elsewhere with --results", path, bytes.size(), std::strerror(err));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    err = errno;
+    ::unlink(tmp.c_str());
+    SB_FAIL("cannot rename {} to {}: {}", tmp, path, std::strerror(err));
+  }
+}
+
 void write_result_hdf5(const std::string& path, const ResultMeta& meta, const Recorder& rec) {
   namespace fs = std::filesystem;
   const fs::path final_path(path);
@@ -247,19 +306,25 @@ void write_result_hdf5(const std::string& path, const ResultMeta& meta, const Re
   if (final_path.has_parent_path()) fs::create_directories(final_path.parent_path(), ec);
   SB_CHECK(!ec, "cannot create the results folder {}: {}", final_path.parent_path().string(),
            ec.message());
-  // Per-process temporary name: two ranks recording a failure never write the same file.
-  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  try {
-    H5Id f(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
-           "create result file " + tmp);
+  // The file is built in memory (HDF5's core driver, no backing store) and written with
+  // plain write() calls: a full disk is then an ordinary ENOSPC from write(), never an HDF5
+  // file half-closed in the library (which left the process looping in HDF5's exit handler).
+  std::vector<char> image;
+  {
+    H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "create file access properties");
+    h5(H5Pset_fapl_core(fapl, 1 << 20, /*backing_store=*/0), "select the in-memory driver");
+    H5Id f(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), H5Fclose,
+           "create result file " + path + " in memory");
     write_file(f, meta, rec);
-    h5(H5Fflush(f, H5F_SCOPE_GLOBAL), "flush " + tmp);
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
+    h5(H5Fflush(f, H5F_SCOPE_GLOBAL), "flush " + path);
+    const ssize_t n = H5Fget_file_image(f, nullptr, 0);
+    SB_CHECK(n > 0, "HDF5: cannot size the image of {}", path);
+    image.resize(static_cast<size_t>(n));
+    SB_CHECK(H5Fget_file_image(f, image.data(), image.size()) == n,
+             "HDF5: cannot copy the image of {}", path);
   }
-  SB_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename {} to {}: {}", tmp, path,
-           std::strerror(errno));
+  // Per-process temporary name: two ranks recording a failure never write the same file.
+  write_bytes_atomic(path, fmt::format("{}.tmp.{}", path, getpid()), image);
 }
 
 ResultSummary read_result_summary(const std::string& path) {

@@ -2,6 +2,8 @@
 // (one MPI_Gatherv) after the timed steps, so no MPI happens while a step is measured.
 #include "harness/trace/recorder.h"
 
+#include <sys/resource.h>
+
 #include <cstring>
 
 #include "harness/core/check.h"
@@ -99,6 +101,16 @@ void Recorder::gather(MPI_Comm comm) {
     SB_CHECK(u.done(), "gathered trace records of rank {} have trailing bytes", r);
     off += static_cast<size_t>(sizes[r]);
   }
+}
+
+RankMemory rank_memory_now(int rank) {
+  RankMemory m;
+  m.rank = rank;
+  m.host = host_name();
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  m.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;  // Linux: KiB
+  return m;
 }
 
 }  // namespace sb

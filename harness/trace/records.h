@@ -9,6 +9,7 @@
 namespace sb {
 
 struct StepRecord {  // one optimizer step (train) or one batch (infer); times are the slowest rank's
+                    // (train, infer and micro all take the MAX over ranks before recording)
   std::int64_t step = 0;
   bool warmup = false;  // excluded from statistics
   double wall_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0, comm_exposed_s = 0;
@@ -34,6 +35,10 @@ struct RankMemory {  // per rank, bytes
   std::uint64_t peak_model_state_bytes = 0;  // within a step
   std::uint64_t peak_rss_bytes = 0;          // of the process (getrusage)
 };
+
+// This rank's identity (rank, host) and its process's peak resident memory now (getrusage);
+// the caller adds what it owns (parameters, gradients, ...). The one place that reads them.
+RankMemory rank_memory_now(int rank);
 
 struct QueryRecord {  // inference: one query (MLPerf LoadGen vocabulary)
   std::string scenario;  // single-stream, multi-stream, server, offline

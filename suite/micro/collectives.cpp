@@ -68,7 +68,7 @@ void run_case(benchmark::State& st, Op op, std::string impl, std::int64_t bytes)
   st.counters["rank_min_us"] = lo * 1e6;
   st.counters["rank_max_us"] = hi * 1e6;
   st.counters["algbw_GBps"] = algbw;
-  st.counters["busbw_GBps"] = algbw * sb::micro::bus_factor(op, n);
+  st.counters["busbw_GBps"] = algbw * sb::comm::bus_factor(sb::micro::op_name(op), n);
   st.counters["wrong"] = static_cast<double>(wrong);
   if (wrong != 0) st.SkipWithError("result check failed (#wrong != 0)");
 }
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
   for (const auto& opn : sb::micro::op_names()) {
     const Op op = sb::micro::op_from_name(opn);
     for (const auto& impl : sb::micro::impl_names()) {
-      const bool compressed = impl != "mpi" && impl != "ours" && impl != "ours-async";
+      const bool compressed = sb::micro::is_compressed(impl);
       if (compressed && (op == Op::Broadcast || op == Op::AllToAll)) continue;
       for (std::int64_t b = lo; b <= hi; b *= 4) {
         const std::string name = opn + "/" + impl + "/" + std::to_string(b);

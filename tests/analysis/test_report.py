@@ -141,3 +141,19 @@ def test_mixed_builds_are_flagged(tmp_path):
     assert "| fixture | 000000000000 | abc123 | 0.1.0 |" in md
     assert "| fixture | 000000000000 | def456 | 0.1.0 |" in md
     assert "Warning: these results come from more than one build or suite file version" in md
+
+
+def test_failure_reason_with_a_byte_that_is_not_utf8(tmp_path):
+    # A reason quoting a corrupted checkpoint's strategy string: older writers stored the raw
+    # byte. The report replaces it instead of failing with UnicodeEncodeError.
+    path = str(tmp_path / "points" / "0-p0.h5")
+    make_fixture.write_point(path, index=0, point_id="p0", name="p0",
+                             config=make_fixture._cfg(world=1))
+    with h5py.File(path, "r+") as f:
+        f.attrs["status"] = "failed"
+        del f.attrs["failure_reason"]
+        f.attrs.create("failure_reason", data=b"checkpoint strategy \xff\xfe is unknown",
+                       dtype=h5py.string_dtype("utf-8"))
+    report.build(str(tmp_path), str(tmp_path / "out"))
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "checkpoint strategy \ufffd\ufffd is unknown" in md

@@ -31,6 +31,7 @@ class ProbeWorkload final : public Workload {
     const std::int64_t fail_rank = p.get_int("probe.fail_rank");
     const std::int64_t crash_rank = p.get_int("probe.crash_rank");
     const std::int64_t fail_step = p.get_int("probe.fail_step");
+    const std::int64_t wait_rank = p.get_int("probe.wait_for_stop_rank");
     const std::int64_t nan_at = p.get_int("probe.nan_at");
     const double sleep_s = p.get_double("probe.sleep_s");
     const bool ignore_stop = p.get_bool("probe.ignore_stop");
@@ -47,6 +48,12 @@ class ProbeWorkload final : public Workload {
       if (ctx.rank == fail_rank && step == fail_step)
         SB_FAIL("probe.fail_rank: rank {} fails at step {} as the suite asks", ctx.rank, step);
       if (ctx.rank == crash_rank && step == fail_step) std::raise(SIGKILL);  // no result, no message
+      if (ctx.rank == wait_rank && step == fail_step) {
+        // As a rank whose peer aborted: mpirun's SIGTERM sets the stop flag, then its next
+        // MPI call fails. Here it throws once the flag is set, without calling MPI.
+        while (!ctx.stop.stop()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        SB_FAIL("probe.wait_for_stop_rank: the peer is gone ({})", ctx.stop.reason);
+      }
       std::fill(buf.begin(), buf.end(), ctx.rank + 1.0);
       const double c0 = MPI_Wtime();
       SB_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM,
@@ -59,12 +66,9 @@ class ProbeWorkload final : public Workload {
                                          : 1.0 / static_cast<double>(step + 1);
       SB_CHECK(std::isfinite(loss), "non-finite loss {} at step {} (probe.nan_at)", loss, step);
 
-      // The slowest rank's time is the step's time. Ranks see the stop flag at slightly
-      // different moments, so they agree on it in the same collective: all stop after the
-      // same step, and none is left waiting in the next allreduce.
-      double v[2] = {MPI_Wtime() - t0, ctx.stop.stop() && !ignore_stop ? 1.0 : 0.0};
-      MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, ctx.world);
-      const double wall = v[0];
+      // The slowest rank's time is the step's time.
+      double wall = MPI_Wtime() - t0;
+      MPI_Allreduce(MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX, ctx.world);
       ctx.recorder.comm({step, ctx.rank, "all_reduce", "world", "other", bytes, bytes,
                          c0 - t_start, c1 - c0});
       if (ctx.rank == 0) {
@@ -79,8 +83,11 @@ class ProbeWorkload final : public Workload {
         ctx.recorder.series("probe_loss", loss);
       }
       ctx.progress.step(static_cast<long>(step + 1), fmt::format("loss {:.3f}", loss));
-      if (v[1] > 0 && throw_on_stop) SB_FAIL("stopped: {}", ctx.stop.reason);
-      if (v[1] > 0) break;
+      // Ranks see the stop flag at slightly different moments: all stop after the same step,
+      // none is left waiting in the next allreduce (every rank has the same ignore_stop).
+      const bool stop = !ignore_stop && ctx.stop_agreed();
+      if (stop && throw_on_stop) SB_FAIL("stopped: {}", ctx.stop.reason);
+      if (stop) break;
     }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
@@ -106,6 +113,8 @@ Registrar reg([] {
   register_key({"probe.elements", KeyType::Int, I{1024}, "", "float64 elements allreduced per step"});
   register_key({"probe.fail_rank", KeyType::Int, I{-1}, "", "rank that throws sb::Error at probe.fail_step (-1: none)"});
   register_key({"probe.crash_rank", KeyType::Int, I{-1}, "", "rank that kills itself (SIGKILL) at probe.fail_step (-1: none)"});
+  register_key({"probe.wait_for_stop_rank", KeyType::Int, I{-1}, "",
+                "rank that at probe.fail_step waits for a stop request, then throws (-1: none)"});
   register_key({"probe.fail_step", KeyType::Int, I{1}, "", "step at which probe.fail_rank / crash_rank act"});
   register_key({"probe.nan_at", KeyType::Int, I{-1}, "", "step whose loss is NaN (-1: none)"});
   register_key({"probe.sleep_s", KeyType::Float, 0.0, "", "seconds each step sleeps after its allreduce"});

@@ -266,3 +266,73 @@ warmup = 0
       << s.failure_reason;
   EXPECT_TRUE(contains(s.failure_reason, "; the workload ended with: [rank ")) << s.failure_reason;
 }
+
+// One rank fails and aborts; the SIGTERM mpirun then sends makes the other rank end with an
+// exception of its own ("the peer is gone"). The first failure is what the point records:
+// neither that consequence nor an "incomplete -- stopped by signal 15" replaces it, and the
+// sweep counts it failed (so later sweeps do not rerun it).
+TEST(Sweep, FirstFailureWinsOverTheSignalThatEndsTheOthers) {
+  Fixture f("firstfail", R"(
+[base]
+task = "probe"
+world = 2
+threads = 1
+steps = 3
+warmup = 0
+"probe.fail_rank" = 1
+"probe.wait_for_stop_rank" = 0
+"probe.fail_step" = 1
+)");
+  const auto r = f.cli({"sweep", f.suite_file, "--results", f.results});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const sb::ResultSummary s = f.summary(0);
+  EXPECT_EQ(s.status, "failed") << s.failure_reason;
+  EXPECT_TRUE(contains(s.failure_reason, "probe.fail_rank: rank 1 fails at step 1"))
+      << s.failure_reason;
+  EXPECT_TRUE(contains(r.output, "1 ran, 0 skipped, 1 failed")) << r.output;
+  // The other rank did get its signal and did try to record (the log says it kept the first).
+  const std::string log = sb::tail_lines(sb::point_log_path(f.results, 0, f.suite.points[0].id), 60);
+  EXPECT_TRUE(contains(log, "already records this run's first failure")) << log;
+}
+
+// A full disk while the result is written: the point is failed with the system's reason,
+// which `status` shows; the sweep finishes cleanly (exit 1, no crash or HDF5 shutdown loop)
+// and leaves neither temporaries nor a stale running.json. Needs root (mounts a tmpfs).
+TEST(Sweep, FullDiskIsAFailedPointWithItsReason) {
+  Fixture f("diskfull", R"(
+[base]
+task = "probe"
+world = 1
+threads = 1
+steps = 400
+warmup = 0
+"probe.elements" = 8
+)");
+  const std::string mnt = f.dir + "/small";
+  fs::create_directories(mnt);
+  const auto m = sb::run_process({"mount", "-t", "tmpfs", "-o", "size=192k", "tmpfs", mnt}, {});
+  if (!m.ok()) GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << m.describe();
+  struct Unmount {
+    std::string at;
+    ~Unmount() { sb::run_process({"umount", "-l", at}, {}); }
+  } unmount{mnt};
+  const std::string results = mnt + "/results";
+  // Ballast: leave about 60 KiB free, more than a failure record (about 24 KiB) needs and
+  // less than the 400-step trace.
+  const auto fill = sb::run_process({"dd", "if=/dev/zero", "of=" + mnt + "/ballast", "bs=4k",
+                                     "count=33"}, {});
+  ASSERT_TRUE(fill.ok()) << fill.describe();
+  const auto r = f.cli({"sweep", f.suite_file, "--results", results});
+  EXPECT_EQ(r.term_signal, 0) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "1 ran, 0 skipped, 1 failed")) << r.output;
+  EXPECT_FALSE(contains(r.output, "HDF5")) << r.output;
+  const sb::ResultSummary s = sb::read_result_summary(sb::result_path(results, 0, f.suite.points[0].id));
+  EXPECT_EQ(s.status, "failed") << s.failure_reason;
+  EXPECT_TRUE(contains(s.failure_reason, "No space left on device")) << s.failure_reason;
+  const auto st = f.cli({"status", results});
+  EXPECT_TRUE(contains(st.output, "No space left on device")) << st.output;
+  EXPECT_FALSE(fs::exists(results + "/running.json"));
+  for (const auto& e : fs::directory_iterator(results + "/points"))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}

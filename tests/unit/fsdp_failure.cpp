@@ -1,12 +1,13 @@
 // One rank failing (an exception, or killed by a signal) in the middle of FSDP training ends
 // every rank with a message naming the failed rank: no hang. The test re-runs this program
 // under mpiexec with 3 ranks (SB_FAILURE_CHILD set) and checks the exit status, the output
-// and the time; the child does what `shardbench run` does at the top of a rank: catch,
-// print, MPI_Abort.
+// and the time; the child does what `shardbench run` does at the top of a rank: catch (with
+// the communicator and engine still alive), print, sb::abort_all.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness/core/check.h"
+#include "harness/core/mpi_context.h"
 #include "workloads/comm/communicator.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/params.h"
@@ -75,12 +77,19 @@ TEST(Failure, Child) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   sb::set_rank_identity(rank, host);
+  // As `shardbench run` does: the communicator and engine outlive the try block, so the
+  // handler aborts before anything waits on a peer (docs/ARCHITECTURE.md, "Failures").
+  std::unique_ptr<sb::models::Model> model;
+  std::unique_ptr<sb::comm::Communicator> comm;
+  std::unique_ptr<sb::fsdp::Engine> engine;
   try {
-    auto model = sb::models::make_model("gpt2-tiny");
-    sb::comm::Communicator comm(MPI_COMM_WORLD, 0);
+    model = sb::models::make_model("gpt2-tiny");
+    comm = std::make_unique<sb::comm::Communicator>(MPI_COMM_WORLD, 0);
     sb::fsdp::EngineConfig cfg;
     cfg.strategy = "full_shard";
-    sb::fsdp::Engine e(*model, comm, cfg, sb::models::init_params(model->units(), 1));
+    engine = std::make_unique<sb::fsdp::Engine>(*model, *comm, cfg,
+                                                 sb::models::init_params(model->units(), 1));
+    auto& e = *engine;
     for (int s = 0; s < 5; ++s) {
       if (rank == 1 && s == 2) {
         if (std::string(mode) == "kill") std::raise(SIGKILL);
@@ -94,7 +103,7 @@ TEST(Failure, Child) {
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "[rank %d] fatal: %s\n", rank, ex.what());
     std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 2);
+    sb::abort_all(ex.what());
   }
   MPI_Finalize();
   ADD_FAILURE() << "the child should have been aborted";

@@ -14,6 +14,8 @@
 #include <mpi-ext.h>  // MPIX_CUDA_AWARE_SUPPORT (Open MPI)
 
 #include "harness/core/check.h"
+#include "harness/core/fault.h"
+#include "harness/core/mpi_context.h"
 #include "harness/workload.h"
 
 namespace sb::comm {
@@ -55,12 +57,16 @@ const char* progress_name(Progress p) {
   return "?";
 }
 
+double bus_factor(const std::string& op, int n) {
+  if (n <= 1) return 0.0;
+  if (op == "all_reduce") return 2.0 * (n - 1) / n;
+  if (op == "broadcast") return 1.0;
+  return static_cast<double>(n - 1) / n;
+}
+
 std::uint64_t wire_bytes(const std::string& op, std::uint64_t logical_bytes, int n) {
-  if (n <= 1) return 0;
-  const double b = static_cast<double>(logical_bytes);
-  if (op == "all_reduce") return static_cast<std::uint64_t>(b * 2.0 * (n - 1) / n);
-  if (op == "broadcast") return logical_bytes;
-  return static_cast<std::uint64_t>(b * (n - 1) / n);
+  if (op == "broadcast") return n <= 1 ? 0 : logical_bytes;  // exact for any size
+  return static_cast<std::uint64_t>(static_cast<double>(logical_bytes) * bus_factor(op, n));
 }
 
 namespace detail {
@@ -148,15 +154,6 @@ MPI_Op mpi_op(const torch::Tensor& t, ReduceOp op) {
   return MPI_SUM;
 }
 
-void mpi_check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  SB_FAIL("{} failed: {} (a peer rank probably failed; see its message)", what,
-          std::string(msg, len));
-}
-
 // Completes a non-blocking MPI call by polling: MPI_Test in a tight loop for the first 50 us
 // (a small message finishes well within that), then with 20 us sleeps so a long wait leaves
 // the core to the compute threads (Open MPI's shared-memory transport only progresses inside
@@ -165,7 +162,7 @@ void complete(MPI_Request* r, const char* what) {
   int flag = 0;
   const double spin_until = MPI_Wtime() + 50e-6;
   for (;;) {
-    mpi_check(MPI_Test(r, &flag, MPI_STATUS_IGNORE), what);
+    sb::check_mpi(MPI_Test(r, &flag, MPI_STATUS_IGNORE), what);
     if (flag) return;
     if (MPI_Wtime() > spin_until) std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
@@ -273,6 +270,9 @@ Communicator::Communicator(MPI_Comm world, int shard_group, bool async) {
 }
 
 Communicator::~Communicator() {
+  // A failure on this rank is unwinding: a peer may be dead or waiting for us, so waiting for
+  // our requests (or a thread blocked in one) could hang. Abort every rank instead.
+  sb::abort_if_unwinding("the communicator");
   for (auto& op : inline_ops_) finish_inline(*op, /*block=*/true);  // MPI may still write
   if (q_) {
     {
@@ -358,7 +358,7 @@ Request Communicator::issue(const Coll& c, bool sync) {
     if (thread) drain();
     complete_conflicting(&c);
     try {
-      mpi_check(c.blocking(), c.mpi_name);
+      sb::check_mpi(c.blocking(), c.mpi_name);
       c.after();
       report(c.op, c.g, c.kind, c.logical, c.wire, t0, MPI_Wtime());
     } catch (...) {
@@ -374,7 +374,7 @@ Request Communicator::issue(const Coll& c, bool sync) {
     try {
       complete_conflicting(&c);
       add_exposed(MPI_Wtime() - t0);
-      mpi_check(c.start(&op->req), c.impi_name);
+      sb::check_mpi(c.start(&op->req), c.impi_name);
     } catch (...) {
       op->error = std::current_exception();
       op->done = true;
@@ -393,10 +393,10 @@ Request Communicator::issue(const Coll& c, bool sync) {
   return enqueue([this, c, blocking] {
     const double t0 = MPI_Wtime();
     if (blocking) {
-      mpi_check(c.blocking(), c.mpi_name);
+      sb::check_mpi(c.blocking(), c.mpi_name);
     } else {
       MPI_Request r;
-      mpi_check(c.start(&r), c.impi_name);
+      sb::check_mpi(c.start(&r), c.impi_name);
       complete(&r, c.impi_name);
     }
     (blocking || !c.after_nb ? c.after : c.after_nb)();
@@ -414,7 +414,7 @@ void Communicator::finish_inline(detail::Op& op, bool block) {
   if (rc != MPI_SUCCESS) {
     op.req = MPI_REQUEST_NULL;
     try {
-      mpi_check(rc, block ? "MPI_Wait" : "MPI_Test");
+      sb::check_mpi(rc, block ? "MPI_Wait" : "MPI_Test");
     } catch (...) {
       op.error = std::current_exception();
     }
@@ -470,6 +470,7 @@ void Communicator::set_trace_hook(TraceHook hook, double origin_wtime) {
 
 void Communicator::report(const char* op, Group g, const std::string& kind,
                           std::uint64_t logical_bytes, std::uint64_t wire, double t0, double t1) {
+  sb::fault_point("collective");  // on the thread that completes it (tests/mpi/failure_paths.sh)
   if (!hook_) return;
   sb::CommEvent e;
   e.step = step_;

@@ -216,9 +216,13 @@ class Communicator {
   std::unique_ptr<Queue> q_;
 };
 
-// Bytes on the wire per rank for an uncompressed collective of `logical_bytes` among n ranks
-// (the nccl-tests bus factors, docs/METRICS.md): all_gather / reduce_scatter / all_to_all
-// (n-1)/n, all_reduce 2(n-1)/n, broadcast 1 (0 when n == 1).
+// The nccl-tests bus factor of a collective among n ranks (docs/METRICS.md): all_gather /
+// reduce_scatter / all_to_all (n-1)/n, all_reduce 2(n-1)/n, broadcast 1; 0 for every
+// operation when n == 1 (nothing crosses a link). The one definition: wire bytes and bus
+// bandwidth (micro task, benchmarks) both use it.
+double bus_factor(const std::string& op, int n);
+// Bytes on the wire per rank for an uncompressed collective of `logical_bytes` among n ranks:
+// logical_bytes * bus_factor(op, n), rounded down.
 std::uint64_t wire_bytes(const std::string& op, std::uint64_t logical_bytes, int n);
 
 }  // namespace sb::comm

@@ -19,6 +19,13 @@ std::map<std::string, Entry>& registry() {
 }
 }  // namespace
 
+StateDict state_with_prefix(const StateDict& in, const std::string& prefix) {
+  StateDict out;
+  for (auto it = in.lower_bound(prefix); it != in.end() && it->first.rfind(prefix, 0) == 0; ++it)
+    out[it->first.substr(prefix.size())] = it->second;
+  return out;
+}
+
 void Compressor::decompress_add(const torch::Tensor& wire, torch::Tensor& acc) const {
   acc.add_(decompress(wire, acc.numel()));
 }
@@ -26,6 +33,11 @@ void Compressor::decompress_add(const torch::Tensor& wire, torch::Tensor& acc) c
 void register_compressor(const std::string& name, const std::string& doc, CompressorFactory f) {
   registry()[name] = Entry{doc, std::move(f)};
   sb::register_name("compressor", name, doc);
+  // Every element-wise compressor is also an implementation of the micro task's collectives
+  // (workloads/micro/collective_case.h). Registered here, with the compressor, because the
+  // micro task's own static registration may run before the compressors' (another library).
+  if (name != "none")
+    sb::register_name("comm_impl", name, "compressed collective over raw MPI: " + doc);
 }
 
 std::vector<std::string> compressor_names() {

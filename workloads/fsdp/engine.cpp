@@ -8,6 +8,8 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include "harness/core/check.h"
+#include "harness/core/fault.h"
+#include "harness/core/mpi_context.h"
 #include "harness/workload.h"
 #include "workloads/fsdp/unit.h"
 
@@ -160,7 +162,9 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
 }
 
 Engine::~Engine() {
-  // Nothing may still write into our buffers.
+  // Unwinding a failure: waiting for our requests could hang on a dead peer (see
+  // sb::abort_if_unwinding). Otherwise nothing may still write into our buffers.
+  sb::abort_if_unwinding("the FSDP engine");
   for (auto& r : pending_grads_) r.wait();
   for (auto& U : units_)
     if (U->gather_pending) U->gather_req.wait();
@@ -250,6 +254,7 @@ void Engine::on_backward(int u, int k) {
 
 // Fires after W's AccumulateGrad: W.grad() holds the unit's full (padded) gradient.
 void Engine::on_grad(int u) {
+  sb::fault_point("backward");  // tests/mpi/failure_paths.sh
   comm_.progress();
   Unit& U = *units_[u];
   torch::Tensor g = U.W.grad();

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "harness/core/check.h"
@@ -96,13 +97,19 @@ Accuracy accuracy(models::Model& model, models::ParamProvider& fp32,
 class InferWorkload final : public sb::Workload {
  public:
   void run(RunContext& ctx) override;
+
+ private:
+  // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
+  // every rank before these are destroyed (their destructors wait on peers).
+  std::unique_ptr<comm::Communicator> comm_;
+  std::unique_ptr<fsdp::Engine> engine_;
 };
 
 // world > 1: sharded inference. The weights live as full_shard shards (1/N per rank); each
 // forward all-gathers a unit just before it runs and frees it after (forward prefetch
 // overlaps the next unit's gather). Every rank serves its own query stream of the same
 // scenario (same seed, so the same schedule and batch sizes: the forwards stay in lockstep)
-// on its own samples; throughput is per rank, the report sums it.
+// on its own samples; throughput and latency are per rank (each rank records its own).
 void InferWorkload::run(RunContext& ctx) {
   const Point& p = ctx.point;
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
@@ -115,14 +122,13 @@ void InferWorkload::run(RunContext& ctx) {
                               : data::load_checkpoint(*model, ckpt);
   const std::string qname = p.get_string("quantization");
   const bool sharded = ctx.size > 1;
-  std::unique_ptr<comm::Communicator> comm;
-  std::unique_ptr<fsdp::Engine> engine;
+  auto& engine = engine_;
   std::unique_ptr<quant::QuantizedWeights> q;
   if (sharded) {  // built outside inference mode: the engine's buffers are ordinary tensors
-    comm = std::make_unique<comm::Communicator>(ctx.world, ctx.size);
+    comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size);
     fsdp::EngineConfig ec;
     ec.strategy = "full_shard";
-    engine = std::make_unique<fsdp::Engine>(*model, *comm, ec, weights);
+    engine = std::make_unique<fsdp::Engine>(*model, *comm_, ec, weights);
   }
   c10::InferenceMode inference;
   if (!sharded) q = quant::quantize(qname, *model, weights);
@@ -150,11 +156,17 @@ void InferWorkload::run(RunContext& ctx) {
 
   ctx.progress.begin(fmt::format("infer {} {}", p.name, lg.scenario), static_cast<long>(warmup));
   I step = 0;
+  // The slowest rank's forward time (as train's step times): with world > 1 the ranks run in
+  // lockstep, so every rank's scenario then sees the same schedule. The reduction is outside
+  // the timed region (the scenario's clock is the forwards' own durations).
   auto forward = [&](const models::Batch& b) {
     const auto t0 = std::chrono::steady_clock::now();
     auto logits = serve(b);
     (void)logits.data_ptr();  // the result exists (LibTorch CPU ops are synchronous)
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, ctx.world),
+                  "MPI_Allreduce (forward time)");
+    return s;
   };
   auto record = [&](I n, double s, bool is_warmup) {
     sb::StepRecord r;
@@ -165,7 +177,7 @@ void InferWorkload::run(RunContext& ctx) {
     r.tokens_per_s = static_cast<double>(n * T) / s;
     ctx.recorder.step(r);
   };
-  for (I w = 0; w < warmup && !ctx.stop.stop(); ++w) {  // excluded from statistics
+  for (I w = 0; w < warmup && !ctx.stop_agreed(); ++w) {  // excluded from statistics
     const I n = std::min(lg.max_batch, samples.input_ids.size(0));
     record(n, forward(slice(0, n)), true);
     ctx.progress.step(static_cast<long>(w + 1), "warm-up");
@@ -173,7 +185,9 @@ void InferWorkload::run(RunContext& ctx) {
   ctx.progress.end();
 
   auto result = run_scenario(lg, [&](I first, I n) {
-    SB_CHECK(!ctx.stop.stop(), "stopped: {}", ctx.stop.reason);
+    // Every rank issues the same query schedule, so every rank asks here; the scenario's clock
+    // is the forwards' own durations, so the agreement costs no measured time.
+    if (ctx.stop_agreed()) throw sb::Stopped(ctx.stop.reason);
     const double s = forward(slice(first, n));
     record(n, s, false);
     return s;
@@ -214,24 +228,13 @@ void InferWorkload::run(RunContext& ctx) {
     rec.scalar(cfg.family == "gpt2" ? "perplexity_fp32" : "mlm_accuracy_fp32", a.metric_fp32);
   }
 
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  sb::RankMemory m;
-  m.rank = ctx.rank;
-  m.host = host;
+  sb::RankMemory m = sb::rank_memory_now(ctx.rank);
   if (sharded) {
-    const auto em = engine->memory();
-    m.param_bytes = em.param;
-    m.gathered_bytes = em.gathered;
-    m.model_state_bytes = em.model_state;
-    m.peak_model_state_bytes = em.peak_model_state;
+    fsdp::add_engine_memory(engine->memory(), m);
   } else {
     m.param_bytes = static_cast<std::uint64_t>(q->resident_bytes());
     m.model_state_bytes = m.peak_model_state_bytes = m.param_bytes;
   }
-  m.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;  // Linux: KiB
   rec.memory(m);
   rec.text("torch_version", TORCH_VERSION);
   rec.text("quantization", qname);
@@ -251,9 +254,6 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                                                  "world = 1 or quantization = \"none\" (world "
                                                  "is {})", p.get_int("world"))});
   }
-  if (p.has("compression") && p.get_string("compression") != "none")
-    out.push_back({"compression", "inference runs no gradient collectives; set compression = "
-                                  "\"none\" (quantize weights with the quantization key)"});
   const std::string sc = p.get_string("scenario");
   if (sc == "server" && p.get_double("target_qps") <= 0)
     out.push_back({"target_qps", "the server scenario needs target_qps > 0"});
@@ -265,23 +265,42 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   try {
     const auto m = models::preset_config(p.get_string("model"));
     if (p.get_int("seq") > m.max_pos)
-      out.push_back({"seq", fmt::format("seq {} exceeds model {}'s {} positions", p.get_int("seq"),
-                                        m.preset, m.max_pos)});
+      out.push_back({"seq", fmt::format("seq {} exceeds model {}'s {} positions; use seq <= {} "
+                                        "or a model with more positions (`shardbench models`)",
+                                        p.get_int("seq"), m.preset, m.max_pos, m.max_pos)});
   } catch (const sb::Error&) {
     // an unknown model is reported by the name check
   }
+  // Only a warning: an earlier suite (quant-accuracy-train) may write the checkpoint.
+  const std::string& ckpt = p.get_string("checkpoint");
+  if (!ckpt.empty() && !std::filesystem::exists(ckpt))
+    out.push_back({"checkpoint", fmt::format("checkpoint '{}' does not exist (yet): the point will "
+                                             "fail unless an earlier suite writes it (e.g. with "
+                                             "export_safetensors); check the path", ckpt), true});
+}
+
+// Every key here is read by the infer task only (a point of another task may not set it).
+void key(KeySpec ks) {
+  ks.tasks = {"infer"};
+  register_key(std::move(ks));
+}
+
+KeySpec integer(const char* k, I def, I lo, I hi, const char* doc) {
+  KeySpec ks{k, KeyType::Int, def, "", doc};
+  ks.min_int = lo, ks.max_int = hi;
+  return ks;
 }
 
 const sb::Registrar registrar([] {
-  register_key({"scenario", KeyType::Name, std::string("single-stream"), "scenario",
-                "infer: MLPerf LoadGen scenario (single-stream, multi-stream, server, offline)"});
-  register_key({"queries", KeyType::Int, I{32}, "", "infer: queries issued (offline: x samples_per_query samples)"});
-  register_key({"samples_per_query", KeyType::Int, I{8}, "", "infer: samples per query (multi-stream, offline)"});
-  register_key({"target_qps", KeyType::Float, 10.0, "", "infer: server scenario's mean Poisson arrival rate"});
-  register_key({"checkpoint", KeyType::String, std::string(""), "",
-                "infer: safetensors checkpoint to load (empty: seeded initial weights)"});
-  register_key({"accuracy_batches", KeyType::Int, I{2}, "",
-                "infer: held-out batches (of `batch` samples) scored against the fp32 model"});
+  key({"scenario", KeyType::Name, std::string("single-stream"), "scenario",
+       "infer: MLPerf LoadGen scenario (single-stream, multi-stream, server, offline)"});
+  key(integer("queries", 32, 1, I{1} << 24, "infer: queries issued (offline: x samples_per_query samples)"));
+  key(integer("samples_per_query", 8, 1, I{1} << 20, "infer: samples per query (multi-stream, offline)"));
+  key({"target_qps", KeyType::Float, 10.0, "", "infer: server scenario's mean Poisson arrival rate"});
+  key({"checkpoint", KeyType::String, std::string(""), "",
+       "infer: safetensors checkpoint to load (empty: seeded initial weights)"});
+  key(integer("accuracy_batches", 2, 0, I{1} << 20,
+              "infer: held-out batches (of `batch` samples) scored against the fp32 model"));
   register_validator(validate);
   register_task({"infer", [] { return std::make_unique<InferWorkload>(); }, [](const Point& p) {
                    auto model = models::make_model(p.get_string("model"), p.get_string("attention"));

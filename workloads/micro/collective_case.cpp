@@ -18,10 +18,6 @@ const std::vector<std::pair<Op, const char*>>& op_table() {
   return t;
 }
 
-bool is_compressed(const std::string& impl) {
-  return impl != "mpi" && impl != "ours" && impl != "ours-async";
-}
-
 // Rank q's deterministic input: small integers in [-15, 15], so every sum of a few ranks is
 // exact in fp32 and the uncompressed result can be compared for equality.
 torch::Tensor values(int q, std::int64_t count, std::int64_t salt) {
@@ -46,20 +42,26 @@ std::vector<std::string> op_names() {
   for (const auto& [o, n] : op_table()) v.push_back(n);
   return v;
 }
-std::vector<std::string> impl_names() {
-  std::vector<std::string> v = {"mpi", "ours", "ours-async"};
-  for (const auto& c : comm::compressor_names())
-    if (c != "none") v.push_back(c);
+const std::vector<std::pair<std::string, std::string>>& plain_impls() {
+  static const std::vector<std::pair<std::string, std::string>> v = {
+      {"mpi", "raw MPI (the baseline)"},
+      {"ours", "sb::comm::Communicator's synchronous calls (blocking MPI on the caller)"},
+      {"ours-async", "sb::comm::Communicator's requests, run by its communication thread"}};
   return v;
 }
 
-double bus_factor(Op op, int n) {
-  if (n <= 1) return op == Op::Broadcast ? 1.0 : 0.0;
-  switch (op) {
-    case Op::AllReduce: return 2.0 * (n - 1) / n;
-    case Op::Broadcast: return 1.0;
-    default: return double(n - 1) / n;
-  }
+bool is_compressed(const std::string& impl) {
+  for (const auto& [name, doc] : plain_impls())
+    if (impl == name) return false;
+  return true;
+}
+
+std::vector<std::string> impl_names() {
+  std::vector<std::string> v;
+  for (const auto& [name, doc] : plain_impls()) v.push_back(name);
+  for (const auto& c : comm::compressor_names())
+    if (c != "none") v.push_back(c);
+  return v;
 }
 
 CollectiveCase::CollectiveCase(const CaseConfig& cfg, MPI_Comm world, comm::Communicator* c)
@@ -67,7 +69,7 @@ CollectiveCase::CollectiveCase(const CaseConfig& cfg, MPI_Comm world, comm::Comm
   MPI_Comm_rank(world, &rank_);
   MPI_Comm_size(world, &n_);
   const bool compressed = is_compressed(cfg.impl);
-  if (cfg.impl == "ours" || cfg.impl == "ours-async")
+  if (!compressed && cfg.impl != "mpi")
     SB_CHECK(comm_ != nullptr, "implementation \"{}\" needs a Communicator", cfg.impl);
   if (compressed) {
     SB_CHECK(cfg.op == Op::AllGather || cfg.op == Op::ReduceScatter || cfg.op == Op::AllReduce,
@@ -79,7 +81,7 @@ CollectiveCase::CollectiveCase(const CaseConfig& cfg, MPI_Comm world, comm::Comm
     cc.ratio = cfg.ratio;
     compressor_ = comm::make_compressor(cc);  // unknown names are reported by the registry
   } else {
-    SB_CHECK(cfg.impl == "mpi" || cfg.impl == "ours" || cfg.impl == "ours-async",
+    SB_CHECK(std::find(impl_names().begin(), impl_names().end(), cfg.impl) != impl_names().end(),
              "unknown implementation \"{}\"; known: {}", cfg.impl, fmt::join(impl_names(), ", "));
   }
   // Split ops need a whole number of fp32 elements per rank.
@@ -153,7 +155,9 @@ void CollectiveCase::run() {
 }
 
 std::int64_t CollectiveCase::wire_bytes() const {
-  if (!compressor_) return static_cast<std::int64_t>(size_bytes() * bus_factor(cfg_.op, n_) + 0.5);
+  if (!compressor_)
+    return static_cast<std::int64_t>(
+        comm::wire_bytes(op_name(cfg_.op), static_cast<std::uint64_t>(size_bytes()), n_));
   const std::int64_t s = count_ / n_;
   // Per rank: all_gather sends its compressed shard to n-1 ranks; reduce_scatter one
   // compressed chunk to each of n-1 ranks; all_reduce does both (docs/METRICS.md).

@@ -5,14 +5,15 @@
 //
 // Implementations, chosen by name:
 //   mpi          raw MPI on float buffers (the baseline)
-//   ours         sb::comm::Communicator, inline (async=false)
-//   ours-async   sb::comm::Communicator through its communication thread
+//   ours         sb::comm::Communicator's synchronous calls (blocking MPI on the caller)
+//   ours-async   sb::comm::Communicator's requests, run by its communication thread
 //   <compressor> compressed collective (fp16, bf16, int8, topk) over raw MPI; only for
 //                all_gather, reduce_scatter and all_reduce
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
@@ -29,11 +30,10 @@ enum class Op { AllGather, ReduceScatter, AllReduce, Broadcast, AllToAll };
 Op op_from_name(const std::string& name);  // error lists the known names
 const char* op_name(Op op);
 std::vector<std::string> op_names();
-std::vector<std::string> impl_names();     // mpi, ours, ours-async, and the compressors
-
-// nccl-tests bus-bandwidth factor (docs/METRICS.md): all_reduce 2(n-1)/n; all_gather,
-// reduce_scatter and all_to_all (n-1)/n; broadcast 1.
-double bus_factor(Op op, int n);
+// The uncompressed implementations (name, what it is), in the order above: the one list.
+const std::vector<std::pair<std::string, std::string>>& plain_impls();
+std::vector<std::string> impl_names();     // the plain implementations and the compressors
+bool is_compressed(const std::string& impl);  // a compressor's name, not a plain one
 
 struct CaseConfig {
   Op op = Op::AllReduce;

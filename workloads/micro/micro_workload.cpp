@@ -29,7 +29,9 @@ class MicroWorkload : public Workload {
     const std::int64_t factor = p.get_int("micro.factor");
     const int warmup = static_cast<int>(p.get_int("micro.warmup"));
     const bool async = base.impl == "ours-async";
-    comm::Communicator comm(ctx.world, ctx.size, async);
+    // A member, not a local: see `comm_` below.
+    comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size, async);
+    comm::Communicator& comm = *comm_;
     const double origin = MPI_Wtime();
 
     std::vector<std::int64_t> sizes;
@@ -37,14 +39,8 @@ class MicroWorkload : public Workload {
     ctx.progress.begin(fmt::format("{} {} sizes", op_name(base.op), base.impl),
                        static_cast<long>(sizes.size()));
     std::int64_t total_wrong = 0, first_wrong_size = -1;
-    // Ranks see a stop signal at slightly different moments: agree before each size, so no
-    // rank leaves while another waits in a collective.
-    auto stop_agreed = [&] {
-      int stop = ctx.stop.stop() ? 1 : 0;
-      MPI_Allreduce(MPI_IN_PLACE, &stop, 1, MPI_INT, MPI_MAX, ctx.world);
-      return stop != 0;
-    };
-    for (std::size_t s = 0; s < sizes.size() && !stop_agreed(); ++s) {
+    // Agree before each size, so no rank leaves while another waits in a collective.
+    for (std::size_t s = 0; s < sizes.size() && !ctx.stop_agreed(); ++s) {
       CaseConfig cfg = base;
       cfg.bytes = sizes[s];
       CollectiveCase cc(cfg, ctx.world, &comm);
@@ -78,33 +74,29 @@ class MicroWorkload : public Workload {
       ctx.recorder.series("rank_min_s", t.rank_min_s);
       ctx.recorder.series("rank_max_s", t.rank_max_s);
       ctx.recorder.series("algbw_GBps", algbw);
-      ctx.recorder.series("busbw_GBps", algbw * bus_factor(base.op, ctx.size));
+      ctx.recorder.series("busbw_GBps", algbw * comm::bus_factor(op_name(base.op), ctx.size));
       ctx.recorder.series("wrong", static_cast<double>(wrong));
       ctx.progress.step(static_cast<long>(s + 1),
                         fmt::format("{} B: {:.1f} us", cc.size_bytes(), t.mean_s * 1e6));
     }
     ctx.progress.end();
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    RankMemory m;
-    m.rank = ctx.rank;
-    m.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;
-    ctx.recorder.memory(m);
+    ctx.recorder.memory(rank_memory_now(ctx.rank));
     ctx.recorder.scalar("wrong", static_cast<double>(total_wrong));
     if (total_wrong)
       SB_FAIL("{} {}: {} result elements differ from the expected values (first at {} bytes); "
               "the collective is broken", op_name(base.op), base.impl, total_wrong,
               first_wrong_size);
   }
+ private:
+  // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
+  // every rank before it is destroyed (its destructor waits on peers).
+  std::unique_ptr<comm::Communicator> comm_;
 };
 
 const Registrar reg([] {
   for (const auto& op : op_names()) register_name("collective", op, "collective operation");
-  register_name("comm_impl", "mpi", "raw MPI (the baseline)");
-  register_name("comm_impl", "ours", "sb::comm::Communicator, inline");
-  register_name("comm_impl", "ours-async", "sb::comm::Communicator via its communication thread");
-  for (const char* c : {"fp16", "bf16", "int8", "topk"})
-    register_name("comm_impl", c, "compressed collective over raw MPI");
+  // The compressors register themselves in "comm_impl" (workloads/comm/compressor.cpp).
+  for (const auto& [name, doc] : plain_impls()) register_name("comm_impl", name, doc);
   register_key({"micro.op", KeyType::Name, std::string("all_reduce"), "collective",
                 "micro task: the collective to sweep"});
   register_key({"micro.impl", KeyType::Name, std::string("mpi"), "comm_impl",
@@ -129,8 +121,7 @@ const Registrar reg([] {
       out.push_back({"micro.factor", "micro.factor must be at least 2"});
     const auto& impl = p.get_string("micro.impl");
     const auto& op = p.get_string("micro.op");
-    const bool compressed = impl != "mpi" && impl != "ours" && impl != "ours-async";
-    if (compressed && (op == "broadcast" || op == "all_to_all"))
+    if (is_compressed(impl) && (op == "broadcast" || op == "all_to_all"))
       out.push_back({"micro.impl", fmt::format("compressed collectives exist for all_gather, "
                                                "reduce_scatter and all_reduce, not {}", op)});
   });

@@ -12,6 +12,7 @@
 #include <torch/version.h>
 
 #include "harness/core/check.h"
+#include "harness/core/fault.h"
 #include "harness/core/mpi_context.h"
 #include "harness/trace/recorder.h"
 #include "workloads/comm/policy.h"
@@ -54,13 +55,23 @@ double measure_peak_gflops() {
 class TrainWorkload final : public sb::Workload {
  public:
   void run(RunContext& ctx) override;
+
+ private:
+  // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
+  // every rank before these are destroyed (their destructors wait on peers). Destroyed in
+  // reverse order: the engine before the communicator it uses.
+  std::unique_ptr<models::Model> model_;
+  std::unique_ptr<comm::Communicator> comm_;
+  std::unique_ptr<fsdp::Engine> engine_;
 };
 
 void TrainWorkload::run(RunContext& ctx) {
   const Point& p = ctx.point;
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
-  auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
-  comm::Communicator comm(ctx.world, static_cast<int>(p.get_int("shard_group")));
+  model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
+  auto& model = model_;
+  comm_ = std::make_unique<comm::Communicator>(ctx.world, static_cast<int>(p.get_int("shard_group")));
+  auto& comm = *comm_;
 
   const I steps = p.get_int("steps"), warmup = p.get_int("warmup");
   const I accum = p.get_int("grad_accum"), B = p.get_int("batch"), T = p.get_int("seq");
@@ -80,10 +91,19 @@ void TrainWorkload::run(RunContext& ctx) {
   cfg.adamw.grad_clip = p.get_double("grad_clip");
   cfg.adamw.warmup_steps = p.get_int("lr_warmup");
   cfg.adamw.total_steps = steps;
-  fsdp::Engine engine(*model, comm, cfg,
-                      models::init_params(model->units(), static_cast<std::uint64_t>(p.get_int("seed"))));
+  engine_ = std::make_unique<fsdp::Engine>(
+      *model, comm, cfg,
+      models::init_params(model->units(), static_cast<std::uint64_t>(p.get_int("seed"))));
+  auto& engine = *engine_;
   const std::string ckpt = p.get_string("checkpoint_dir");
-  if (p.get_bool("resume")) engine.load(ckpt);
+  if (p.get_bool("resume")) {
+    engine.load(ckpt);  // every rank the same step, or every rank throws
+    // Nothing left to train would record 0 steps and report the longer run's model as done.
+    if (engine.steps_done() >= steps)
+      SB_FAIL("resume: the checkpoint in {} is at step {}, and this point asks for steps = {}, "
+              "so there is nothing left to train; raise steps above {}, or set resume = false "
+              "to train from the start", ckpt, engine.steps_done(), steps, engine.steps_done());
+  }
   auto source = make_source(p, model->config());
 
   const double origin = MPI_Wtime();
@@ -114,6 +134,8 @@ void TrainWorkload::run(RunContext& ctx) {
   const I eval_every = p.get_int("eval_every");
   for (I s = engine.steps_done(); s < steps; ++s) {
     comm.set_step(s);
+    sb::fault_set_step(s);
+    sb::fault_point("step");  // tests/mpi/failure_paths.sh
     auto global = source->train(s);
     auto micro = data::split_rows(data::rank_rows(global, ctx.rank, ctx.size), accum);
     const double t0 = MPI_Wtime();
@@ -122,10 +144,10 @@ void TrainWorkload::run(RunContext& ctx) {
     SB_CHECK(std::isfinite(st.loss), "step {}: the loss is {} (diverged); lower lr (now {}) or "
              "raise grad_clip's effect by lowering it (now {})", s, st.loss, cfg.adamw.lr,
              cfg.adamw.grad_clip);
-    // Outside the timed region: the slowest rank's times, and whether any rank must stop.
-    double v[6] = {wall, st.forward_s, st.backward_s, st.optimizer_s, st.comm_exposed_s,
-                   ctx.stop.stop() ? 1.0 : 0.0};
-    MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_DOUBLE, MPI_MAX, ctx.world);
+    // Outside the timed region: the slowest rank's times.
+    double v[5] = {wall, st.forward_s, st.backward_s, st.optimizer_s, st.comm_exposed_s};
+    sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_DOUBLE, MPI_MAX, ctx.world),
+                  "MPI_Allreduce (step times)");
     sb::StepRecord r;
     r.step = s;
     r.warmup = s < warmup;
@@ -144,26 +166,16 @@ void TrainWorkload::run(RunContext& ctx) {
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
     if (eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps)
       ctx.recorder.series("eval_loss", evaluate());
-    if (v[5] > 0) break;  // every rank saw the same flag: all leave together
+    if (ctx.stop_agreed()) break;  // every rank gets the same answer: all leave together
   }
   ctx.progress.end();
   comm.set_trace_hook(nullptr, origin);  // evaluation and checkpoints are not step traffic
+  // Saved before the final evaluation, which draws from the compressors' random generators
+  // (stochastic int8 parameter gathers): the checkpoint holds the state the next step needs.
+  if (!ckpt.empty()) engine.save(ckpt);
 
-  const auto mem = engine.memory();
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  sb::RankMemory m;
-  m.rank = ctx.rank;
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  m.host = host;
-  m.param_bytes = mem.param;
-  m.grad_bytes = mem.grad;
-  m.optim_bytes = mem.optim;
-  m.gathered_bytes = mem.gathered;
-  m.model_state_bytes = mem.model_state;
-  m.peak_model_state_bytes = mem.peak_model_state;
-  m.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;  // Linux: KiB
+  sb::RankMemory m = sb::rank_memory_now(ctx.rank);
+  fsdp::add_engine_memory(engine.memory(), m);
   ctx.recorder.memory(m);
 
   const double eval = evaluate();
@@ -184,7 +196,6 @@ void TrainWorkload::run(RunContext& ctx) {
   ctx.recorder.text("comm_progress", comm.async() || comm.progress_mode() == comm::Progress::Inline
                                          ? comm::progress_name(comm.progress_mode())
                                          : "blocking");
-  if (!ckpt.empty()) engine.save(ckpt);
   const std::string out = p.get_string("export_safetensors");
   if (!out.empty()) {
     auto full = engine.full_params();  // collective: every rank takes part

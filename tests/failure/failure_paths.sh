@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# One failure path (docs/ARCHITECTURE.md, "Failures"): a throw in the middle of backward on one
+# rank, a throw inside a collective's completion, and SIGKILL of one rank during a step, at 2
+# and 4 ranks under each communication progress mode (thread, poll, inline). For each: every
+# rank is gone within 10 s of the fault, the point is recorded failed with the fault's
+# message, and the sweep goes on to the next point. Prints the seconds it measured.
+# Usage: failure_paths.sh SHARDBENCH WORKDIR [FAULT...]   (FAULT: backward | collective | kill)
+set -euo pipefail
+exe=$1
+work=$2
+shift 2
+faults=("$@")
+((${#faults[@]})) || faults=(backward collective kill)
+rm -rf "$work"
+mkdir -p "$work"
+
+cat >"$work/failure.toml" <<'TOML'
+[suite]
+name = "failure"
+[base]
+task = "train"
+model = "gpt2-tiny"
+strategy = "full_shard"
+batch = 8
+seq = 32
+steps = 6
+warmup = 1
+time_limit = 300   # far beyond the 10 s asserted: a hang shows as a slow point, not a pass
+[axes]
+world = [2, 4]
+comm_progress = ["thread", "poll", "inline"]
+TOML
+
+fails=0
+check() {  # check CONDITION-RESULT MESSAGE
+  if [ "$1" != 0 ]; then echo "FAIL: $2"; fails=$((fails + 1)); fi
+}
+
+for fault in "${faults[@]}"; do
+  case $fault in
+    backward) spec="backward:1:2:throw"; expect="rank 1 on*injected fault ?SB_FAULT? at backward" ;;
+    collective) spec="collective:1:2:throw"; expect="rank 1 on*injected fault ?SB_FAULT? at collective" ;;
+    kill) spec="step:1:2:kill"; expect="process rank 1 with PID*exited on signal 9 (Killed)" ;;
+    *) echo "unknown fault $fault"; exit 2 ;;
+  esac
+  res="$work/$fault"
+  echo "== fault $fault (SB_FAULT=$spec)"
+  set +e
+  SB_FAULT=$spec "$exe" sweep "$work/failure.toml" --results "$res" >"$work/$fault.out" 2>&1
+  rc=$?
+  set -e
+  cat "$work/$fault.out"
+  check $((rc == 1 ? 0 : 1)) "$fault: sweep exit code $rc, expected 1 (points failed, sweep finished)"
+  grep -q "6 ran, 0 skipped, 6 failed" "$work/$fault.out"
+  check $? "$fault: the sweep did not run all 6 points to a failure"
+  for log in "$res"/logs/*.log; do
+    point=$(basename "$log" .log)
+    t_fault=$(sed -n 's/.*shardbench fault: .* unix time \([0-9.]*\)$/\1/p' "$log" | head -1)
+    t_end=$(sed -n 's/.*launcher ended: .* unix time \([0-9.]*\)$/\1/p' "$log" | tail -1)
+    if [ -z "$t_fault" ] || [ -z "$t_end" ]; then
+      check 1 "$fault $point: no fault or end line in $log"
+      continue
+    fi
+    gone=$(awk -v a="$t_fault" -v b="$t_end" 'BEGIN { printf "%.2f", b - a }')
+    reason=$(/usr/bin/python3 -c 'import h5py, sys
+with h5py.File(sys.argv[1], "r") as f:
+    print(f.attrs["status"], "|", str(f.attrs["failure_reason"]).replace("\n", " "))' \
+      "$res/points/$point.h5")
+    echo "  $fault $point: all ranks gone ${gone} s after the fault; ${reason:0:160}"
+    awk -v g="$gone" 'BEGIN { exit !(g < 10) }'
+    check $? "$fault $point: ranks took ${gone} s to go (limit 10 s)"
+    case $reason in
+      "failed |"*$expect*) ;;  # unquoted: kill's expectation is a pattern
+      *) check 1 "$fault $point: expected failed with '$expect', got: $reason" ;;
+    esac
+  done
+done
+echo "failure paths: $fails failed checks"
+[ "$fails" = 0 ]
