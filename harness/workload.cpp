@@ -172,9 +172,7 @@ Registrar base_keys([] {
   limit.min_float = 0.0, limit.max_float = 365.0 * 24 * 3600;
   register_key(std::move(limit));
   name("launcher", "launcher", "mpirun", "how ranks are started: mpirun or srun");
-  // The harness owns the launchers, so their names are registered here (harness/launch).
-  register_name("launcher", "mpirun", "Open MPI's mpirun -np WORLD");
-  register_name("launcher", "srun", "Slurm's srun inside an allocation");
+  // The launcher names are registered by the launchers themselves (harness/launch/).
 });
 }  // namespace
 

@@ -13,12 +13,13 @@
 
 #include <mpi.h>
 
+#include "harness/core/progress.h"
+#include "harness/core/stop_flag.h"
 #include "harness/spec/point.h"
 
 namespace sb {
 
 class Recorder;
-class Progress;
 
 // ---- Config schema -------------------------------------------------------------------
 enum class KeyType { Bool, Int, Float, String, Name };  // Name: one of a registered name set
@@ -64,14 +65,6 @@ void register_validator(Validator v);
 const std::vector<Validator>& registered_validators();
 
 // ---- Running a point -----------------------------------------------------------------
-// Set by SIGTERM/SIGUSR1 (Slurm's pre-timeout signal) or the time limit. Each rank's flag is
-// set by its own watcher, at slightly different moments, so workloads never act on it
-// directly: they call RunContext::stop_agreed() between steps, which every rank answers alike.
-struct StopFlag {
-  std::atomic<bool> requested{false};
-  std::string reason;
-  bool stop() const { return requested.load(std::memory_order_relaxed); }
-};
 
 // Thrown by a workload after stop_agreed() returned true, where it cannot simply return
 // (e.g. from inside a load-generator callback). Every rank throws it at the same point, so

@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "harness/cli/command.h"
+#include "harness/command.h"
 #include "harness/spec/plan.h"
 #include "harness/workload.h"
 

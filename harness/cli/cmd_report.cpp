@@ -5,7 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "harness/cli/command.h"
+#include "harness/command.h"
 #include "harness/core/subprocess.h"
 
 #ifndef SHARDBENCH_SOURCE_DIR

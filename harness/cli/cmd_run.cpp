@@ -12,7 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "harness/cli/command.h"
+#include "harness/command.h"
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
 #include "harness/core/mpi_context.h"
@@ -172,8 +172,7 @@ int finish_point(const Recorder& rec, const std::string& stop_reason, StopCause 
   ResultMeta& meta = g_point.meta;
   meta.end_time = iso_time_now();
   meta.elapsed_s = MPI_Wtime() - t0;
-  const auto tv = rec.texts().find("torch_version");
-  meta.versions = versions_json(tv == rec.texts().end() ? "" : tv->second);
+  meta.versions = versions_json(rec.texts());
   int code = 0;
   if (cause != StopCause::None) {
     meta.status = cause == StopCause::TimeLimit ? "failed" : "incomplete";

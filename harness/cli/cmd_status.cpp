@@ -12,36 +12,26 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/cli/command.h"
+#include "harness/command.h"
 #include "harness/core/check.h"
 #include "harness/launch/results.h"
-#include "harness/launch/slurm_queue.h"
+#include "harness/launch/scheduler.h"
 #include "harness/trace/result.h"
 
 namespace sb::cli {
 namespace {
 
-// Point index run by a live local sweep (RESULTS/running.json), -1 when none.
-std::int64_t locally_running(const std::string& dir) {
-  std::ifstream in(dir + "/running.json");
-  if (!in) return -1;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    const auto j = nlohmann::json::parse(ss.str());
-    const int pid = j.at("pid").get<int>();
-    if (kill(pid, 0) != 0) return -1;  // the sweep is gone: its marker is stale
-    return j.at("index").get<std::int64_t>();
-  } catch (const nlohmann::json::exception&) {
-    return -1;
-  }
-}
-
 int status(const std::string& dir) {
   const Manifest m = read_manifest(dir);
-  std::string queue_error;
-  const auto queued = queued_points(dir, &queue_error);
-  const std::int64_t running = locally_running(dir);
+  // What each scheduler has under way (a local sweep's point, Slurm's queued tasks).
+  std::map<std::int64_t, std::pair<std::string, std::string>> active;  // index -> (sched, state)
+  std::vector<std::string> notes;
+  for (const auto& name : scheduler_names()) {
+    std::string note;
+    for (const auto& [index, state] : find_scheduler(name)->active_points(dir, &note))
+      active.emplace(index, std::make_pair(name, state));
+    if (!note.empty()) notes.push_back(note);
+  }
   std::map<std::string, int> counts;
   std::printf("%s (%s): %zu points\n", m.suite.c_str(), m.suite_file.c_str(), m.points.size());
   for (const auto& p : m.points) {
@@ -51,12 +41,10 @@ int status(const std::string& dir) {
       state = s.status.rfind("unreadable", 0) == 0 ? "unreadable" : s.status;
       detail = s.status == "done" ? fmt::format("{} steps", s.steps) : s.failure_reason;
       if (state == "unreadable") detail = s.status;
-    } else if (const auto q = queued.find(p.index); q != queued.end()) {
-      state = q->second == "RUNNING" || q->second == "COMPLETING" ? "running" : "pending";
-      detail = "slurm " + q->second;
-    } else if (p.index == running) {
-      state = "running";
-      detail = "local sweep";
+    } else if (const auto a = active.find(p.index); a != active.end()) {
+      const auto& [sched, st] = a->second;
+      state = st == "running" || st == "RUNNING" || st == "COMPLETING" ? "running" : "pending";
+      detail = sched == "local" ? "local sweep" : sched + " " + st;
     } else if (s.exists) {
       state = "incomplete";
       detail = s.failure_reason;
@@ -72,7 +60,7 @@ int status(const std::string& dir) {
   std::string total;
   for (const auto& [k, n] : counts) total += fmt::format("{}{} {}", total.empty() ? "" : ", ", n, k);
   std::printf("%s\n", total.c_str());
-  if (!queue_error.empty()) std::printf("note: %s\n", queue_error.c_str());
+  for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
   return 0;
 }
 

@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "harness/cli/command.h"
+#include "harness/command.h"
 #include "harness/launch/results.h"
 #include "harness/launch/scheduler.h"
 #include "harness/spec/suite.h"

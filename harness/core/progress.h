@@ -3,10 +3,19 @@
 #pragma once
 #include <cstdio>
 #include <memory>
-
-#include "harness/trace/recorder.h"
+#include <string>
 
 namespace sb {
+
+// Step progress within a point; rank 0 draws it (in place on a terminal, periodic lines
+// otherwise). Workloads call step() once per step; other ranks' calls do nothing.
+class Progress {
+ public:
+  virtual ~Progress() = default;
+  virtual void begin(const std::string& what, long total_steps) = 0;
+  virtual void step(long done, const std::string& detail) = 0;
+  virtual void end() = 0;
+};
 
 // draw=false gives a progress that prints nothing (ranks other than 0). On a non-terminal
 // `out`, a line is printed at most every period_s seconds, and at the end.

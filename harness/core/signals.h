@@ -6,7 +6,7 @@
 #include <mutex>
 #include <thread>
 
-#include "harness/workload.h"
+#include "harness/core/stop_flag.h"
 
 namespace sb {
 

@@ -11,15 +11,20 @@
 
 #include "harness/core/check.h"
 #include "harness/spec/point.h"
+#include "harness/workload.h"
 
 namespace sb {
 
-// An explicit table (not static registration): the harness is a static library and a
-// self-registering object file that nothing references would be dropped by the linker.
-static const std::vector<std::pair<std::string, std::unique_ptr<Launcher> (*)()>>& table() {
-  static const std::vector<std::pair<std::string, std::unique_ptr<Launcher> (*)()>> t = {
-      {"mpirun", make_mpirun_launcher}, {"srun", make_srun_launcher}};
+// Every program links the harness whole-archive, so self-registering files are kept.
+static std::vector<std::pair<std::string, LauncherFactory>>& table() {
+  static std::vector<std::pair<std::string, LauncherFactory>> t;
   return t;
+}
+
+void register_launcher(const std::string& name, const std::string& doc, LauncherFactory make) {
+  for (const auto& [n, f] : table()) SB_CHECK(n != name, "launcher '{}' registered twice", name);
+  table().emplace_back(name, make);
+  register_name("launcher", name, doc);
 }
 
 LaunchSpec launch_spec_for(const Point& p) {

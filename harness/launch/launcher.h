@@ -26,8 +26,10 @@ class Point;
 // World size and threads of a point (threads 0 = this machine's cores shared by the ranks).
 LaunchSpec launch_spec_for(const Point& p);
 
-std::unique_ptr<Launcher> make_mpirun_launcher();
-std::unique_ptr<Launcher> make_srun_launcher();
+// Launchers register by name at static-init time (one file each: mpirun.cpp, srun.cpp); the
+// name also joins the "launcher" name set the `launcher` key is checked against.
+using LauncherFactory = std::unique_ptr<Launcher> (*)();
+void register_launcher(const std::string& name, const std::string& doc, LauncherFactory make);
 
 // By name; an unknown name throws sb::Error listing the known ones.
 std::unique_ptr<Launcher> find_launcher(const std::string& name);

@@ -6,6 +6,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +21,7 @@
 #include "harness/launch/results.h"
 #include "harness/launch/scheduler.h"
 #include "harness/spec/suite.h"
+#include "harness/workload.h"
 
 namespace sb {
 namespace {
@@ -153,6 +157,23 @@ class LocalScheduler final : public Scheduler {
     return failed > 0 ? 1 : 0;
   }
 
+  // The point a live local sweep is running (RESULTS/running.json); none when its sweep is
+  // gone (a stale marker).
+  std::map<std::int64_t, std::string> active_points(const std::string& dir,
+                                                    std::string* /*note*/) const override {
+    std::ifstream in(dir + "/running.json");
+    if (!in) return {};
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+      const auto j = nlohmann::json::parse(ss.str());
+      if (kill(j.at("pid").get<int>(), 0) != 0) return {};
+      return {{j.at("index").get<std::int64_t>(), "running"}};
+    } catch (const nlohmann::json::exception&) {
+      return {};
+    }
+  }
+
  private:
   // Runs one point through its launcher; returns a one-line outcome.
   static std::string run_point(const Suite& suite, const Point& p, const ScheduleOptions& opt,
@@ -237,8 +258,10 @@ class LocalScheduler final : public Scheduler {
     return out;
   }
 };
-}  // namespace
 
-std::unique_ptr<Scheduler> make_local_scheduler() { return std::make_unique<LocalScheduler>(); }
+const Registrar kRegister([] {
+  register_scheduler("local", [] { return std::unique_ptr<Scheduler>(new LocalScheduler); });
+});
+}  // namespace
 
 }  // namespace sb

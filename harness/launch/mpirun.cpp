@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/launch/launcher.h"
+#include "harness/workload.h"
 
 namespace sb {
 namespace {
@@ -22,8 +23,11 @@ class MpirunLauncher final : public Launcher {
     return a;
   }
 };
-}  // namespace
 
-std::unique_ptr<Launcher> make_mpirun_launcher() { return std::make_unique<MpirunLauncher>(); }
+const Registrar kRegister([] {
+  register_launcher("mpirun", "Open MPI's mpirun -np WORLD",
+                    [] { return std::unique_ptr<Launcher>(new MpirunLauncher); });
+});
+}  // namespace
 
 }  // namespace sb

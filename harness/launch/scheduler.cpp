@@ -1,15 +1,38 @@
-// Scheduler registry: the known schedulers by name.
+// Scheduler registry: the known schedulers by name (each registers itself in its own file).
 #include "harness/launch/scheduler.h"
+
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/core/check.h"
 
 namespace sb {
+namespace {
+std::map<std::string, SchedulerFactory>& registry() {
+  static std::map<std::string, SchedulerFactory> r;
+  return r;
+}
+}  // namespace
 
-// An explicit table, like the launchers: static registration would be dropped by the linker.
+void register_scheduler(const std::string& name, SchedulerFactory make) {
+  SB_CHECK(registry().emplace(name, std::move(make)).second,
+           "scheduler '{}' registered twice", name);
+}
+
+std::vector<std::string> scheduler_names() {
+  std::vector<std::string> n;
+  for (const auto& [name, make] : registry()) n.push_back(name);
+  return n;
+}
+
 std::unique_ptr<Scheduler> find_scheduler(const std::string& name) {
-  if (name == "local") return make_local_scheduler();
-  if (name == "slurm") return make_slurm_scheduler();
-  SB_FAIL("unknown scheduler '{}'; known schedulers: local, slurm", name);
+  const auto it = registry().find(name);
+  if (it == registry().end())
+    SB_FAIL("unknown scheduler '{}'; known schedulers: {}", name,
+            fmt::join(scheduler_names(), ", "));
+  return it->second();
 }
 
 }  // namespace sb

@@ -1,7 +1,10 @@
 // Schedulers: how the points of a suite get run (local: one after another through a
 // launcher; slurm: a job array per world size). One per file, chosen by name.
 #pragma once
+#include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,10 +33,17 @@ class Scheduler {
   virtual std::string name() const = 0;
   // Runs or submits what is missing; returns the process exit code (non-zero: a point failed).
   virtual int schedule(const Suite& suite, const ScheduleOptions& opt) const = 0;
+  // What this scheduler has under way for the results folder: point index -> its state there
+  // ("running", or the queue's word: "PENDING", "RUNNING", ...). `note` gets why it could not
+  // tell (e.g. squeue failed). `status` asks every registered scheduler.
+  virtual std::map<std::int64_t, std::string> active_points(const std::string& results_dir,
+                                                             std::string* note) const = 0;
 };
 
-std::unique_ptr<Scheduler> make_local_scheduler();
-std::unique_ptr<Scheduler> make_slurm_scheduler();
+// Schedulers register by name at static-init time (one file each: local.cpp, slurm.cpp).
+using SchedulerFactory = std::function<std::unique_ptr<Scheduler>()>;
+void register_scheduler(const std::string& name, SchedulerFactory make);
 std::unique_ptr<Scheduler> find_scheduler(const std::string& name);  // unknown -> lists known
+std::vector<std::string> scheduler_names();
 
 }  // namespace sb

@@ -20,6 +20,7 @@
 #include "harness/launch/slurm_queue.h"
 #include "harness/spec/suite.h"
 #include "harness/trace/result.h"
+#include "harness/workload.h"
 
 namespace sb {
 namespace {
@@ -31,6 +32,12 @@ constexpr int kSignalLeadS = 60;
 class SlurmScheduler final : public Scheduler {
  public:
   std::string name() const override { return "slurm"; }
+
+  // The array tasks of our submissions that squeue still lists (RESULTS/submissions.json).
+  std::map<std::int64_t, std::string> active_points(const std::string& dir,
+                                                    std::string* note) const override {
+    return queued_points(dir, note);
+  }
 
   int schedule(const Suite& suite, const ScheduleOptions& opt) const override {
     namespace fs = std::filesystem;
@@ -161,8 +168,10 @@ class SlurmScheduler final : public Scheduler {
     return js;
   }
 };
-}  // namespace
 
-std::unique_ptr<Scheduler> make_slurm_scheduler() { return std::make_unique<SlurmScheduler>(); }
+const Registrar kRegister([] {
+  register_scheduler("slurm", [] { return std::unique_ptr<Scheduler>(new SlurmScheduler); });
+});
+}  // namespace
 
 }  // namespace sb

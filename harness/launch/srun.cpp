@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "harness/launch/launcher.h"
+#include "harness/workload.h"
 
 namespace sb {
 namespace {
@@ -17,8 +18,11 @@ class SrunLauncher final : public Launcher {
             fmt::format("--export=ALL,OMP_NUM_THREADS={}", s.threads)};
   }
 };
-}  // namespace
 
-std::unique_ptr<Launcher> make_srun_launcher() { return std::make_unique<SrunLauncher>(); }
+const Registrar kRegister([] {
+  register_launcher("srun", "Slurm's srun inside an allocation",
+                    [] { return std::unique_ptr<Launcher>(new SrunLauncher); });
+});
+}  // namespace
 
 }  // namespace sb

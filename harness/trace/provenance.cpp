@@ -31,14 +31,19 @@ std::string iso_time_now() {
   return buf;
 }
 
-std::string versions_json(const std::string& torch_version) {
+std::string versions_json(const std::map<std::string, std::string>& texts) {
   unsigned maj = 0, min = 0, rel = 0;
   H5get_libversion(&maj, &min, &rel);
   nlohmann::json j;
   j["mpi"] = mpi_library_version();
   j["hdf5"] = fmt::format("{}.{}.{}", maj, min, rel);
   j["fmt"] = fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100);
-  j["torch"] = torch_version;
+  // Recorded by the workloads (texts): text name -> key here.
+  for (const auto& [text, key] : {std::pair<const char*, const char*>{"torch_version", "torch"},
+                                  {"cpu_allocator", "cpu_allocator"}}) {
+    const auto it = texts.find(text);
+    j[key] = it == texts.end() ? "" : it->second;
+  }
 #if defined(__clang__)
   j["compiler"] = "clang " __VERSION__;
 #else
@@ -69,7 +74,7 @@ ResultMeta make_result_meta(const Suite& suite, const Point& point) {
   m.reference = nlohmann::json(point.reference).dump();
   m.git_commit = SHARDBENCH_GIT_COMMIT;
   m.shardbench_version = SHARDBENCH_VERSION;
-  m.versions = versions_json("");
+  m.versions = versions_json();
   if (point.has("world")) m.world_size = point.get_int("world");
   if (point.has("threads")) m.threads_per_rank = point.get_int("threads");
   m.slurm_job_id = env_or_empty("SLURM_JOB_ID");

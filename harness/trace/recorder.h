@@ -45,14 +45,5 @@ class Recorder {
   std::map<std::string, std::string> texts_;
 };
 
-// Step progress within a point; rank 0 draws it (in place on a terminal, periodic lines
-// otherwise). Workloads call step() once per step; other ranks' calls do nothing.
-class Progress {
- public:
-  virtual ~Progress() = default;
-  virtual void begin(const std::string& what, long total_steps) = 0;
-  virtual void step(long done, const std::string& detail) = 0;
-  virtual void end() = 0;
-};
 
 }  // namespace sb

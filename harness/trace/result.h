@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,9 @@ struct ResultMeta {
 // ids from the environment, start_time = now. hosts/world/threads/command line are the
 // caller's (they need MPI or argv).
 ResultMeta make_result_meta(const Suite& suite, const Point& point);
-// JSON of library versions; torch_version is added when a workload recorded it as a text.
-std::string versions_json(const std::string& torch_version);
+// JSON of library versions and build/runtime choices: mpi, hdf5, fmt, compiler, plus the
+// workload's texts torch_version (as "torch") and cpu_allocator; "" when not recorded.
+std::string versions_json(const std::map<std::string, std::string>& texts = {});
 std::string json_string_list(const std::vector<std::string>& items);
 std::string iso_time_now();  // "2026-12-02T10:00:00Z"
 

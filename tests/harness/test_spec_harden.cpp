@@ -12,7 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
-#include "harness/cli/command.h"
+#include "harness/command.h"
 #include "harness/spec/expand.h"
 #include "harness/spec/suite.h"
 #include "tests/harness/test_spec_registry.h"

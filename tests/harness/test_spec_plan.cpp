@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
-#include "harness/cli/command.h"
+#include "harness/command.h"
 #include "harness/core/sha256.h"
 #include "harness/spec/plan.h"
 #include "tests/harness/test_spec_registry.h"

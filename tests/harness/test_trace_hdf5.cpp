@@ -64,7 +64,7 @@ sb::ResultMeta full_meta() {
   m.reference = R"({"latency_ms":1.5})";
   m.git_commit = "deadbeef";
   m.shardbench_version = "0.1.0";
-  m.versions = sb::versions_json("1.13.1");
+  m.versions = sb::versions_json({{"torch_version", "1.13.1"}});
   m.hosts = sb::json_string_list({"node-a", "node-b"});
   m.world_size = 2;
   m.threads_per_rank = 4;

@@ -106,8 +106,8 @@ TEST(Communicator, HalfPrecisionSums) {
   }
 }
 
-const sb::comm::Progress kAllModes[] = {sb::comm::Progress::Thread, sb::comm::Progress::Poll,
-                                        sb::comm::Progress::Inline};
+const sb::comm::ProgressMode kAllModes[] = {sb::comm::ProgressMode::Thread, sb::comm::ProgressMode::Poll,
+                                        sb::comm::ProgressMode::Inline};
 
 // A request that reads what an earlier one writes sees the written data in every mode (the
 // communication thread runs requests one after another; inline waits for the earlier one):

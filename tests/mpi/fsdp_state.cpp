@@ -98,8 +98,8 @@ TEST(Progress, InlineAndPollGiveTheThreadModesBits) {
   for (const std::string& s : sb::fsdp::strategy_names()) {
     auto model = sb::models::make_model("gpt2-tiny");
     std::vector<RunResult> runs;
-    for (auto mode : {sb::comm::Progress::Thread, sb::comm::Progress::Poll,
-                      sb::comm::Progress::Inline}) {
+    for (auto mode : {sb::comm::ProgressMode::Thread, sb::comm::ProgressMode::Poll,
+                      sb::comm::ProgressMode::Inline}) {
       Communicator comm(MPI_COMM_WORLD, s == "hybrid_shard" ? (n == 4 ? 2 : 1) : 0);
       comm.set_progress(mode);
       runs.push_back(run_engine(*model, comm, config(s), kB, kT, 4));

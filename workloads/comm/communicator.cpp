@@ -31,14 +31,14 @@ const char* group_name(Group g) {
 
 namespace {
 struct ProgressInfo {
-  Progress mode;
+  ProgressMode mode;
   const char* name;
   const char* doc;
 };
 constexpr ProgressInfo kProgress[] = {
-    {Progress::Thread, "thread", "a communication thread calls the blocking MPI functions"},
-    {Progress::Poll, "poll", "a communication thread polls non-blocking calls with sleeps"},
-    {Progress::Inline, "inline", "non-blocking calls progressed by the compute thread"},
+    {ProgressMode::Thread, "thread", "a communication thread calls the blocking MPI functions"},
+    {ProgressMode::Poll, "poll", "a communication thread polls non-blocking calls with sleeps"},
+    {ProgressMode::Inline, "inline", "non-blocking calls progressed by the compute thread"},
 };
 // The name set the `comm_progress` key is checked against (`shardbench keys`).
 const sb::Registrar kRegisterProgress([] {
@@ -46,12 +46,12 @@ const sb::Registrar kRegisterProgress([] {
 });
 }  // namespace
 
-Progress progress_from_name(const std::string& name) {
+ProgressMode progress_from_name(const std::string& name) {
   for (const auto& p : kProgress)
     if (name == p.name) return p.mode;
   SB_FAIL("unknown communication progress mode \"{}\"; known: thread, poll, inline", name);
 }
-const char* progress_name(Progress p) {
+const char* progress_name(ProgressMode p) {
   for (const auto& i : kProgress)
     if (i.mode == p) return i.name;
   return "?";
@@ -76,7 +76,7 @@ struct Op {
   std::condition_variable cv;
   std::atomic<bool> done{false};  // set under m; read without it
   std::exception_ptr error;
-  // Progress::Inline: the non-blocking MPI request, completed on the caller's thread, and
+  // ProgressMode::Inline: the non-blocking MPI request, completed on the caller's thread, and
   // what to run once it is (copy back staged output, report the trace event).
   MPI_Request req = MPI_REQUEST_NULL;
   std::function<void()> finish;
@@ -322,7 +322,7 @@ void Communicator::worker() {
 
 Request Communicator::enqueue(std::function<void()> fn) {
   auto op = std::make_shared<detail::Op>();
-  if (!async_ || progress_ == Progress::Inline) {  // on the caller: complete on return, errors
+  if (!async_ || progress_ == ProgressMode::Inline) {  // on the caller: complete on return, errors
                                                    // surface at wait(); all of it exposed
     const double t0 = MPI_Wtime();
     complete_conflicting(nullptr);  // earlier requests first, as the thread would run them
@@ -351,8 +351,8 @@ Request Communicator::enqueue(std::function<void()> fn) {
 // called and on the progress mode, never on timing, so every rank makes the same one (MPI
 // never matches a blocking collective with a non-blocking one).
 Request Communicator::issue(const Coll& c, bool sync) {
-  const bool thread = async_ && progress_ != Progress::Inline;
-  if (sync || (!thread && progress_ != Progress::Inline)) {
+  const bool thread = async_ && progress_ != ProgressMode::Inline;
+  if (sync || (!thread && progress_ != ProgressMode::Inline)) {
     auto op = std::make_shared<detail::Op>();
     const double t0 = MPI_Wtime();
     if (thread) drain();
@@ -368,7 +368,7 @@ Request Communicator::issue(const Coll& c, bool sync) {
     add_exposed(MPI_Wtime() - t0);  // the caller was blocked for all of it
     return Request(op, this);
   }
-  if (progress_ == Progress::Inline) {  // start now; progress() / wait() complete it
+  if (progress_ == ProgressMode::Inline) {  // start now; progress() / wait() complete it
     auto op = std::make_shared<detail::Op>();
     const double t0 = MPI_Wtime();
     try {
@@ -389,7 +389,7 @@ Request Communicator::issue(const Coll& c, bool sync) {
     inline_ops_.push_back(op);
     return Request(op, this);
   }
-  const bool blocking = progress_ == Progress::Thread;
+  const bool blocking = progress_ == ProgressMode::Thread;
   return enqueue([this, c, blocking] {
     const double t0 = MPI_Wtime();
     if (blocking) {

@@ -36,9 +36,9 @@ const char* group_name(Group g);
 
 enum class ReduceOp { Sum, Max, Min };
 
-enum class Progress { Thread, Poll, Inline };
-Progress progress_from_name(const std::string& name);  // "thread", "poll", "inline"
-const char* progress_name(Progress p);
+enum class ProgressMode { Thread, Poll, Inline };
+ProgressMode progress_from_name(const std::string& name);  // "thread", "poll", "inline"
+const char* progress_name(ProgressMode p);
 
 namespace detail {
 struct Op;
@@ -90,9 +90,9 @@ class Communicator {
   //          when the caller calls progress() (the FSDP engine does at every unit boundary)
   //          and completes in wait(). No thread competes with compute for a core.
   // docs/FSDP.md ("Communication progress") has them measured.
-  void set_progress(Progress p) { progress_ = p; }
-  Progress progress_mode() const { return progress_; }
-  // Progress::Inline: tests every outstanding request, completing those that are done (their
+  void set_progress(ProgressMode p) { progress_ = p; }
+  ProgressMode progress_mode() const { return progress_; }
+  // ProgressMode::Inline: tests every outstanding request, completing those that are done (their
   // transfers run here, on the caller). A no-op when none is outstanding.
   void progress();
 
@@ -177,7 +177,7 @@ class Communicator {
     std::function<void()> after;  // after completion: copy staged output back
     std::function<void()> after_nb;  // instead of `after` after `start`, when set
     std::uint64_t logical = 0, wire = 0;
-    // The caller's memory it reads and writes (equal for in-place): with Progress::Inline a
+    // The caller's memory it reads and writes (equal for in-place): with ProgressMode::Inline a
     // collective that touches what an outstanding one writes, or writes what one reads,
     // waits for it first (hybrid_shard all-reduces the shard its reduce-scatter writes).
     Span reads, writes;
@@ -185,7 +185,7 @@ class Communicator {
   Request issue(const Coll& c, bool sync);
   void finish_inline(detail::Op& op, bool block);
   void prune_inline();  // drops completed requests from inline_ops_
-  // Progress::Inline: completes the outstanding requests that c depends on (all of them when
+  // ProgressMode::Inline: completes the outstanding requests that c depends on (all of them when
   // c is null: a submitted function may touch anything), so data flows in issue order.
   void complete_conflicting(const Coll* c);
   void drain();  // waits until nothing is queued or running on the communication thread
@@ -205,8 +205,8 @@ class Communicator {
   MPI_Comm world_ = MPI_COMM_NULL, shard_ = MPI_COMM_NULL, replica_ = MPI_COMM_NULL;
   int rank_[3] = {0, 0, 0}, size_[3] = {1, 1, 1};
   bool async_ = true, cuda_aware_ = false;
-  Progress progress_ = Progress::Thread;
-  std::vector<std::shared_ptr<detail::Op>> inline_ops_;  // Progress::Inline, outstanding
+  ProgressMode progress_ = ProgressMode::Thread;
+  std::vector<std::shared_ptr<detail::Op>> inline_ops_;  // ProgressMode::Inline, outstanding
   double exposed_s_ = 0;
   std::atomic<int> pending_{0};  // queued or running on the communication thread
   std::int64_t step_ = 0;

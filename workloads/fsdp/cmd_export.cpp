@@ -6,14 +6,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "harness/cli/command.h"
+#include "harness/command.h"
 #include "harness/workload.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/params.h"
-
-namespace sb::cli {
-void register_command(Command c) __attribute__((weak));  // see models/cmd_models.cpp
-}
 
 namespace sb::fsdp {
 namespace {
@@ -23,7 +19,6 @@ struct ExportArgs {
 };
 
 const sb::Registrar kRegister([] {
-  if (&sb::cli::register_command == nullptr) return;  // linked without the CLI (tests)
   sb::cli::register_command(
       {"export-checkpoint",
        "Write a sharded FSDP checkpoint (checkpoint_dir) as one safetensors file",

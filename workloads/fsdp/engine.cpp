@@ -217,7 +217,7 @@ std::vector<torch::Tensor> Engine::acquire(int u) {
            u, units_.size());
   Unit& U = *units_[u];
   if (U.uses++ > 0) U.pinned = true;  // learned once; kept for every later step
-  comm_.progress();  // Progress::Inline: move outstanding collectives (a no-op otherwise)
+  comm_.progress();  // ProgressMode::Inline: move outstanding collectives (a no-op otherwise)
   ensure_gathered(u);
   // Prefetch what the previous forward acquired next; on the first forward guess u + 1.
   const std::size_t pos = acquire_order_.size();

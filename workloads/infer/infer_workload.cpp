@@ -19,6 +19,7 @@
 #include "workloads/comm/communicator.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/fsdp/engine.h"
+#include "workloads/models/cpu_allocator.h"
 #include "workloads/infer/loadgen.h"
 #include "workloads/models/params.h"
 #include "workloads/quant/quantizer.h"
@@ -237,6 +238,7 @@ void InferWorkload::run(RunContext& ctx) {
   }
   rec.memory(m);
   rec.text("torch_version", TORCH_VERSION);
+  rec.text("cpu_allocator", models::cpu_allocator_name());
   rec.text("quantization", qname);
   rec.text("sharding", sharded ? "full_shard" : "none");
   rec.text("qengine", c10::toString(at::globalContext().qEngine()));

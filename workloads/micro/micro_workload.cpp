@@ -12,6 +12,7 @@
 #include "harness/workload.h"
 #include "workloads/comm/communicator.h"
 #include "workloads/micro/collective_case.h"
+#include "workloads/models/cpu_allocator.h"
 
 namespace sb::micro {
 namespace {
@@ -81,6 +82,7 @@ class MicroWorkload : public Workload {
     }
     ctx.progress.end();
     ctx.recorder.memory(rank_memory_now(ctx.rank));
+    ctx.recorder.text("cpu_allocator", models::cpu_allocator_name());
     ctx.recorder.scalar("wrong", static_cast<double>(total_wrong));
     if (total_wrong)
       SB_FAIL("{} {}: {} result elements differ from the expected values (first at {} bytes); "

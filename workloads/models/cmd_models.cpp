@@ -3,16 +3,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "harness/cli/command.h"
+#include "harness/command.h"
 #include "harness/workload.h"
 #include "workloads/models/model.h"
 
-// The command registry lives in the CLI library, which the shardbench binary links but the
-// test programs (linking every workload library) do not. A weak reference lets this file
-// register itself where the CLI exists and do nothing elsewhere, without a link error.
-namespace sb::cli {
-void register_command(Command c) __attribute__((weak));
-}
 
 namespace sb::models {
 namespace {
@@ -36,7 +30,6 @@ void print_models() {
 }
 
 const sb::Registrar kRegister([] {
-  if (&sb::cli::register_command == nullptr) return;  // linked without the CLI (tests)
   sb::cli::register_command({"models", "List model presets with exact parameter counts and fp32 weight bytes",
                              [](CLI::App& sub) { sub.callback(print_models); }});
 });

@@ -20,6 +20,10 @@ struct CpuCacheStats {
   bool installed = false;  // false when SB_CPU_ALLOCATOR=default or another took priority
 };
 CpuCacheStats cpu_cache_stats();
+// For every result's provenance: "caching" when installed, else "libtorch default".
+inline const char* cpu_allocator_name() {
+  return cpu_cache_stats().installed ? "caching" : "libtorch default";
+}
 // Frees every cached block (e.g. between benchmark phases).
 void release_cpu_cache();
 // At most `bytes` of free blocks are cached (default: a quarter of physical memory); over it,

@@ -20,6 +20,7 @@
 #include "workloads/data/token_file.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/fsdp/engine.h"
+#include "workloads/models/cpu_allocator.h"
 #include "workloads/models/params.h"
 
 namespace sb::train {
@@ -190,10 +191,11 @@ void TrainWorkload::run(RunContext& ctx) {
                           cfg.param_dtype, static_cast<int>(accum))));
   ctx.recorder.scalar("threads_per_rank", at::get_num_threads());
   ctx.recorder.text("torch_version", TORCH_VERSION);
+  ctx.recorder.text("cpu_allocator", models::cpu_allocator_name());
   ctx.recorder.text("compression_policy", cfg.compression.describe());
   // How requests progressed: thread / poll / inline, or "blocking" without a thread
   // (MPI_THREAD_MULTIPLE missing) where every collective ran inline and blocking.
-  ctx.recorder.text("comm_progress", comm.async() || comm.progress_mode() == comm::Progress::Inline
+  ctx.recorder.text("comm_progress", comm.async() || comm.progress_mode() == comm::ProgressMode::Inline
                                          ? comm::progress_name(comm.progress_mode())
                                          : "blocking");
   const std::string out = p.get_string("export_safetensors");

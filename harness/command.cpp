@@ -1,7 +1,8 @@
-// Registry of shardbench subcommands.
+// Registry of shardbench subcommands. In the core harness library (not the CLI one), so that
+// workloads register theirs (models, export-checkpoint) wherever they are linked.
 #include <vector>
 
-#include "harness/cli/command.h"
+#include "harness/command.h"
 
 namespace sb::cli {
 namespace {
