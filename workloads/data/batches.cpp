@@ -2,6 +2,7 @@
 #include "workloads/data/batches.h"
 
 #include "harness/core/check.h"
+#include "workloads/models/family.h"
 #include "workloads/data/rng.h"
 
 namespace sb::data {
@@ -158,7 +159,7 @@ std::unique_ptr<BatchSource> markov_source(const models::ModelConfig& m, std::in
                                            std::uint64_t stream_seed) {
   MarkovConfig mk;
   mk.seed = chain_seed;
-  if (m.family == "bert") {
+  if (models::family(m.family).objective == models::Objective::MaskedLm) {
     MlmConfig mlm;
     mk.offset = mlm.mask_id + 1;  // Markov tokens start past the special ids
     SB_CHECK(m.vocab > mk.offset + 8, "model {} has vocab {}: too small for MLM data", m.preset,

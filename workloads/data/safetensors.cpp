@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/core/check.h"
+#include "workloads/models/family.h"
 
 namespace sb::data {
 namespace {
@@ -23,33 +24,16 @@ bool is_dir(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-bool ends_with(const std::string& s, const std::string& suf) {
-  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
-}
-bool starts_with(const std::string& s, const std::string& pre) { return s.rfind(pre, 0) == 0; }
-
-// GPT-2's Conv1D layers store weights (in, out).
+// GPT-2's Conv1D layers store weights (in, out): the family says which.
 bool is_conv1d(const models::ModelConfig& c, const std::string& name) {
-  return c.family == "gpt2" && (ends_with(name, "attn.c_attn.weight") || ends_with(name, "attn.c_proj.weight") ||
-                                ends_with(name, "mlp.c_fc.weight") || ends_with(name, "mlp.c_proj.weight"));
+  return models::family(c.family).hf_transposed(name);
 }
 
-// The model's name for a file's tensor name ("" = skip this tensor).
-std::string canonical_name(const models::ModelConfig& c, std::string n) {
-  if (c.family == "gpt2") {
-    if (starts_with(n, "transformer.")) n = n.substr(12);
-    if (ends_with(n, ".attn.bias") || ends_with(n, ".attn.masked_bias") || n == "lm_head.weight") return "";
-    return n;
-  }
-  if (ends_with(n, "LayerNorm.gamma")) n = n.substr(0, n.size() - 5) + "weight";
-  if (ends_with(n, "LayerNorm.beta")) n = n.substr(0, n.size() - 4) + "bias";
-  if (starts_with(n, "embeddings.") || starts_with(n, "encoder.") || starts_with(n, "pooler.")) n = "bert." + n;
-  if (n == "bert.embeddings.position_ids" || starts_with(n, "cls.predictions.decoder.") ||
-      starts_with(n, "cls.seq_relationship.")) return "";
-  return n;
+// The model's name for a file's tensor name ("" = skip this tensor): the family's name map.
+std::string canonical_name(const models::ModelConfig& c, const std::string& n) {
+  return models::family(c.family).hf_name(n);
 }
 
-bool is_task_head(const std::string& name) { return starts_with(name, "cls.") || starts_with(name, "classifier."); }
 
 }  // namespace
 
@@ -153,7 +137,7 @@ models::UnitTensors load_checkpoint(const models::Model& model, const std::strin
       const auto& spec = units[u].params[i];
       auto it = byname.find(spec.name);
       if (it == byname.end()) {
-        if (opt.init_missing_heads && is_task_head(spec.name)) {
+        if (opt.init_missing_heads && models::is_task_head(spec.name)) {
           out[u].push_back(models::init_param(spec, opt.seed, static_cast<int>(u), static_cast<int>(i)));
           continue;
         }

@@ -20,6 +20,7 @@
 #include "workloads/data/safetensors.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/cpu_allocator.h"
+#include "workloads/models/family.h"
 #include "workloads/infer/loadgen.h"
 #include "workloads/models/params.h"
 #include "workloads/quant/quantizer.h"
@@ -56,7 +57,7 @@ I total_samples(const LoadgenConfig& c) {
 
 struct Accuracy {
   double top1 = 0;        // fraction of scored positions where argmax agrees with fp32
-  double metric = 0;      // GPT-2: perplexity exp(mean CE); BERT: MLM accuracy
+  double metric = 0;      // the family's eval_metric: perplexity exp(mean CE) or MLM accuracy
   double metric_fp32 = 0;
 };
 
@@ -66,7 +67,12 @@ Accuracy accuracy(models::Model& model, models::ParamProvider& fp32,
                   const std::function<torch::Tensor(const models::Batch&)>& q,
                   const data::BatchSource& src, I batches) {
   Accuracy a;
-  const bool gpt2 = model.config().family == "gpt2";
+  // The family names its metric; these are the two this scorer computes.
+  const std::string& metric = models::family(model.config().family).eval_metric;
+  SB_CHECK(metric == "perplexity" || metric == "mlm_accuracy",
+           "infer scores perplexity or mlm_accuracy; model family {} asks for {}",
+           model.config().family, metric);
+  const bool perplexity = metric == "perplexity";
   double agree = 0, scored = 0, loss_q = 0, loss_f = 0, hit_q = 0, hit_f = 0;
   for (I i = 0; i < batches; ++i) {
     auto b = src.heldout(i);
@@ -75,7 +81,7 @@ Accuracy accuracy(models::Model& model, models::ParamProvider& fp32,
     auto af = lf.argmax(-1), aq = lq.argmax(-1);
     agree += ((af == aq) & mask).sum().item<double>();
     scored += mask.sum().item<double>();
-    if (gpt2) {
+    if (perplexity) {
       auto ce = [&](const torch::Tensor& l) {
         return at::cross_entropy_loss(l.reshape({-1, l.size(-1)}), b.targets.reshape({-1}), {},
                                       at::Reduction::Sum, /*ignore_index=*/-100)
@@ -90,8 +96,8 @@ Accuracy accuracy(models::Model& model, models::ParamProvider& fp32,
   }
   SB_CHECK(scored > 0, "accuracy: the held-out batches have no targets");
   a.top1 = agree / scored;
-  a.metric = gpt2 ? std::exp(loss_q / scored) : hit_q / scored;
-  a.metric_fp32 = gpt2 ? std::exp(loss_f / scored) : hit_f / scored;
+  a.metric = perplexity ? std::exp(loss_q / scored) : hit_q / scored;
+  a.metric_fp32 = perplexity ? std::exp(loss_f / scored) : hit_f / scored;
   return a;
 }
 
@@ -225,8 +231,9 @@ void InferWorkload::run(RunContext& ctx) {
     auto acc_src = data::markov_source(cfg, lg.max_batch, T, seed, seed + 7919);
     auto a = accuracy(*model, fp32, serve, *acc_src, acc_batches);
     rec.scalar("top1_agreement", a.top1);
-    rec.scalar(cfg.family == "gpt2" ? "perplexity" : "mlm_accuracy", a.metric);
-    rec.scalar(cfg.family == "gpt2" ? "perplexity_fp32" : "mlm_accuracy_fp32", a.metric_fp32);
+    const std::string& metric = models::family(cfg.family).eval_metric;
+    rec.scalar(metric, a.metric);
+    rec.scalar(metric + "_fp32", a.metric_fp32);
   }
 
   sb::RankMemory m = sb::rank_memory_now(ctx.rank);

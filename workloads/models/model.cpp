@@ -4,8 +4,7 @@
 #include "harness/core/check.h"
 #include "harness/workload.h"
 #include "workloads/models/attention.h"
-#include "workloads/models/bert.h"
-#include "workloads/models/gpt2.h"
+#include "workloads/models/family.h"
 
 namespace sb::models {
 namespace {
@@ -90,7 +89,7 @@ std::int64_t count_backbone_params(const std::vector<UnitSpec>& units) {
   std::int64_t n = 0;
   for (const auto& u : units)
     for (const auto& p : u.params)
-      if (p.name.rfind("cls.", 0) != 0 && p.name.rfind("classifier.", 0) != 0) n += p.numel();
+      if (!is_task_head(p.name)) n += p.numel();
   return n;
 }
 
@@ -108,11 +107,14 @@ ModelConfig preset_config(const std::string& preset) {
   SB_FAIL("unknown model preset '{}'; known: {}", preset, known);
 }
 
+bool is_task_head(const std::string& name) {
+  return name.rfind("cls.", 0) == 0 || name.rfind("classifier.", 0) == 0;
+}
+
 std::unique_ptr<Model> make_model(const std::string& preset, const std::string& attention) {
   ModelConfig c = preset_config(preset);
   c.attention = attention;
-  if (c.family == "gpt2") return std::make_unique<Gpt2>(c);
-  return std::make_unique<Bert>(c);
+  return family(c.family).make(c);  // an unknown family is an error, never a silent BERT
 }
 
 }  // namespace sb::models

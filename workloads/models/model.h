@@ -56,7 +56,7 @@ struct Batch {
 };
 
 struct ModelConfig {
-  std::string family;  // "gpt2" | "bert"
+  std::string family;  // a registered family (family.h): "gpt2", "bert"
   std::string preset;  // "gpt2-tiny", ...
   std::int64_t vocab = 0, max_pos = 0, d_model = 0, n_layer = 0, n_head = 0, d_ff = 0;
   std::int64_t type_vocab = 2;   // BERT token types
@@ -86,7 +86,10 @@ class Model {
 std::unique_ptr<Model> make_model(const std::string& preset, const std::string& attention = "naive");
 std::vector<std::string> preset_names();
 std::int64_t count_params(const std::vector<UnitSpec>& units);
-// Parameters without task heads (BERT's cls.* and classifier.*): the published figure
+// Task heads (parameters named cls.* or classifier.*, BERT's): not in the published counts, and
+// initialised fresh when a checkpoint lacks them.
+bool is_task_head(const std::string& param_name);
+// Parameters without task heads: the published figure
 // (gpt2 124,439,808; bert-base 109,482,240).
 std::int64_t count_backbone_params(const std::vector<UnitSpec>& units);
 // The preset's configuration without building the model (unknown name: error listing all).

@@ -5,6 +5,7 @@
 #include "harness/core/check.h"
 #include "harness/workload.h"
 #include "workloads/fsdp/engine.h"
+#include "workloads/models/family.h"
 #include "workloads/models/model.h"
 #include "workloads/train/train_workload.h"
 
@@ -55,9 +56,14 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                                                "reduce_dtype = \"fp32\"",
                                                p.get_string("compression"))});
   const std::string model = p.get_string("model");
-  if (model.rfind("bert", 0) == 0 && p.get_string("data") != "markov")
-    out.push_back({"data", "BERT trains on data = \"markov\" (MLM masking); token files are for "
-                           "GPT-2"});
+  try {
+    const auto& fam = models::family(models::preset_config(model).family);
+    if (!fam.trains_on_token_files && p.get_string("data") != "markov")
+      out.push_back({"data", fmt::format("model family {} trains on data = \"markov\" only "
+                                         "(token files are for causal LM families)", fam.name)});
+  } catch (const sb::Error&) {
+    // an unknown model is reported by the name check
+  }
   if (p.get_string("checkpoint_dir").empty() && p.get_bool("resume"))
     out.push_back({"resume", "resume = true needs checkpoint_dir"});
   try {  // the same rule as infer's: positions beyond the model's do not exist

@@ -21,6 +21,7 @@
 #include "workloads/data/safetensors.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/cpu_allocator.h"
+#include "workloads/models/family.h"
 #include "workloads/models/params.h"
 
 namespace sb::train {
@@ -33,7 +34,8 @@ std::unique_ptr<data::BatchSource> make_source(const Point& p, const models::Mod
   const I B = p.get_int("batch"), T = p.get_int("seq");
   const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
   const std::string d = p.get_string("data");
-  if (m.family == "bert" || d == "markov") return data::markov_source(m, B, T, seed, seed);
+  if (!models::family(m.family).trains_on_token_files || d == "markov")
+    return data::markov_source(m, B, T, seed, seed);
   auto tokens = std::make_shared<const std::vector<std::int32_t>>(data::read_token_file(d));
   return std::make_unique<data::TokenLmBatches>(tokens, B, T, seed);
 }

@@ -1,0 +1,49 @@
+// What a model family is and can do. Callers (data, checkpoints, train, infer) ask the family
+// of a model instead of comparing family names; a family registers itself in its own file
+// (gpt2_family.cpp, bert_family.cpp), so adding one touches workloads/models/ only.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sb::models {
+
+class Model;
+struct ModelConfig;
+
+enum class Objective {
+  CausalLm,  // next-token prediction (targets shifted by the data loader)
+  MaskedLm,  // masked-token prediction (BERT's MLM; classification when labels are given)
+};
+
+struct Family {
+  std::string name;  // ModelConfig::family: "gpt2", "bert"
+  Objective objective = Objective::CausalLm;
+  // The evaluation metric infer records for accuracy_batches (and its fp32 reference with
+  // the suffix "_fp32"): "perplexity" (lower is better) or "mlm_accuracy".
+  std::string eval_metric;
+  bool lower_is_better = false;  // of eval_metric
+  // Whether `data` may name a token file (causal LM on real text); else Markov data only.
+  bool trains_on_token_files = false;
+  bool generates = false;    // has a KV-cache decoder (Gpt2::generate)
+  bool classifies = false;   // has a sequence-classification head (Model::classify)
+  std::function<std::unique_ptr<Model>(const ModelConfig&)> make;
+  // Hugging Face checkpoints: our name for a file's tensor name ("" = not ours: skip it), and
+  // whether a tensor is stored transposed (GPT-2's Conv1D layers keep (in, out)).
+  std::function<std::string(const std::string&)> hf_name;
+  std::function<bool(const std::string&)> hf_transposed;
+};
+
+void register_family(Family f);
+// The family of that name; an unknown one is an error listing the known families.
+const Family& family(const std::string& name);
+std::vector<std::string> family_names();
+
+// Small helpers for the name maps.
+inline bool starts_with(const std::string& s, const std::string& pre) { return s.rfind(pre, 0) == 0; }
+inline bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+}  // namespace sb::models
