@@ -19,39 +19,14 @@ namespace {
 
 constexpr std::int64_t kB = 12, kT = 16;
 
-EngineConfig config(const std::string& strategy) {
-  EngineConfig c;
-  c.strategy = strategy;
-  c.adamw = test_adamw(10);
-  return c;
-}
+EngineConfig config(const std::string& strategy) { return engine_config(strategy); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const sb::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 bool has(const std::string& msg, const std::string& part) {
   return msg.find(part) != std::string::npos;
 }
 
-// A directory all ranks agree on (rank 0 creates it; the name travels by broadcast).
-std::string shared_tmpdir(const std::string& tag) {
-  char buf[256] = {0};
-  if (world_rank() == 0) {
-    std::string d = fmt::format("{}/sb_ckpt_{}_{}_{}", fs::temp_directory_path().string(), tag,
-                                getpid(), world_size());
-    fs::remove_all(d);
-    fs::create_directories(d);
-    std::snprintf(buf, sizeof buf, "%s", d.c_str());
-  }
-  MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, MPI_COMM_WORLD);
-  return buf;
-}
+std::string shared_tmpdir(const std::string& tag) { return sbtest::shared_tmpdir("sb_ckpt", tag); }
 
 // Runs f on rank 0 only, between two barriers (file surgery between collective steps: no
 // rank still looks at the files, and every rank sees the result).

@@ -1,12 +1,18 @@
 // Helpers shared by the FSDP MPI tests: deterministic synthetic global batches (GPT-2 next
 // token, BERT MLM), slicing per rank, and a driver running N steps of an engine.
 #pragma once
+#include <filesystem>
+#include <functional>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <torch/types.h>
 
+#include "harness/core/check.h"
 #include "workloads/comm/communicator.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/model.h"
@@ -70,6 +76,38 @@ inline sb::optim::AdamWConfig test_adamw(std::int64_t steps) {
   a.warmup_steps = 2;
   a.total_steps = steps;
   return a;
+}
+
+// The message of the sb::Error f throws, "no error" when it does not throw.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const sb::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// A directory all ranks agree on (rank 0 creates it; the name travels by broadcast).
+inline std::string shared_tmpdir(const std::string& prefix, const std::string& tag) {
+  char buf[256] = {0};
+  if (world_rank() == 0) {
+    std::string d = fmt::format("{}/{}_{}_{}_{}", std::filesystem::temp_directory_path().string(),
+                                prefix, tag, getpid(), world_size());
+    std::filesystem::remove_all(d);
+    std::filesystem::create_directories(d);
+    std::snprintf(buf, sizeof buf, "%s", d.c_str());
+  }
+  MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return buf;
+}
+
+// An engine configuration for the tests: strategy, and AdamW over `steps` steps.
+inline sb::fsdp::EngineConfig engine_config(const std::string& strategy, std::int64_t steps = 10) {
+  sb::fsdp::EngineConfig c;
+  c.strategy = strategy;
+  c.adamw = test_adamw(steps);
+  return c;
 }
 
 struct RunResult {
