@@ -20,6 +20,7 @@
 #include "harness/core/signals.h"
 #include "harness/launch/launcher.h"
 #include "harness/launch/results.h"
+#include "harness/spec/base_config.h"
 #include "harness/spec/suite.h"
 #include "harness/trace/result.h"
 #include "harness/workload.h"
@@ -124,7 +125,7 @@ void begin_point(const Suite& suite, const Point& p, const RunArgs& a, MpiContex
   try {
     const std::vector<std::string> hosts = gather_strings(mpi.host(), mpi.world());
     if (mpi.rank() == 0) g_point.meta.hosts = json_string_list(hosts);
-    const std::int64_t want = p.has("world") ? p.get_int("world") : 1;
+    const int want = base_config(p).world;
     SB_CHECK(want == mpi.size(), "point {} ({}) needs world={} ranks but was started on {}; "
              "launch it with -np {} (or let `shardbench sweep` launch it)",
              p.index, p.name, want, mpi.size(), want);
@@ -138,7 +139,7 @@ void begin_point(const Suite& suite, const Point& p, const RunArgs& a, MpiContex
 // first. A stop every rank agreed on ends the run normally. Returns whether it was stopped.
 bool run_workload(const Point& p, MpiContext& mpi, Recorder& rec, Progress& progress,
                   const StopFlag& stop, const StopWatcher& watcher) {
-  const TaskInfo* task = find_task(p.get_string("task"));
+  const TaskInfo* task = find_task(base_config(p).task);
   std::unique_ptr<Workload> w;
   bool stopped = false;
   try {
@@ -204,8 +205,7 @@ int run_point(const RunArgs& a) {
   StopFlag stop;
   StopCause cause = StopCause::None;
   {
-    const double limit = p.has("time_limit") ? p.get_double("time_limit") : 0;
-    StopWatcher watcher(stop, limit);
+    StopWatcher watcher(stop, base_config(p).time_limit_s);
     const bool stopped = run_workload(p, mpi, rec, *progress, stop, watcher);
     cause = stopped ? watcher.cause() : StopCause::None;
   }

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "harness/core/check.h"
+#include "harness/spec/base_config.h"
 #include "harness/spec/point.h"
 #include "harness/workload.h"
 
@@ -29,8 +30,9 @@ void register_launcher(const std::string& name, const std::string& doc, Launcher
 
 LaunchSpec launch_spec_for(const Point& p) {
   LaunchSpec s;
-  s.world = p.has("world") ? static_cast<int>(p.get_int("world")) : 1;
-  s.threads = p.has("threads") ? static_cast<int>(p.get_int("threads")) : 0;
+  const BaseConfig b = base_config(p);
+  s.world = b.world;
+  s.threads = b.threads;
   if (s.threads <= 0)
     s.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / s.world);
   s.as_root = geteuid() == 0;

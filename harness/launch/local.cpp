@@ -20,6 +20,7 @@
 #include "harness/launch/launcher.h"
 #include "harness/launch/results.h"
 #include "harness/launch/scheduler.h"
+#include "harness/spec/base_config.h"
 #include "harness/spec/suite.h"
 #include "harness/workload.h"
 
@@ -122,7 +123,7 @@ class LocalScheduler final : public Scheduler {
     for (const Point& p : suite.points) {
       if (received_stop_signal() != 0) break;
       std::string why;
-      const int world = p.has("world") ? static_cast<int>(p.get_int("world")) : 1;
+      const int world = base_config(p).world;
       const std::string head = fmt::format("[{}/{}] point {} {} ({})", p.index + 1,
                                            suite.points.size(), p.index, p.id, p.name);
       std::string line;
@@ -178,9 +179,8 @@ class LocalScheduler final : public Scheduler {
   // Runs one point through its launcher; returns a one-line outcome.
   static std::string run_point(const Suite& suite, const Point& p, const ScheduleOptions& opt,
                                const std::string& exe, const std::string& dir) {
-    const std::string launcher_name =
-        !opt.launcher.empty() ? opt.launcher
-                              : (p.has("launcher") ? p.get_string("launcher") : "mpirun");
+    const BaseConfig base = base_config(p);
+    const std::string launcher_name = !opt.launcher.empty() ? opt.launcher : base.launcher;
     const auto launcher = find_launcher(launcher_name);
     std::vector<std::string> argv = launcher->prefix(launch_spec_for(p));
     for (const std::string& a : {exe, std::string("run"), suite.file, std::string("--point"),
@@ -189,7 +189,7 @@ class LocalScheduler final : public Scheduler {
 
     const std::string log = point_log_path(dir, p.index, p.id);
     remove_stale_temporaries(result_path(dir, p.index, p.id));
-    const double limit = p.has("time_limit") ? p.get_double("time_limit") : 0;
+    const double limit = base.time_limit_s;
     ProcessOptions po;
     po.log_file = log;
     po.timeout_s = limit > 0 ? limit + grace_s(limit) : 0;

@@ -14,6 +14,7 @@
 #include "harness/core/check.h"
 #include "harness/core/mpi_context.h"
 #include "harness/core/subprocess.h"
+#include "harness/spec/base_config.h"
 #include "harness/spec/suite.h"
 
 namespace sb {
@@ -88,7 +89,7 @@ void write_manifest(const std::string& dir, const Suite& suite) {
     j["points"].push_back({{"index", p.index},
                            {"id", p.id},
                            {"name", p.name},
-                           {"world", p.has("world") ? p.get_int("world") : 1}});
+                           {"world", base_config(p).world}});
   }
   write_file_atomic(dir + "/manifest.json", j.dump(2) + "\n");
 }

@@ -17,6 +17,7 @@
 #include "harness/launch/launcher.h"
 #include "harness/launch/results.h"
 #include "harness/launch/scheduler.h"
+#include "harness/spec/base_config.h"
 #include "harness/launch/slurm_queue.h"
 #include "harness/spec/suite.h"
 #include "harness/trace/result.h"
@@ -74,7 +75,7 @@ class SlurmScheduler final : public Scheduler {
                      p.id.c_str(), q->second.c_str());
         continue;
       }
-      groups[p.has("world") ? static_cast<int>(p.get_int("world")) : 1].push_back(&p);
+      groups[base_config(p).world].push_back(&p);
     }
     if (groups.empty()) {
       std::fprintf(opt.out, "nothing to submit: every point of %s is done or queued\n",
@@ -144,10 +145,12 @@ class SlurmScheduler final : public Scheduler {
     std::string launcher;
     for (const Point* p : points) {
       js.indices.push_back(p->index);
-      // threads = 0 means "the node's cores / ranks"; Slurm needs a number, so ask for one.
-      js.threads = std::max<int>(js.threads, p->has("threads") ? p->get_int("threads") : 1);
-      limit_s = std::max(limit_s, p->has("time_limit") ? p->get_double("time_limit") : 0.0);
-      const std::string l = p->has("launcher") ? p->get_string("launcher") : "mpirun";
+      const BaseConfig b = base_config(*p);
+      // threads = 0 means "the node's cores / ranks", which only the node knows; Slurm needs
+      // a number, so 0 asks for one CPU per task (and the ranks then share the allocation).
+      js.threads = std::max(js.threads, std::max(1, b.threads));
+      limit_s = std::max(limit_s, b.time_limit_s);
+      const std::string& l = b.launcher;
       // One script runs every task the same way; mixed launchers need --launcher.
       SB_CHECK(opt.launcher.empty() == false || launcher.empty() || launcher == l,
                "points of world size {} use different launchers ({} and {}); pass --launcher",

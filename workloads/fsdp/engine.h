@@ -29,7 +29,7 @@ torch::ScalarType dtype_from_name(const std::string& name);
 std::string dtype_name(torch::ScalarType t);
 
 struct EngineConfig {
-  std::string strategy = "full_shard";
+  std::string strategy = "no_shard";  // the `strategy` key's default (harness/workload.cpp)
   torch::ScalarType param_dtype = torch::kFloat32;   // gathered params and compute
   torch::ScalarType reduce_dtype = torch::kFloat32;  // gradient collectives
   optim::AdamWConfig adamw;
