@@ -55,35 +55,9 @@ double measure_peak_gflops() {
   return 2.0 * n * n * n / best / 1e9;
 }
 
-class TrainWorkload final : public sb::Workload {
- public:
-  void run(RunContext& ctx) override;
-
- private:
-  // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
-  // every rank before these are destroyed (their destructors wait on peers). Destroyed in
-  // reverse order: the engine before the communicator it uses.
-  std::unique_ptr<models::Model> model_;
-  std::unique_ptr<comm::Communicator> comm_;
-  std::unique_ptr<fsdp::Engine> engine_;
-};
-
-void TrainWorkload::run(RunContext& ctx) {
-  const Point& p = ctx.point;
-  at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
-  model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
-  auto& model = model_;
-  comm_ = std::make_unique<comm::Communicator>(ctx.world, static_cast<int>(p.get_int("shard_group")));
-  auto& comm = *comm_;
-
-  const I steps = p.get_int("steps"), warmup = p.get_int("warmup");
-  const I accum = p.get_int("grad_accum"), B = p.get_int("batch"), T = p.get_int("seq");
+fsdp::EngineConfig engine_config(const Point& p) {
   fsdp::EngineConfig cfg;
   cfg.strategy = p.get_string("strategy");
-  std::string progress = p.get_string("comm_progress");
-  if (progress == "auto")  // train_task.cpp says why
-    progress = fsdp::strategy_layout(cfg.strategy).params_sharded ? "poll" : "inline";
-  comm.set_progress(comm::progress_from_name(progress));
   cfg.param_dtype = fsdp::dtype_from_name(p.get_string("dtype"));
   cfg.reduce_dtype = fsdp::dtype_from_name(p.get_string("reduce_dtype"));
   cfg.prefetch = p.get_bool("prefetch");
@@ -93,118 +67,182 @@ void TrainWorkload::run(RunContext& ctx) {
   cfg.adamw.weight_decay = p.get_double("weight_decay");
   cfg.adamw.grad_clip = p.get_double("grad_clip");
   cfg.adamw.warmup_steps = p.get_int("lr_warmup");
-  cfg.adamw.total_steps = steps;
+  cfg.adamw.total_steps = p.get_int("steps");
+  return cfg;
+}
+
+// Stages of one training run on this rank: build, step loop, save, record. run() reads top
+// down; each stage is one member function.
+class TrainWorkload final : public sb::Workload {
+ public:
+  void run(RunContext& ctx) override {
+    build(ctx);
+    step_loop(ctx);
+    comm_->set_trace_hook(nullptr, origin_);  // evaluation and checkpoints are not step traffic
+    // Saved before the final evaluation, which draws from the compressors' random generators
+    // (stochastic int8 parameter gathers): the checkpoint holds the state the next step needs.
+    const std::string ckpt = ctx.point.get_string("checkpoint_dir");
+    if (!ckpt.empty()) engine_->save(ckpt);
+    record_results(ctx);
+    export_weights(ctx);
+  }
+
+ private:
+  void build(RunContext& ctx);
+  void resume(const Point& p);
+  void step_loop(RunContext& ctx);
+  sb::StepRecord step_record(RunContext& ctx, I s, const fsdp::StepStats& st, double wall) const;
+  double evaluate(RunContext& ctx);
+  void record_results(RunContext& ctx);
+  void export_weights(RunContext& ctx);
+
+  // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
+  // every rank before these are destroyed (their destructors wait on peers). Destroyed in
+  // reverse order: the engine before the communicator it uses.
+  std::unique_ptr<models::Model> model_;
+  std::unique_ptr<comm::Communicator> comm_;
+  std::unique_ptr<fsdp::Engine> engine_;
+  std::unique_ptr<data::BatchSource> source_;
+  fsdp::EngineConfig cfg_;
+  double origin_ = 0, peak_gflops_ = 0, flops_per_token_ = 0;
+};
+
+void TrainWorkload::build(RunContext& ctx) {
+  const Point& p = ctx.point;
+  at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
+  model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
+  comm_ = std::make_unique<comm::Communicator>(ctx.world, static_cast<int>(p.get_int("shard_group")));
+  cfg_ = engine_config(p);
+  std::string progress = p.get_string("comm_progress");
+  if (progress == "auto")  // train_task.cpp says why
+    progress = fsdp::strategy_layout(cfg_.strategy).params_sharded ? "poll" : "inline";
+  comm_->set_progress(comm::progress_from_name(progress));
   engine_ = std::make_unique<fsdp::Engine>(
-      *model, comm, cfg,
-      models::init_params(model->units(), static_cast<std::uint64_t>(p.get_int("seed"))));
-  auto& engine = *engine_;
+      *model_, *comm_, cfg_,
+      models::init_params(model_->units(), static_cast<std::uint64_t>(p.get_int("seed"))));
+  if (p.get_bool("resume")) resume(p);
+  source_ = make_source(p, model_->config());
+
+  origin_ = MPI_Wtime();
+  comm_->set_trace_hook([&ctx](const sb::CommEvent& e) { ctx.recorder.comm(e); }, origin_);
+  peak_gflops_ = p.get_double("peak_gflops");
+  if (peak_gflops_ <= 0) {  // the slowest rank's: MFU is then an upper bound, not flattered
+    peak_gflops_ = measure_peak_gflops();
+    sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &peak_gflops_, 1, MPI_DOUBLE, MPI_MIN, ctx.world),
+                  "MPI_Allreduce (peak GFLOP/s)");
+  }
+  flops_per_token_ = model_->train_flops_per_token(p.get_int("seq"));
+  engine_->reset_peak();
+}
+
+void TrainWorkload::resume(const Point& p) {
   const std::string ckpt = p.get_string("checkpoint_dir");
-  if (p.get_bool("resume")) {
-    engine.load(ckpt);  // every rank the same step, or every rank throws
-    // Nothing left to train would record 0 steps and report the longer run's model as done.
-    if (engine.steps_done() >= steps)
-      SB_FAIL("resume: the checkpoint in {} is at step {}, and this point asks for steps = {}, "
-              "so there is nothing left to train; raise steps above {}, or set resume = false "
-              "to train from the start", ckpt, engine.steps_done(), steps, engine.steps_done());
-  }
-  auto source = make_source(p, model->config());
+  const I steps = p.get_int("steps");
+  engine_->load(ckpt);  // every rank the same step, or every rank throws
+  // Nothing left to train would record 0 steps and report the longer run's model as done.
+  if (engine_->steps_done() >= steps)
+    SB_FAIL("resume: the checkpoint in {} is at step {}, and this point asks for steps = {}, "
+            "so there is nothing left to train; raise steps above {}, or set resume = false "
+            "to train from the start", ckpt, engine_->steps_done(), steps, engine_->steps_done());
+}
 
-  const double origin = MPI_Wtime();
-  comm.set_trace_hook([&](const sb::CommEvent& e) { ctx.recorder.comm(e); }, origin);
-  double peak = p.get_double("peak_gflops");
-  if (peak <= 0) {  // the slowest rank's measurement: MFU is then an upper bound, not flattered
-    peak = measure_peak_gflops();
-    MPI_Allreduce(MPI_IN_PLACE, &peak, 1, MPI_DOUBLE, MPI_MIN, ctx.world);
-  }
-  const double flops_per_token = model->train_flops_per_token(T);
-  engine.reset_peak();
-
-  // Held-out loss over eval_batches global batches: every rank its rows, weighted by terms.
-  auto evaluate = [&] {
-    double sum = 0;
-    I terms_total = 0;
-    for (I i = 0; i < p.get_int("eval_batches"); ++i) {
-      auto g = source->heldout(i);
-      auto mine = data::rank_rows(g, ctx.rank, ctx.size);
-      const I terms = fsdp::loss_terms(mine);
-      sum += engine.forward_loss(mine).item<double>() * static_cast<double>(terms);
-      terms_total += fsdp::loss_terms(g);
-    }
-    return comm.all_reduce_scalar(sum, comm::Group::World) / static_cast<double>(terms_total);
-  };
-
-  ctx.progress.begin(fmt::format("train {}", p.name), static_cast<long>(steps));
+void TrainWorkload::step_loop(RunContext& ctx) {
+  const Point& p = ctx.point;
+  const I steps = p.get_int("steps"), accum = p.get_int("grad_accum");
   const I eval_every = p.get_int("eval_every");
-  for (I s = engine.steps_done(); s < steps; ++s) {
-    comm.set_step(s);
+  ctx.progress.begin(fmt::format("train {}", p.name), static_cast<long>(steps));
+  for (I s = engine_->steps_done(); s < steps; ++s) {
+    comm_->set_step(s);
     sb::fault_set_step(s);
-    sb::fault_point("step");  // tests/mpi/failure_paths.sh
-    auto global = source->train(s);
+    sb::fault_point("step");  // tests/failure/failure_paths.sh
+    auto global = source_->train(s);
     auto micro = data::split_rows(data::rank_rows(global, ctx.rank, ctx.size), accum);
     const double t0 = MPI_Wtime();
-    const auto st = engine.step(micro, fsdp::loss_terms(global));
+    const auto st = engine_->step(micro, fsdp::loss_terms(global));
     const double wall = MPI_Wtime() - t0;
     SB_CHECK(std::isfinite(st.loss), "step {}: the loss is {} (diverged); lower lr (now {}) or "
-             "raise grad_clip's effect by lowering it (now {})", s, st.loss, cfg.adamw.lr,
-             cfg.adamw.grad_clip);
-    // Outside the timed region: the slowest rank's times.
-    double v[5] = {wall, st.forward_s, st.backward_s, st.optimizer_s, st.comm_exposed_s};
-    sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_DOUBLE, MPI_MAX, ctx.world),
-                  "MPI_Allreduce (step times)");
-    sb::StepRecord r;
-    r.step = s;
-    r.warmup = s < warmup;
-    r.wall_s = v[0];
-    r.forward_s = v[1];
-    r.backward_s = v[2];
-    r.optimizer_s = v[3];
-    r.comm_exposed_s = v[4];
-    r.loss = st.loss;
-    r.grad_norm = st.grad_norm;
-    const double tokens = static_cast<double>(B * T);
-    r.tokens_per_s = tokens / v[0];
-    r.samples_per_s = static_cast<double>(B) / v[0];
-    r.mfu = flops_per_token * tokens / v[0] / (peak * 1e9 * ctx.size);
-    ctx.recorder.step(r);
+             "raise grad_clip's effect by lowering it (now {})", s, st.loss, cfg_.adamw.lr,
+             cfg_.adamw.grad_clip);
+    ctx.recorder.step(step_record(ctx, s, st, wall));
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
     if (eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps)
-      ctx.recorder.series("eval_loss", evaluate());
+      ctx.recorder.series("eval_loss", evaluate(ctx));
     if (ctx.stop_agreed()) break;  // every rank gets the same answer: all leave together
   }
   ctx.progress.end();
-  comm.set_trace_hook(nullptr, origin);  // evaluation and checkpoints are not step traffic
-  // Saved before the final evaluation, which draws from the compressors' random generators
-  // (stochastic int8 parameter gathers): the checkpoint holds the state the next step needs.
-  if (!ckpt.empty()) engine.save(ckpt);
+}
 
+// Outside the timed region: the slowest rank's times (docs/METRICS.md).
+sb::StepRecord TrainWorkload::step_record(RunContext& ctx, I s, const fsdp::StepStats& st,
+                                          double wall) const {
+  double v[5] = {wall, st.forward_s, st.backward_s, st.optimizer_s, st.comm_exposed_s};
+  sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_DOUBLE, MPI_MAX, ctx.world),
+                "MPI_Allreduce (step times)");
+  const I B = ctx.point.get_int("batch"), T = ctx.point.get_int("seq");
+  sb::StepRecord r;
+  r.step = s;
+  r.warmup = s < ctx.point.get_int("warmup");
+  r.wall_s = v[0];
+  r.forward_s = v[1];
+  r.backward_s = v[2];
+  r.optimizer_s = v[3];
+  r.comm_exposed_s = v[4];
+  r.loss = st.loss;
+  r.grad_norm = st.grad_norm;
+  const double tokens = static_cast<double>(B * T);
+  r.tokens_per_s = tokens / v[0];
+  r.samples_per_s = static_cast<double>(B) / v[0];
+  r.mfu = flops_per_token_ * tokens / v[0] / (peak_gflops_ * 1e9 * ctx.size);
+  return r;
+}
+
+// Held-out loss over eval_batches global batches: every rank its rows, weighted by terms.
+double TrainWorkload::evaluate(RunContext& ctx) {
+  double sum = 0;
+  I terms_total = 0;
+  for (I i = 0; i < ctx.point.get_int("eval_batches"); ++i) {
+    auto g = source_->heldout(i);
+    auto mine = data::rank_rows(g, ctx.rank, ctx.size);
+    const I terms = fsdp::loss_terms(mine);
+    sum += engine_->forward_loss(mine).item<double>() * static_cast<double>(terms);
+    terms_total += fsdp::loss_terms(g);
+  }
+  return comm_->all_reduce_scalar(sum, comm::Group::World) / static_cast<double>(terms_total);
+}
+
+void TrainWorkload::record_results(RunContext& ctx) {
+  auto& rec = ctx.recorder;
   sb::RankMemory m = sb::rank_memory_now(ctx.rank);
-  fsdp::add_engine_memory(engine.memory(), m);
-  ctx.recorder.memory(m);
+  fsdp::add_engine_memory(engine_->memory(), m);
+  rec.memory(m);
 
-  const double eval = evaluate();
-  ctx.recorder.scalar("final_eval_loss", eval);
-  ctx.recorder.series("eval_loss", eval);
-  if (!std::isnan(source->loss_floor())) ctx.recorder.scalar("loss_floor", source->loss_floor());
-  ctx.recorder.scalar("peak_gflops_per_rank", peak);
-  ctx.recorder.scalar("params", static_cast<double>(models::count_params(model->units())));
-  ctx.recorder.scalar("model_state_bytes_formula",
-                      static_cast<double>(fsdp::model_state_bytes(
-                          model->units(), cfg.strategy, ctx.size, comm.size(comm::Group::Shard),
-                          cfg.param_dtype, static_cast<int>(accum))));
-  ctx.recorder.scalar("threads_per_rank", at::get_num_threads());
-  ctx.recorder.text("torch_version", TORCH_VERSION);
-  ctx.recorder.text("cpu_allocator", models::cpu_allocator_name());
-  ctx.recorder.text("compression_policy", cfg.compression.describe());
+  const double eval = evaluate(ctx);
+  rec.scalar("final_eval_loss", eval);
+  rec.series("eval_loss", eval);
+  if (!std::isnan(source_->loss_floor())) rec.scalar("loss_floor", source_->loss_floor());
+  rec.scalar("peak_gflops_per_rank", peak_gflops_);
+  rec.scalar("params", static_cast<double>(models::count_params(model_->units())));
+  rec.scalar("model_state_bytes_formula",
+             static_cast<double>(fsdp::model_state_bytes(
+                 model_->units(), cfg_.strategy, ctx.size, comm_->size(comm::Group::Shard),
+                 cfg_.param_dtype, static_cast<int>(ctx.point.get_int("grad_accum")))));
+  rec.scalar("threads_per_rank", at::get_num_threads());
+  rec.text("torch_version", TORCH_VERSION);
+  rec.text("cpu_allocator", models::cpu_allocator_name());
+  rec.text("compression_policy", cfg_.compression.describe());
   // How requests progressed: thread / poll / inline, or "blocking" without a thread
   // (MPI_THREAD_MULTIPLE missing) where every collective ran inline and blocking.
-  ctx.recorder.text("comm_progress", comm.async() || comm.progress_mode() == comm::ProgressMode::Inline
-                                         ? comm::progress_name(comm.progress_mode())
-                                         : "blocking");
-  const std::string out = p.get_string("export_safetensors");
-  if (!out.empty()) {
-    auto full = engine.full_params();  // collective: every rank takes part
-    if (ctx.rank == 0) data::save_checkpoint(*model, full, out);
-  }
+  const auto mode = comm_->progress_mode();
+  rec.text("comm_progress", comm_->async() || mode == comm::ProgressMode::Inline
+                                ? comm::progress_name(mode)
+                                : "blocking");
+}
+
+void TrainWorkload::export_weights(RunContext& ctx) {
+  const std::string out = ctx.point.get_string("export_safetensors");
+  if (out.empty()) return;
+  auto full = engine_->full_params();  // collective: every rank takes part
+  if (ctx.rank == 0) data::save_checkpoint(*model_, full, out);
 }
 
 }  // namespace
