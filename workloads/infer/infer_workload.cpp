@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "harness/core/check.h"
@@ -101,110 +102,140 @@ Accuracy accuracy(models::Model& model, models::ParamProvider& fp32,
   return a;
 }
 
-class InferWorkload final : public sb::Workload {
- public:
-  void run(RunContext& ctx) override;
-
- private:
-  // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
-  // every rank before these are destroyed (their destructors wait on peers).
-  std::unique_ptr<comm::Communicator> comm_;
-  std::unique_ptr<fsdp::Engine> engine_;
-};
-
-// world > 1: sharded inference. The weights live as full_shard shards (1/N per rank); each
-// forward all-gathers a unit just before it runs and frees it after (forward prefetch
-// overlaps the next unit's gather). Every rank serves its own query stream of the same
-// scenario (same seed, so the same schedule and batch sizes: the forwards stay in lockstep)
-// on its own samples; throughput and latency are per rank (each rank records its own).
-void InferWorkload::run(RunContext& ctx) {
-  const Point& p = ctx.point;
-  at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
-
-  auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
-  const auto& cfg = model->config();
-  const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
-  const std::string ckpt = p.get_string("checkpoint");
-  auto weights = ckpt.empty() ? models::init_params(model->units(), seed)
-                              : data::load_checkpoint(*model, ckpt);
-  const std::string qname = p.get_string("quantization");
-  const bool sharded = ctx.size > 1;
-  auto& engine = engine_;
-  std::unique_ptr<quant::QuantizedWeights> q;
-  if (sharded) {  // built outside inference mode: the engine's buffers are ordinary tensors
-    comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size);
-    fsdp::EngineConfig ec;
-    ec.strategy = "full_shard";
-    engine = std::make_unique<fsdp::Engine>(*model, *comm_, ec, weights);
-  }
-  c10::InferenceMode inference;
-  if (!sharded) q = quant::quantize(qname, *model, weights);
-  auto serve = [&](const models::Batch& b) {
-    return sharded ? engine->forward_logits(b) : model->logits(*q, b);
-  };
-
+LoadgenConfig loadgen_config(const Point& p) {
   LoadgenConfig lg;
   lg.scenario = p.get_string("scenario");
   lg.queries = p.get_int("queries");
   lg.samples_per_query = p.get_int("samples_per_query");
   lg.max_batch = p.get_int("batch");
   lg.target_qps = p.get_double("target_qps");
-  lg.seed = seed;
-  const I T = p.get_int("seq"), warmup = p.get_int("warmup");
+  lg.seed = static_cast<std::uint64_t>(p.get_int("seed"));
+  return lg;
+}
 
-  // Every sample the scenario will touch, drawn before timing starts: (S, T).
-  // Held-out rows of the chain `train` uses for this seed (stream "heldout", from index 0).
-  auto src = data::markov_source(cfg, 1, T, seed, seed);
+// world > 1: sharded inference. The weights live as full_shard shards (1/N per rank); each
+// forward all-gathers a unit just before it runs and frees it after (forward prefetch
+// overlaps the next unit's gather). Every rank serves its own query stream of the same
+// scenario (same seed, so the same schedule and batch sizes: the forwards stay in lockstep)
+// on its own samples; step times are the slowest rank's, so every rank's scenario sees the
+// same schedule and records the same latencies.
+// Stages: build, draw the samples, warm up, run the scenario, record.
+class InferWorkload final : public sb::Workload {
+ public:
+  void run(RunContext& ctx) override {
+    build(ctx);
+    draw_samples(ctx);
+    warm_up(ctx);
+    auto result = run_scenario(lg_, [&](I first, I n) {
+      // Every rank issues the same query schedule, so every rank asks here; the scenario's
+      // clock is the forwards' own durations, so the agreement costs no measured time.
+      if (ctx.stop_agreed()) throw sb::Stopped(ctx.stop.reason);
+      const double s = forward(ctx, first, n);
+      record_step(ctx, n, s, false);
+      return s;
+    });
+    record_latency(ctx, result);
+    record_model(ctx);
+  }
+
+ private:
+  void build(RunContext& ctx);
+  void draw_samples(RunContext& ctx);
+  void warm_up(RunContext& ctx);
+  double forward(RunContext& ctx, I first, I n);
+  void record_step(RunContext& ctx, I n, double s, bool warmup);
+  void record_latency(RunContext& ctx, const ScenarioResult& result);
+  void record_model(RunContext& ctx);
+  torch::Tensor serve(const models::Batch& b) {
+    return engine_ ? engine_->forward_logits(b) : model_->logits(*q_, b);
+  }
+
+  // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
+  // every rank before these are destroyed (their destructors wait on peers).
+  std::unique_ptr<models::Model> model_;
+  std::vector<std::vector<torch::Tensor>> weights_;  // fp32, the reference for accuracy
+  std::unique_ptr<comm::Communicator> comm_;
+  std::unique_ptr<fsdp::Engine> engine_;        // sharded (world > 1)
+  std::unique_ptr<quant::QuantizedWeights> q_;  // one rank
+  std::optional<c10::InferenceMode> inference_;  // from build() on
+  LoadgenConfig lg_;
+  models::Batch samples_;  // (S, T): every sample the scenario touches
+  I step_ = 0;
+};
+
+void InferWorkload::build(RunContext& ctx) {
+  const Point& p = ctx.point;
+  at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
+  model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
+  const std::string ckpt = p.get_string("checkpoint");
+  weights_ = ckpt.empty() ? models::init_params(model_->units(),
+                                                static_cast<std::uint64_t>(p.get_int("seed")))
+                          : data::load_checkpoint(*model_, ckpt);
+  if (ctx.size > 1) {  // built outside inference mode: the engine's buffers are ordinary tensors
+    comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size);
+    fsdp::EngineConfig ec;
+    ec.strategy = "full_shard";
+    engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, ec, weights_);
+  }
+  inference_.emplace();
+  if (!engine_) q_ = quant::quantize(p.get_string("quantization"), *model_, weights_);
+  lg_ = loadgen_config(p);
+}
+
+// Drawn before timing starts: held-out rows of the chain `train` uses for this seed (stream
+// "heldout", from index 0), each rank its own rows.
+void InferWorkload::draw_samples(RunContext& ctx) {
+  const auto seed = lg_.seed;
+  auto src = data::markov_source(model_->config(), 1, ctx.point.get_int("seq"), seed, seed);
   std::vector<models::Batch> rows;
-  const I first_row = static_cast<I>(ctx.rank) * total_samples(lg);  // each rank its own rows
-  for (I i = 0; i < total_samples(lg); ++i) rows.push_back(src->heldout(first_row + i));
-  const auto samples = cat_rows(rows);
-  auto slice = [&](I first, I n) { return data::slice_rows(samples, first, first + n); };
+  const I first_row = static_cast<I>(ctx.rank) * total_samples(lg_);
+  for (I i = 0; i < total_samples(lg_); ++i) rows.push_back(src->heldout(first_row + i));
+  samples_ = cat_rows(rows);
+}
 
-  ctx.progress.begin(fmt::format("infer {} {}", p.name, lg.scenario), static_cast<long>(warmup));
-  I step = 0;
-  // The slowest rank's forward time (as train's step times): with world > 1 the ranks run in
-  // lockstep, so every rank's scenario then sees the same schedule. The reduction is outside
-  // the timed region (the scenario's clock is the forwards' own durations).
-  auto forward = [&](const models::Batch& b) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto logits = serve(b);
-    (void)logits.data_ptr();  // the result exists (LibTorch CPU ops are synchronous)
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, ctx.world),
-                  "MPI_Allreduce (forward time)");
-    return s;
-  };
-  auto record = [&](I n, double s, bool is_warmup) {
-    sb::StepRecord r;
-    r.step = step++;
-    r.warmup = is_warmup;
-    r.wall_s = r.forward_s = s;
-    r.samples_per_s = static_cast<double>(n) / s;
-    r.tokens_per_s = static_cast<double>(n * T) / s;
-    ctx.recorder.step(r);
-  };
-  for (I w = 0; w < warmup && !ctx.stop_agreed(); ++w) {  // excluded from statistics
-    const I n = std::min(lg.max_batch, samples.input_ids.size(0));
-    record(n, forward(slice(0, n)), true);
+void InferWorkload::warm_up(RunContext& ctx) {  // excluded from statistics
+  const I warmup = ctx.point.get_int("warmup");
+  ctx.progress.begin(fmt::format("infer {} {}", ctx.point.name, lg_.scenario),
+                     static_cast<long>(warmup));
+  for (I w = 0; w < warmup && !ctx.stop_agreed(); ++w) {
+    const I n = std::min(lg_.max_batch, samples_.input_ids.size(0));
+    record_step(ctx, n, forward(ctx, 0, n), true);
     ctx.progress.step(static_cast<long>(w + 1), "warm-up");
   }
   ctx.progress.end();
+}
 
-  auto result = run_scenario(lg, [&](I first, I n) {
-    // Every rank issues the same query schedule, so every rank asks here; the scenario's clock
-    // is the forwards' own durations, so the agreement costs no measured time.
-    if (ctx.stop_agreed()) throw sb::Stopped(ctx.stop.reason);
-    const double s = forward(slice(first, n));
-    record(n, s, false);
-    return s;
-  });
+// The slowest rank's forward time of samples [first, first + n) (as train's step times); the
+// reduction is outside the timed region.
+double InferWorkload::forward(RunContext& ctx, I first, I n) {
+  const auto b = data::slice_rows(samples_, first, first + n);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto logits = serve(b);
+  (void)logits.data_ptr();  // the result exists (LibTorch CPU ops are synchronous)
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, ctx.world),
+                "MPI_Allreduce (forward time)");
+  return s;
+}
+
+void InferWorkload::record_step(RunContext& ctx, I n, double s, bool warmup) {
+  sb::StepRecord r;
+  r.step = step_++;
+  r.warmup = warmup;
+  r.wall_s = r.forward_s = s;
+  r.samples_per_s = static_cast<double>(n) / s;
+  r.tokens_per_s = static_cast<double>(n * ctx.point.get_int("seq")) / s;
+  ctx.recorder.step(r);
+}
+
+void InferWorkload::record_latency(RunContext& ctx, const ScenarioResult& result) {
+  auto& rec = ctx.recorder;
+  const I T = ctx.point.get_int("seq");
   std::vector<double> lat;
   for (const auto& qr : result.queries) {
-    ctx.recorder.query({lg.scenario, qr.query, qr.issue_s, qr.latency_s, qr.samples, qr.samples * T});
+    rec.query({lg_.scenario, qr.query, qr.issue_s, qr.latency_s, qr.samples, qr.samples * T});
     lat.push_back(qr.latency_s);
   }
-  auto& rec = ctx.recorder;
   rec.scalar("latency_p50_s", quantile(lat, 0.50));
   rec.scalar("latency_p90_s", quantile(lat, 0.90));
   rec.scalar("latency_p99_s", quantile(lat, 0.99));
@@ -212,42 +243,48 @@ void InferWorkload::run(RunContext& ctx) {
   for (double l : lat) mean += l / static_cast<double>(lat.size());
   rec.scalar("latency_mean_s", mean);
   rec.scalar("throughput_samples_per_s", static_cast<double>(result.samples) / result.duration_s);
-  rec.scalar("throughput_tokens_per_s", static_cast<double>(result.samples * T) / result.duration_s);
+  rec.scalar("throughput_tokens_per_s",
+             static_cast<double>(result.samples * T) / result.duration_s);
+}
+
+// Model bytes, accuracy against fp32 (outside the timed region, on a disjoint held-out
+// stream), memory and provenance.
+void InferWorkload::record_model(RunContext& ctx) {
+  auto& rec = ctx.recorder;
+  const Point& p = ctx.point;
   // Sharded: this rank's fp32 shard is its model bytes (full_shard: about 1/N).
-  const double fp32_bytes = static_cast<double>(4 * models::count_params(model->units()));
-  const double model_bytes = sharded ? static_cast<double>(engine->memory().param)
-                                     : static_cast<double>(q->model_bytes());
+  const double fp32_bytes = static_cast<double>(4 * models::count_params(model_->units()));
+  const double model_bytes = engine_ ? static_cast<double>(engine_->memory().param)
+                                     : static_cast<double>(q_->model_bytes());
   rec.scalar("model_bytes", model_bytes);
   rec.scalar("model_resident_bytes",
-             sharded ? model_bytes : static_cast<double>(q->resident_bytes()));
+             engine_ ? model_bytes : static_cast<double>(q_->resident_bytes()));
   rec.scalar("model_bytes_fp32", fp32_bytes);
   rec.scalar("model_bytes_ratio", model_bytes / fp32_bytes);
-
-  // Accuracy against fp32, outside the timed region, on a disjoint held-out stream.
-  const I acc_batches = p.get_int("accuracy_batches");
-  if (acc_batches > 0) {
-    models::PersistentParams fp32(weights, /*requires_grad=*/false);
+  if (const I batches = p.get_int("accuracy_batches"); batches > 0) {
+    models::PersistentParams fp32(weights_, /*requires_grad=*/false);
     // Same chain, another stream: never the scenario's rows.
-    auto acc_src = data::markov_source(cfg, lg.max_batch, T, seed, seed + 7919);
-    auto a = accuracy(*model, fp32, serve, *acc_src, acc_batches);
+    auto src = data::markov_source(model_->config(), lg_.max_batch, p.get_int("seq"), lg_.seed,
+                                   lg_.seed + 7919);
+    auto a = accuracy(*model_, fp32, [this](const models::Batch& b) { return serve(b); }, *src,
+                      batches);
     rec.scalar("top1_agreement", a.top1);
-    const std::string& metric = models::family(cfg.family).eval_metric;
+    const std::string& metric = models::family(model_->config().family).eval_metric;
     rec.scalar(metric, a.metric);
     rec.scalar(metric + "_fp32", a.metric_fp32);
   }
-
   sb::RankMemory m = sb::rank_memory_now(ctx.rank);
-  if (sharded) {
-    fsdp::add_engine_memory(engine->memory(), m);
+  if (engine_) {
+    fsdp::add_engine_memory(engine_->memory(), m);
   } else {
-    m.param_bytes = static_cast<std::uint64_t>(q->resident_bytes());
+    m.param_bytes = static_cast<std::uint64_t>(q_->resident_bytes());
     m.model_state_bytes = m.peak_model_state_bytes = m.param_bytes;
   }
   rec.memory(m);
   rec.text("torch_version", TORCH_VERSION);
   rec.text("cpu_allocator", models::cpu_allocator_name());
-  rec.text("quantization", qname);
-  rec.text("sharding", sharded ? "full_shard" : "none");
+  rec.text("quantization", p.get_string("quantization"));
+  rec.text("sharding", engine_ ? "full_shard" : "none");
   rec.text("qengine", c10::toString(at::globalContext().qEngine()));
 }
 
