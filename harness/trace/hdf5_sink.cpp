@@ -156,7 +156,8 @@ void check_name(const std::string& kind, const std::string& name) {
            "workload that records it", kind, name);
 }
 
-void write_file(hid_t f, const ResultMeta& m, const Recorder& rec) {
+// Root attributes (docs/HDF5_SCHEMA.md, "Root attributes").
+void write_meta(hid_t f, const ResultMeta& m) {
   const hid_t I64 = H5T_STD_I64LE, F64 = H5T_IEEE_F64LE;
   attr_scalar<std::int64_t>(f, "schema_version", H5T_NATIVE_INT64, I64, kSchemaVersion);
   attr_string(f, "status", m.status);
@@ -183,7 +184,10 @@ void write_file(hid_t f, const ResultMeta& m, const Recorder& rec) {
   attr_string(f, "start_time", m.start_time);
   attr_string(f, "end_time", m.end_time);
   attr_scalar<double>(f, "elapsed_s", H5T_NATIVE_DOUBLE, F64, m.elapsed_s);
+}
 
+// The record tables: one group per record type, one column per field.
+void write_tables(hid_t f, const Recorder& rec) {
   {
     H5Id g = group(f, "steps");
     const auto& s = rec.steps();
@@ -237,6 +241,11 @@ void write_file(hid_t f, const ResultMeta& m, const Recorder& rec) {
     i64(g, "samples", q, &QueryRecord::samples);
     i64(g, "tokens", q, &QueryRecord::tokens);
   }
+}
+
+// Named values the workload chose: scalars, series and texts.
+void write_named(hid_t f, const Recorder& rec) {
+  const hid_t F64 = H5T_IEEE_F64LE;
   {
     H5Id g = group(f, "scalars");
     for (const auto& [name, v] : rec.scalars()) {
@@ -258,6 +267,12 @@ void write_file(hid_t f, const ResultMeta& m, const Recorder& rec) {
       attr_string(g, name, v);
     }
   }
+}
+
+void write_file(hid_t f, const ResultMeta& m, const Recorder& rec) {
+  write_meta(f, m);
+  write_tables(f, rec);
+  write_named(f, rec);
 }
 
 std::string read_attr_string(hid_t obj, const char* name) {
