@@ -1,19 +1,10 @@
 // Tensor collectives over MPI for the FSDP engine: all-gather, reduce-scatter, all-reduce,
 // broadcast, all-to-all, blocking and non-blocking, on the world, shard and replica groups.
-//
-// Overlap: Open MPI has no asynchronous progress thread on shared memory, so non-blocking
-// collectives run on one communication thread per Communicator (needs MPI_THREAD_MULTIPLE;
-// with less, every collective runs inline on the caller and requests are complete on return).
-// The thread executes collectives in the order they were issued; since every rank issues
-// the same sequence, MPI's matching rule for collectives holds. How requests progress (on
-// that thread, or inline on the caller) is set_progress()'s choice.
-// A blocking call (all_gather(), ...) first waits for everything issued before it (inline
-// progress: for what it conflicts with, see Coll::reads), then runs on the caller with the
-// blocking MPI function: Open MPI's tuned algorithms, no thread hop.
-//
-// Time the caller spends blocked (wait(), blocking calls, progress()) is "exposed"
-// communication (exposed_s()). Every collective reports one sb::CommEvent to the trace hook
-// (on the thread that completes it, before its request completes).
+// Each collective is described here once (its MPI calls, staging, trace event); how and when
+// it runs (a communication thread, or inline on the caller) is the progress engine's
+// (progress_engine.h): Open MPI has no asynchronous progress on shared memory.
+// Every collective reports one sb::CommEvent to the trace hook (on the thread that completes
+// it, before its request completes).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -26,6 +17,7 @@
 #include <torch/types.h>
 
 #include "harness/trace/records.h"
+#include "workloads/comm/progress_engine.h"
 
 namespace sb::comm {
 
@@ -35,35 +27,6 @@ enum class Group { World, Shard, Replica };
 const char* group_name(Group g);
 
 enum class ReduceOp { Sum, Max, Min };
-
-enum class ProgressMode { Thread, Poll, Inline };
-ProgressMode progress_from_name(const std::string& name);  // "thread", "poll", "inline"
-const char* progress_name(ProgressMode p);
-
-namespace detail {
-struct Op;
-struct Span {  // bytes [p, p + n) of a buffer
-  const char* p = nullptr;
-  std::size_t n = 0;
-  bool overlaps(const Span& o) const { return n && o.n && p < o.p + o.n && o.p < p + n; }
-};
-}
-class Communicator;
-
-// A collective in flight. wait() blocks until it completed (rethrowing its error);
-// test() returns whether it completed without blocking. A default Request is complete.
-class Request {
- public:
-  Request() = default;
-  void wait();
-  bool test();
-
- private:
-  friend class Communicator;
-  Request(std::shared_ptr<detail::Op> op, Communicator* c) : op_(std::move(op)), comm_(c) {}
-  std::shared_ptr<detail::Op> op_;
-  Communicator* comm_ = nullptr;
-};
 
 using TraceHook = std::function<void(const sb::CommEvent&)>;
 
@@ -80,21 +43,13 @@ class Communicator {
   int rank(Group g = Group::World) const;
   int size(Group g = Group::World) const;
   MPI_Comm mpi(Group g) const;
-  bool async() const { return async_; }
-  // How requests (..._async) progress; the same on every rank, set before the first one.
-  //  Thread: the communication thread calls the blocking MPI function (tuned algorithms, full
-  //          bandwidth; the thread spins a core while it waits for peers).
-  //  Poll:   the communication thread calls the non-blocking one and polls it with MPI_Test
-  //          and 20 us sleeps (leaves the core to compute, about half the bandwidth).
-  //  Inline: the caller starts the non-blocking call and no thread is involved; it moves
-  //          when the caller calls progress() (the FSDP engine does at every unit boundary)
-  //          and completes in wait(). No thread competes with compute for a core.
-  // docs/FSDP.md ("Communication progress") has them measured.
-  void set_progress(ProgressMode p) { progress_ = p; }
-  ProgressMode progress_mode() const { return progress_; }
-  // ProgressMode::Inline: tests every outstanding request, completing those that are done (their
-  // transfers run here, on the caller). A no-op when none is outstanding.
-  void progress();
+  bool async() const { return engine_->async(); }
+  // How requests (..._async) progress (progress_engine.h); the same on every rank, set
+  // before the first one.
+  void set_progress(ProgressMode p) { engine_->set_mode(p); }
+  ProgressMode progress_mode() const { return engine_->mode(); }
+  // ProgressMode::Inline: moves outstanding requests (a no-op when none is outstanding).
+  void progress() { engine_->progress(); }
 
   // All tensors: contiguous, same dtype; outputs are written in place (raw memory: their
   // autograd version counters do not change). kind labels the trace event
@@ -142,7 +97,7 @@ class Communicator {
   double all_reduce_scalar(double v, Group g, ReduceOp op = ReduceOp::Sum);
   // Runs fn on the communication thread in issue order (compound collectives, e.g. a
   // reduce-scatter followed by a replica all-reduce, and compressed collectives).
-  Request submit(std::function<void()> fn);
+  Request submit(std::function<void()> fn) { return engine_->submit(std::move(fn)); }
 
   // Trace: hook gets every event; times are seconds since origin; step labels events.
   void set_trace_hook(TraceHook hook, double origin_wtime);
@@ -152,21 +107,19 @@ class Communicator {
               std::uint64_t wire_bytes, double t0, double t1);
 
   // Seconds the caller spent blocked in Request::wait() since the last reset.
-  double exposed_s() const { return exposed_s_; }
-  void reset_exposed() { exposed_s_ = 0; }
+  double exposed_s() const { return engine_->exposed_s(); }
+  void reset_exposed() { engine_->reset_exposed(); }
 
   // Whether MPI can read device memory directly (MPIX_Query_cuda_support); else collectives
   // on device tensors are staged through host memory.
   bool cuda_aware() const { return cuda_aware_; }
 
  private:
-  friend class Request;
-  Request enqueue(std::function<void()> fn);
   using Span = detail::Span;
   static Span span(const torch::Tensor& t) {
     return {static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.nbytes())};
   }
-  struct Coll {  // one collective, described once; issue() decides how it runs
+  struct Coll {  // one collective, described once; the engine decides how it runs
     const char* op;         // trace name: all_gather, ...
     const char* mpi_name;   // blocking MPI function, for error messages
     const char* impi_name;  // non-blocking one
@@ -177,18 +130,9 @@ class Communicator {
     std::function<void()> after;  // after completion: copy staged output back
     std::function<void()> after_nb;  // instead of `after` after `start`, when set
     std::uint64_t logical = 0, wire = 0;
-    // The caller's memory it reads and writes (equal for in-place): with ProgressMode::Inline a
-    // collective that touches what an outstanding one writes, or writes what one reads,
-    // waits for it first (hybrid_shard all-reduces the shard its reduce-scatter writes).
-    Span reads, writes;
+    Span reads, writes;  // the caller's memory (Collective::reads)
   };
-  Request issue(const Coll& c, bool sync);
-  void finish_inline(detail::Op& op, bool block);
-  void prune_inline();  // drops completed requests from inline_ops_
-  // ProgressMode::Inline: completes the outstanding requests that c depends on (all of them when
-  // c is null: a submitted function may touch anything), so data flows in issue order.
-  void complete_conflicting(const Coll* c);
-  void drain();  // waits until nothing is queued or running on the communication thread
+  Request issue(const Coll& c, bool sync);  // to the engine, with the trace event
   Request all_gather_impl(const torch::Tensor& shard, const torch::Tensor& full, Group g,
                           const std::string& kind, bool sync);
   Request reduce_scatter_impl(const torch::Tensor& full, const torch::Tensor& shard, Group g,
@@ -199,21 +143,14 @@ class Communicator {
                          bool sync);
   Request all_to_all_impl(const torch::Tensor& in, const torch::Tensor& out, Group g,
                           const std::string& kind, bool sync);
-  void worker();
-  void add_exposed(double s) { exposed_s_ += s; }
 
   MPI_Comm world_ = MPI_COMM_NULL, shard_ = MPI_COMM_NULL, replica_ = MPI_COMM_NULL;
   int rank_[3] = {0, 0, 0}, size_[3] = {1, 1, 1};
-  bool async_ = true, cuda_aware_ = false;
-  ProgressMode progress_ = ProgressMode::Thread;
-  std::vector<std::shared_ptr<detail::Op>> inline_ops_;  // ProgressMode::Inline, outstanding
-  double exposed_s_ = 0;
-  std::atomic<int> pending_{0};  // queued or running on the communication thread
+  bool cuda_aware_ = false;
   std::int64_t step_ = 0;
   TraceHook hook_;
   double origin_ = 0;
-  struct Queue;
-  std::unique_ptr<Queue> q_;
+  std::unique_ptr<ProgressEngine> engine_;  // destroyed first (~Communicator)
 };
 
 // The nccl-tests bus factor of a collective among n ranks (docs/METRICS.md): all_gather /
