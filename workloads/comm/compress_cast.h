@@ -14,6 +14,7 @@ class CastCompressor final : public Compressor {
   std::int64_t wire_bytes(std::int64_t n) const override {
     return n * static_cast<std::int64_t>(c10::elementSize(dtype_));
   }
+  torch::ScalarType cast_dtype() const override { return dtype_; }
   // x: (n) fp32 -> (n * sizeof(wire dtype)) uint8, round-to-nearest-even cast.
   torch::Tensor compress(const torch::Tensor& x) override {
     check_compress_input(x, name_);

@@ -39,21 +39,46 @@ CollectiveStats& CollectiveStats::operator+=(const CollectiveStats& o) {
 }
 
 namespace {
-// All-gathers an already compressed shard (wire: wire_bytes(s) uint8) -> (world * s) fp32.
+// The wire of shard ((s), any float dtype). A cast wire is one cast from the shard's dtype
+// (bf16 -> fp16 directly equals bf16 -> fp32 -> fp16: widening is exact); other formats
+// compress the shard's fp32 values.
+torch::Tensor wire_of(const torch::Tensor& shard, Compressor& c) {
+  const auto d = c.cast_dtype();
+  if (d == torch::ScalarType::Undefined)
+    return c.compress(shard.scalar_type() == torch::kFloat ? shard : shard.to(torch::kFloat));
+  SB_CHECK(shard.dim() == 1 && shard.is_floating_point(),
+           "{}: a parameter shard is a 1-D float tensor, got {} of shape {}", c.name(),
+           c10::toString(shard.scalar_type()), c10::str(shard.sizes()));
+  auto wire = torch::empty({c.wire_bytes(shard.numel())}, torch::kUInt8);  // (wire_bytes(s))
+  wire_view(wire, 0, shard.numel(), d).copy_(shard);
+  return wire;
+}
+
+// All-gathers an already compressed shard (wire: wire_bytes(s) uint8) into full ((world * s),
+// contiguous, any float dtype). A cast wire of full's dtype is received straight into full;
+// another cast wire lands with one cast; other formats are decompressed per rank.
 // t0 is when the caller started compressing, codec the seconds it spent on that.
-torch::Tensor all_gather_wire(const torch::Tensor& wire, std::int64_t s, const Compressor& c,
-                              MPI_Comm comm, CollectiveStats* stats, Clock::time_point t0,
-                              double codec) {
+void all_gather_wire(const torch::Tensor& wire, std::int64_t s, const Compressor& c,
+                     const torch::Tensor& full, MPI_Comm comm, CollectiveStats* stats,
+                     Clock::time_point t0, double codec) {
   const int world = comm_size(comm);
   const std::int64_t wb = c.wire_bytes(s);
-  auto all = torch::empty({world * wb}, torch::kUInt8);  // (world * wb)
+  SB_CHECK(full.is_contiguous() && full.numel() == world * s,
+           "compressed all-gather: the output must be contiguous with {} x {} elements (got {})",
+           world, s, full.numel());
+  const auto d = c.cast_dtype();
+  const bool direct = d == full.scalar_type();
+  auto all = direct ? full : torch::empty({world * wb}, torch::kUInt8);  // (world * wb) bytes
   sb::check_mpi(MPI_Allgather(wire.data_ptr(), mpi_count(wb, "compressed all-gather"), MPI_BYTE,
-                       all.data_ptr(), static_cast<int>(wb), MPI_BYTE, comm),
-         "MPI_Allgather (compressed all-gather)");
+                              all.data_ptr(), static_cast<int>(wb), MPI_BYTE, comm),
+                "MPI_Allgather (compressed all-gather)");
   const auto t1 = Clock::now();
-  auto out = torch::empty({world * s}, torch::kFloat);  // (world * s)
-  for (int r = 0; r < world; ++r)
-    out.narrow(0, r * s, s).copy_(c.decompress(all.narrow(0, r * wb, wb), s));
+  if (!direct && d != torch::ScalarType::Undefined) {
+    full.copy_(wire_view(all, 0, world * s, d));  // the chunks are contiguous: one cast
+  } else if (!direct) {
+    for (int r = 0; r < world; ++r)
+      full.narrow(0, r * s, s).copy_(c.decompress(all.narrow(0, r * wb, wb), s));
+  }
   codec += since(t1);
   if (stats) {
     stats->logical_bytes += 4 * s;
@@ -61,15 +86,21 @@ torch::Tensor all_gather_wire(const torch::Tensor& wire, std::int64_t s, const C
     stats->codec_seconds += codec;
     stats->seconds += since(t0);
   }
-  return out;
 }
 }  // namespace
 
+void compressed_all_gather_into(const torch::Tensor& shard, const torch::Tensor& full,
+                                Compressor& c, MPI_Comm comm, CollectiveStats* stats) {
+  const auto t0 = Clock::now();
+  auto wire = wire_of(shard, c);  // (wire_bytes(s)) uint8, never aliases full
+  all_gather_wire(wire, shard.numel(), c, full, comm, stats, t0, since(t0));
+}
+
 torch::Tensor compressed_all_gather(const torch::Tensor& shard, Compressor& c, MPI_Comm comm,
                                     CollectiveStats* stats) {
-  const auto t0 = Clock::now();
-  auto wire = c.compress(shard);  // (wire_bytes(s)) uint8
-  return all_gather_wire(wire, shard.numel(), c, comm, stats, t0, since(t0));
+  auto out = torch::empty({comm_size(comm) * shard.numel()}, torch::kFloat);  // (world * s)
+  compressed_all_gather_into(shard, out, c, comm, stats);
+  return out;
 }
 
 torch::Tensor compressed_reduce_scatter(const torch::Tensor& full, Compressor& c, MPI_Comm comm,
@@ -129,7 +160,8 @@ torch::Tensor compressed_all_reduce(const torch::Tensor& x, Compressor& c, MPI_C
   } else {
     wire = c.compress(chunk);
   }
-  auto all = all_gather_wire(wire, chunk.numel(), c, comm, stats, t0, since(t0));  // (padded)
+  auto all = torch::empty({padded}, torch::kFloat);  // (padded)
+  all_gather_wire(wire, chunk.numel(), c, all, comm, stats, t0, since(t0));
   return padded == n ? all : all.narrow(0, 0, n).contiguous();
 }
 
@@ -153,9 +185,15 @@ CompressedCollectives::CompressedCollectives(const Policy& policy, int rank) : p
   }
 }
 
-torch::Tensor CompressedCollectives::all_gather_params(const torch::Tensor& shard, MPI_Comm comm,
-                                                       CollectiveStats* stats) {
-  return compressed_all_gather(shard, *param_, comm, stats);
+void CompressedCollectives::all_gather_params(const torch::Tensor& shard,
+                                              const torch::Tensor& full, MPI_Comm comm,
+                                              CollectiveStats* stats) {
+  // The compressor sees the parameters as the ranks compute with them: rounded once to
+  // full's dtype. A cast wire of that dtype is that rounding itself; any other wire gets the
+  // rounded values (bit-identical to casting on the caller, then compressing).
+  const auto pd = full.scalar_type();
+  const bool as_is = shard.scalar_type() == pd || param_->cast_dtype() == pd;
+  compressed_all_gather_into(as_is ? shard : shard.to(pd), full, *param_, comm, stats);
 }
 
 torch::Tensor CompressedCollectives::reduce_scatter_grads(const std::string& key,

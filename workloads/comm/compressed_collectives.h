@@ -38,6 +38,13 @@ struct CollectiveStats {
 torch::Tensor compressed_all_gather(const torch::Tensor& shard, Compressor& c, MPI_Comm comm,
                                     CollectiveStats* stats = nullptr);
 
+// The same into full ((world * s), contiguous, any float dtype), from a shard of any float
+// dtype, with no detour through fp32 for cast wires (none, fp16, bf16): the shard is cast
+// once to the wire dtype, and a wire of full's dtype is received straight into full (else
+// one cast). Values are those of compressed_all_gather cast to full's dtype.
+void compressed_all_gather_into(const torch::Tensor& shard, const torch::Tensor& full,
+                                Compressor& c, MPI_Comm comm, CollectiveStats* stats = nullptr);
+
 // Gradient reduce-scatter. full: (world * s) fp32 -> (s) fp32 on rank r:
 //   sum over q = 0..world-1 (in order, fp32) of D(C(chunk r of rank q's e)),
 // e = full (+ error-feedback residual[key] when ef is given). One MPI_Alltoall of
@@ -65,9 +72,11 @@ class CompressedCollectives {
   const Policy& policy() const { return policy_; }
   bool compresses(CollectiveKind k) const { return policy_.compresses(k); }
 
-  // (s) -> (world * s); see compressed_all_gather.
-  torch::Tensor all_gather_params(const torch::Tensor& shard, MPI_Comm comm,
-                                  CollectiveStats* stats = nullptr);
+  // shard ((s), the fp32 master) -> full ((world * s), the param dtype), in place; see
+  // compressed_all_gather_into. The wire carries the shard rounded to full's dtype, what
+  // every rank computes with (a bf16 wire for bf16 params: one cast, received in place).
+  void all_gather_params(const torch::Tensor& shard, const torch::Tensor& full, MPI_Comm comm,
+                         CollectiveStats* stats = nullptr);
   // (world * s) -> (s); see compressed_reduce_scatter.
   torch::Tensor reduce_scatter_grads(const std::string& key, const torch::Tensor& full,
                                      MPI_Comm comm, CollectiveStats* stats = nullptr);

@@ -47,6 +47,10 @@ class Compressor {
   // acc (n) fp32 += decompress(wire, n), bit-identical to that; sparse formats (topk)
   // override it to touch only their k entries.
   virtual void decompress_add(const torch::Tensor& wire, torch::Tensor& acc) const;
+  // The element type of the wire when the wire is just the input cast to it (none: fp32,
+  // fp16, bf16); Undefined for every other format. Collectives use it to cast once from any
+  // input dtype and to gather such wires straight into a destination of that type.
+  virtual torch::ScalarType cast_dtype() const { return torch::ScalarType::Undefined; }
   // State that changes from call to call, under names prefix + "..."; stateless compressors
   // (all but stochastic int8) add nothing. load_state restores exactly what save_state wrote
   // (a missing entry is an error naming it).

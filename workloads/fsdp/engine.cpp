@@ -176,9 +176,8 @@ void Engine::gather(int u, bool wait) {
   if (!U.gathered) {
     alloc_storage(U.W);
     U.gathered = true;
-    // (S) in the param dtype; fp32 sends the master shard itself.
-    U.gather_src = cfg_.param_dtype == torch::kFloat32 ? U.master : U.master.to(cfg_.param_dtype);
-    U.gather_req = coll_->all_gather_params(U.gather_src, U.W_raw, layout_.group);
+    // The fp32 master shard (S): Collectives casts it once, to what goes on the wire.
+    U.gather_req = coll_->all_gather_params(U.master, U.W_raw, layout_.group);
     U.gather_pending = true;
     note_memory();
   }
@@ -187,7 +186,6 @@ void Engine::gather(int u, bool wait) {
     U.gather_req.wait();
     gather_wait_s_ += MPI_Wtime() - t0;
     U.gather_pending = false;
-    U.gather_src = torch::Tensor();
   }
 }
 

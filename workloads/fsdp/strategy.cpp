@@ -53,18 +53,36 @@ void Collectives::load_compression_state(const comm::StateDict& s) {
   SB_CHECK(s.empty(), "{} entries of compression state for a run without compression", s.size());
 }
 
+bool Collectives::compresses(comm::CollectiveKind k) const { return cc_ && cc_->compresses(k); }
+
+namespace {
+// The uncompressed parameter gather sends the shard in full's dtype: one cast (or none).
+torch::Tensor as_dtype_of(const torch::Tensor& shard, const torch::Tensor& full) {
+  return shard.scalar_type() == full.scalar_type() ? shard : shard.to(full.scalar_type());
+}
+}  // namespace
+
 comm::Request Collectives::all_gather_params(const torch::Tensor& shard, const torch::Tensor& full,
                                              comm::Group g) {
-  if (!cc_ || !cc_->compresses(comm::CollectiveKind::ParamAllGather))
-    return comm_.all_gather_async(shard, full, g, "param_all_gather");
+  if (!compresses(comm::CollectiveKind::ParamAllGather)) {
+    // The communicator's request holds the cast copy until it completes.
+    return comm_.all_gather_async(as_dtype_of(shard, full), full, g, "param_all_gather");
+  }
+  // full is an alias with its own version counter (engine.cpp): written in place, raw.
   return comm_.submit([this, shard, full, g] {
     const double t0 = MPI_Wtime();
     comm::CollectiveStats st;
-    auto r = cc_->all_gather_params(shard.to(torch::kFloat32), comm_.mpi(g), &st);  // (N*S) fp32
-    full.copy_(r);  // full is an alias with its own version counter (engine.cpp)
+    cc_->all_gather_params(shard, full, comm_.mpi(g), &st);
     comm_.report("all_gather", g, "param_all_gather", st.logical_bytes, st.wire_bytes, t0,
                  MPI_Wtime());
   });
+}
+
+void Collectives::all_gather_params_now(const torch::Tensor& shard, const torch::Tensor& full,
+                                        comm::Group g) {
+  if (compresses(comm::CollectiveKind::ParamAllGather))
+    return all_gather_params(shard, full, g).wait();
+  comm_.all_gather(as_dtype_of(shard, full), full, g, "param_all_gather");
 }
 
 comm::Request Collectives::reduce_scatter_grads(const std::string& key, const torch::Tensor& full,

@@ -35,9 +35,16 @@ class Collectives {
   Collectives(comm::Communicator& c, const comm::Policy& policy);
   ~Collectives();
   comm::Communicator& comm() { return comm_; }
-  // full ((N*S), param dtype) <- shards ((S)) of the group.
+  // full ((N*S), param dtype) <- the group's shards ((S), fp32 master) rounded to the param
+  // dtype, through the policy's parameter compressor. Each shard is cast once, to the wire
+  // dtype; a wire of the param dtype is received straight into full (no fp32 round trip).
   comm::Request all_gather_params(const torch::Tensor& shard, const torch::Tensor& full,
                                   comm::Group g);
+  // The same, blocking on the caller. Uncompressed it is the communicator's blocking call on
+  // this thread (no request, no thread hop); shard must not overlap full.
+  void all_gather_params_now(const torch::Tensor& shard, const torch::Tensor& full,
+                             comm::Group g);
+  bool compresses(comm::CollectiveKind k) const;
   // shard ((S)) <- sum over the group of full ((N*S)); key names the buffer (error feedback).
   comm::Request reduce_scatter_grads(const std::string& key, const torch::Tensor& full,
                                      const torch::Tensor& shard, comm::Group g);

@@ -1,6 +1,7 @@
 // zero1 (ZeRO stage 1): optimizer state sharded over the world; parameters and gradients
 // replicated. Gradients are all-reduced (full), each rank updates its 1/N slice of the
-// replica, and the updated slices are all-gathered back into every replica after the step.
+// replica, and the updated slices are all-gathered back into every replica after the step,
+// through the compression policy's parameter compressor.
 #include "harness/workload.h"
 #include "workloads/fsdp/strategy.h"
 
@@ -19,8 +20,13 @@ class Zero1 final : public Strategy {
   void after_update(Collectives& c, const torch::Tensor& master,
                     const ShardRange& r) const override {
     // MPI forbids overlapping send and receive buffers: send a copy of the own slice.
-    auto mine = master.narrow(0, r.offset, r.size).clone();  // (S)
-    c.comm().all_gather(mine, master, comm::Group::World, "param_all_gather");
+    auto mine = master.narrow(0, r.offset, r.size).clone();  // (S) fp32
+    c.all_gather_params_now(mine, master, comm::Group::World);
+    // master is this rank's optimizer master too: a compressed gather must not round it.
+    // The other ranks' slices stay as they arrived (rounded), so ranks compute with
+    // replicas that differ in their own slice only (docs/COMPRESSION.md, "zero1").
+    if (c.compresses(comm::CollectiveKind::ParamAllGather))
+      master.narrow(0, r.offset, r.size).copy_(mine);
   }
 };
 

@@ -34,7 +34,6 @@ struct Engine::Unit {
   bool gathered = false;  // W's storage is materialized
   bool gather_pending = false;
   comm::Request gather_req;
-  torch::Tensor gather_src;  // (S) send buffer of the pending gather
 
   torch::Tensor acc;        // (padded) fp32 gradient of the non-final micro-steps
   torch::Tensor red;        // reduction output in flight (reduce dtype)
