@@ -5,5 +5,8 @@ cd "$(dirname "$0")/.."
 jobs=${SB_BUILD_JOBS:-$(nproc)}
 # Without this sloppiness ccache refuses every translation unit that uses the precompiled header.
 export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
+# Paths under the checkout are hashed relative to it: a fresh clone elsewhere (CI) reuses the
+# cache of another checkout instead of compiling every LibTorch file again.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 cmake --preset default >/dev/null
 cmake --build --preset default -j "$jobs"
