@@ -336,3 +336,29 @@ warmup = 0
   for (const auto& e : fs::directory_iterator(results + "/points"))
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
 }
+
+// A step far longer than the time limit: the point's watchdog asks it to stop, but the step
+// runs past the limit plus the sweep's grace, so the sweep's timeout signals the launcher too.
+// The ranks still finish the step and write their partial trace, marked failed: the sweep
+// keeps it (docs/HDF5_SCHEMA.md) instead of replacing it with a 0-step record.
+TEST(Sweep, TimeLimitedPointKeepsItsPartialTraceWhenItsLauncherIsKilled) {
+  Fixture f("slowstep", R"(
+[base]
+task = "probe"
+world = 2
+threads = 1
+steps = 3
+warmup = 0
+time_limit = 1
+"probe.sleep_s" = 12
+)");
+  const auto r = f.cli({"sweep", f.suite_file, "--results", f.results});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const sb::ResultSummary s = f.summary(0);
+  EXPECT_EQ(s.status, "failed") << s.failure_reason;
+  EXPECT_TRUE(contains(s.failure_reason, "time limit of 1 s reached after 1 steps"))
+      << s.failure_reason;
+  EXPECT_EQ(s.steps, 1);
+  const std::string log = sb::tail_lines(sb::point_log_path(f.results, 0, f.suite.points[0].id), 5);
+  EXPECT_TRUE(contains(log, "killed after its time limit")) << log;  // the case under test
+}

@@ -353,6 +353,21 @@ TEST(TraceHdf5, SummaryReaderReportsStatusReasonAndSteps) {
   fs::remove_all(dir);
 }
 
+// Attributes are declared UTF-8: a reason quoting a corrupted file's bytes (here a strategy
+// string with 0xff and a cut 3-byte sequence) is written with those bytes replaced, so h5py
+// and the report can read it; valid multi-byte text is kept as it is.
+TEST(TraceHdf5, ReasonsAreWrittenAsValidUtf8) {
+  const std::string dir = temp_dir("utf8");
+  const std::string path = dir + "/p.h5";
+  sb::ResultMeta m = full_meta();
+  m.status = "failed";
+  m.failure_reason = "checkpoint strategy \xff\xfe is unknown (\xe2\x82 cut), 5 \xc2\xb5s";
+  sb::write_result_hdf5(path, m, sb::Recorder{});
+  EXPECT_EQ(sb::read_result_summary(path).failure_reason,
+            "checkpoint strategy ?? is unknown (?? cut), 5 \xc2\xb5s");
+  fs::remove_all(dir);
+}
+
 // A writer killed in the middle of writing leaves its temporary file, never the final name.
 TEST(TraceHdf5, KilledWriterLeavesNoFinalFile) {
   const std::string dir = temp_dir("killed");
