@@ -1,6 +1,8 @@
 // Formatting of `shardbench plan` and `shardbench keys`: aligned plain-text tables.
 #include "harness/spec/plan.h"
 
+#include "harness/core/format.h"
+
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -44,13 +46,6 @@ const char* type_label(KeyType t) {
 }
 
 }  // namespace
-
-std::string format_bytes(double bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  while (std::fabs(bytes) >= 1024.0 && u < 5) bytes /= 1024.0, ++u;
-  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.2f} {}", bytes, units[u]);
-}
 
 std::string format_plan(const Suite& suite) {
   std::string out = fmt::format("suite {} ({}, sha256 {})\n", suite.name, suite.file,

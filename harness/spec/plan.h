@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "harness/core/format.h"  // format_bytes: plan prints with it
 #include "harness/spec/suite.h"
 
 namespace sb {
@@ -16,6 +17,5 @@ std::string format_plan(const Suite& suite);
 std::string format_keys();
 
 // "512 B", "1.50 KiB", "3.20 GiB": binary units, two decimals.
-std::string format_bytes(double bytes);
 
 }  // namespace sb

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/core/format.h"
 #include "harness/trace/result.h"
 
 namespace sb {
@@ -15,15 +16,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-std::string bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  return fmt::format("{:.1f} {}", b, units[u]);
-}
 }  // namespace
 
 void print_summary(std::FILE* out, const ResultMeta& m, const Recorder& rec) {
@@ -54,7 +46,7 @@ void print_summary(std::FILE* out, const ResultMeta& m, const Recorder& rec) {
   }
   if (!rec.memories().empty())
     text += fmt::format("\n  memory (max over ranks): peak model state {}, peak RSS {}",
-                        bytes(state), bytes(rss));
+                        format_bytes(state), format_bytes(rss));
   std::fprintf(out, "%s\n", text.c_str());
   std::fflush(out);
 }
