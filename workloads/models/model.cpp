@@ -9,27 +9,22 @@
 namespace sb::models {
 namespace {
 
-ModelConfig gpt2(const std::string& preset, std::int64_t vocab, std::int64_t ctx, std::int64_t d,
-                 std::int64_t layers, std::int64_t heads) {
+ModelConfig config(const char* family, double ln_eps, const std::string& preset,
+                   std::int64_t vocab, std::int64_t ctx, std::int64_t d, std::int64_t layers,
+                   std::int64_t heads) {
   ModelConfig c;
-  c.family = "gpt2";
+  c.family = family;
   c.preset = preset;
   c.vocab = vocab, c.max_pos = ctx, c.d_model = d, c.n_layer = layers, c.n_head = heads;
   c.d_ff = 4 * d;
-  c.ln_eps = 1e-5;
+  c.ln_eps = ln_eps;
   return c;
 }
-
-ModelConfig bert(const std::string& preset, std::int64_t vocab, std::int64_t ctx, std::int64_t d,
-                 std::int64_t layers, std::int64_t heads) {
-  ModelConfig c;
-  c.family = "bert";
-  c.preset = preset;
-  c.vocab = vocab, c.max_pos = ctx, c.d_model = d, c.n_layer = layers, c.n_head = heads;
-  c.d_ff = 4 * d;
-  c.ln_eps = 1e-12;
-  return c;
-}
+// The published configurations' layer-norm epsilons: GPT-2 1e-5, BERT 1e-12.
+template <class... A>
+ModelConfig gpt2(A... a) { return config("gpt2", 1e-5, a...); }
+template <class... A>
+ModelConfig bert(A... a) { return config("bert", 1e-12, a...); }
 
 struct Preset {
   ModelConfig cfg;
