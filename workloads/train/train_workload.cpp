@@ -221,6 +221,7 @@ void TrainWorkload::record_results(RunContext& ctx) {
   rec.series("eval_loss", eval);
   if (!std::isnan(source_->loss_floor())) rec.scalar("loss_floor", source_->loss_floor());
   rec.scalar("peak_gflops_per_rank", peak_gflops_);
+  rec.scalar("model_flops_per_token", flops_per_token_);  // analysis: TFLOP/s per worker
   rec.scalar("params", static_cast<double>(models::count_params(model_->units())));
   rec.scalar("model_state_bytes_formula",
              static_cast<double>(fsdp::model_state_bytes(
