@@ -1,22 +1,39 @@
 // Attention registry (name -> variant) and the mask construction all variants share.
 #include "workloads/models/attention.h"
 
+#include <map>
+
 #include "harness/core/check.h"
+#include "harness/workload.h"
 
 namespace sb::models {
 
+namespace {
+struct Entry {
+  std::string doc;
+  AttentionFactory make;
+};
+std::map<std::string, Entry>& registry() {
+  static std::map<std::string, Entry> r;
+  return r;
+}
+}  // namespace
+
+void register_attention(const std::string& name, const std::string& doc, AttentionFactory make) {
+  SB_CHECK(registry().emplace(name, Entry{doc, make}).second,
+           "attention variant '{}' registered twice", name);
+  sb::register_name("attention", name, doc);
+}
+
 std::vector<std::pair<std::string, std::string>> attention_variants() {
-  return {
-      {"naive", "full (B, H, T, T) score matrix, one softmax"},
-      {"chunked", "queries in chunks of attention_chunk; scores (B, H, chunk, T) at a time"},
-      {"online", "query and key chunks with an online (running max) softmax; no (chunk, T) scores"},
-  };
+  std::vector<std::pair<std::string, std::string>> v;
+  for (const auto& [name, e] : registry()) v.emplace_back(name, e.doc);
+  return v;
 }
 
 std::unique_ptr<Attention> make_attention(const std::string& name, std::int64_t chunk) {
-  if (name == "naive") return make_naive_attention();
-  if (name == "chunked") return make_chunked_attention(chunk);
-  if (name == "online") return make_online_attention(chunk);
+  const auto it = registry().find(name);
+  if (it != registry().end()) return it->second.make(chunk);
   std::string known;
   for (const auto& [n, doc] : attention_variants()) known += (known.empty() ? "" : ", ") + n;
   SB_FAIL("unknown attention variant '{}'; known: {}", name, known);

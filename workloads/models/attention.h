@@ -31,7 +31,7 @@ class Attention {
 
 // chunk: queries per chunk (chunked, online) and keys per chunk (online); ignored by naive.
 std::unique_ptr<Attention> make_attention(const std::string& name, std::int64_t chunk);
-std::vector<std::pair<std::string, std::string>> attention_variants();  // name, doc
+std::vector<std::pair<std::string, std::string>> attention_variants();  // name, doc; sorted
 
 // Shared by the variants: (Tq, Tk) or (B, 1, Tq, Tk)-broadcastable bool "may attend" mask
 // for queries [q_begin, q_begin + nq) and keys [k_begin, k_begin + nk); undefined = all.
@@ -39,9 +39,9 @@ torch::Tensor attention_keep_mask(const AttentionMask& mask, std::int64_t q_begi
                                   std::int64_t nq, std::int64_t k_begin, std::int64_t nk,
                                   const torch::Device& device);
 
-// Factories, one per variant file.
-std::unique_ptr<Attention> make_naive_attention();
-std::unique_ptr<Attention> make_chunked_attention(std::int64_t chunk);
-std::unique_ptr<Attention> make_online_attention(std::int64_t chunk);
+// Each variant registers itself in its own file (attention_<name>.cpp), also into the
+// "attention" name set the `attention` key is checked against.
+using AttentionFactory = std::unique_ptr<Attention> (*)(std::int64_t chunk);
+void register_attention(const std::string& name, const std::string& doc, AttentionFactory make);
 
 }  // namespace sb::models

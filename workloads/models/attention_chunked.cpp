@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "harness/core/check.h"
+#include "harness/workload.h"
 #include "workloads/models/attention.h"
 
 namespace sb::models {
@@ -39,10 +40,13 @@ class ChunkedAttention final : public Attention {
   std::int64_t chunk_;
 };
 
+const sb::Registrar kRegister([] {
+  register_attention("chunked",
+                     "queries in chunks of attention_chunk; scores (B, H, chunk, T) at a time",
+                     [](std::int64_t chunk) -> std::unique_ptr<Attention> {
+                       return std::make_unique<ChunkedAttention>(chunk);
+                     });
+});
+
 }  // namespace
-
-std::unique_ptr<Attention> make_chunked_attention(std::int64_t chunk) {
-  return std::make_unique<ChunkedAttention>(chunk);
-}
-
 }  // namespace sb::models

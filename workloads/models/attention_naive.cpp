@@ -2,6 +2,7 @@
 // the other variants are tested against.
 #include <cmath>
 
+#include "harness/workload.h"
 #include "workloads/models/attention.h"
 
 namespace sb::models {
@@ -20,8 +21,13 @@ class NaiveAttention final : public Attention {
   }
 };
 
+const sb::Registrar kRegister([] {
+  register_attention("naive",
+                     "full (B, H, T, T) score matrix, one softmax",
+                     [](std::int64_t) -> std::unique_ptr<Attention> {
+                       return std::make_unique<NaiveAttention>();
+                     });
+});
+
 }  // namespace
-
-std::unique_ptr<Attention> make_naive_attention() { return std::make_unique<NaiveAttention>(); }
-
 }  // namespace sb::models

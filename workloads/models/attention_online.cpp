@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "harness/core/check.h"
+#include "harness/workload.h"
 #include "workloads/models/attention.h"
 
 namespace sb::models {
@@ -60,10 +61,13 @@ class OnlineAttention final : public Attention {
   std::int64_t chunk_;
 };
 
+const sb::Registrar kRegister([] {
+  register_attention("online",
+                     "query and key chunks with an online (running max) softmax; no (chunk, T) scores",
+                     [](std::int64_t chunk) -> std::unique_ptr<Attention> {
+                       return std::make_unique<OnlineAttention>(chunk);
+                     });
+});
+
 }  // namespace
-
-std::unique_ptr<Attention> make_online_attention(std::int64_t chunk) {
-  return std::make_unique<OnlineAttention>(chunk);
-}
-
 }  // namespace sb::models

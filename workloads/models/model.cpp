@@ -47,7 +47,6 @@ const std::vector<Preset>& presets() {
 
 const sb::Registrar kRegisterNames([] {
   for (const auto& p : presets()) sb::register_name("model", p.cfg.preset, p.doc);
-  for (const auto& [name, doc] : attention_variants()) sb::register_name("attention", name, doc);
 });
 
 }  // namespace
