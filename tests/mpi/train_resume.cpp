@@ -96,4 +96,20 @@ TEST(TrainResume, AtOrPastStepsIsRefusedAndAResumedRunMatchesTheStraightOne) {
   if (world_rank() == 0) fs::remove_all(dir), fs::remove_all(straight_dir);
 }
 
+// resume = true with no committed checkpoint yet (a point's first run, later requeued) starts
+// at step 0: the same losses as a run without resume, and the result says so.
+TEST(TrainResume, WithoutACheckpointYetStartsAtStepZero) {
+  const std::string dir = shared_tmpdir() + "_fresh", plain_dir = dir + "_plain";
+  const auto plain = run(point(2, plain_dir, false));
+  const auto fresh = run(point(2, dir, true));
+  EXPECT_EQ(fresh.size(), 2u);
+  EXPECT_EQ(fresh, plain);
+  // It saved at the end, so the next resume continues from step 2.
+  std::string err;
+  run(point(2, dir, true), &err);
+  EXPECT_NE(err.find("is at step 2"), std::string::npos) << err;
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(dir), fs::remove_all(plain_dir);
+}
+
 }  // namespace

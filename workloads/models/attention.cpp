@@ -1,7 +1,9 @@
 // Attention registry (name -> variant) and the mask construction all variants share.
 #include "workloads/models/attention.h"
 
+#include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "harness/core/check.h"
 #include "harness/workload.h"
@@ -12,6 +14,7 @@ namespace {
 struct Entry {
   std::string doc;
   AttentionFactory make;
+  int order = 0;
 };
 std::map<std::string, Entry>& registry() {
   static std::map<std::string, Entry> r;
@@ -19,15 +22,19 @@ std::map<std::string, Entry>& registry() {
 }
 }  // namespace
 
-void register_attention(const std::string& name, const std::string& doc, AttentionFactory make) {
-  SB_CHECK(registry().emplace(name, Entry{doc, make}).second,
+void register_attention(const std::string& name, const std::string& doc, AttentionFactory make,
+                        int order) {
+  SB_CHECK(registry().emplace(name, Entry{doc, make, order}).second,
            "attention variant '{}' registered twice", name);
   sb::register_name("attention", name, doc);
 }
 
 std::vector<std::pair<std::string, std::string>> attention_variants() {
+  std::vector<std::tuple<int, std::string, std::string>> sorted;
+  for (const auto& [name, e] : registry()) sorted.emplace_back(e.order, name, e.doc);
+  std::sort(sorted.begin(), sorted.end());
   std::vector<std::pair<std::string, std::string>> v;
-  for (const auto& [name, e] : registry()) v.emplace_back(name, e.doc);
+  for (const auto& [order, name, doc] : sorted) v.emplace_back(name, doc);
   return v;
 }
 

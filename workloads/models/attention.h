@@ -31,7 +31,7 @@ class Attention {
 
 // chunk: queries per chunk (chunked, online) and keys per chunk (online); ignored by naive.
 std::unique_ptr<Attention> make_attention(const std::string& name, std::int64_t chunk);
-std::vector<std::pair<std::string, std::string>> attention_variants();  // name, doc; sorted
+std::vector<std::pair<std::string, std::string>> attention_variants();  // name, doc; by order
 
 // Shared by the variants: (Tq, Tk) or (B, 1, Tq, Tk)-broadcastable bool "may attend" mask
 // for queries [q_begin, q_begin + nq) and keys [k_begin, k_begin + nk); undefined = all.
@@ -40,8 +40,10 @@ torch::Tensor attention_keep_mask(const AttentionMask& mask, std::int64_t q_begi
                                   const torch::Device& device);
 
 // Each variant registers itself in its own file (attention_<name>.cpp), also into the
-// "attention" name set the `attention` key is checked against.
+// "attention" name set the `attention` key is checked against. `order` places it in lists and
+// messages: the reference (naive, 0) first, then by how far it departs from it.
 using AttentionFactory = std::unique_ptr<Attention> (*)(std::int64_t chunk);
-void register_attention(const std::string& name, const std::string& doc, AttentionFactory make);
+void register_attention(const std::string& name, const std::string& doc, AttentionFactory make,
+                        int order);
 
 }  // namespace sb::models

@@ -45,7 +45,8 @@ const sb::Registrar kRegister([] {
                      "queries in chunks of attention_chunk; scores (B, H, chunk, T) at a time",
                      [](std::int64_t chunk) -> std::unique_ptr<Attention> {
                        return std::make_unique<ChunkedAttention>(chunk);
-                     });
+                     },
+                     /*order=*/1);
 });
 
 }  // namespace

@@ -26,7 +26,8 @@ const sb::Registrar kRegister([] {
                      "full (B, H, T, T) score matrix, one softmax",
                      [](std::int64_t) -> std::unique_ptr<Attention> {
                        return std::make_unique<NaiveAttention>();
-                     });
+                     },
+                     /*order=*/0);
 });
 
 }  // namespace

@@ -66,7 +66,8 @@ const sb::Registrar kRegister([] {
                      "query and key chunks with an online (running max) softmax; no (chunk, T) scores",
                      [](std::int64_t chunk) -> std::unique_ptr<Attention> {
                        return std::make_unique<OnlineAttention>(chunk);
-                     });
+                     },
+                     /*order=*/2);
 });
 
 }  // namespace

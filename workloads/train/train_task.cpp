@@ -27,9 +27,9 @@ void warn_missing_inputs(const Point& p, std::vector<Diagnostic>& out) {
   const std::string& dir = p.get_string("checkpoint_dir");
   if (p.get_bool("resume") && !dir.empty() && !std::filesystem::exists(dir))
     out.push_back({"checkpoint_dir", fmt::format("resume = true, but checkpoint_dir '{}' does not "
-                                                 "exist (yet): the point will fail unless an "
-                                                 "earlier suite or run saves it there; check the "
-                                                 "path", dir), true});
+                                                 "exist (yet): the point starts at step 0 unless "
+                                                 "an earlier suite or run saves a checkpoint "
+                                                 "there; check the path", dir), true});
 }
 
 void validate(const Point& p, std::vector<Diagnostic>& out) {
@@ -131,7 +131,8 @@ sb::Registrar reg([] {
   key({"comm_progress", KeyType::Name, std::string("auto"), "comm_progress",
        "how overlapped collectives progress: auto, thread, poll or inline (docs/FSDP.md)"});
   s("checkpoint_dir", "", "directory of sharded checkpoints (saved at the end; empty = none)");
-  key({"resume", KeyType::Bool, false, "", "load checkpoint_dir before the first step"});
+  key({"resume", KeyType::Bool, false, "",
+       "continue from checkpoint_dir's newest committed checkpoint (step 0 when there is none)"});
   s("export_safetensors", "",
     "after training, write the full fp32 parameters to this one safetensors file with Hugging "
     "Face names (rank 0 writes; empty = none)");

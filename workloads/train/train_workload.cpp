@@ -89,7 +89,7 @@ class TrainWorkload final : public sb::Workload {
 
  private:
   void build(RunContext& ctx);
-  void resume(const Point& p);
+  void resume(RunContext& ctx);
   void step_loop(RunContext& ctx);
   sb::StepRecord step_record(RunContext& ctx, I s, const fsdp::StepStats& st, double wall) const;
   double evaluate(RunContext& ctx);
@@ -120,7 +120,7 @@ void TrainWorkload::build(RunContext& ctx) {
   engine_ = std::make_unique<fsdp::Engine>(
       *model_, *comm_, cfg_,
       models::init_params(model_->units(), static_cast<std::uint64_t>(p.get_int("seed"))));
-  if (p.get_bool("resume")) resume(p);
+  if (p.get_bool("resume")) resume(ctx);
   source_ = make_source(p, model_->config());
 
   origin_ = MPI_Wtime();
@@ -135,15 +135,30 @@ void TrainWorkload::build(RunContext& ctx) {
   engine_->reset_peak();
 }
 
-void TrainWorkload::resume(const Point& p) {
+// resume = true continues from the newest committed checkpoint set of checkpoint_dir, or
+// starts at step 0 when there is none yet (a point's first run, which a Slurm requeue then
+// resumes; `plan` warns when the folder does not exist). Rank 0 looks, every rank follows.
+void TrainWorkload::resume(RunContext& ctx) {
+  const Point& p = ctx.point;
   const std::string ckpt = p.get_string("checkpoint_dir");
   const I steps = p.get_int("steps");
+  std::int64_t committed = ctx.rank == 0 ? fsdp::committed_checkpoint_step(ckpt) : -1;
+  sb::check_mpi(MPI_Bcast(&committed, 1, MPI_INT64_T, 0, ctx.world),
+                "MPI_Bcast (committed checkpoint step)");
+  if (committed < 0) {
+    if (ctx.rank == 0)
+      std::fprintf(stderr, "resume: no committed checkpoint in %s yet; starting at step 0\n",
+                   ckpt.c_str());
+    ctx.recorder.text("resumed_from", "none: no committed checkpoint, started at step 0");
+    return;
+  }
   engine_->load(ckpt);  // every rank the same step, or every rank throws
   // Nothing left to train would record 0 steps and report the longer run's model as done.
   if (engine_->steps_done() >= steps)
     SB_FAIL("resume: the checkpoint in {} is at step {}, and this point asks for steps = {}, "
             "so there is nothing left to train; raise steps above {}, or set resume = false "
             "to train from the start", ckpt, engine_->steps_done(), steps, engine_->steps_done());
+  ctx.recorder.text("resumed_from", fmt::format("{} step {}", ckpt, engine_->steps_done()));
 }
 
 void TrainWorkload::step_loop(RunContext& ctx) {
