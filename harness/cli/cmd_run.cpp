@@ -168,11 +168,10 @@ bool run_workload(const Point& p, MpiContext& mpi, Recorder& rec, Progress& prog
 // a property of the point (rerunning would hit it again): failed, with the partial trace. A
 // signal is an interruption (Slurm's pre-timeout, a stopped sweep): incomplete, rerun later.
 // Returns the exit code: 0 done, 1 failed, 2 incomplete.
-int finish_point(const Recorder& rec, const std::string& stop_reason, StopCause cause,
-                 double t0) {
+int finish_point(const Recorder& rec, const std::string& stop_reason, StopCause cause) {
   ResultMeta& meta = g_point.meta;
   meta.end_time = iso_time_now();
-  meta.elapsed_s = MPI_Wtime() - t0;
+  meta.elapsed_s = MPI_Wtime() - g_point.t0;
   meta.versions = versions_json(rec.texts());
   int code = 0;
   if (cause != StopCause::None) {
@@ -231,7 +230,7 @@ int run_point(const RunArgs& a) {
   std::string reason;
   for (const auto& r : reasons)
     if (reason.empty()) reason = r;
-  if (mpi.rank() == 0) code = finish_point(rec, reason, cause, t0);
+  if (mpi.rank() == 0) code = finish_point(rec, reason, cause);
   MPI_Bcast(&code, 1, MPI_INT, 0, mpi.world());
   return code;
 }

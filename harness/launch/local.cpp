@@ -42,9 +42,6 @@ void remove_stale_temporaries(const std::string& result_file) {
     if (e.path().filename().string().rfind(prefix, 0) == 0) fs::remove(e.path(), ec);
 }
 
-// In a point's outcome line: its failure could not be written (e.g. a full disk).
-constexpr const char* kUnrecorded = "the failure could not be recorded";
-
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -127,6 +124,7 @@ class LocalScheduler final : public Scheduler {
       const std::string head = fmt::format("[{}/{}] point {} {} ({})", p.index + 1,
                                            suite.points.size(), p.index, p.id, p.name);
       std::string line;
+      bool unrecorded = false;  // failed, but not even its failure could be written
       if (!point_needs_run(dir, p, opt.retry_failed, &why)) {
         line = fmt::format("{}: skipped, {}", head, why);
         ++skipped;
@@ -135,12 +133,11 @@ class LocalScheduler final : public Scheduler {
                            opt.np_max);
         ++skipped;
       } else {
-        line = fmt::format("{}: {}", head, run_point(suite, p, opt, exe, dir));
+        line = fmt::format("{}: {}", head, run_point(suite, p, opt, exe, dir, &unrecorded));
         ++ran;
       }
       // A failure that could not be recorded (a full disk) still counts.
-      if (read_result_summary(result_path(dir, p.index, p.id)).status == "failed" ||
-          line.find(kUnrecorded) != std::string::npos)
+      if (unrecorded || read_result_summary(result_path(dir, p.index, p.id)).status == "failed")
         ++failed;
       std::fprintf(opt.out, "%s%s\n", tty ? "\r\033[K" : "", line.c_str());
       std::fflush(opt.out);
@@ -177,8 +174,10 @@ class LocalScheduler final : public Scheduler {
 
  private:
   // Runs one point through its launcher; returns a one-line outcome.
+  // *unrecorded: set when the point failed and even its failure could not be written.
   static std::string run_point(const Suite& suite, const Point& p, const ScheduleOptions& opt,
-                               const std::string& exe, const std::string& dir) {
+                               const std::string& exe, const std::string& dir,
+                               bool* unrecorded) {
     const BaseConfig base = base_config(p);
     const std::string launcher_name = !opt.launcher.empty() ? opt.launcher : base.launcher;
     const auto launcher = find_launcher(launcher_name);
@@ -213,7 +212,9 @@ class LocalScheduler final : public Scheduler {
     try {
       settle_result(suite, p, dir, log, launcher_name, limit, r, secs);
     } catch (const std::exception& e) {  // e.g. no space left to record the failure either
-      return fmt::format("failed in {:.1f} s and {}: {}", secs, kUnrecorded, e.what());
+      *unrecorded = true;
+      return fmt::format("failed in {:.1f} s and the failure could not be recorded: {}", secs,
+                         e.what());
     }
     return outcome(result_path(dir, p.index, p.id), log, secs);
   }
