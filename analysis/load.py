@@ -14,17 +14,26 @@ SCHEMA_VERSION = 1
 # <index>-<id>.h5.tmp.<pid> (the C++ writer's per-process name).
 FILE_RE = re.compile(r"^(\d+)-([^.]+)\.h5(\.tmp(?:\.\d+)?)?$")
 
-# Columns of each per-record group, in schema order (an absent dataset is an error: the
-# schema says every group is present, with zero-length datasets when it has no records).
-GROUP_COLUMNS = {
+# The per-record groups (docs/HDF5_SCHEMA.md). Their columns are read from the file, not
+# listed here: every dataset of the group, in the order of the group's `columns` attribute
+# (the writer's table order; `shardbench schema` prints it), each with its `unit` and `doc`
+# attributes (Results.schema).
+RECORD_GROUPS = ["steps", "ranks", "comm", "queries"]
+# The columns the analysis (metrics, plots, report) reads from each group. A file without one
+# of them is listed as unreadable, naming the column, rather than failing inside a metric:
+# "datasets missing" when the file's `columns` say it was written (a damaged file), "the
+# shardbench that wrote this file did not record it" when they do not (a file from another
+# version). tests/analysis/test_schema_columns.py checks that the harness writes each of them
+# and that the analysis reads no column of a record group that is not listed here.
+REQUIRED_COLUMNS = {
     "steps": ["step", "warmup", "wall_s", "forward_s", "backward_s", "optimizer_s",
-              "comm_exposed_s", "loss", "grad_norm", "tokens_per_s", "samples_per_s", "mfu"],
-    "ranks": ["rank", "host", "param_bytes", "grad_bytes", "optim_bytes", "gathered_bytes",
+              "comm_exposed_s", "loss", "tokens_per_s", "samples_per_s", "mfu"],
+    "ranks": ["param_bytes", "grad_bytes", "optim_bytes", "gathered_bytes",
               "model_state_bytes", "peak_model_state_bytes", "peak_rss_bytes"],
-    "comm": ["step", "rank", "op", "group", "kind", "logical_bytes", "wire_bytes", "start_s",
-             "duration_s"],
-    "queries": ["scenario", "query", "issue_s", "latency_s", "samples", "tokens"],
+    "comm": ["step", "op", "kind", "logical_bytes", "wire_bytes", "duration_s"],
+    "queries": ["scenario", "issue_s", "latency_s", "samples"],
 }
+SCHEMA_COLUMNS = ["group", "column", "dtype", "unit", "doc"]
 PROBLEM_COLUMNS = ["point_index", "point_id", "file", "kind", "reason"]
 
 
@@ -43,6 +52,9 @@ class Results:
     problems: pd.DataFrame    # PROBLEM_COLUMNS
     config: dict = field(default_factory=dict)     # point_id -> config dict
     reference: dict = field(default_factory=dict)  # point_id -> reference dict
+    # The record columns as the files describe them (SCHEMA_COLUMNS): group, column, dtype
+    # ("string" or numpy's name), unit and doc ("" in files written before they were stored).
+    schema: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SCHEMA_COLUMNS))
 
     def done(self):
         """Points whose file is complete and whose status is `done`: the only ones measured."""
@@ -70,24 +82,55 @@ def _read_column(ds):
     return ds[()]
 
 
+def _column_order(g, group):
+    """The group's column names in the writer's order: its `columns` attribute; in files
+    written before it, the columns the analysis reads first (in their order), then the rest."""
+    present = [k for k, v in g.items() if isinstance(v, h5py.Dataset)]
+    if "columns" in g.attrs:
+        declared = [_text(c) for c in g.attrs["columns"]]
+        absent = [c for c in declared if c not in g]
+        if absent:
+            raise ValueError(f"/{group}: datasets missing: {', '.join(absent)}")
+        return declared + [c for c in present if c not in declared], True
+    absent = [c for c in REQUIRED_COLUMNS[group] if c not in g]
+    if absent:  # no list of what was written: a damaged file and an old one look alike
+        raise ValueError(f"/{group}: datasets missing: {', '.join(absent)}")
+    first = REQUIRED_COLUMNS[group]
+    return first + sorted(c for c in present if c not in first), False
+
+
 def _read_group(f, group, pid):
+    """(table, schema rows) of one record group: every column the file has."""
     if group not in f:
         raise ValueError(f"/{group}: group missing (docs/HDF5_SCHEMA.md: always present)")
     g = f[group]
-    absent = [c for c in GROUP_COLUMNS[group] if c not in g]
-    if absent:
-        raise ValueError(f"/{group}: datasets missing: {', '.join(absent)}")
-    cols = {c: _read_column(g[c]) for c in GROUP_COLUMNS[group]}
+    order, declared = _column_order(g, group)
+    older = [c for c in REQUIRED_COLUMNS[group] if c not in order]
+    if declared and older:
+        them = "it" if len(older) == 1 else "them"
+        raise ValueError(
+            f"/{group}: no column {', '.join(older)}, which the analysis needs: the shardbench "
+            f"that wrote this file did not record {them} (it wrote {', '.join(order)}); rerun "
+            f"the point with this one")
+    cols = {c: _read_column(g[c]) for c in order}
     lengths = {len(v) for v in cols.values()}
     if len(lengths) > 1:
         raise ValueError(f"/{group}: datasets of unequal length {sorted(lengths)}")
     df = pd.DataFrame(cols)
     df.insert(0, "point_id", pid)
-    return df
+    schema = [(group, c, _dtype_name(g[c]), _text(g[c].attrs.get("unit", "")),
+               _text(g[c].attrs.get("doc", ""))) for c in order]
+    return df, schema
+
+
+def _dtype_name(ds):
+    # The names `shardbench schema --json` uses.
+    return "string" if h5py.check_string_dtype(ds.dtype) is not None else ds.dtype.name
 
 
 def read_point(path):
-    """One point file -> dict of identity, config and record tables. Raises on any defect."""
+    """One point file -> identity, config, reference, record tables, scalars, series, texts and
+    the record columns' schema rows (SCHEMA_COLUMNS). Raises on any defect."""
     with h5py.File(path, "r") as f:
         a = f.attrs
         version = int(a["schema_version"])
@@ -106,10 +149,15 @@ def read_point(path):
             "shardbench_version": _text(a["shardbench_version"]),
             "versions": _text(a["versions"]), "hosts": _text(a["hosts"]),
             "slurm_job_id": _text(a["slurm_job_id"]), "start_time": _text(a["start_time"]),
+            "end_time": _text(a["end_time"]),
+            # Files from before the machine was recorded read as "{}" (conditions unknown).
+            "machine": _text(a["machine"]) if "machine" in a else "{}",
         }
         config = json.loads(_text(a["config"]))
         reference = json.loads(_text(a["reference"]) or "{}")
-        tables = {g: _read_group(f, g, pid) for g in GROUP_COLUMNS}
+        read = {g: _read_group(f, g, pid) for g in RECORD_GROUPS}
+        tables = {g: df for g, (df, _) in read.items()}
+        schema = [row for _, rows in read.values() for row in rows]
         for g in ("scalars", "series", "texts"):
             if g not in f:
                 raise ValueError(f"/{g}: group missing (docs/HDF5_SCHEMA.md: always present)")
@@ -117,7 +165,7 @@ def read_point(path):
         series = [(pid, k, i, float(x)) for k, ds in f["series"].items()
                   for i, x in enumerate(ds[()])]
         texts = [(pid, k, _text(v)) for k, v in f["texts"].attrs.items()]
-    return p, config, reference, tables, scalars, series, texts
+    return p, config, reference, tables, scalars, series, texts, schema
 
 
 def _read_manifest(root):
@@ -137,7 +185,8 @@ def load_results(root):
         pdir = root  # RESULTS/points itself was given
     names = sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []
     problems, rows, configs, refs = [], [], {}, {}
-    tables = {g: [] for g in GROUP_COLUMNS}
+    tables = {g: [] for g in RECORD_GROUPS}
+    schema = {}  # (group, column) -> schema row, the first file that has it
     scalars, series, texts = [], [], []
     seen_index, seen_id, final_names = set(), set(), set(n for n in names if n.endswith(".h5"))
 
@@ -156,7 +205,7 @@ def load_results(root):
                                  "temporary file only: the write never completed"))
             continue
         try:
-            p, cfg, ref, tb, sc, se, tx = read_point(os.path.join(pdir, name))
+            p, cfg, ref, tb, sc, se, tx, sch = read_point(os.path.join(pdir, name))
         except Exception as e:  # noqa: BLE001 -- any defect in one file is that file's problem
             problems.append((index, pid, name, "unreadable", f"{type(e).__name__}: {e}"))
             continue
@@ -168,6 +217,8 @@ def load_results(root):
                              p["failure_reason"] or "(no reason recorded)"))
         for g in tables:
             tables[g].append(tb[g])
+        for row in sch:
+            schema.setdefault(row[:2], row)
         scalars += sc
         series += se
         texts += tx
@@ -195,7 +246,7 @@ def load_results(root):
     def frame(parts, group):
         if parts:
             return pd.concat(parts, ignore_index=True)
-        return pd.DataFrame(columns=["point_id"] + GROUP_COLUMNS[group])
+        return pd.DataFrame(columns=["point_id"] + REQUIRED_COLUMNS[group])
 
     points = pd.DataFrame(rows)
     if len(points):
@@ -212,4 +263,5 @@ def load_results(root):
         scalars=pd.DataFrame(scalars, columns=["point_id", "name", "value"]),
         series=pd.DataFrame(series, columns=["point_id", "name", "i", "value"]),
         texts=pd.DataFrame(texts, columns=["point_id", "name", "value"]),
-        problems=probs, config=configs, reference=refs)
+        problems=probs, config=configs, reference=refs,
+        schema=pd.DataFrame(list(schema.values()), columns=SCHEMA_COLUMNS))

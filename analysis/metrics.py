@@ -86,17 +86,57 @@ def summarize(results):
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS).set_index("point_id")
 
 
+# LoadGen's server rule (docs/METRICS.md, "Inference"): a server run is valid only when the
+# system kept up with the arrivals and the p99 latency stayed within the bound.
+SERVER_RATE_FRACTION = 0.90  # achieved completions/s at least this fraction of target_qps
+QUERY_COLUMNS = ["point_id", "model", "scenario", "queries", "p50_ms", "p90_ms", "p99_ms",
+                 "samples_per_s", "target_qps", "achieved_qps", "latency_bound_ms", "validity"]
+
+
+def server_validity(achieved_qps, target_qps, p99_ms, bound_ms):
+    """"VALID" or "INVALID: <every rule broken>" for a server-scenario point."""
+    broken = []
+    if not np.isfinite(achieved_qps) or achieved_qps < SERVER_RATE_FRACTION * target_qps:
+        broken.append(f"achieved {achieved_qps:.3g} queries/s < {SERVER_RATE_FRACTION:.0%} of "
+                      f"the target {target_qps:g}")
+    if np.isfinite(bound_ms) and p99_ms > bound_ms:
+        broken.append(f"p99 latency {p99_ms:.4g} ms > bound {bound_ms:g} ms")
+    return "INVALID: " + "; ".join(broken) if broken else "VALID"
+
+
+def _query_row(pid, scen, g, cfg):
+    lat = g["latency_s"].astype(float).to_numpy()
+    span = float((g["issue_s"] + g["latency_s"]).max() - g["issue_s"].min())
+    row = {"point_id": pid, "model": cfg.get("model", ""), "scenario": scen, "queries": len(g),
+           "samples_per_s": float(g["samples"].sum()) / span if span > 0 else np.nan,
+           "target_qps": np.nan, "achieved_qps": np.nan, "latency_bound_ms": np.nan,
+           "validity": ""}
+    # Offline issues everything at once: one "query", so percentiles of it say nothing.
+    if scen != "offline":
+        for q in (50, 90, 99):
+            row[f"p{q}_ms"] = 1e3 * np.percentile(lat, q)
+    else:
+        row.update(p50_ms=np.nan, p90_ms=np.nan, p99_ms=np.nan)
+    if scen == "server":
+        row["target_qps"] = float(cfg.get("target_qps", np.nan))
+        row["latency_bound_ms"] = float(cfg.get("server_latency_ms", np.nan))
+        row["achieved_qps"] = len(g) / span if span > 0 else np.nan
+        row["validity"] = server_validity(row["achieved_qps"], row["target_qps"], row["p99_ms"],
+                                          row["latency_bound_ms"])
+    return row
+
+
 def query_summary(results):
-    """Per point and scenario: count, p50/p90/p99 latency (linear-interpolated percentiles)
-    and throughput = samples / (last completion - first issue)."""
+    """Per point and scenario, sorted by model and scenario: count, p50/p90/p99 latency
+    (linear-interpolated percentiles; not for offline), throughput = samples / (last
+    completion - first issue), and for server points LoadGen's validity."""
     q = results.queries[results.queries["point_id"].isin(results.done()["point_id"])]
-    rows = []
-    for (pid, scen), g in q.groupby(["point_id", "scenario"], sort=True):
-        lat = g["latency_s"].astype(float).to_numpy()
-        span = float((g["issue_s"] + g["latency_s"]).max() - g["issue_s"].min())
-        rows.append({"point_id": pid, "scenario": scen, "queries": len(g),
-                     "p50_ms": 1e3 * np.percentile(lat, 50), "p90_ms": 1e3 * np.percentile(lat, 90),
-                     "p99_ms": 1e3 * np.percentile(lat, 99),
-                     "samples_per_s": float(g["samples"].sum()) / span if span > 0 else np.nan})
-    return pd.DataFrame(rows, columns=["point_id", "scenario", "queries", "p50_ms", "p90_ms",
-                                       "p99_ms", "samples_per_s"])
+    rows = [_query_row(pid, scen, g, results.config.get(pid, {}))
+            for (pid, scen), g in q.groupby(["point_id", "scenario"], sort=True)]
+    df = pd.DataFrame(rows, columns=QUERY_COLUMNS)
+    if len(df):
+        names = results.points.set_index("point_id")["point_name"]
+        df = (df.assign(_n=df["point_id"].map(names))
+                .sort_values(["model", "scenario", "_n"]).drop(columns="_n")
+                .reset_index(drop=True))
+    return df

@@ -3,17 +3,19 @@
 # never fatal (docs/REPORTS.md).
 import argparse
 import datetime
+import json
 import os
 import re
 import sys
 
 import pandas as pd
 
+from analysis import conditions as cond_mod
 from analysis import paper, render
 from analysis.compare import Groups, compare
 from analysis.load import load_results
 from analysis.metrics import query_summary, summarize
-from analysis.plots import alpha_beta_fits, make_plots
+from analysis.plots import PREDICT_ASSUMPTIONS, alpha_beta_fits, make_plots
 
 
 def slug(title):
@@ -26,7 +28,8 @@ def build(results_dir, out_dir):
     summary = summarize(res)
     groups = Groups(res)
     comparisons = compare(res, summary, groups)
-    seed = paper.seed_tables(groups, summary)
+    conds = cond_mod.conditions(res)
+    seed = paper.seed_tables(groups, summary, conds.set_index("point_id"), res.steps)
     seed_list = paper.seed_summary(seed)
     compression = paper.compression_tables(groups, summary)
     queries = query_summary(res)
@@ -38,14 +41,14 @@ def build(results_dir, out_dir):
     os.makedirs(tables_dir, exist_ok=True)
     plots = make_plots(res, summary, groups, plots_dir)
 
-    metrics = summary.reset_index()
+    metrics = with_config(summary.reset_index(), res, conds)
     metrics.insert(1, "point_name", metrics["point_id"].map(names))
     queries.insert(1, "point_name", queries["point_id"].map(names))
     csv = {
         "points": res.points, "metrics": metrics, "comparisons": comparisons,
         "problems": res.problems, "steps": res.steps, "ranks": res.ranks, "comm": res.comm,
         "queries": res.queries, "query_summary": queries, "scalars": res.scalars,
-        "series": res.series, "alpha_beta": fits,
+        "series": res.series, "alpha_beta": fits, "conditions": conds,
     }
     if len(seed_list):
         csv["paper_results"] = seed_list
@@ -55,13 +58,70 @@ def build(results_dir, out_dir):
         df.to_csv(os.path.join(tables_dir, name + ".csv"), index=False)
 
     blocks = _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression,
-                     queries, fits, plots, sorted(csv))
+                     queries, fits, plots, sorted(csv), conds)
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))
     with open(os.path.join(out_dir, "report.html"), "w") as fh:
         fh.write(render.to_html(blocks, title))
     return {"results": res, "plots": plots, "tables": csv, "out": out_dir}
+
+
+def with_config(metrics, res, conds):
+    """metrics.csv carries each point's config keys (so it can be filtered and grouped without
+    joining points.csv) and its measurement flags."""
+    cfg = pd.DataFrame([{"point_id": pid, **res.config.get(pid, {})} for pid in metrics["point_id"]])
+    extra = [c for c in cfg.columns if c != "point_id" and c not in metrics.columns]
+    out = metrics.merge(cfg[["point_id"] + extra], on="point_id", how="left") if extra else metrics
+    return out.merge(conds[["point_id", "step_time_cv", "flags"]], on="point_id", how="left")
+
+
+def conditions_blocks(res, conds):
+    """Under which conditions each point ran, and which timings are suspect."""
+    B = [("h2", "Measurement conditions")]
+    if not len(conds):
+        return B + [("p", "No readable points.")]
+    names = res.points.set_index("point_id")["point_name"]
+    t = conds.assign(point_name=conds["point_id"].map(names))
+    flagged = t[t["flags"] != ""]
+    B.append(("p", f"{len(flagged)} of {len(t)} points have timings to distrust (oversubscribed, "
+                   f"step-time CV > {100 * cond_mod.CV_LIMIT:.0f}%, other work > "
+                   f"{cond_mod.OTHER_CPUS_LIMIT} CPUs or stolen time > "
+                   f"{cond_mod.STEAL_CPUS_LIMIT} CPUs during the point; docs/METRICS.md, "
+                   f"\"Measurement conditions\")."))
+    B.append(("table", t[["point_name", "cpu_model", "cores", "ranks_per_node",
+                          "threads_per_rank", "other_cpus", "steal_cpus", "loadavg_1m_start",
+                          "step_time_cv", "flags"]]))
+    isa = sorted(set(t["isa"]) - {""})
+    if isa:
+        B.append(("p", "CPU ISA extensions: " + " | ".join(isa)))
+    return B
+
+
+def table_blocks(df):
+    """A table, with what every row shares said once above it instead of in every row: one
+    repetition throughout, or one warning (e.g. "too few repetitions") on every row."""
+    B = []
+    if "repetitions" in df.columns and len(df) and (df["repetitions"] == 1).all():
+        B.append(("p", "Every row is a single repetition: no spread and no significance test "
+                       "(add a `repetition` axis to the suite for both)."))
+        df = df.drop(columns=["repetitions"])
+    for col in ("warning", "note"):
+        if col in df.columns and len(df) > 1 and df[col].nunique() == 1 and df[col].iloc[0]:
+            B.append(("p", f"Every row: {df[col].iloc[0]}."))
+            df = df.drop(columns=[col])
+    return B + [("table", df)]
+
+
+def _validity_blocks(queries):
+    """Server points that broke LoadGen's rules, said before the table that lists them."""
+    bad = queries[queries["validity"].str.startswith("INVALID")]
+    if not len(bad):
+        return []
+    lines = "; ".join(f"{r.point_name}: {r.validity[len('INVALID: '):]}" for r in bad.itertuples())
+    return [("p", f"INVALID (LoadGen's server rules: completions keep up with the target rate, "
+                  f"p99 latency within server_latency_ms): {len(bad)} server point"
+                  f"{'s' if len(bad) > 1 else ''}, whose latencies are not results: {lines}.")]
 
 
 def provenance(points):
@@ -73,7 +133,7 @@ def provenance(points):
 
 
 def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression, queries, fits,
-            plots, csv_names):
+            plots, csv_names, conds):
     suites = ", ".join(sorted(set(res.points["suite"]))) if len(res.points) else "(none)"
     done = len(res.done())
     B = [("h1", f"shardbench report: {suites}"),
@@ -94,19 +154,21 @@ def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression
     else:
         B.append(("p", "None: every point has a complete result."))
 
+    B += conditions_blocks(res, conds)
+
     B.append(("h2", "The paper's tables"))
     if seed:
         B.append(("p", "Paper figures are the suite's reference values; ours are medians over "
                        "repetitions (docs/REPORTS.md says which points form each table)."))
-        B += [("h3", "Performance results (the seed paper's list)"), ("table", seed_list)]
+        B += [("h3", "Performance results (the seed paper's list)")] + table_blocks(seed_list)
         for t, df in seed.items():
-            B += [("h3", t), ("table", df)]
+            B += [("h3", t)] + table_blocks(df)
     else:
         B.append(("p", "No done point carries the paper's reference figures (latency_ms, "
                        "memory_gb, samples_per_s, accuracy_delta_pct) with a baseline."))
     if compression:
         for t, df in compression.items():
-            B += [("h3", t), ("table", df)]
+            B += [("h3", t)] + table_blocks(df)
     else:
         B.append(("p", "No hybrid-compression table: no training points that differ only in "
                        "the compression policy and include `none`."))
@@ -116,7 +178,7 @@ def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression
         shown = comparisons[["group", "baseline", "metric", "n", "median", "min", "max",
                              "baseline_n", "baseline_median", "ratio", "pct", "p", "warning"]]
         B += [("p", "ratio = median / baseline median; pct = (ratio - 1) x 100; p: two-sided "
-                    "Mann-Whitney U over repetitions."), ("table", shown)]
+                    "Mann-Whitney U over repetitions.")] + table_blocks(shown)
     else:
         B.append(("p", "No point names a baseline with a done result."))
 
@@ -124,10 +186,11 @@ def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression
     B.append(("table", metrics.drop(columns=["point_id"])) if len(metrics) else
              ("p", "No done points."))
     if len(queries):
-        B += [("h2", "Inference query latency by scenario"),
-              ("table", queries.drop(columns=["point_id"]))]
+        B += [("h2", "Inference query latency by scenario")] + _validity_blocks(queries)
+        B.append(("table", queries.drop(columns=["point_id"])))
     if len(fits):
         B += [("h2", "Alpha-beta fits of collective time (t = alpha + beta x bytes)"),
+              ("p", "Collective micro-benchmarks only (task = micro). " + PREDICT_ASSUMPTIONS),
               ("table", fits)]
 
     B.append(("h2", "Plots"))
@@ -140,12 +203,27 @@ def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression
     return B
 
 
+def summary_json(built):
+    """What `report --json` prints: where it wrote, problems, per-point metrics (with config
+    columns and flags) and conditions, as plain JSON (NaN -> null)."""
+    res, t = built["results"], built["tables"]
+
+    def records(df):
+        return json.loads(df.to_json(orient="records"))
+    return json.dumps({"results": os.path.abspath(res.root), "out": os.path.abspath(built["out"]),
+                       "points_read": len(res.points), "done": len(res.done()),
+                       "problems": records(res.problems), "metrics": records(t["metrics"]),
+                       "conditions": records(t["conditions"])}, indent=1)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m analysis.report",
                                  description="Comparison report, paper tables and plots from "
                                              "a shardbench results folder.")
     ap.add_argument("results", help="results folder (holds points/)")
     ap.add_argument("--out", help="output folder (default RESULTS/report)")
+    ap.add_argument("--json", action="store_true",
+                    help="print the summary (problems, per-point metrics, conditions) as JSON")
     a = ap.parse_args(argv)
     if not os.path.isdir(a.results):
         print(f"analysis.report: {a.results}: no such results folder", file=sys.stderr)
@@ -153,6 +231,9 @@ def main(argv=None):
     out = a.out or os.path.join(a.results, "report")
     r = build(a.results, out)
     res = r["results"]
+    if a.json:
+        print(summary_json(r))
+        return 0
     print(f"{len(res.points)} point files read, {len(res.done())} done, "
           f"{len(res.problems)} problems")
     for _, p in res.problems.iterrows():

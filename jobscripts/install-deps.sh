@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev libbenchmark-dev              # tests and micro-benchmarks
   slurmctld slurmd slurm-client munge        # the single-node Slurm cluster used by tests
   python3 python3-h5py python3-pandas python3-matplotlib python3-scipy python3-pytest
+  chromium                                   # report.html in headless Chromium (analysis tests)
 )
 
 missing=()

@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/command.h"
+#include "harness/core/machine.h"
+#include "harness/launch/launcher.h"
 #include "harness/spec/plan.h"
 #include "harness/workload.h"
 
@@ -27,6 +29,9 @@ Registrar reg([] {
       }
       // Warnings (e.g. an input file an earlier suite has yet to write) do not fail the plan.
       for (const auto& w : s.warnings) std::fprintf(stderr, "%s\n", w.c_str());
+      for (const auto& o : oversubscribed_points(s, usable_cores()))
+        std::fprintf(stderr, "warning: %s here: `shardbench sweep` refuses it without "
+                     "--allow-oversubscribe (timings would measure contention)\n", o.c_str());
       std::fputs(format_plan(s).c_str(), stdout);
     });
   }});

@@ -17,6 +17,7 @@
 #include "harness/core/fault.h"
 #include "harness/core/mpi_context.h"
 #include "harness/core/progress.h"
+#include "harness/core/rank_log.h"
 #include "harness/core/signals.h"
 #include "harness/launch/launcher.h"
 #include "harness/launch/results.h"
@@ -53,10 +54,11 @@ std::string describe(const std::exception& e) {
 // What this process records when it fails. One point per process, so one global: the
 // failure hook (sb::abort_all) has no other way to reach it.
 struct PointState {
-  std::string path;
+  std::string dir, path;  // results folder, result file
   ResultMeta meta;
   const Recorder* rec = nullptr;
   double t0 = 0;
+  std::vector<std::string> machine_start;  // every rank's machine_rank_json at the start
   // "incomplete" when the workload answered a stop signal by throwing: interrupted, not
   // broken (rerun later). Still aborted: other ranks may be mid-collective.
   std::string abort_status = "failed";
@@ -112,7 +114,9 @@ const Point& load_point(const RunArgs& a, Suite& suite) {
 void begin_point(const Suite& suite, const Point& p, const RunArgs& a, MpiContext& mpi,
                  const Recorder& rec, double t0) {
   const std::string dir = a.results.empty() ? default_results_dir(suite) : a.results;
+  g_point.dir = dir;
   g_point.path = result_path(dir, p.index, p.id);
+  tee_output_to(rank_log_path(dir, p.index, p.id, mpi.rank()));
   g_point.meta = make_result_meta(suite, p);
   g_point.meta.world_size = mpi.size();
   g_point.meta.threads_per_rank = launch_spec_for(p).threads;
@@ -125,6 +129,9 @@ void begin_point(const Suite& suite, const Point& p, const RunArgs& a, MpiContex
   try {
     const std::vector<std::string> hosts = gather_strings(mpi.host(), mpi.world());
     if (mpi.rank() == 0) g_point.meta.hosts = json_string_list(hosts);
+    g_point.machine_start = gather_strings(machine_rank_json(mpi.host()), mpi.world());
+    // A failure recorded from here on carries the start figures (end load average -1).
+    if (mpi.rank() == 0) g_point.meta.machine = machine_json(g_point.machine_start, {});
     const int want = base_config(p).world;
     SB_CHECK(want == mpi.size(), "point {} ({}) needs world={} ranks but was started on {}; "
              "launch it with -np {} (or let `shardbench sweep` launch it)",
@@ -201,6 +208,8 @@ int run_point(const RunArgs& a) {
   begin_point(suite, p, a, mpi, rec, t0);
 
   auto progress = make_progress(mpi.rank() == 0, stderr);
+  if (mpi.rank() == 0)  // `status` shows the step and ETA of a running point from this file
+    progress = with_status_file(std::move(progress), point_progress_path(g_point.dir, p.index, p.id));
   StopFlag stop;
   StopCause cause = StopCause::None;
   {
@@ -230,6 +239,8 @@ int run_point(const RunArgs& a) {
   std::string reason;
   for (const auto& r : reasons)
     if (reason.empty()) reason = r;
+  const std::vector<std::string> load_end = gather_strings(machine_end_json(), mpi.world());
+  if (mpi.rank() == 0) g_point.meta.machine = machine_json(g_point.machine_start, load_end);
   if (mpi.rank() == 0) code = finish_point(rec, reason, cause);
   MPI_Bcast(&code, 1, MPI_INT, 0, mpi.world());
   return code;

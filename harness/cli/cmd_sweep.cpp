@@ -16,6 +16,7 @@ struct SweepArgs {
   std::string suite, results;
   bool retry_failed = false;
   int np_max = 0;
+  bool allow_oversubscribe = false;
 };
 
 const bool registered = [] {
@@ -27,6 +28,9 @@ const bool registered = [] {
          sub.add_option("--results", a->results, "results folder (default results/<suite name>)");
          sub.add_flag("--retry-failed", a->retry_failed, "rerun points recorded as failed");
          sub.add_option("--np-max", a->np_max, "skip points that need more ranks than this");
+         sub.add_flag("--allow-oversubscribe", a->allow_oversubscribe,
+                      "run points whose ranks x threads exceed this machine's cores (their "
+                      "timings then measure contention)");
          sub.callback([a] {
            const Suite suite = load_suite(a->suite);
            // The plan-time warnings (a missing input file) before anything runs.
@@ -35,6 +39,7 @@ const bool registered = [] {
            opt.results_dir = a->results.empty() ? default_results_dir(suite) : a->results;
            opt.retry_failed = a->retry_failed;
            opt.np_max = a->np_max;
+           opt.allow_oversubscribe = a->allow_oversubscribe;
            const int code = find_scheduler("local")->schedule(suite, opt);
            if (code != 0) throw Exit{code};
          });

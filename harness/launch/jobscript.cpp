@@ -1,6 +1,8 @@
 // Rendering of sbatch job-array scripts from the template in jobscripts/.
 #include "harness/launch/jobscript.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -48,6 +50,32 @@ std::string read_job_template(const std::string& name) {
   return ss.str();
 }
 
+namespace {
+// The #SBATCH lines of the cluster settings, in a fixed order. The suite reader has checked the
+// values; this refuses what would still break a line (a caller that did not go through it).
+std::string slurm_lines(const JobScriptSpec& s) {
+  std::string out;
+  auto line = [&](const std::string& text) { out += (out.empty() ? "" : "\n") + text; };
+  auto cntrl = [](char c) { return std::iscntrl(static_cast<unsigned char>(c)) != 0; };
+  auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  const std::pair<const char*, std::string> options[] = {
+      {"partition", s.partition}, {"account", s.account}, {"qos", s.qos},
+      {"nodes", s.nodes > 0 ? std::to_string(s.nodes) : ""}, {"gres", s.gres},
+      {"constraint", s.constraint}};
+  for (const auto& [option, value] : options) {
+    SB_CHECK(std::none_of(value.begin(), value.end(), space), "--{} '{}' contains whitespace, "
+             "which an #SBATCH line cannot hold", option, value);
+    if (!value.empty()) line(fmt::format("#SBATCH --{}={}", option, value));
+  }
+  for (const auto& x : s.extra) {
+    SB_CHECK(x.rfind("#SBATCH ", 0) == 0 && std::none_of(x.begin(), x.end(), cntrl),
+             "extra job script line '{}' is not one #SBATCH line", x);
+    line(x);
+  }
+  return out;
+}
+}  // namespace
+
 std::string render_job_script(const std::string& tmpl, const JobScriptSpec& s) {
   // #SBATCH lines are read by sbatch, not by a shell, so they cannot be quoted: refuse paths
   // that would need it rather than write a script that means something else.
@@ -59,7 +87,8 @@ std::string render_job_script(const std::string& tmpl, const JobScriptSpec& s) {
   for (const auto& a : s.launch_prefix) launch += (launch.empty() ? "" : " ") + shell_quote(a);
   const std::map<std::string, std::string> values = {
       {"SUITE_NAME", s.suite_name},
-      {"JOB_NAME", fmt::format("sb-{}-w{}", s.suite_name, s.world)},
+      {"JOB_NAME", fmt::format("sb-{}-{}", s.suite_name,
+                               s.job_tag.empty() ? fmt::format("w{}", s.world) : s.job_tag)},
       {"ARRAY", array_spec(s.indices, s.max_parallel)},
       {"WORLD", std::to_string(s.world)},
       {"THREADS", std::to_string(s.threads)},
@@ -67,7 +96,7 @@ std::string render_job_script(const std::string& tmpl, const JobScriptSpec& s) {
       {"LOG_DIR_RAW", s.results_dir + "/logs"},
       {"LOG_DIR", shell_quote(s.results_dir + "/logs")},
       {"SIGNAL_S", std::to_string(s.signal_s)},
-      {"PARTITION_LINE", s.partition.empty() ? "" : "#SBATCH --partition=" + s.partition},
+      {"SLURM_LINES", slurm_lines(s)},
       {"EXE", shell_quote(s.exe)},
       {"SUITE_FILE", shell_quote(s.suite_file)},
       {"RESULTS_DIR", shell_quote(s.results_dir)},

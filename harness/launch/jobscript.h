@@ -14,7 +14,11 @@ struct JobScriptSpec {
   int max_parallel = 0;                  // %K (0 = none)
   int time_min = 60;                     // --time
   int signal_s = 60;                     // --signal=B:USR1@signal_s
-  std::string partition;                 // "" = no --partition line
+  std::string job_tag;                   // job name after "sb-SUITE-" ("" = "w" + world)
+  // #SBATCH options (the suite's [slurm] table, --partition): "" / 0 = no line.
+  std::string partition, account, qos, gres, constraint;
+  int nodes = 0;
+  std::vector<std::string> extra;        // whole "#SBATCH ..." lines, written as they are
   std::string launcher;                  // name (mpirun, srun)
   std::vector<std::string> launch_prefix;  // from the launcher
 };

@@ -10,8 +10,10 @@
 #include <thread>
 
 #include "harness/core/check.h"
+#include "harness/core/machine.h"
 #include "harness/spec/base_config.h"
 #include "harness/spec/point.h"
+#include "harness/spec/suite.h"
 #include "harness/workload.h"
 
 namespace sb {
@@ -37,6 +39,17 @@ LaunchSpec launch_spec_for(const Point& p) {
     s.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / s.world);
   s.as_root = geteuid() == 0;
   return s;
+}
+
+std::vector<std::string> oversubscribed_points(const Suite& suite, int cores, int np_max) {
+  std::vector<std::string> out;
+  for (const Point& p : suite.points) {
+    const LaunchSpec s = launch_spec_for(p);
+    if (np_max > 0 && s.world > np_max) continue;
+    const std::string why = oversubscription(s.world, s.threads, cores);
+    if (!why.empty()) out.push_back(fmt::format("point {} ({}): {}", p.index, p.name, why));
+  }
+  return out;
 }
 
 std::vector<std::string> launcher_names() {

@@ -25,6 +25,11 @@ class Launcher {
 class Point;
 // World size and threads of a point (threads 0 = this machine's cores shared by the ranks).
 LaunchSpec launch_spec_for(const Point& p);
+struct Suite;
+// One line per point of `suite` whose ranks x threads exceed `cores` when all its ranks
+// share one node (the local scheduler): "point 3 (name): 4 ranks x 2 threads = ...".
+// Points with more ranks than np_max (> 0) are left out: the sweep skips them.
+std::vector<std::string> oversubscribed_points(const Suite& suite, int cores, int np_max = 0);
 
 // Launchers register by name at static-init time (one file each: mpirun.cpp, srun.cpp); the
 // name also joins the "launcher" name set the `launcher` key is checked against.

@@ -150,6 +150,8 @@ class Reader {
 
   void read(const toml::table& root);
   bool named() const { return named_; }  // [suite] name was given
+  const SlurmTable& slurm() const { return slurm_; }
+  const SourcePos& slurm_nodes_pos() const { return nodes_pos_; }
 
  private:
   const std::string& file() const { return spec_.file; }
@@ -269,12 +271,16 @@ class Reader {
   std::optional<Matcher> read_matcher(const toml::table& t, const std::string& what,
                                       bool reference);
   void read_baseline(const toml::table& t);
+  void read_slurm(const toml::table& t);
+  void read_slurm_extra(const Entry& e);
   bool note_varied(const Entry& e, const std::string& by);
 
   SuiteSpec& spec_;
   Diagnostics& d_;
   std::map<std::string, std::string> varied_by_;  // key -> "[axes]" or "[[zip]] #n"
   bool named_ = false;
+  SlurmTable slurm_;
+  SourcePos nodes_pos_;
 };
 
 void Reader::read(const toml::table& root) {
@@ -284,6 +290,7 @@ void Reader::read(const toml::table& root) {
     else if (s == "base") { if (auto t = table(v, s)) read_base(*t); }
     else if (s == "axes") { if (auto t = table(v, s)) read_axes(*t); }
     else if (s == "baseline") { if (auto t = table(v, s)) read_baseline(*t); }
+    else if (s == "slurm") { if (auto t = table(v, s)) read_slurm(*t); }
     else if (s == "zip" || s == "exclude" || s == "reference") {
       auto arr = tables(v, s);
       if (!arr) continue;
@@ -299,7 +306,7 @@ void Reader::read(const toml::table& root) {
     } else {
       d_.add(pos_of(k.source(), file()), s,
              "unknown section; the sections are [suite], [base], [axes], [[zip]], [[exclude]], "
-             "[baseline] and [[reference]] (point keys go under [base])");
+             "[baseline], [[reference]] and [slurm] (point keys go under [base])");
     }
   }
   std::stable_sort(spec_.dims.begin(), spec_.dims.end(), [](const Dimension& a, const Dimension& b) {
@@ -475,6 +482,55 @@ void Reader::read_baseline(const toml::table& t) {
   }
 }
 
+// [slurm]: the cluster settings of `submit`, checked as strictly as point keys (the rules are
+// in base_config.cpp). Keys are reported as slurm.KEY: `time` is not the point key time_limit.
+void Reader::read_slurm(const toml::table& t) {
+  const std::vector<std::string>& known = slurm_keys();
+  for (const auto& e : entries(t, file())) {
+    const std::string key = "slurm." + e.key;
+    if (std::find(known.begin(), known.end(), e.key) == known.end()) {
+      const std::string best = closest(e.key, known);
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      const std::string hint = best.empty() ? "" : "did you mean '" + best + "'? ";
+      d_.add(e.key_pos, key, fmt::format("unknown key in [slurm]; {}the keys are {}", hint, list));
+    } else if (e.key == "extra") {
+      read_slurm_extra(e);
+    } else if (e.key == "nodes") {
+      const auto n = e.node->as_integer();
+      if (n && n->get() >= 1 && n->get() <= (1 << 20))
+        slurm_.nodes = int(n->get()), nodes_pos_ = e.pos;
+      else
+        d_.add(e.pos, key, fmt::format("expected a number of nodes from 1 to {}, got {}",
+                                          1 << 20, describe(*e.node)));
+    } else if (const auto s = e.node->as_string(); !s) {
+      const char* hint = e.key == "time" ? " (Slurm's format: time = \"2:00:00\")" : "";
+      d_.add(e.pos, key, fmt::format("wrong type: expected a string, got {}{}", describe(*e.node),
+                                     hint));
+    } else if (const std::string problem = set_slurm_string(slurm_, e.key, s->get());
+               !problem.empty()) {
+      d_.add(e.pos, key, problem);
+    }
+  }
+}
+
+void Reader::read_slurm_extra(const Entry& e) {
+  const auto arr = e.node->as_array();
+  if (!arr) {
+    d_.add(e.pos, "slurm.extra", fmt::format("wrong type: expected an array of \"#SBATCH ...\" "
+                                             "strings, got {}", describe(*e.node)));
+    return;
+  }
+  for (auto&& el : *arr) {
+    const auto s = el.as_string();
+    const std::string problem = s ? slurm_extra_problem(s->get())
+                                  : fmt::format("wrong type: expected an \"#SBATCH ...\" string, "
+                                                "got {}", describe(el));
+    if (problem.empty()) slurm_.extra.push_back(s->get());
+    else d_.add(at(el), "slurm.extra", problem);
+  }
+}
+
 std::string stem(const std::string& path) {
   std::size_t slash = path.find_last_of('/');
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -510,9 +566,13 @@ Suite load_suite_text(const std::string& toml_text, const std::string& path) {
     throw SuiteError(diags.lines());  // points would carry the name: do not expand
   }
   std::vector<Point> points = expand(spec, diags);
+  if (diags.empty()) {
+    const std::string problem = slurm_nodes_problem(reader.slurm(), points);
+    if (!problem.empty()) diags.add(reader.slurm_nodes_pos(), "slurm.nodes", problem);
+  }
   if (!diags.empty()) throw SuiteError(diags.lines());
   return Suite{spec.name, path, spec.sha256, spec.description, std::move(points),
-               diags.warning_lines()};
+               diags.warning_lines(), reader.slurm()};
 }
 
 Suite load_suite(const std::string& path) {

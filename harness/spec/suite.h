@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "harness/core/check.h"
+#include "harness/spec/base_config.h"
 #include "harness/spec/point.h"
 
 namespace sb {
@@ -17,6 +18,7 @@ struct Suite {
   // "file:line:column: key: warning: message", e.g. an input file that does not exist (yet):
   // `shardbench plan` and `sweep` print them; they do not stop the suite.
   std::vector<std::string> warnings;
+  SlurmTable slurm;  // [slurm]: how `submit` asks a cluster for the points (empty = defaults)
 };
 
 // Parses, validates and expands. On any problem throws sb::Error whose message lists every

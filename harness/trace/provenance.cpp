@@ -2,13 +2,16 @@
 // and where result files and per-point logs live.
 #include <hdf5.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/core/machine.h"
 #include "harness/core/mpi_context.h"
 #include "harness/spec/suite.h"
 #include "harness/trace/result.h"
@@ -56,6 +59,85 @@ std::string json_string_list(const std::vector<std::string>& items) {
   return nlohmann::json(items).dump();
 }
 
+namespace {
+nlohmann::json sample_json(const CpuSample& c) {
+  return {{"wall_s", c.wall_s}, {"node_busy_s", c.node_busy_s},
+          {"node_steal_s", c.node_steal_s}, {"own_cpu_s", c.own_cpu_s}};
+}
+
+// Per host: the end figures of its first rank, every rank's own CPU time.
+void add_end_figures(nlohmann::json& node, const std::vector<nlohmann::json>& starts,
+                     const std::vector<nlohmann::json>& ends) {
+  node["loadavg_1m_end"] = -1.0;
+  node["other_cpus"] = -1.0;
+  node["steal_cpus"] = -1.0;
+  const auto& ranks = node["ranks"];
+  const std::size_t first = ranks[0].get<std::size_t>();
+  if (first >= ends.size() || ends[first].is_null()) return;
+  const auto& a = starts[first]["cpu"];
+  const auto& b = ends[first]["cpu"];
+  node["loadavg_1m_end"] = ends[first].value("loadavg_1m_end", -1.0);
+  const double wall = b.value("wall_s", 0.0) - a.value("wall_s", 0.0);
+  if (wall <= 0 || a.value("node_busy_s", -1.0) < 0 || b.value("node_busy_s", -1.0) < 0) return;
+  double own = 0;
+  for (const auto& r : ranks) {
+    const std::size_t i = r.get<std::size_t>();
+    if (i < ends.size() && !ends[i].is_null())
+      own += ends[i]["cpu"].value("own_cpu_s", 0.0) - starts[i]["cpu"].value("own_cpu_s", 0.0);
+  }
+  const double busy = b.value("node_busy_s", 0.0) - a.value("node_busy_s", 0.0);
+  // Clock-tick rounding can put the difference a little below zero on an idle node.
+  node["other_cpus"] = std::max(0.0, (busy - own) / wall);
+  node["steal_cpus"] =
+      std::max(0.0, (b.value("node_steal_s", 0.0) - a.value("node_steal_s", 0.0)) / wall);
+}
+}  // namespace
+
+std::string machine_rank_json(const std::string& host) {
+  const MachineInfo m = machine_now(host);
+  return nlohmann::json{{"host", m.host},           {"cpu_model", m.cpu_model},
+                        {"isa", m.isa},             {"cores", m.cores},
+                        {"rank_cpus", m.rank_cpus}, {"loadavg_1m_start", m.loadavg_1m},
+                        {"cpu", sample_json(cpu_sample())}}
+      .dump();
+}
+
+std::string machine_end_json() {
+  return nlohmann::json{{"loadavg_1m_end", load_average_1m()}, {"cpu", sample_json(cpu_sample())}}
+      .dump();
+}
+
+// Ranks on one host share its figures: one entry per host, in first-rank order.
+std::string machine_json(const std::vector<std::string>& start_json,
+                         const std::vector<std::string>& end_json) {
+  std::vector<nlohmann::json> starts, ends;
+  for (const auto& t : start_json) starts.push_back(nlohmann::json::parse(t, nullptr, false));
+  for (const auto& t : end_json) {
+    auto j = nlohmann::json::parse(t, nullptr, false);
+    ends.push_back(j.is_discarded() ? nlohmann::json() : j);
+  }
+  nlohmann::json nodes = nlohmann::json::array();
+  std::map<std::string, std::size_t> at;
+  std::size_t per_node = 0;
+  for (std::size_t r = 0; r < starts.size(); ++r) {
+    const auto& j = starts[r];
+    if (j.is_discarded() || !j.contains("host")) continue;
+    const std::string host = j["host"].get<std::string>();
+    if (!at.count(host)) {
+      at[host] = nodes.size();
+      nlohmann::json node = j;
+      node.erase("cpu");
+      node["ranks"] = nlohmann::json::array();
+      nodes.push_back(node);
+    }
+    auto& ranks = nodes[at[host]]["ranks"];
+    ranks.push_back(r);
+    per_node = std::max(per_node, ranks.size());
+  }
+  for (auto& node : nodes) add_end_figures(node, starts, ends);
+  return nlohmann::json{{"nodes", nodes}, {"ranks_per_node", per_node}}.dump();
+}
+
 static std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
@@ -86,6 +168,16 @@ ResultMeta make_result_meta(const Suite& suite, const Point& point) {
 
 std::string result_path(const std::string& dir, std::int64_t index, const std::string& id) {
   return fmt::format("{}/points/{}-{}.h5", dir, index, id);
+}
+
+std::string point_progress_path(const std::string& dir, std::int64_t index,
+                                const std::string& id) {
+  return fmt::format("{}/logs/{}-{}.progress.json", dir, index, id);
+}
+
+std::string rank_log_path(const std::string& dir, std::int64_t index, const std::string& id,
+                          int rank) {
+  return fmt::format("{}/logs/{}-{}/rank{}.log", dir, index, id, rank);
 }
 
 std::string point_log_path(const std::string& dir, std::int64_t index, const std::string& id) {

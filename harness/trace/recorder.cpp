@@ -1,10 +1,12 @@
-// Recorder::gather: every rank's comm events and memory records to rank 0, packed as bytes
-// (one MPI_Gatherv) after the timed steps, so no MPI happens while a step is measured.
+// Recorder::gather: every rank's records of the types gathered from every rank (comm events,
+// memory) to rank 0, packed as bytes (one MPI_Gatherv) after the timed steps, so no MPI
+// happens while a step is measured. The packing is generated from the records' Tables.
 #include "harness/trace/recorder.h"
 
 #include <sys/resource.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "harness/core/check.h"
 #include "harness/core/mpi_context.h"
@@ -55,23 +57,24 @@ class Unpacker {
   const char* end_;
 };
 
-void pack(Packer& pk, const CommEvent& e) {
-  pk.put(e.step); pk.put(e.rank); pk.put(e.op); pk.put(e.group); pk.put(e.kind);
-  pk.put(e.logical_bytes); pk.put(e.wire_bytes); pk.put(e.start_s); pk.put(e.duration_s);
+// One record, field by field in table order (the same binary packs and unpacks).
+template <class Rec>
+void pack(Packer& pk, const Rec& r) {
+  for_each_field<Rec>([&](const auto& f) { pk.put(r.*f.member); });
 }
-void unpack(Unpacker& u, CommEvent& e) {
-  u.get(e.step); u.get(e.rank); u.get(e.op); u.get(e.group); u.get(e.kind);
-  u.get(e.logical_bytes); u.get(e.wire_bytes); u.get(e.start_s); u.get(e.duration_s);
+template <class Rec>
+void unpack(Unpacker& u, Rec& r) {
+  for_each_field<Rec>([&](const auto& f) { u.get(r.*f.member); });
 }
-void pack(Packer& pk, const RankMemory& m) {
-  pk.put(m.rank); pk.put(m.host); pk.put(m.param_bytes); pk.put(m.grad_bytes);
-  pk.put(m.optim_bytes); pk.put(m.gathered_bytes); pk.put(m.model_state_bytes);
-  pk.put(m.peak_model_state_bytes); pk.put(m.peak_rss_bytes);
-}
-void unpack(Unpacker& u, RankMemory& m) {
-  u.get(m.rank); u.get(m.host); u.get(m.param_bytes); u.get(m.grad_bytes);
-  u.get(m.optim_bytes); u.get(m.gathered_bytes); u.get(m.model_state_bytes);
-  u.get(m.peak_model_state_bytes); u.get(m.peak_rss_bytes);
+
+// Calls f(rows) with the vector of each record type gathered from every rank, in the order
+// of RecordTypes (packing and unpacking walk them alike).
+template <class Tables, class F>
+void for_each_gathered(Tables& tables, F&& f) {
+  for_each_record(RecordTypes{}, [&](auto* tag) {
+    using Rec = std::remove_pointer_t<decltype(tag)>;
+    if constexpr (Table<Rec>::from_every_rank) f(std::get<std::vector<Rec>>(tables));
+  });
 }
 }  // namespace
 
@@ -79,25 +82,24 @@ void Recorder::gather(MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   Packer pk;
-  pk.put<std::uint64_t>(comm_.size());
-  for (const auto& e : comm_) pack(pk, e);
-  pk.put<std::uint64_t>(memory_.size());
-  for (const auto& m : memory_) pack(pk, m);
+  for_each_gathered(tables_, [&](const auto& rows) {
+    pk.put<std::uint64_t>(rows.size());
+    for (const auto& r : rows) pack(pk, r);
+  });
   std::vector<int> sizes;
   std::vector<char> all = gather_bytes(pk.buf, comm, &sizes);
   if (rank != 0) return;
   // Rank order: rank 0's records first, then rank 1's, ... (rank 0's own are replaced by
   // its copy in the gathered buffer).
-  comm_.clear();
-  memory_.clear();
+  for_each_gathered(tables_, [](auto& rows) { rows.clear(); });
   size_t off = 0;
   for (size_t r = 0; r < sizes.size(); ++r) {
     Unpacker u(all.data() + off, static_cast<size_t>(sizes[r]));
-    std::uint64_t n = 0;
-    u.get(n);
-    for (std::uint64_t i = 0; i < n; ++i) unpack(u, comm_.emplace_back());
-    u.get(n);
-    for (std::uint64_t i = 0; i < n; ++i) unpack(u, memory_.emplace_back());
+    for_each_gathered(tables_, [&u](auto& rows) {
+      std::uint64_t n = 0;
+      u.get(n);
+      for (std::uint64_t i = 0; i < n; ++i) unpack(u, rows.emplace_back());
+    });
     SB_CHECK(u.done(), "gathered trace records of rank {} have trailing bytes", r);
     off += static_cast<size_t>(sizes[r]);
   }

@@ -1,50 +1,138 @@
 // Plain result records. Workloads fill them; sinks (console, HDF5) consume them.
-// Units are in the field names: _s seconds, _bytes bytes.
+// Each record's Table, right below it, is the one description of its fields: name, type (from
+// the member), unit and meaning. MPI packing, the HDF5 columns and their attributes,
+// `shardbench schema` and docs/HDF5_SCHEMA.md are generated from it (harness/trace/fields.h).
 #pragma once
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "harness/trace/fields.h"
+
 namespace sb {
 
-struct StepRecord {  // one optimizer step (train) or one batch (infer); times are the slowest rank's
-                    // (train, infer and micro all take the MAX over ranks before recording)
+struct StepRecord {  // one optimizer step (train) or one batch (infer)
   std::int64_t step = 0;
-  bool warmup = false;  // excluded from statistics
+  bool warmup = false;
   double wall_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0, comm_exposed_s = 0;
   double loss = 0, grad_norm = 0;
   double tokens_per_s = 0, samples_per_s = 0, mfu = 0;
 };
 
-struct CommEvent {  // one collective as seen by one rank
-  std::int64_t step = 0;
-  std::int32_t rank = 0;
-  std::string op;     // all_gather, reduce_scatter, all_reduce, broadcast, all_to_all
-  std::string group;  // world, shard, replica
-  std::string kind;   // param_all_gather, grad_reduce_scatter, grad_all_reduce, other
-  std::uint64_t logical_bytes = 0, wire_bytes = 0;
-  double start_s = 0, duration_s = 0;  // start relative to the point's start
+template <>
+struct Table<StepRecord> {
+  using R = StepRecord;
+  static constexpr const char* group = "steps";
+  // train, infer and micro all take the MAX over ranks before recording.
+  static constexpr const char* doc =
+      "one row per optimizer step (train) or batch (infer); times are the slowest rank's";
+  static constexpr bool from_every_rank = false;
+  static constexpr auto fields = std::make_tuple(
+      field("step", &R::step, "", "index of the step in the run, warm-up steps included"),
+      field("warmup", &R::warmup, "", "1 for a warm-up step (excluded from statistics), else 0"),
+      field("wall_s", &R::wall_s, "s", "wall time of the whole step"),
+      field("forward_s", &R::forward_s, "s", "time in forward passes"),
+      field("backward_s", &R::backward_s, "s", "time in backward passes"),
+      field("optimizer_s", &R::optimizer_s, "s", "time in the optimizer update"),
+      field("comm_exposed_s", &R::comm_exposed_s, "s",
+            "time the compute thread waited on communication"),
+      field("loss", &R::loss, "", "mean loss over the step's global batch (train; else 0)"),
+      field("grad_norm", &R::grad_norm, "",
+            "global L2 norm of the gradient before clipping (train; else 0)"),
+      field("tokens_per_s", &R::tokens_per_s, "tokens/s", "tokens of the global batch / wall_s"),
+      field("samples_per_s", &R::samples_per_s, "samples/s",
+            "samples of the global batch / wall_s"),
+      field("mfu", &R::mfu, "",
+            "model FLOPs utilisation, a fraction of the measured peak (docs/METRICS.md)"));
 };
 
-struct RankMemory {  // per rank, bytes
+struct RankMemory {  // per rank
   std::int32_t rank = 0;
   std::string host;
   std::uint64_t param_bytes = 0, grad_bytes = 0, optim_bytes = 0, gathered_bytes = 0;
-  std::uint64_t model_state_bytes = 0;       // between steps
-  std::uint64_t peak_model_state_bytes = 0;  // within a step
-  std::uint64_t peak_rss_bytes = 0;          // of the process (getrusage)
+  std::uint64_t model_state_bytes = 0;
+  std::uint64_t peak_model_state_bytes = 0;
+  std::uint64_t peak_rss_bytes = 0;
+};
+
+template <>
+struct Table<RankMemory> {
+  using R = RankMemory;
+  static constexpr const char* group = "ranks";
+  static constexpr const char* doc = "one row per rank, its memory at the end of the run";
+  static constexpr bool from_every_rank = true;
+  static constexpr auto fields = std::make_tuple(
+      field("rank", &R::rank, "", "MPI rank in the point's world"),
+      field("host", &R::host, "", "host name of the rank"),
+      field("param_bytes", &R::param_bytes, "bytes", "parameters this rank holds"),
+      field("grad_bytes", &R::grad_bytes, "bytes", "gradients this rank holds"),
+      field("optim_bytes", &R::optim_bytes, "bytes", "optimizer state this rank holds"),
+      field("gathered_bytes", &R::gathered_bytes, "bytes",
+            "gathered (unsharded) parameter buffers held now"),
+      field("model_state_bytes", &R::model_state_bytes, "bytes",
+            "params + grads + optimizer state + gathered, between steps"),
+      field("peak_model_state_bytes", &R::peak_model_state_bytes, "bytes",
+            "highest model state within a step"),
+      field("peak_rss_bytes", &R::peak_rss_bytes, "bytes",
+            "peak resident memory of the process (getrusage)"));
 };
 
 // This rank's identity (rank, host) and its process's peak resident memory now (getrusage);
 // the caller adds what it owns (parameters, gradients, ...). The one place that reads them.
 RankMemory rank_memory_now(int rank);
 
+struct CommEvent {  // one collective as seen by one rank
+  std::int64_t step = 0;
+  std::int32_t rank = 0;
+  std::string op, group, kind;
+  std::uint64_t logical_bytes = 0, wire_bytes = 0;
+  double start_s = 0, duration_s = 0;
+};
+
+template <>
+struct Table<CommEvent> {
+  using R = CommEvent;
+  static constexpr const char* group = "comm";
+  static constexpr const char* doc = "one row per collective per rank";
+  static constexpr bool from_every_rank = true;
+  static constexpr auto fields = std::make_tuple(
+      field("step", &R::step, "", "step (train) or size index (micro) the collective belongs to"),
+      field("rank", &R::rank, "", "MPI rank that saw it"),
+      field("op", &R::op, "", "all_gather, reduce_scatter, all_reduce, broadcast or all_to_all"),
+      field("group", &R::group, "", "process group: world, shard or replica"),
+      field("kind", &R::kind, "",
+            "purpose: param_all_gather, grad_reduce_scatter, grad_all_reduce or other"),
+      field("logical_bytes", &R::logical_bytes, "bytes",
+            "fp32 bytes sent in the uncompressed equivalent (docs/METRICS.md)"),
+      field("wire_bytes", &R::wire_bytes, "bytes", "bytes actually handed to MPI to send"),
+      field("start_s", &R::start_s, "s", "start, relative to the point's start"),
+      field("duration_s", &R::duration_s, "s", "from start to completion"));
+};
+
 struct QueryRecord {  // inference: one query (MLPerf LoadGen vocabulary)
-  std::string scenario;  // single-stream, multi-stream, server, offline
+  std::string scenario;
   std::int64_t query = 0;
   double issue_s = 0, latency_s = 0;
   std::int64_t samples = 0, tokens = 0;
 };
+
+template <>
+struct Table<QueryRecord> {
+  using R = QueryRecord;
+  static constexpr const char* group = "queries";
+  static constexpr const char* doc = "inference: one row per query";
+  static constexpr bool from_every_rank = false;
+  static constexpr auto fields = std::make_tuple(
+      field("scenario", &R::scenario, "", "single-stream, multi-stream, server or offline"),
+      field("query", &R::query, "", "index of the query in its scenario"),
+      field("issue_s", &R::issue_s, "s", "issue time, relative to the scenario's start"),
+      field("latency_s", &R::latency_s, "s", "from issue to completion, queueing included"),
+      field("samples", &R::samples, "", "samples in the query"),
+      field("tokens", &R::tokens, "", "tokens in the query"));
+};
+
+// Every record type, in the order of the result file's groups.
+using RecordTypes = RecordList<StepRecord, RankMemory, CommEvent, QueryRecord>;
 
 }  // namespace sb

@@ -28,6 +28,9 @@ struct ResultMeta {
   std::string git_commit, shardbench_version;
   std::string versions = "{}";   // JSON: mpi, hdf5, fmt, torch, compiler
   std::string hosts = "[]";      // JSON list, index = rank
+  // JSON: per node its CPU model, ISA flags, cores, ranks and 1-minute load average at the
+  // start and end (machine_json); "{}" in files from before it was recorded.
+  std::string machine = "{}";
   std::int64_t world_size = 0, threads_per_rank = 0;
   std::string slurm_job_id, slurm_array_job_id, slurm_array_task_id;
   std::string command_line;
@@ -43,11 +46,29 @@ ResultMeta make_result_meta(const Suite& suite, const Point& point);
 // workload's texts torch_version (as "torch") and cpu_allocator; "" when not recorded.
 std::string versions_json(const std::map<std::string, std::string>& texts = {});
 std::string json_string_list(const std::vector<std::string>& items);
+// This rank's machine facts at the start (machine_now + cpu_sample) and its figures at the
+// end (load average, cpu_sample) as JSON; rank 0 merges every rank's into the `machine`
+// attribute: {"nodes": [{host, cpu_model, isa, cores, rank_cpus, ranks, loadavg_1m_start,
+// loadavg_1m_end, other_cpus, steal_cpus}], "ranks_per_node": max over nodes}.
+// other_cpus: CPUs' worth of work on the node that was not this point's ranks, averaged over
+// the point: (node busy time - the ranks' own CPU time) / wall time; steal_cpus: the time the
+// hypervisor gave to other guests / wall time (docs/METRICS.md, "Measurement conditions").
+// end_json empty (a failure before the end): no end figures (-1).
+std::string machine_rank_json(const std::string& host);
+std::string machine_end_json();
+std::string machine_json(const std::vector<std::string>& start_json,
+                         const std::vector<std::string>& end_json);
 std::string iso_time_now();  // "2026-12-02T10:00:00Z"
 
 // RESULTS/points/<index>-<id>.h5 and RESULTS/logs/<index>-<id>.log
 std::string result_path(const std::string& results_dir, std::int64_t index, const std::string& id);
 std::string point_log_path(const std::string& results_dir, std::int64_t index, const std::string& id);
+// RESULTS/logs/<index>-<id>.progress.json: a running point's step, total and ETA (rank 0).
+std::string point_progress_path(const std::string& results_dir, std::int64_t index,
+                                const std::string& id);
+// RESULTS/logs/<index>-<id>/rank<r>.log: what rank r printed (the point log interleaves all).
+std::string rank_log_path(const std::string& results_dir, std::int64_t index, const std::string& id,
+                          int rank);
 
 // Writes the whole file to `path`.tmp.<pid> and renames it to `path` (atomic on POSIX), so a
 // file under its final name is always complete. Creates the parent folder. Throws sb::Error.
@@ -61,6 +82,10 @@ struct ResultSummary {
   std::int64_t steps = 0;  // rows in /steps
 };
 ResultSummary read_result_summary(const std::string& path);
+
+// The record tables of a result file (steps, ranks, comm, queries), read back through the
+// same Tables that wrote them; throws sb::Error naming a missing group or column.
+Recorder read_result_records(const std::string& path);
 
 // Console sink: a few lines per point (status, median step time, tokens/s, MFU, memory).
 void print_summary(std::FILE* out, const ResultMeta& meta, const Recorder& rec);

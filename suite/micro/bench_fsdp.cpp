@@ -2,8 +2,9 @@
 // baseline measured in the same run (an MPI program, not a Google Benchmark one: it needs
 // every rank). Run with 2 ranks for the scaling figures (docs/FSDP.md "Benchmark"):
 //   mpirun -np 2 build/micro/micro_bench_fsdp [model] [rows-per-rank] [seq] [steps] [strategies]
-// strategies: comma-separated strategy+progress; default full_shard+poll,full_shard+inline,
-// no_shard+inline (poll and inline are what the train task's comm_progress = "auto" picks).
+// strategies: comma-separated strategy+progress[+compression preset]; default
+// full_shard+poll,full_shard+inline,no_shard+inline (poll and inline are what the train task's
+// comm_progress = "auto" picks), e.g. full_shard+inline+hybrid for compressed collectives.
 // Baseline: rank 0 alone (MPI_COMM_SELF, no_shard: no communication) on the same per-rank
 // batch, while the other ranks wait without spinning, before and after every strategy on all
 // ranks; a strategy's scaling is against the faster of the two baselines beside it.
@@ -28,6 +29,7 @@
 #include <torch/types.h>
 
 #include "workloads/comm/communicator.h"
+#include "workloads/comm/policy.h"
 #include "workloads/data/batches.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/cpu_allocator.h"
@@ -57,18 +59,20 @@ struct Figures {
 // row reported is the median step by wall time (this VM has minute-long slow spells that a
 // mean over 3-5 steps passes on; min and max are printed beside it).
 // strategy: a strategy name, optionally with "+<progress>" (thread, poll, inline:
-// Communicator::set_progress; default thread).
+// Communicator::set_progress; default thread) and then "+<compression preset>" (default none).
 Figures measure(sb::models::Model& model, MPI_Comm world, const std::string& strategy,
                 std::int64_t rows, std::int64_t T, int steps) {
   // Each measurement starts from an empty CPU block cache: the previous one's block sizes
   // are not this one's (its warm-up step fills the cache again).
   sb::models::release_cpu_cache();
   sb::comm::Communicator comm(world, 0);
-  const auto plus = strategy.find('+');
-  if (plus != std::string::npos)
-    comm.set_progress(sb::comm::progress_from_name(strategy.substr(plus + 1)));
+  std::vector<std::string> parts;
+  std::stringstream ss(strategy);
+  for (std::string p; std::getline(ss, p, '+');) parts.push_back(p);
+  if (parts.size() > 1) comm.set_progress(sb::comm::progress_from_name(parts[1]));
   sb::fsdp::EngineConfig cfg;
-  cfg.strategy = strategy.substr(0, plus);
+  cfg.strategy = parts.at(0);
+  if (parts.size() > 2) cfg.compression = sb::comm::policy_preset(parts[2]);
   sb::fsdp::Engine e(model, comm, cfg, sb::models::init_params(model.units(), 1));
   const int n = comm.size();
   const auto src = sb::data::markov_source(model.config(), rows * n, T, 1, 1);
@@ -154,11 +158,11 @@ int main(int argc, char** argv) {
       return std::max(bases[k].tokens_per_s, bases[k + 1].tokens_per_s);
     };
     if (rank == 0)
-      std::printf("%-18s %5s %9s %8s %8s %8s %8s %8s %8s %9s %14s %14s\n", "strategy", "ranks",
+      std::printf("%-24s %5s %9s %8s %8s %8s %8s %8s %8s %9s %14s %14s\n", "strategy", "ranks",
                   "tokens/s", "step_s", "fwd_s", "bwd_s", "opt_s", "comm_s", "scaling",
                   "exposed%", "model_state_B", "peak_B");
     auto row = [&](const std::string& name, int ranks, const Figures& f, double base) {
-      std::printf("%-18s %5d %9.1f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %9.2f %14llu %14llu\n",
+      std::printf("%-24s %5d %9.1f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %9.2f %14llu %14llu\n",
                   name.c_str(), ranks, f.tokens_per_s, f.step_s, f.fwd_s, f.bwd_s, f.opt_s,
                   f.comm_busy_s, f.tokens_per_s / base, 100 * f.exposed_frac,
                   static_cast<unsigned long long>(f.model_state),
@@ -173,7 +177,7 @@ int main(int argc, char** argv) {
     };
     if (rank == 0) {
       row("1-rank", 1, bases[0], base_near(0));
-      std::printf("%-18s %5d %9.1f %8s %8s %8s %8s %8s %8.3f   (ceiling: %d independent 1-rank "
+      std::printf("%-24s %5d %9.1f %8s %8s %8s %8s %8s %8.3f   (ceiling: %d independent 1-rank "
                   "runs at once, no communication)\n", "ceiling", size, ceiling_tps, "", "", "",
                   "", "", ceiling_tps / base_near(0), size);
       row("1-rank", 1, bases[1], base_near(0));

@@ -1,10 +1,12 @@
 // Test helper: writes the analysis fixture through the real C++ HDF5 writer
 // (sb::write_result_hdf5). make_fixture.py describes the points as JSON; this program turns
-// each into a ResultMeta + Recorder and writes it, so the analysis tests read files that the
-// harness itself produced. Usage: analysis_fixture_writer POINTS.json
+// each into a ResultMeta + Recorder (records field by field through their Tables,
+// harness/trace/records.h) and writes it, so the analysis tests read files that the harness
+// itself produced. Usage: analysis_fixture_writer POINTS.json
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -40,59 +42,28 @@ sb::ResultMeta meta_of(const json& m) {
   return r;
 }
 
+// One record from its JSON object: a value per column of the record's Table (booleans as
+// 0/1, the way the file stores them), so the fixture covers every field the writer writes.
+template <class Rec>
+Rec record_of(const json& j) {
+  Rec r;
+  sb::for_each_field<Rec>([&](const auto& f) {
+    using M = typename std::decay_t<decltype(f)>::Member;
+    const json& v = j.at(f.name);
+    if constexpr (std::is_same_v<M, bool>)
+      r.*f.member = v.is_boolean() ? v.get<bool>() : v.get<int>() != 0;
+    else
+      r.*f.member = v.get<M>();
+  });
+  return r;
+}
+
 void record(const json& p, sb::Recorder& rec) {
-  for (const auto& s : p.at("steps")) {
-    sb::StepRecord r;
-    r.step = s.at("step");
-    r.warmup = s.at("warmup").get<int>() != 0;
-    r.wall_s = s.at("wall_s");
-    r.forward_s = s.at("forward_s");
-    r.backward_s = s.at("backward_s");
-    r.optimizer_s = s.at("optimizer_s");
-    r.comm_exposed_s = s.at("comm_exposed_s");
-    r.loss = s.at("loss");
-    r.grad_norm = s.at("grad_norm");
-    r.tokens_per_s = s.at("tokens_per_s");
-    r.samples_per_s = s.at("samples_per_s");
-    r.mfu = s.at("mfu");
-    rec.step(r);
-  }
-  for (const auto& m : p.at("ranks")) {
-    sb::RankMemory r;
-    r.rank = m.at("rank");
-    r.host = m.at("host");
-    r.param_bytes = m.at("param_bytes");
-    r.grad_bytes = m.at("grad_bytes");
-    r.optim_bytes = m.at("optim_bytes");
-    r.gathered_bytes = m.at("gathered_bytes");
-    r.model_state_bytes = m.at("model_state_bytes");
-    r.peak_model_state_bytes = m.at("peak_model_state_bytes");
-    r.peak_rss_bytes = m.at("peak_rss_bytes");
-    rec.memory(r);
-  }
-  for (const auto& e : p.at("comm")) {
-    sb::CommEvent r;
-    r.step = e.at("step");
-    r.rank = e.at("rank");
-    r.op = e.at("op");
-    r.group = e.at("group");
-    r.kind = e.at("kind");
-    r.logical_bytes = e.at("logical_bytes");
-    r.wire_bytes = e.at("wire_bytes");
-    r.start_s = e.at("start_s");
-    r.duration_s = e.at("duration_s");
-    rec.comm(r);
-  }
-  for (const auto& q : p.at("queries")) {
-    sb::QueryRecord r;
-    r.scenario = q.at("scenario");
-    r.query = q.at("query");
-    r.issue_s = q.at("issue_s");
-    r.latency_s = q.at("latency_s");
-    r.samples = q.at("samples");
-    r.tokens = q.at("tokens");
-    rec.query(r);
-  }
+  // Each record type under its HDF5 group's name ("steps", "ranks", "comm", "queries").
+  sb::for_each_record(sb::RecordTypes{}, [&](auto* tag) {
+    using Rec = std::remove_pointer_t<decltype(tag)>;
+    for (const auto& j : p.at(sb::Table<Rec>::group)) rec.add(record_of<Rec>(j));
+  });
   for (const auto& [k, v] : p.at("scalars").items()) rec.scalar(k, v.get<double>());
   for (const auto& [k, v] : p.at("series").items())
     for (const auto& x : v) rec.series(k, x.get<double>());

@@ -1,33 +1,85 @@
 # The analysis fixture: a suite of points described as data, written either through the C++
-# writer (the test program analysis_fixture_writer) or with h5py as a schema mirror of
-# docs/HDF5_SCHEMA.md (when the C++ side is not built).
+# writer (the test program analysis_fixture_writer) or with h5py as a mirror of it (when the
+# C++ side is not built, and for the tests that damage a file). The record columns, their types,
+# units and docs are not listed here: they come from `shardbench schema --json` (SB_SHARDBENCH_BIN,
+# which ctest sets) or, without a build, from the generated tables of docs/HDF5_SCHEMA.md (a
+# ctest keeps those equal to that command's output).
 # The numbers are chosen so that every table value can be computed by hand (see test_*.py).
+import functools
 import json
 import os
+import re
 import subprocess
 
 import h5py
 import numpy as np
 
 STR = h5py.string_dtype()  # variable-length UTF-8, as the C++ writer stores strings
+# `shardbench schema` type names -> h5py dtypes.
+DTYPES = {"int8": np.int8, "int32": np.int32, "int64": np.int64, "uint64": np.uint64,
+          "float64": np.float64, "string": STR}
+# Fixture defaults of fields a record leaves out, where the schema's zero would not do
+# (and in /steps, `step` defaults to the record's position).
+DEFAULTS = {"ranks": {"host": "localhost"}, "queries": {"samples": 1}}
 
-STEP_FLOAT = ["wall_s", "forward_s", "backward_s", "optimizer_s", "comm_exposed_s",
-              "loss", "grad_norm", "tokens_per_s", "samples_per_s", "mfu"]
-RANK_U64 = ["param_bytes", "grad_bytes", "optim_bytes", "gathered_bytes", "model_state_bytes",
-            "peak_model_state_bytes", "peak_rss_bytes"]
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCHEMA_DOC = os.path.join(REPO, "docs", "HDF5_SCHEMA.md")
+# The generated region's markers (tests/harness/check_schema_doc.sh writes and checks it).
+DOC_BEGIN = "<!-- BEGIN generated: shardbench schema markdown (from harness/trace/records.h) -->"
+DOC_END = "<!-- END generated -->"
+
+
+def schema_from_binary(binary):
+    """`BINARY schema --json`, parsed."""
+    proc = subprocess.run([binary, "schema", "--json"], capture_output=True, text=True,
+                          timeout=60)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{binary} schema --json failed ({proc.returncode}): {proc.stderr}")
+    return json.loads(proc.stdout)
+
+
+def schema_from_doc(path=SCHEMA_DOC):
+    """The same structure as `schema --json` (without schema_version), read back from the
+    generated region of docs/HDF5_SCHEMA.md: a line `/<group>`: <doc> (<origin>). per group,
+    then its table rows | `<column>` | <dtype> | <unit> | <doc> |."""
+    text = open(path, encoding="utf-8").read()
+    region = text[text.index(DOC_BEGIN) + len(DOC_BEGIN):text.index(DOC_END)]
+    groups = []
+    for line in region.splitlines():
+        g = re.match(r"^`/(\w+)`: (.*) \((recorded on rank 0|gathered from every rank)\)\.$", line)
+        c = re.match(r"^\| `(\w+)` \| (\w+) \| (.*?) \| (.*) \|$", line)
+        if g:
+            groups.append({"name": g.group(1), "doc": g.group(2),
+                           "from_every_rank": g.group(3) == "gathered from every rank",
+                           "columns": []})
+        elif c:
+            unit, doc = (x.strip().replace("\\|", "|") for x in c.group(3, 4))
+            groups[-1]["columns"].append({"name": c.group(1), "dtype": c.group(2),
+                                          "unit": unit, "doc": doc})
+    return {"groups": groups}
+
+
+@functools.lru_cache(maxsize=None)
+def schema():
+    binary = os.environ.get("SB_SHARDBENCH_BIN")
+    return schema_from_binary(binary) if binary else schema_from_doc()
+
+
+def groups():
+    return schema()["groups"]
 
 
 def _column(group, name, values, dtype):
     # 1-D, chunked, extendible: the schema's rule for every dataset, empty ones included.
     data = np.asarray(values, dtype=object if dtype is STR else dtype)
-    group.create_dataset(name, data=data, dtype=dtype, maxshape=(None,), chunks=(64,))
+    return group.create_dataset(name, data=data, dtype=dtype, maxshape=(None,), chunks=(64,))
 
 
 def point_record(path, *, index, point_id, name, config, baseline_id="", reference=None,
                  status="done", failure_reason="", steps=(), ranks=(), comm=(), queries=(),
                  scalars=None, series=None, texts=None, suite="fixture"):
-    """One point as plain data: root attributes and complete records (every field of
-    harness/trace/records.h present; omitted step fields are 0). Either writer takes it."""
+    """One point as plain data: root attributes and complete records (every column of the
+    schema present; omitted fields take DEFAULTS or 0). Either writer takes it."""
     world = int(config.get("world", 1))
     meta = dict(
         status=status, failure_reason=failure_reason, suite=suite,
@@ -40,27 +92,38 @@ def point_record(path, *, index, point_id, name, config, baseline_id="", referen
         slurm_job_id="", slurm_array_job_id="", slurm_array_task_id="",
         command_line="make_fixture.py", start_time="2026-12-02T10:00:00Z",
         end_time="2026-12-02T10:01:00Z", elapsed_s=60.0)
-    return dict(
-        path=path, meta=meta,
-        steps=[dict(step=s.get("step", i), warmup=int(s.get("warmup", False)),
-                    **{c: float(s.get(c, 0.0)) for c in STEP_FLOAT}) for i, s in enumerate(steps)],
-        ranks=[dict(rank=r["rank"], host=r.get("host", "localhost"),
-                    **{c: int(r.get(c, 0)) for c in RANK_U64}) for r in ranks],
-        comm=[dict(step=e["step"], rank=e["rank"], op=e["op"], group=e["group"], kind=e["kind"],
-                   logical_bytes=int(e["logical_bytes"]), wire_bytes=int(e["wire_bytes"]),
-                   start_s=float(e.get("start_s", 0.0)), duration_s=float(e.get("duration_s", 0.0)))
-              for e in comm],
-        queries=[dict(scenario=q["scenario"], query=q["query"],
-                      issue_s=float(q.get("issue_s", 0.0)),
-                      latency_s=float(q["latency_s"]), samples=int(q.get("samples", 1)),
-                      tokens=int(q.get("tokens", 0))) for q in queries],
-        scalars={k: float(v) for k, v in (scalars or {}).items()},
-        series={k: [float(x) for x in v] for k, v in (series or {}).items()},
-        texts=dict(texts or {}))
+    return dict(path=path, meta=meta,
+                **_records(dict(steps=steps, ranks=ranks, comm=comm, queries=queries)),
+                scalars={k: float(v) for k, v in (scalars or {}).items()},
+                series={k: [float(x) for x in v] for k, v in (series or {}).items()},
+                texts=dict(texts or {}))
+
+
+def _value(dtype, v):
+    return str(v) if dtype == "string" else float(v) if dtype == "float64" else int(v)
+
+
+def _records(given):
+    """Every record group of the schema -> its complete records: a value for every column
+    (given, or DEFAULTS, or the type's zero). A key that is no column is an error."""
+    out = {}
+    for g in groups():
+        cols = g["columns"]
+        names = {c["name"] for c in cols}
+        out[g["name"]] = rows = []
+        for i, r in enumerate(given.get(g["name"], ())):
+            unknown = sorted(set(r) - names)
+            if unknown:
+                raise KeyError(f"/{g['name']} has no column {', '.join(unknown)}")
+            defaults = {"step": i} if g["name"] == "steps" else {}
+            defaults.update(DEFAULTS.get(g["name"], {}))
+            rows.append({c["name"]: _value(c["dtype"], r.get(c["name"], defaults.get(
+                c["name"], "" if c["dtype"] == "string" else 0))) for c in cols})
+    return out
 
 
 def write_h5(rec):
-    """The h5py schema mirror of the C++ writer (harness/trace/hdf5_sink.cpp)."""
+    """The h5py mirror of the C++ writer (harness/trace/hdf5_sink.cpp, hdf5_table.cpp)."""
     os.makedirs(os.path.dirname(rec["path"]), exist_ok=True)
     with h5py.File(rec["path"], "w") as f:
         m = rec["meta"]
@@ -73,22 +136,14 @@ def write_h5(rec):
                 f.attrs[k] = np.int64(v)
         f.attrs["schema_version"] = np.int64(1)
 
-        def cols(gname, rows, spec):
-            g = f.create_group(gname)
-            for col, dtype in spec:
-                _column(g, col, [r[col] for r in rows], dtype)
-
-        cols("steps", rec["steps"], [("step", np.int64), ("warmup", np.int8)] +
-             [(c, np.float64) for c in STEP_FLOAT])
-        cols("ranks", rec["ranks"], [("rank", np.int32), ("host", STR)] +
-             [(c, np.uint64) for c in RANK_U64])
-        cols("comm", rec["comm"], [("step", np.int64), ("rank", np.int32), ("op", STR),
-                                   ("group", STR), ("kind", STR), ("logical_bytes", np.uint64),
-                                   ("wire_bytes", np.uint64), ("start_s", np.float64),
-                                   ("duration_s", np.float64)])
-        cols("queries", rec["queries"], [("scenario", STR), ("query", np.int64),
-                                         ("issue_s", np.float64), ("latency_s", np.float64),
-                                         ("samples", np.int64), ("tokens", np.int64)])
+        for grp in groups():  # as hdf5_table.cpp writes them
+            g = f.create_group(grp["name"])
+            g.attrs["doc"] = grp["doc"]
+            g.attrs.create("columns", [c["name"] for c in grp["columns"]], dtype=STR)
+            for c in grp["columns"]:
+                ds = _column(g, c["name"], [r[c["name"]] for r in rec[grp["name"]]],
+                             DTYPES[c["dtype"]])
+                ds.attrs["unit"], ds.attrs["doc"] = c["unit"], c["doc"]
         g = f.create_group("scalars")
         for k, v in rec["scalars"].items():
             g.attrs[k] = np.float64(v)
@@ -190,7 +245,10 @@ def fixture_points():
         P.append((len(P), pid, name, dict(config=config, **kw)))
 
     # Paper: BERT-Large inference, fp32 baseline vs int8-dynamic. Steps are batches.
-    inf = dict(model="bert-large", task="infer", strategy="no_shard", world=1, batch=8)
+    # The paper's workload (offline: batches of 8 x 128, each timed) on a trained checkpoint,
+    # which the latency and accuracy rows need to compare like with like.
+    inf = dict(model="bert-large", task="infer", strategy="no_shard", world=1, batch=8,
+               scenario="offline", checkpoint="ckpt/bert-large.safetensors")
     base_lat, opt_lat = [0.190, 0.180, 0.185], [0.044, 0.040, 0.042]
 
     def infer_steps(lat):

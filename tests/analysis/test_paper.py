@@ -21,16 +21,23 @@ def test_seed_tables_shape(tables):
     seed, _ = tables
     assert list(seed) == ["Inference latency per batch", "Memory footprint",
                           "Training throughput", "Model accuracy"]
+    # Every table says under which conditions ours ran and why a row is not a plain number.
     assert list(seed["Inference latency per batch"].columns) == [
         "comparison", "paper baseline (ms)", "paper optimized (ms)", "paper reduction (%)",
-        "ours baseline (ms)", "ours optimized (ms)", "ours reduction (%)", "repetitions"]
+        "ours baseline (ms)", "ours optimized (ms)", "ours reduction (%)", "repetitions",
+        "conditions", "note"]
+    assert list(seed["Memory footprint"].columns) == [
+        "comparison", "paper baseline (GB)", "paper optimized (GB)", "paper reduction (%)",
+        "ours baseline (GB)", "ours optimized (GB)", "ours reduction (%)", "repetitions",
+        "ours peak resident baseline (GB)", "ours peak resident optimized (GB)", "conditions",
+        "note"]
     assert list(seed["Training throughput"].columns) == [
         "comparison", "paper baseline (samples/s)", "paper optimized (samples/s)",
         "paper factor (x)", "ours baseline (samples/s)", "ours optimized (samples/s)",
-        "ours factor (x)", "repetitions"]
+        "ours factor (x)", "repetitions", "ceiling (x)", "conditions", "note"]
     assert list(seed["Model accuracy"].columns) == [
         "comparison", "metric", "paper: within (%) of baseline", "ours baseline",
-        "ours optimized", "ours: within (%) of baseline"]
+        "ours optimized", "ours: within (%) of baseline", "repetitions", "conditions", "note"]
 
 
 def test_latency_table(tables):
@@ -91,7 +98,8 @@ def test_hybrid_compression_table(tables):
 
 def test_seed_summary_reads_like_the_paper(tables):
     t = paper.seed_summary(tables[0])
-    assert list(t.columns) == ["result", "comparison", "paper", "ours"]
+    assert list(t.columns) == ["result", "comparison", "paper", "ours", "repetitions",
+                               "conditions"]
     assert list(t["paper"]) == ["185 -> 42 ms (77.3% reduction)", "3.2 -> 0.8 GB (75% reduction)",
                                 "32 -> 124 samples/s (3.88x)", "within 0.5% of baseline"]
     assert list(t["ours"]) == ["185 -> 42 ms (77.3% reduction)", "1.34 -> 0.402 GB (70% reduction)",

@@ -1,11 +1,13 @@
 # Plots: every numeric axis names its unit, every panel has a legend, and the figures carry
 # the fixture's data (e.g. the scaling efficiency points, the wire-byte stacks).
+import os
 import re
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+import make_fixture
 from analysis import plots
 from analysis.compare import Groups
 from analysis.load import load_results
@@ -66,3 +68,123 @@ def test_byte_unit():
     assert plots.byte_unit(1023) == (1, "B")
     assert plots.byte_unit(1024) == (1024, "KiB")
     assert plots.byte_unit(3 * 2**30) == (2**30, "GiB")
+
+
+# ---- Issue #15, "Reports a person reads": the plots ---------------------------------------
+
+def _write_subset(folder, keep):
+    """The fixture suite's points whose config passes keep, renumbered, through the same
+    writer as fixture_dir (the C++ one under ctest)."""
+    pts = os.path.join(folder, "points")
+    chosen = [p for p in make_fixture.fixture_points() if keep(p[3]["config"])]
+    recs = [make_fixture.point_record(os.path.join(pts, f"{i}-{pid}.h5"), index=i,
+                                      point_id=pid, name=name, **kw)
+            for i, (_, pid, name, kw) in enumerate(chosen)]
+    make_fixture.write_records(recs, os.environ.get("SB_FIXTURE_WRITER"),
+                               os.path.join(folder, "fixture.json"))
+    r = load_results(folder)
+    return r, summarize(r), Groups(r)
+
+
+@pytest.fixture(scope="module")
+def inference_only(tmp_path_factory):
+    return _write_subset(str(tmp_path_factory.mktemp("inference_only")),
+                         lambda cfg: cfg["task"] == "infer")
+
+
+@pytest.fixture(scope="module")
+def training_only(tmp_path_factory):
+    return _write_subset(str(tmp_path_factory.mktemp("training_only")),
+                         lambda cfg: cfg["task"] == "train")
+
+
+def test_inference_only_results_plot_without_error(inference_only, tmp_path):
+    # Was: alpha_beta failed with TypeError (an empty fits table of object dtype).
+    made = {p["stem"]: p for p in plots.make_plots(*inference_only, str(tmp_path))}
+    assert not [p["note"] for p in made.values() if p["note"].startswith("plot failed")]
+    assert made["latency_cdf"]["path"] is not None
+    assert made["alpha_beta"]["path"] is None
+    assert "micro" in made["alpha_beta"]["note"]
+
+
+def test_alpha_beta_not_fitted_on_training_collectives(training_only):
+    # Training collectives overlap compute: their durations are not message times.
+    _, fits = plots.alpha_beta_fits(training_only[0])
+    assert len(fits) == 0
+    fig, note = plots.plot_alpha_beta(*training_only)
+    assert fig is None and "task = micro" in note
+
+
+def test_alpha_beta_prints_r2_and_the_192_worker_prediction(loaded):
+    fig, _ = plots.plot_alpha_beta(*loaded)
+    fig.canvas.draw()
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert len(legend) == len(make_fixture.ALPHA_BETA)
+    assert all(t.endswith("R\u00b2 1.000") for t in legend), legend  # exact lines
+    # The prediction panel and its assumptions under the figure.
+    assert fig.axes[1].get_xlabel() == "predicted time at 192 workers (ms)"
+    notes = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
+    for words in ("p = 192 workers", "497.8 MB", "2(p-1) steps", "no contention"):
+        assert words in notes
+    plt.close(fig)
+    _, fits = plots.alpha_beta_fits(loaded[0])
+    fits = fits.set_index("op")
+    m, p, w = 4 * 124_439_808, 192, 2  # GPT-2's fp32 gradient; fitted at 2 ranks
+    for op, (alpha, beta) in make_fixture.ALPHA_BETA.items():
+        steps = 2 if op == "all_reduce" else 1  # ring: 2(p-1) or (p-1) latency steps
+        # The fixture records wire = logical bytes at 2 ranks; the ring's volume factor
+        # (p-1)/p over (w-1)/w carries that to 192 workers.
+        want = steps * (p - 1) * alpha / (steps * (w - 1)) + beta * m * ((p - 1) / p) / 0.5
+        assert fits.loc[op, plots.PREDICT_COLUMN] == pytest.approx(want * 1e3, rel=1e-9)
+        assert fits.loc[op, "r2"] == pytest.approx(1.0)
+
+
+def test_latency_cdf_log_axis_percentiles_and_one_colour_per_series(loaded):
+    fig, _ = plots.plot_latency_cdf(*loaded)
+    q = loaded[0].queries
+    colour = {}
+    for ax in [a for a in fig.axes if a.get_visible()]:
+        assert ax.get_xscale() == "log"
+        marks = [ln for ln in ax.get_lines() if ln.get_linestyle() == "None" and
+                 len(ln.get_xdata())]
+        for curve in [ln for ln in ax.get_lines() if ln.get_linestyle() != "None"]:
+            label = curve.get_label()
+            assert colour.setdefault(label, curve.get_color()) == curve.get_color(), label
+            pid = "a0000001" if label == "bert-large none" else "a0000002"
+            lat = q[(q["point_id"] == pid) & (q["scenario"] == ax.get_title())]["latency_s"]
+            own = [ln for ln in marks if ln.get_color() == curve.get_color()]
+            for pct, marker in plots.PERCENTILES:
+                ln = [m for m in own if m.get_marker() == marker]
+                assert len(ln) == 1, (label, pct)
+                assert ln[0].get_xdata()[0] == pytest.approx(
+                    np.percentile(lat.astype(float) * 1e3, pct))
+                assert ln[0].get_ydata()[0] == pytest.approx(pct / 100)
+        assert {t.get_text() for t in ax.get_legend().get_texts()} >= {"p50", "p90", "p99"}
+    assert len(colour) == 2 and len(set(colour.values())) == 2
+    plt.close(fig)
+
+
+def test_overlapping_loss_curves_stay_distinguishable(loaded):
+    fig, _ = plots.plot_loss_curves(*loaded)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    # none and hybrid coincide on 5 of 6 steps in the fixture.
+    styles = {(ln.get_linestyle(), ln.get_marker()) for ln in lines.values()}
+    assert len(styles) == len(lines) == 3
+
+    def marked(ln):
+        x = list(ln.get_xdata())
+        every = ln.get_markevery()
+        return set(x if every is None else x[every[0]::every[1]])
+
+    assert marked(lines["none"]) and marked(lines["hybrid"])
+    assert not marked(lines["none"]) & marked(lines["hybrid"])
+    # The later line is drawn inside the earlier, thicker one.
+    assert lines["none"].get_linewidth() > lines["hybrid"].get_linewidth()
+    plt.close(fig)
+
+
+def test_throughput_axis_starts_at_zero(loaded):
+    fig, _ = plots.plot_throughput_scaling(*loaded)
+    assert fig.axes[0].get_ylim()[0] == 0
+    assert fig.axes[0].get_ylim()[1] > 180 * 128  # the largest throughput stays in view
+    plt.close(fig)

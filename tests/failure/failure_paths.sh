@@ -46,7 +46,7 @@ for fault in "${faults[@]}"; do
   res="$work/$fault"
   echo "== fault $fault (SB_FAULT=$spec)"
   set +e
-  SB_FAULT=$spec "$exe" sweep "$work/failure.toml" --results "$res" >"$work/$fault.out" 2>&1
+  SB_FAULT=$spec "$exe" sweep "$work/failure.toml" --results "$res" --allow-oversubscribe >"$work/$fault.out" 2>&1
   rc=$?
   set -e
   cat "$work/$fault.out"

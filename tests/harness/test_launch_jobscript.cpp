@@ -158,8 +158,9 @@ TEST(Submit, DryRunWritesOneArrayPerWorldSizeWithoutDonePoints) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string suite = (dir / "mix.toml").string();
+  // threads = 1: a real cluster's job asks for the cores each rank uses (0 is refused).
   std::ofstream(suite) << "[base]\ntask = \"probe\"\nsteps = 2\nwarmup = 0\ntime_limit = 120\n"
-                          "[axes]\nworld = [2, 1]\n\"probe.elements\" = [8, 16]\n";
+                          "threads = 1\n[axes]\nworld = [2, 1]\n\"probe.elements\" = [8, 16]\n";
   const std::string results = (dir / "res").string();
   // Points: 0 w2/8, 1 w2/16, 2 w1/8, 3 w1/16. Point 1 is done already.
   sb::ResultMeta done;

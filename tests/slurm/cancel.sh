@@ -26,7 +26,7 @@ time_limit = 900
 [axes]
 seed = [1, 2]
 TOML
-out=$("$exe" submit "$suite" --results "$results") || fail "submit failed: $out"
+out=$("$exe" submit "$suite" --results "$results" --local-cluster) || fail "submit failed: $out"
 echo "$out"
 job=$(echo "$out" | sed -nE 's/^submitted job array ([0-9]+):.*/\1/p' | head -n 1)
 [ -n "$job" ] || fail "submit printed no job array id: $out"

@@ -30,7 +30,7 @@ strategy = "no_shard"
 data = "$work/no-such-corpus.bin"
 TOML
 "$exe" plan "$suite" || fail "plan failed"
-out=$("$exe" submit "$suite" --results "$results") || fail "submit failed: $out"
+out=$("$exe" submit "$suite" --results "$results" --local-cluster) || fail "submit failed: $out"
 echo "$out"
 ids=$(echo "$out" | sed -nE 's/^submitted job array ([0-9]+):.*/\1/p' | tr '\n' ' ')
 [ -n "$ids" ] || fail "submit printed no job array id: $out"

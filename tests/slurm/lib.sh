@@ -1,5 +1,6 @@
 # Helpers for the Slurm tests (sourced). Every failure names what was expected and dumps the
-# job logs, so a red test says why.
+# job logs, so a red test says why. Every `submit` here passes --local-cluster: the cluster is
+# jobscripts/local-cluster.sh's (root, one node, more ranks than cores, no binding).
 set -euo pipefail
 fail() {
   echo "FAIL: $*" >&2

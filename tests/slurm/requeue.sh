@@ -35,7 +35,7 @@ base slurm-requeue-prep 4 > "$work/prep.toml"
   { cat "$work/prep.log"; fail "the run that writes the first checkpoint failed"; }
 { base slurm-requeue $steps; echo "resume = true"; } > "$work/requeue.toml"
 
-out=$("$exe" submit "$work/requeue.toml" --results "$results") || fail "submit failed: $out"
+out=$("$exe" submit "$work/requeue.toml" --results "$results" --local-cluster) || fail "submit failed: $out"
 echo "$out"
 job=$(echo "$out" | sed -nE 's/^submitted job array ([0-9]+):.*/\1/p' | head -n 1)
 [ -n "$job" ] || fail "submit printed no job array id: $out"

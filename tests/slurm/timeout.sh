@@ -24,7 +24,7 @@ steps = 1000000
 warmup = 2
 time_limit = 900
 TOML
-out=$("$exe" submit "$suite" --results "$results" --time-min 1) || fail "submit failed: $out"
+out=$("$exe" submit "$suite" --results "$results" --local-cluster --time-min 1) || fail "submit failed: $out"
 echo "$out"
 job=$(echo "$out" | sed -nE 's/^submitted job array ([0-9]+):.*/\1/p' | head -n 1)
 [ -n "$job" ] || fail "submit printed no job array id: $out"

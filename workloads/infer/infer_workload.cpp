@@ -303,6 +303,8 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   const std::string sc = p.get_string("scenario");
   if (sc == "server" && p.get_double("target_qps") <= 0)
     out.push_back({"target_qps", "the server scenario needs target_qps > 0"});
+  if (sc == "server" && p.get_double("server_latency_ms") <= 0)
+    out.push_back({"server_latency_ms", "the server scenario needs a latency bound > 0 (ms)"});
   if (p.get_int("queries") < 1) out.push_back({"queries", "queries must be >= 1"});
   if (p.get_int("samples_per_query") < 1)
     out.push_back({"samples_per_query", "samples_per_query must be >= 1"});
@@ -343,6 +345,8 @@ const sb::Registrar registrar([] {
   key(integer("queries", 32, 1, I{1} << 24, "infer: queries issued (offline: x samples_per_query samples)"));
   key(integer("samples_per_query", 8, 1, I{1} << 20, "infer: samples per query (multi-stream, offline)"));
   key({"target_qps", KeyType::Float, 10.0, "", "infer: server scenario's mean Poisson arrival rate"});
+  key({"server_latency_ms", KeyType::Float, 100.0, "",
+       "infer: server scenario's p99 latency bound; a point above it is INVALID (LoadGen's rule)"});
   key({"checkpoint", KeyType::String, std::string(""), "",
        "infer: safetensors checkpoint to load (empty: seeded initial weights)"});
   key(integer("accuracy_batches", 2, 0, I{1} << 20,

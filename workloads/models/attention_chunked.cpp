@@ -42,7 +42,7 @@ class ChunkedAttention final : public Attention {
 
 const sb::Registrar kRegister([] {
   register_attention("chunked",
-                     "queries in chunks of attention_chunk; scores (B, H, chunk, T) at a time",
+                     "queries in chunks of 128 (the model's attention_chunk); scores (B, H, 128, T) at a time",
                      [](std::int64_t chunk) -> std::unique_ptr<Attention> {
                        return std::make_unique<ChunkedAttention>(chunk);
                      },
