@@ -8,6 +8,7 @@ import pandas as pd
 
 from analysis import conditions as cond_mod
 from analysis import stats
+from analysis.references import is_paper_figure
 
 LOSS_TOLERANCE = 0.005  # "reached baseline loss": final loss within 0.5% above the none policy's
 POLICY_KEY = "compression"
@@ -55,7 +56,7 @@ def _change(kind, new, base):
 def _pairs(groups, ref_key, task):
     """(group, baseline group) pairs whose group carries ref_key in its reference."""
     for key in groups.members:
-        if ref_key not in groups.reference(key):
+        if not is_paper_figure(groups.reference(key), ref_key):  # [v, lo, hi] is a check
             continue
         if task and groups.config(key).get("task") != task:
             continue

@@ -16,6 +16,7 @@ from analysis.compare import Groups, compare
 from analysis.load import load_results
 from analysis.metrics import query_summary, summarize
 from analysis.plots import PREDICT_ASSUMPTIONS, alpha_beta_fits, make_plots
+from analysis.references import reference_checks
 
 
 def slug(title):
@@ -41,6 +42,7 @@ def build(results_dir, out_dir):
     os.makedirs(tables_dir, exist_ok=True)
     plots = make_plots(res, summary, groups, plots_dir)
 
+    checks = reference_checks(res, summary)
     metrics = with_config(summary.reset_index(), res, conds)
     metrics.insert(1, "point_name", metrics["point_id"].map(names))
     queries.insert(1, "point_name", queries["point_id"].map(names))
@@ -49,6 +51,7 @@ def build(results_dir, out_dir):
         "problems": res.problems, "steps": res.steps, "ranks": res.ranks, "comm": res.comm,
         "queries": res.queries, "query_summary": queries, "scalars": res.scalars,
         "series": res.series, "alpha_beta": fits, "conditions": conds,
+        "reference_checks": checks,
     }
     if len(seed_list):
         csv["paper_results"] = seed_list
@@ -58,7 +61,7 @@ def build(results_dir, out_dir):
         df.to_csv(os.path.join(tables_dir, name + ".csv"), index=False)
 
     blocks = _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression,
-                     queries, fits, plots, sorted(csv), conds)
+                     queries, fits, plots, sorted(csv), conds, checks)
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))
@@ -113,6 +116,20 @@ def table_blocks(df):
     return B + [("table", df)]
 
 
+def checks_blocks(checks):
+    """The suite's tolerance checks ([[reference]] NAME = [value, lower, upper])."""
+    if not len(checks):
+        return []
+    out = checks[checks["verdict"] != "within"]
+    B = [("h2", "Reference checks (the suite's expected figures with tolerances)"),
+         ("p", f"{len(out)} of {len(checks)} checks are outside their tolerance or not "
+               f"measured" + (": " + "; ".join(f"{r.point_name} {r.metric} {r.measured:.4g} "
+                                                f"not in [{r.low:.4g}, {r.high:.4g}]"
+                                                for r in out.itertuples()) if len(out) else "")
+               + ".")]
+    return B + [("table", checks.drop(columns=["point_id"]))]
+
+
 def _validity_blocks(queries):
     """Server points that broke LoadGen's rules, said before the table that lists them."""
     bad = queries[queries["validity"].str.startswith("INVALID")]
@@ -133,7 +150,7 @@ def provenance(points):
 
 
 def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression, queries, fits,
-            plots, csv_names, conds):
+            plots, csv_names, conds, checks):
     suites = ", ".join(sorted(set(res.points["suite"]))) if len(res.points) else "(none)"
     done = len(res.done())
     B = [("h1", f"shardbench report: {suites}"),
@@ -172,6 +189,8 @@ def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression
     else:
         B.append(("p", "No hybrid-compression table: no training points that differ only in "
                        "the compression policy and include `none`."))
+
+    B += checks_blocks(checks)
 
     B.append(("h2", "Comparisons against baselines"))
     if len(comparisons):

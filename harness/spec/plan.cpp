@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "harness/spec/expand.h"
+#include "harness/spec/reference.h"
 #include "harness/workload.h"
 
 namespace sb {
@@ -94,6 +95,11 @@ std::string format_keys() {
   std::vector<std::vector<std::string>> figures;
   for (const auto& [name, doc] : reference_figures()) figures.push_back({"  " + name, doc});
   out += table(figures, {false, false});
+  out += "\ntolerance checks ([[reference]] NAME = [value, lower, upper]; the report lists points "
+         "outside)\n";
+  std::vector<std::vector<std::string>> checks;
+  for (const auto& [name, doc] : reference_checks()) checks.push_back({"  " + name, doc});
+  out += table(checks, {false, false});
   out += "\nname sets\n";
   for (const auto& set : registered_name_sets()) {
     out += set + ":\n";

@@ -15,6 +15,7 @@
 
 #include "harness/core/sha256.h"
 #include "harness/spec/expand.h"
+#include "harness/spec/reference.h"
 #include "harness/workload.h"
 
 namespace sb {
@@ -37,32 +38,6 @@ SourcePos pos_of(const toml::source_region& r, const std::string& file) {
   return {file, int(r.begin.line), int(r.begin.column)};
 }
 
-// Edit distance, for "did you mean" on unknown keys.
-std::size_t distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-// The closest of `known` to `word` when it is plausibly a typo of it, else "": a far-off
-// "did you mean" misleads.
-std::string closest(const std::string& word, const std::vector<std::string>& known) {
-  const std::string* best = nullptr;
-  std::size_t best_d = 0;
-  for (const auto& k : known) {
-    std::size_t d = distance(word, k);
-    if (!best || d < best_d) best = &k, best_d = d;
-  }
-  if (!best || best_d > std::max<std::size_t>(2, word.size() / 3)) return "";
-  return *best;
-}
-
 std::string unknown_key_message(const std::string& key) {
   std::vector<std::string> known;
   for (const auto& k : registered_keys()) known.push_back(k.key);
@@ -71,21 +46,6 @@ std::string unknown_key_message(const std::string& key) {
     return "unknown key: not registered by the harness or any linked workload (`shardbench "
            "keys` lists every key)";
   return fmt::format("unknown key; did you mean '{}'? (`shardbench keys` lists every key)", best);
-}
-
-// "" when `name` is a reference figure a report reads, else what to write instead.
-std::string unknown_figure_message(const std::string& name) {
-  std::vector<std::string> known;
-  std::string list;
-  for (const auto& [fig, doc] : reference_figures()) {
-    known.push_back(fig);
-    list += (list.empty() ? "" : ", ") + fig;
-  }
-  if (std::find(known.begin(), known.end(), name) != known.end()) return "";
-  const std::string best = closest(name, known);
-  return fmt::format("unknown reference figure: no report reads it; {}the figures are {} "
-                     "(docs/REPORTS.md)", best.empty() ? "" : "did you mean '" + best + "'? ",
-                     list);
 }
 
 // A suite name becomes a results folder, a Slurm job name and a line of the job script: keep
@@ -419,18 +379,12 @@ std::optional<Matcher> Reader::read_matcher(const toml::table& t, const std::str
         Entry k = e;
         k.key = e.key.substr(6);
         keys.push_back(k);
-      } else if (e.node->is_integer() || e.node->is_floating_point()) {
-        const double v = e.node->value<double>().value();
-        const std::string unknown = unknown_figure_message(e.key);
-        if (!unknown.empty()) {
-          d_.add(e.key_pos, e.key, unknown);
+      } else if (e.node->is_integer() || e.node->is_floating_point() || e.node->is_array()) {
+        bool key_problem = false;
+        const std::string problem = read_reference_figure(e.key, *e.node, &m.figures, &key_problem);
+        if (!problem.empty()) {
+          d_.add(key_problem ? e.key_pos : e.pos, e.key, problem);
           ok = false;
-        } else if (!std::isfinite(v)) {
-          d_.add(e.pos, e.key, fmt::format("reference figure {} is {}: give the paper's figure "
-                                           "as a finite number", e.key, value_to_string(Value{v})));
-          ok = false;
-        } else {
-          m.figures[e.key] = v;
         }
       } else {
         d_.add(e.pos, e.key, fmt::format("a reference figure must be a number, got {}; the "
