@@ -2,22 +2,48 @@
 // stderr); exit 2 listing every diagnostic when the suite is invalid.
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 
 #include "harness/command.h"
 #include "harness/core/machine.h"
+#include "harness/core/progress.h"
 #include "harness/launch/launcher.h"
+#include "harness/launch/results.h"
+#include "harness/launch/sweep_eta.h"
 #include "harness/spec/plan.h"
 #include "harness/workload.h"
 
 namespace sb::cli {
 namespace {
 
+// The time the whole suite takes here, from the points of it already measured in its default
+// results folder (each shape's seconds per step, scaled by steps; sweep_eta.h). Said plainly
+// when nothing was measured yet: a guess from FLOPs would be off by the machine's noise.
+std::string time_estimate(const Suite& s, const std::string& results) {
+  std::vector<const Point*> all;
+  for (const Point& p : s.points) all.push_back(&p);
+  SweepEta eta;
+  const std::string dir = results.empty() ? default_results_dir(s) : results;
+  const int measured = eta.learn(all, dir);
+  if (measured == 0)
+    return fmt::format("time here: no estimate yet (no done point in {}; the sweep's ETA "
+                       "learns from the first points it runs)\n", dir);
+  return fmt::format("time here: about {} for all {} points (from {} done in {}: each shape's "
+                     "seconds per step x steps; shapes not run yet take the median)\n",
+                     format_duration(eta.remaining(all)), all.size(), measured, dir);
+}
+
 Registrar reg([] {
   register_command({"plan", "Validate a suite and print its expanded points", [](CLI::App& sub) {
     auto file = std::make_shared<std::string>();
+    auto results = std::make_shared<std::string>();
     sub.add_option("suite", *file, "suite file (suite/*.toml)")->required();
-    sub.callback([file] {
+    sub.add_option("--results", *results,
+                   "results folder whose done points time the estimate (default "
+                   "results/<suite name>)");
+    sub.callback([file, results] {
       Suite s;
       try {
         s = load_suite(*file);
@@ -33,6 +59,7 @@ Registrar reg([] {
         std::fprintf(stderr, "warning: %s here: `shardbench sweep` refuses it without "
                      "--allow-oversubscribe (timings would measure contention)\n", o.c_str());
       std::fputs(format_plan(s).c_str(), stdout);
+      std::fputs(time_estimate(s, *results).c_str(), stdout);
     });
   }});
 });

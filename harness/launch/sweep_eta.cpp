@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/spec/point.h"
+#include "harness/trace/result.h"
 
 namespace sb {
 namespace {
@@ -28,6 +29,15 @@ std::string SweepEta::shape_of(const Point& p) {
 
 void SweepEta::record(const Point& p, double seconds) {
   sec_per_step_[shape_of(p)] = seconds / steps_of(p);
+}
+
+int SweepEta::learn(const std::vector<const Point*>& points, const std::string& dir) {
+  int n = 0;
+  for (const Point* p : points) {
+    const ResultSummary s = read_result_summary(result_path(dir, p->index, p->id));
+    if (s.exists && s.status == "done" && s.elapsed_s > 0) record(*p, s.elapsed_s), ++n;
+  }
+  return n;
 }
 
 double SweepEta::predict(const Point& p) const {

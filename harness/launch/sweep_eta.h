@@ -3,6 +3,7 @@
 // (a sweep's points differ in size by orders of magnitude). A shape is the point's config
 // without the keys that only set its length or identity (steps, warmup, repetition, ...).
 #pragma once
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,6 +15,9 @@ class Point;
 class SweepEta {
  public:
   void record(const Point& p, double seconds);  // a point that ran to its end
+  // Learns from the done results of `points` already in results_dir (their elapsed_s);
+  // returns how many it found.
+  int learn(const std::vector<const Point*>& points, const std::string& results_dir);
   // Predicted seconds for the points still to run; -1 before any point was measured.
   // Shapes not measured yet get the median seconds per step of those measured.
   double remaining(const std::vector<const Point*>& pending) const;

@@ -185,6 +185,10 @@ ResultSummary read_result_summary(const std::string& path) {
     s.point_name = read_attr_string(file, "point_name");
     s.end_time = read_attr_string(file, "end_time");
     s.steps = step_rows(file);
+    if (H5Aexists(file, "elapsed_s") > 0) {
+      H5Id a(H5Aopen(file, "elapsed_s", H5P_DEFAULT), H5Aclose, "open attribute elapsed_s");
+      h5(H5Aread(a, H5T_NATIVE_DOUBLE, &s.elapsed_s), "read attribute elapsed_s");
+    }
   } catch (const Error& e) {
     s.status = std::string("unreadable: ") + e.what();
   }

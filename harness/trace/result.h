@@ -80,6 +80,7 @@ struct ResultSummary {
   std::string status;      // done | failed | incomplete | "unreadable: <why>"
   std::string failure_reason, point_id, point_name, end_time;
   std::int64_t steps = 0;  // rows in /steps
+  double elapsed_s = 0;    // the run's wall time (0 when unreadable)
 };
 ResultSummary read_result_summary(const std::string& path);
 

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -211,4 +212,30 @@ TEST(Status, JsonAndARunningPointsStepAndEta) {
   j = nlohmann::json::parse(status("--json"));
   EXPECT_EQ(j["points"][0].at("state"), "running");
   EXPECT_EQ(j["points"][0].at("progress").at("done").get<int>(), 3);
+}
+
+// `plan` estimates the suite's time here from its points already measured (seconds per step of
+// each shape x steps), and says so when nothing was measured yet.
+TEST(PlanEstimate, FromTheDonePointsOfTheSuite) {
+  Guard g("estimate", R"(
+[base]
+task = "probe"
+world = 1
+threads = 1
+warmup = 0
+[axes]
+steps = [2, 4]
+)");
+  auto plan = [&] {
+    sb::ProcessOptions po;
+    po.capture_stdout = true;
+    return sb::run_process({SB_PROBE_EXE, "plan", g.suite, "--results", g.results}, po).output;
+  };
+  EXPECT_TRUE(contains(plan(), "time here: no estimate yet (no done point in " + g.results))
+      << plan();
+  ASSERT_EQ(g.sweep().exit_code, 0);
+  const std::string out = plan();
+  EXPECT_TRUE(std::regex_search(out, std::regex("time here: about [0-9.]+s for all 2 points "
+                                                "\\(from 2 done in ")))
+      << out;
 }
