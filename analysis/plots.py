@@ -22,7 +22,9 @@ from analysis.paper import policy_order_key  # noqa: E402
 
 MAX_SCATTER = 3000  # measured events drawn per collective in the alpha-beta plot
 MEMORY_PARTS = [("param_bytes", "parameters"), ("grad_bytes", "gradients"),
-                ("optim_bytes", "optimizer state"), ("gathered_bytes", "gathered buffers")]
+                ("optim_bytes", "optimizer state"),
+                ("compression_bytes", "compression state (error feedback, PowerSGD)"),
+                ("gathered_bytes", "gathered parameters (most at once in a step)")]
 
 
 def byte_unit(max_bytes):
@@ -100,7 +102,8 @@ def plot_memory_stacked(results, summary, groups):
     for k in _task_groups(groups, "train"):
         r = results.ranks[results.ranks["point_id"] == groups.members[k][0]]
         if len(r):
-            parts = [float(r[c].astype(float).mean()) for c, _ in MEMORY_PARTS]
+            # Files from before compression_bytes was recorded count it in optim_bytes.
+            parts = [float(r[c].astype(float).mean()) if c in r else 0.0 for c, _ in MEMORY_PARTS]
             bars.append((groups.name[k], parts))
     if not bars:
         return None, "no per-rank memory records of training points"

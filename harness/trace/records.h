@@ -54,6 +54,7 @@ struct RankMemory {  // per rank
   std::uint64_t model_state_bytes = 0;
   std::uint64_t peak_model_state_bytes = 0;
   std::uint64_t peak_rss_bytes = 0;
+  std::uint64_t compression_bytes = 0;  // last: aggregate initializers keep their meaning
 };
 
 template <>
@@ -69,9 +70,11 @@ struct Table<RankMemory> {
       field("grad_bytes", &R::grad_bytes, "bytes", "gradients this rank holds"),
       field("optim_bytes", &R::optim_bytes, "bytes", "optimizer state this rank holds"),
       field("gathered_bytes", &R::gathered_bytes, "bytes",
-            "gathered (unsharded) parameter buffers held now"),
+            "most gathered (unsharded) parameter buffers held at once within a step"),
+      field("compression_bytes", &R::compression_bytes, "bytes",
+            "compression state: error-feedback residuals, PowerSGD matrices"),
       field("model_state_bytes", &R::model_state_bytes, "bytes",
-            "params + grads + optimizer state + gathered, between steps"),
+            "params + grads + optimizer + compression state + gathered, between steps"),
       field("peak_model_state_bytes", &R::peak_model_state_bytes, "bytes",
             "highest model state within a step"),
       field("peak_rss_bytes", &R::peak_rss_bytes, "bytes",

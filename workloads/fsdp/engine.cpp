@@ -417,9 +417,10 @@ MemoryStats Engine::memory() const {
     m.optim += U->exp_avg.nbytes() + U->exp_avg_sq.nbytes();
     if (U->gathered && !U->alias) m.gathered += U->W.numel() * U->W.element_size();
   }
-  m.optim += static_cast<std::uint64_t>(coll_->state_bytes());
-  m.model_state = m.param + m.grad + m.optim + m.gathered;
+  m.compression = static_cast<std::uint64_t>(coll_->state_bytes());
+  m.model_state = m.param + m.grad + m.optim + m.compression + m.gathered;
   m.peak_model_state = std::max<std::uint64_t>(peak_, m.model_state);
+  m.peak_gathered = std::max<std::uint64_t>(peak_gathered_, m.gathered);
   return m;
 }
 
@@ -431,7 +432,9 @@ void Engine::refresh_replicas() {
 }
 
 void Engine::note_memory() {
-  peak_ = std::max<std::uint64_t>(peak_, memory().model_state + inflight_bytes_);
+  const MemoryStats m = memory();
+  peak_ = std::max<std::uint64_t>(peak_, m.model_state + inflight_bytes_);
+  peak_gathered_ = std::max<std::uint64_t>(peak_gathered_, m.gathered);
 }
 
 }  // namespace sb::fsdp

@@ -49,8 +49,10 @@ struct StepStats {
 
 struct MemoryStats {  // this rank, bytes; exact sizes of the buffers the engine owns
   std::uint64_t param = 0, grad = 0, optim = 0, gathered = 0;
-  std::uint64_t model_state = 0;       // param + grad + optim + gathered, now
+  std::uint64_t compression = 0;       // error-feedback residuals, PowerSGD state
+  std::uint64_t model_state = 0;       // param + grad + optim + compression + gathered, now
   std::uint64_t peak_model_state = 0;  // highest model_state seen within steps so far
+  std::uint64_t peak_gathered = 0;     // most gathered bytes held at once within steps so far
 };
 
 // The engine's part of a rank's memory record (sb::rank_memory_now() gives the rest).
@@ -58,7 +60,8 @@ inline void add_engine_memory(const MemoryStats& e, sb::RankMemory& m) {
   m.param_bytes = e.param;
   m.grad_bytes = e.grad;
   m.optim_bytes = e.optim;
-  m.gathered_bytes = e.gathered;
+  m.gathered_bytes = e.peak_gathered;  // between steps nothing is gathered: the peak says more
+  m.compression_bytes = e.compression;
   m.model_state_bytes = e.model_state;
   m.peak_model_state_bytes = e.peak_model_state;
 }
@@ -66,7 +69,7 @@ inline void add_engine_memory(const MemoryStats& e, sb::RankMemory& m) {
 // Model-state bytes per rank between steps (docs/METRICS.md, "Model-state memory"):
 // params + grads (+ the fp32 accumulation buffer when grad_accum > 1) + Adam moments + the
 // replicated low-precision copy. group: the sharding group's size (world, or shard_group for
-// hybrid_shard). Compression state is extra (Collectives::state_bytes).
+// hybrid_shard). Compression state is extra (compression_state_bytes).
 std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
                                 const std::string& strategy, int world, int shard_group,
                                 torch::ScalarType param_dtype, int grad_accum);
@@ -107,7 +110,7 @@ class Engine final : public models::ParamProvider {
   std::vector<std::vector<torch::Tensor>> full_params();
   MemoryStats memory() const;
   std::int64_t steps_done() const { return step_; }
-  void reset_peak() { peak_ = 0; note_memory(); }
+  void reset_peak() { peak_ = peak_gathered_ = 0; note_memory(); }
   const EngineConfig& config() const { return cfg_; }
   const Strategy& strategy() const { return *strategy_; }
   comm::Communicator& communicator() { return comm_; }
@@ -152,7 +155,7 @@ class Engine final : public models::ParamProvider {
   bool final_micro_ = true, accumulating_ = false;
   std::vector<int> acquire_order_, last_acquire_order_, release_seq_;
   std::vector<comm::Request> pending_grads_;
-  std::uint64_t inflight_bytes_ = 0, peak_ = 0;
+  std::uint64_t inflight_bytes_ = 0, peak_ = 0, peak_gathered_ = 0;
 };
 
 }  // namespace sb::fsdp
