@@ -1,6 +1,8 @@
 // Tensor collectives over MPI: groups, what each collective is (its blocking and non-blocking
 // MPI calls, what follows completion), dtype mapping (bf16 and fp16 sums as user-defined MPI
-// ops), host staging of device tensors, and trace events. How they run: progress_engine.cpp.
+// ops), host staging of device tensors, the groups' communicators (a second one per group
+// for chained collectives, Collective::chain_comm), and trace events. How they run:
+// progress_engine.cpp.
 #include "workloads/comm/communicator.h"
 
 #include <mutex>
@@ -152,6 +154,8 @@ Communicator::Communicator(MPI_Comm world, int shard_group, bool async) {
   MPI_Comm_size(shard_, &size_[1]);
   MPI_Comm_rank(replica_, &rank_[2]);
   MPI_Comm_size(replica_, &size_[2]);
+  const MPI_Comm groups[3] = {world_, shard_, replica_};
+  for (int i = 0; i < 3; ++i) MPI_Comm_dup(groups[i], &chain_[i]);  // inherits MPI_ERRORS_RETURN
 
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   cuda_aware_ = MPIX_Query_cuda_support() == 1;
@@ -162,7 +166,7 @@ Communicator::Communicator(MPI_Comm world, int shard_group, bool async) {
 
 Communicator::~Communicator() {
   engine_.reset();  // first: it completes (or, while unwinding, aborts) what is outstanding
-  for (MPI_Comm* c : {&shard_, &replica_, &world_})
+  for (MPI_Comm* c : {&chain_[0], &chain_[1], &chain_[2], &shard_, &replica_, &world_})
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 
@@ -173,20 +177,24 @@ MPI_Comm Communicator::mpi(Group g) const {
 }
 
 
-// The engine runs what the collective does; the communicator adds what it means: the trace
-// event reported on completion (on the completing thread).
+// The engine runs what the collective does; the communicator adds where (the group's
+// communicators) and what it means: the trace event reported on completion (on the
+// completing thread).
+Request Communicator::issue(Collective c, Group g, const char* op, const std::string& kind,
+                            std::uint64_t logical, std::uint64_t wire, bool sync) {
+  c.comm = mpi(g);
+  c.chain_comm = chain_[static_cast<int>(g)];
+  c.done = [this, op, g, kind, logical, wire](double t0, double t1) {
+    trace(op, g, kind, logical, wire, t0, t1);
+  };
+  return engine_->issue(c, sync);
+}
+
 Request Communicator::issue(const Coll& c, bool sync) {
   Collective x;
-  x.mpi_name = c.mpi_name;
-  x.impi_name = c.impi_name;
-  x.blocking = c.blocking;
-  x.start = c.start;
-  x.after = c.after;
-  x.after_nb = c.after_nb;
+  x.phases = {c.phase};
   x.reads = c.reads, x.writes = c.writes;
-  x.done = [this, op = c.op, g = c.g, kind = c.kind, logical = c.logical,
-            wire = c.wire](double t0, double t1) { report(op, g, kind, logical, wire, t0, t1); };
-  return engine_->issue(x, sync);
+  return issue(std::move(x), c.g, c.op, c.kind, c.logical, c.wire, sync);
 }
 
 void Communicator::set_trace_hook(TraceHook hook, double origin_wtime) {
@@ -194,8 +202,8 @@ void Communicator::set_trace_hook(TraceHook hook, double origin_wtime) {
   origin_ = origin_wtime;
 }
 
-void Communicator::report(const char* op, Group g, const std::string& kind,
-                          std::uint64_t logical_bytes, std::uint64_t wire, double t0, double t1) {
+void Communicator::trace(const char* op, Group g, const std::string& kind,
+                         std::uint64_t logical_bytes, std::uint64_t wire, double t0, double t1) {
   sb::fault_point("collective");  // on the thread that completes it (tests/mpi/failure_paths.sh)
   if (!hook_) return;
   sb::CommEvent e;
@@ -224,14 +232,15 @@ Request Communicator::all_gather_impl(const torch::Tensor& shard, const torch::T
   auto out = std::make_shared<Staged>(full, true, cuda_aware_);
   const MPI_Datatype ty = mpi_type(in->host);
   const int n = as_count(in->host.numel());
-  const MPI_Comm comm = mpi(g);
-  Coll c{"all_gather", "MPI_Allgather", "MPI_Iallgather", g, kind};
+  Coll c{"all_gather", g, kind, {"MPI_Allgather", "MPI_Iallgather"}};
   c.reads = span(shard), c.writes = span(full);
-  c.blocking = [=] { return MPI_Allgather(in->ptr(), n, ty, out->ptr(), n, ty, comm); };
-  c.start = [=](MPI_Request* r) {
+  c.phase.blocking = [=](MPI_Comm comm) {
+    return MPI_Allgather(in->ptr(), n, ty, out->ptr(), n, ty, comm);
+  };
+  c.phase.start = [=](MPI_Comm comm, MPI_Request* r) {
     return MPI_Iallgather(in->ptr(), n, ty, out->ptr(), n, ty, comm, r);
   };
-  c.after = [out] { out->finish(); };
+  c.phase.after = [out] { out->finish(); };
   c.logical = out->host.nbytes();
   c.wire = wire_bytes("all_gather", c.logical, size(g));
   return issue(c, sync);
@@ -250,22 +259,23 @@ Request Communicator::reduce_scatter_impl(const torch::Tensor& full, const torch
   const MPI_Op mop = mpi_op(full, op);
   const MPI_Datatype ty = mpi_type(in->host);
   const int n = as_count(out->host.numel());
-  const MPI_Comm comm = mpi(g);
-  Coll c{"reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Ialltoall", g, kind};
+  Coll c{"reduce_scatter", g, kind, {"MPI_Reduce_scatter_block", "MPI_Ialltoall"}};
   c.reads = span(full), c.writes = span(shard);
-  c.blocking = [=] { return MPI_Reduce_scatter_block(in->ptr(), out->ptr(), n, ty, mop, comm); };
-  c.after = [out] { out->finish(); };
+  c.phase.blocking = [=](MPI_Comm comm) {
+    return MPI_Reduce_scatter_block(in->ptr(), out->ptr(), n, ty, mop, comm);
+  };
+  c.phase.after = [out] { out->finish(); };
   // Non-blocking: an all-to-all of the blocks (one round, the same bytes on the wire as a
   // reduce-scatter) and a local reduction over ranks. Open MPI's Ireduce_scatter_block takes
   // many rounds, each moving only when both ranks call into MPI: with inline progress it
   // finished a unit boundary or more late (measured: gpt2 full_shard backward 6.1 s vs 3.7).
   const int ranks = size(g);
   auto tmp = std::make_shared<torch::Tensor>();  // allocated only on this path
-  c.start = [=](MPI_Request* r) {
+  c.phase.start = [=](MPI_Comm comm, MPI_Request* r) {
     *tmp = torch::empty_like(in->host);
     return MPI_Ialltoall(in->ptr(), n, ty, tmp->data_ptr(), n, ty, comm, r);
   };
-  c.after_nb = [=] {
+  c.phase.after_nb = [=] {
     auto blocks = tmp->view({ranks, n});  // row j: rank j's block for me
     const bool half = blocks.scalar_type() == torch::kBFloat16 ||
                       blocks.scalar_type() == torch::kFloat16;
@@ -289,14 +299,15 @@ Request Communicator::all_reduce_impl(const torch::Tensor& t, Group g, const std
   const MPI_Op mop = mpi_op(t, op);
   const MPI_Datatype ty = mpi_type(io->host);
   const int n = as_count(io->host.numel());
-  const MPI_Comm comm = mpi(g);
-  Coll c{"all_reduce", "MPI_Allreduce", "MPI_Iallreduce", g, kind};
+  Coll c{"all_reduce", g, kind, {"MPI_Allreduce", "MPI_Iallreduce"}};
   c.reads = c.writes = span(t);
-  c.blocking = [=] { return MPI_Allreduce(MPI_IN_PLACE, io->ptr(), n, ty, mop, comm); };
-  c.start = [=](MPI_Request* r) {
+  c.phase.blocking = [=](MPI_Comm comm) {
+    return MPI_Allreduce(MPI_IN_PLACE, io->ptr(), n, ty, mop, comm);
+  };
+  c.phase.start = [=](MPI_Comm comm, MPI_Request* r) {
     return MPI_Iallreduce(MPI_IN_PLACE, io->ptr(), n, ty, mop, comm, r);
   };
-  c.after = [io] { io->finish(); };
+  c.phase.after = [io] { io->finish(); };
   c.logical = io->host.nbytes();
   c.wire = wire_bytes("all_reduce", c.logical, size(g));
   return issue(c, sync);
@@ -309,12 +320,13 @@ Request Communicator::broadcast_impl(const torch::Tensor& t, int root, Group g,
   auto io = std::make_shared<Staged>(t, true, cuda_aware_);
   const MPI_Datatype ty = mpi_type(io->host);
   const int n = as_count(io->host.numel());
-  const MPI_Comm comm = mpi(g);
-  Coll c{"broadcast", "MPI_Bcast", "MPI_Ibcast", g, kind};
+  Coll c{"broadcast", g, kind, {"MPI_Bcast", "MPI_Ibcast"}};
   c.reads = c.writes = span(t);
-  c.blocking = [=] { return MPI_Bcast(io->ptr(), n, ty, root, comm); };
-  c.start = [=](MPI_Request* r) { return MPI_Ibcast(io->ptr(), n, ty, root, comm, r); };
-  c.after = [io] { io->finish(); };
+  c.phase.blocking = [=](MPI_Comm comm) { return MPI_Bcast(io->ptr(), n, ty, root, comm); };
+  c.phase.start = [=](MPI_Comm comm, MPI_Request* r) {
+    return MPI_Ibcast(io->ptr(), n, ty, root, comm, r);
+  };
+  c.phase.after = [io] { io->finish(); };
   c.logical = io->host.nbytes();
   c.wire = wire_bytes("broadcast", c.logical, size(g));
   return issue(c, sync);
@@ -330,14 +342,15 @@ Request Communicator::all_to_all_impl(const torch::Tensor& in_t, const torch::Te
   auto out = std::make_shared<Staged>(out_t, true, cuda_aware_);
   const MPI_Datatype ty = mpi_type(in->host);
   const int n = as_count(in->host.numel() / size(g));
-  const MPI_Comm comm = mpi(g);
-  Coll c{"all_to_all", "MPI_Alltoall", "MPI_Ialltoall", g, kind};
+  Coll c{"all_to_all", g, kind, {"MPI_Alltoall", "MPI_Ialltoall"}};
   c.reads = span(in_t), c.writes = span(out_t);
-  c.blocking = [=] { return MPI_Alltoall(in->ptr(), n, ty, out->ptr(), n, ty, comm); };
-  c.start = [=](MPI_Request* r) {
+  c.phase.blocking = [=](MPI_Comm comm) {
+    return MPI_Alltoall(in->ptr(), n, ty, out->ptr(), n, ty, comm);
+  };
+  c.phase.start = [=](MPI_Comm comm, MPI_Request* r) {
     return MPI_Ialltoall(in->ptr(), n, ty, out->ptr(), n, ty, comm, r);
   };
-  c.after = [out] { out->finish(); };
+  c.phase.after = [out] { out->finish(); };
   c.logical = in->host.nbytes();
   c.wire = wire_bytes("all_to_all", c.logical, size(g));
   return issue(c, sync);

@@ -1,7 +1,8 @@
 // Tensor collectives over MPI for the FSDP engine: all-gather, reduce-scatter, all-reduce,
 // broadcast, all-to-all, blocking and non-blocking, on the world, shard and replica groups.
-// Each collective is described here once (its MPI calls, staging, trace event); how and when
-// it runs (a communication thread, or inline on the caller) is the progress engine's
+// Each collective is described here once (its MPI calls, staging, trace event); the
+// compressed ones are described in compressed_collectives.h and run through issue(). How and
+// when they run (a communication thread, or inline on the caller) is the progress engine's
 // (progress_engine.h): Open MPI has no asynchronous progress on shared memory.
 // Every collective reports one sb::CommEvent to the trace hook (on the thread that completes
 // it, before its request completes).
@@ -95,16 +96,15 @@ class Communicator {
                   const std::string& kind = "other") { all_to_all_impl(in, out, g, kind, true).wait(); }
   // A scalar all-reduce (loss, norms) on the calling thread's queue position.
   double all_reduce_scalar(double v, Group g, ReduceOp op = ReduceOp::Sum);
-  // Runs fn on the communication thread in issue order (compound collectives, e.g. a
-  // reduce-scatter followed by a replica all-reduce, and compressed collectives).
-  Request submit(std::function<void()> fn) { return engine_->submit(std::move(fn)); }
+  // A collective described elsewhere (the compressed ones, compressed_collectives.h), run on
+  // group g like the ones above (same staging of its phases, overlap and trace event: `op`
+  // with the given bytes). sync: complete on return, as the blocking calls above.
+  Request issue(Collective c, Group g, const char* op, const std::string& kind,
+                std::uint64_t logical_bytes, std::uint64_t wire_bytes, bool sync = false);
 
   // Trace: hook gets every event; times are seconds since origin; step labels events.
   void set_trace_hook(TraceHook hook, double origin_wtime);
   void set_step(std::int64_t step) { step_ = step; }
-  // Reports one event (used by compound operations run through submit()).
-  void report(const char* op, Group g, const std::string& kind, std::uint64_t logical_bytes,
-              std::uint64_t wire_bytes, double t0, double t1);
 
   // Seconds the caller spent blocked in Request::wait() since the last reset.
   double exposed_s() const { return engine_->exposed_s(); }
@@ -119,20 +119,17 @@ class Communicator {
   static Span span(const torch::Tensor& t) {
     return {static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.nbytes())};
   }
-  struct Coll {  // one collective, described once; the engine decides how it runs
-    const char* op;         // trace name: all_gather, ...
-    const char* mpi_name;   // blocking MPI function, for error messages
-    const char* impi_name;  // non-blocking one
+  struct Coll {  // one plain collective: a single phase, and what its trace event says
+    const char* op;  // trace name: all_gather, ...
     Group g;
     std::string kind;
-    std::function<int()> blocking;
-    std::function<int(MPI_Request*)> start;
-    std::function<void()> after;  // after completion: copy staged output back
-    std::function<void()> after_nb;  // instead of `after` after `start`, when set
+    Phase phase;
     std::uint64_t logical = 0, wire = 0;
     Span reads, writes;  // the caller's memory (Collective::reads)
   };
-  Request issue(const Coll& c, bool sync);  // to the engine, with the trace event
+  Request issue(const Coll& c, bool sync);
+  void trace(const char* op, Group g, const std::string& kind, std::uint64_t logical_bytes,
+             std::uint64_t wire_bytes, double t0, double t1);
   Request all_gather_impl(const torch::Tensor& shard, const torch::Tensor& full, Group g,
                           const std::string& kind, bool sync);
   Request reduce_scatter_impl(const torch::Tensor& full, const torch::Tensor& shard, Group g,
@@ -145,6 +142,7 @@ class Communicator {
                           const std::string& kind, bool sync);
 
   MPI_Comm world_ = MPI_COMM_NULL, shard_ = MPI_COMM_NULL, replica_ = MPI_COMM_NULL;
+  MPI_Comm chain_[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};  // Collective::chain_comm
   int rank_[3] = {0, 0, 0}, size_[3] = {1, 1, 1};
   bool cuda_aware_ = false;
   std::int64_t step_ = 0;

@@ -1,7 +1,7 @@
-// PowerSGD all-reduce: two small uncompressed all-reduces (of P and Q) instead of one of M.
+// PowerSGD all-reduce: two small uncompressed all-reduces (of P and Q) instead of one of M,
+// described as phases for the progress engine.
 #include "workloads/comm/compress_powersgd.h"
 
-#include <chrono>
 #include <cmath>
 #include <functional>
 
@@ -14,18 +14,22 @@
 namespace sb::comm {
 namespace {
 
-// Deterministic fp32 all-reduce, bit-identical on every rank (Open MPI's MPI_Allreduce need
-// not be): reduce-scatter + all-gather through the "none" compressor.
-torch::Tensor exact_all_reduce(const torch::Tensor& x, MPI_Comm comm, CollectiveStats* stats) {
-  static thread_local auto none = make_compressor(CompressorConfig{});
-  auto shape = x.sizes().vec();
-  return compressed_all_reduce(x.reshape({-1}).contiguous(), *none, comm, stats).view(shape);
-}
-
 // Logical bytes of an uncompressed all-reduce of n elements (reduce-scatter + all-gather).
 std::int64_t all_reduce_logical_bytes(std::int64_t n, int world) {
   const std::int64_t padded = (n + world - 1) / world * world;
   return 4 * padded + 4 * (padded / world);
+}
+
+int comm_size(MPI_Comm comm) {
+  int n = 1;
+  MPI_Comm_size(comm, &n);
+  return n;
+}
+
+void check_matrix(const std::string& key, const torch::Tensor& m) {
+  SB_CHECK(m.dim() == 2 && m.scalar_type() == torch::kFloat,
+           "powersgd \"{}\": expects a 2-D fp32 matrix, got {} of shape {}; use all_reduce_flat "
+           "for flat buffers", key, c10::toString(m.scalar_type()), c10::str(m.sizes()));
 }
 
 const sb::Registrar registrar([] {
@@ -36,65 +40,113 @@ const sb::Registrar registrar([] {
 }  // namespace
 
 PowerSGD::PowerSGD(std::int64_t rank, std::uint64_t seed, bool error_feedback)
-    : rank_(rank), seed_(seed), error_feedback_(error_feedback) {
+    : rank_(rank), seed_(seed), error_feedback_(error_feedback),
+      none_(make_compressor(CompressorConfig{})) {
   SB_CHECK(rank_ >= 1, "powersgd: rank = {} must be at least 1 (key compress.allreduce.rank)", rank_);
+}
+
+std::vector<Phase> PowerSGD::exact_phases(Source input, std::vector<std::int64_t> shape,
+                                          int world, Sink deliver, CollectiveStats* bytes) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return all_reduce_phases([input] { return input().reshape({-1}).contiguous(); }, n,
+                           none_.get(), nullptr, {}, world,
+                           [deliver, shape](const torch::Tensor& r) { deliver(r.view(shape)); },
+                           bytes);
+}
+
+// The phases share M, P and Q_local; the warm start and the residual are read in the first
+// prepare and written after the last phase, all on the thread that runs this kind.
+std::vector<Phase> PowerSGD::phases(const std::string& key, Source input, std::int64_t rows,
+                                    std::int64_t cols, int world, Sink deliver,
+                                    CollectiveStats* bytes) {
+  if (std::min(rows, cols) <= rank_) return exact_phases(input, {rows, cols}, world, deliver, bytes);
+  struct State {
+    torch::Tensor M, P, Q_local;  // (rows, cols), (rows, r), (cols, r)
+  };
+  auto st = std::make_shared<State>();
+  const std::int64_t r = rank_;
+  auto p_local = [this, st, key, input, cols, r] {  // M_i Q, M_i = G_i + E_i
+    const auto m = input();
+    st->M = m;
+    if (error_feedback_) {
+      auto it = residual_.find(key);
+      if (it != residual_.end()) {
+        SB_CHECK(it->second.sizes() == m.sizes(),
+                 "powersgd \"{}\": shape changed from {} to {}; use one key per buffer", key,
+                 c10::str(it->second.sizes()), c10::str(m.sizes()));
+        st->M = m + it->second;
+      }
+    }
+    auto& Q = q_[key];  // (cols, r), warm start
+    if (!Q.defined() || Q.size(0) != cols) {
+      // Identical on every rank: same seed, same key.
+      auto gen = at::make_generator<at::CPUGeneratorImpl>(seed_ ^ std::hash<std::string>{}(key));
+      Q = torch::randn({cols, r}, gen, torch::kFloat);
+    }
+    return st->M.mm(Q);
+  };
+  auto keep_p = [st](const torch::Tensor& P) { st->P = P; };  // sum_i M_i Q
+  auto q_local = [st] {
+    st->P = std::get<0>(torch::linalg_qr(st->P, "reduced"));  // orthonormal columns
+    st->Q_local = st->M.t().mm(st->P);                         // M_i^T P
+    return st->Q_local;
+  };
+  auto finish = [this, st, key, deliver](const torch::Tensor& Q) {  // sum_i M_i^T P
+    q_[key] = Q;
+    auto out = st->P.mm(Q.t());  // (rows, cols)
+    if (error_feedback_) residual_[key] = st->M - st->P.mm(st->Q_local.t());
+    *st = State();
+    deliver(out);
+  };
+  CollectiveStats inner;
+  auto v = exact_phases(p_local, {rows, r}, world, keep_p, &inner);
+  auto w = exact_phases(q_local, {cols, r}, world, finish, &inner);
+  v.insert(v.end(), w.begin(), w.end());
+  if (bytes) {
+    bytes->logical_bytes += all_reduce_logical_bytes(rows * cols, world);
+    bytes->wire_bytes += inner.wire_bytes;
+  }
+  return v;
+}
+
+std::vector<Phase> PowerSGD::all_reduce_flat_phases(const std::string& key, Source input,
+                                                    std::int64_t n, int world, Sink deliver,
+                                                    CollectiveStats* bytes) {
+  const auto c = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(std::sqrt(double(n)))));
+  const std::int64_t rows = (n + c - 1) / c;
+  auto matrix = [input, n, rows, c] {  // (rows, c), zero-padded
+    auto x = input();
+    check_compress_input(x, "powersgd");
+    auto padded = rows * c == n ? x : torch::constant_pad_nd(x, {0, rows * c - n});
+    return padded.view({rows, c});
+  };
+  auto flat = [deliver, n](const torch::Tensor& out) {
+    deliver(out.reshape({-1}).narrow(0, 0, n).contiguous());
+  };
+  return phases(key, matrix, rows, c, world, flat, bytes);
 }
 
 torch::Tensor PowerSGD::all_reduce(const std::string& key, const torch::Tensor& m, MPI_Comm comm,
                                    CollectiveStats* stats) {
-  SB_CHECK(m.dim() == 2 && m.scalar_type() == torch::kFloat,
-           "powersgd \"{}\": expects a 2-D fp32 matrix, got {} of shape {}; use all_reduce_flat "
-           "for flat buffers", key, c10::toString(m.scalar_type()), c10::str(m.sizes()));
-  const std::int64_t rows = m.size(0), cols = m.size(1);
-  if (std::min(rows, cols) <= rank_) return exact_all_reduce(m, comm, stats);
-
-  const auto t0 = std::chrono::steady_clock::now();
-  int world = 1;
-  MPI_Comm_size(comm, &world);
-  CollectiveStats inner;
-  torch::Tensor M = m;  // (rows, cols)
-  if (error_feedback_) {
-    auto it = residual_.find(key);
-    if (it != residual_.end()) {
-      SB_CHECK(it->second.sizes() == m.sizes(),
-               "powersgd \"{}\": shape changed from {} to {}; use one key per buffer", key,
-               c10::str(it->second.sizes()), c10::str(m.sizes()));
-      M = m + it->second;
-    }
-  }
-  auto& Q = q_[key];  // (cols, r), warm start
-  if (!Q.defined() || Q.size(0) != cols) {
-    // Identical on every rank: same seed, same key.
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed_ ^ std::hash<std::string>{}(key));
-    Q = torch::randn({cols, rank_}, gen, torch::kFloat);
-  }
-  auto P = exact_all_reduce(M.mm(Q), comm, &inner);       // (rows, r) = sum_i M_i Q
-  P = std::get<0>(torch::linalg_qr(P, "reduced"));         // orthonormal columns
-  auto Q_local = M.t().mm(P);                              // (cols, r)
-  Q = exact_all_reduce(Q_local, comm, &inner);             // (cols, r) = sum_i M_i^T P
-  auto out = P.mm(Q.t());                                  // (rows, cols)
-  if (error_feedback_) residual_[key] = M - P.mm(Q_local.t());
-  if (stats) {
-    stats->logical_bytes += all_reduce_logical_bytes(rows * cols, world);
-    stats->wire_bytes += inner.wire_bytes;
-    const double total =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double mpi = inner.seconds - inner.codec_seconds;
-    stats->seconds += total;
-    stats->codec_seconds += total - mpi;  // matmuls, QR and error feedback count as codec
-  }
+  check_matrix(key, m);
+  torch::Tensor out;
+  Collective x;
+  x.phases = phases(key, [m] { return m; }, m.size(0), m.size(1), comm_size(comm),
+                    [&out](const torch::Tensor& r) { out = r; }, stats);
+  run_on(std::move(x), comm);
   return out;
 }
 
 torch::Tensor PowerSGD::all_reduce_flat(const std::string& key, const torch::Tensor& x,
                                         MPI_Comm comm, CollectiveStats* stats) {
   check_compress_input(x, "powersgd");
-  const std::int64_t n = x.numel();
-  const auto c = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(std::sqrt(double(n)))));
-  const std::int64_t rows = (n + c - 1) / c;
-  auto padded = rows * c == n ? x : torch::constant_pad_nd(x, {0, rows * c - n});
-  auto out = all_reduce(key, padded.view({rows, c}), comm, stats);  // (rows, c)
-  return out.reshape({-1}).narrow(0, 0, n).contiguous();
+  torch::Tensor out;
+  Collective c;
+  c.phases = all_reduce_flat_phases(key, [x] { return x; }, x.numel(), comm_size(comm),
+                                    [&out](const torch::Tensor& r) { out = r; }, stats);
+  run_on(std::move(c), comm);
+  return out;
 }
 
 std::int64_t PowerSGD::state_bytes() const {

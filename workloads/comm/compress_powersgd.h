@@ -7,13 +7,17 @@
 // A sum of rank-r matrices whose column spaces agree is reproduced exactly (up to rounding).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <mpi.h>
 #include <torch/types.h>
 
 #include "workloads/comm/compressor.h"
+#include "workloads/comm/progress_engine.h"
 
 namespace sb::comm {
 
@@ -31,6 +35,15 @@ class PowerSGD {
   // x: (n) flat buffer, folded into a zero-padded (ceil(n / c), c) matrix, c = ceil(sqrt(n)).
   torch::Tensor all_reduce_flat(const std::string& key, const torch::Tensor& x, MPI_Comm comm,
                                 CollectiveStats* stats = nullptr);
+  // all_reduce_flat described for the progress engine: input() gives x ((n) fp32) when the
+  // first phase starts, deliver gets the result after the last. Four phases: the exact
+  // all-reduces of P and Q (a reduce-scatter and an all-gather each), the orthogonalisation
+  // between them; two when the matrix is too small to compress. Adds its bytes to *bytes.
+  std::vector<Phase> all_reduce_flat_phases(const std::string& key,
+                                            std::function<torch::Tensor()> input, std::int64_t n,
+                                            int world,
+                                            std::function<void(const torch::Tensor&)> deliver,
+                                            CollectiveStats* bytes);
 
   std::int64_t rank() const { return rank_; }
   std::int64_t state_bytes() const;  // residuals + warm-start Q
@@ -41,9 +54,21 @@ class PowerSGD {
   void load_state(const StateDict& in, const std::string& prefix);
 
  private:
+  using Source = std::function<torch::Tensor()>;
+  using Sink = std::function<void(const torch::Tensor&)>;
+  // all_reduce of the (rows, cols) matrix input() gives.
+  std::vector<Phase> phases(const std::string& key, Source input, std::int64_t rows,
+                            std::int64_t cols, int world, Sink deliver, CollectiveStats* bytes);
+  // Deterministic fp32 all-reduce of the tensor of `shape` input() gives, bit-identical on
+  // every rank (Open MPI's MPI_Allreduce need not be): reduce-scatter + all-gather through
+  // the "none" compressor.
+  std::vector<Phase> exact_phases(Source input, std::vector<std::int64_t> shape, int world,
+                                  Sink deliver, CollectiveStats* bytes);
+
   std::int64_t rank_;
   std::uint64_t seed_;
   bool error_feedback_;
+  std::unique_ptr<Compressor> none_;  // for exact_phases
   std::map<std::string, torch::Tensor> q_;         // (cols, r) warm start per key
   std::map<std::string, torch::Tensor> residual_;  // (rows, cols) per key
 };

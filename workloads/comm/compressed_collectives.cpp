@@ -1,19 +1,13 @@
-// Compressed all-gather, reduce-scatter (all-to-all + local fp32 sum) and all-reduce.
+// Compressed all-gather, reduce-scatter (all-to-all + local fp32 sum) and all-reduce, each
+// described as phases (prepare: compress; one MPI call; after: decompress or reduce).
 #include "workloads/comm/compressed_collectives.h"
 
-#include <chrono>
 #include <climits>
 
 #include "harness/core/check.h"
-#include "harness/core/mpi_context.h"
 
 namespace sb::comm {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 int comm_size(MPI_Comm comm) {
   int n = 0;
@@ -28,17 +22,26 @@ int mpi_count(std::int64_t bytes, const char* what) {
   return static_cast<int>(bytes);
 }
 
-}  // namespace
-
-CollectiveStats& CollectiveStats::operator+=(const CollectiveStats& o) {
-  logical_bytes += o.logical_bytes;
-  wire_bytes += o.wire_bytes;
-  seconds += o.seconds;
-  codec_seconds += o.codec_seconds;
-  return *this;
+detail::Span span(const torch::Tensor& t) {
+  return {static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.nbytes())};
 }
 
-namespace {
+void add(CollectiveStats* s, std::int64_t logical, std::int64_t wire) {
+  if (s) s->logical_bytes += logical, s->wire_bytes += wire;
+}
+
+void check_gather_output(const torch::Tensor& full, int world, std::int64_t s) {
+  SB_CHECK(full.is_contiguous() && full.numel() == world * s,
+           "compressed all-gather: the output must be contiguous with {} x {} elements (got {})",
+           world, s, full.numel());
+}
+
+void check_even(std::int64_t n, int world) {
+  SB_CHECK(n % world == 0,
+           "compressed reduce-scatter: {} elements do not split evenly over {} ranks; pad the "
+           "flat buffer to a multiple of the world size", n, world);
+}
+
 // The wire of shard ((s), any float dtype). A cast wire is one cast from the shard's dtype
 // (bf16 -> fp16 directly equals bf16 -> fp32 -> fp16: widening is exact); other formats
 // compress the shard's fp32 values.
@@ -54,46 +57,154 @@ torch::Tensor wire_of(const torch::Tensor& shard, Compressor& c) {
   return wire;
 }
 
-// All-gathers an already compressed shard (wire: wire_bytes(s) uint8) into full ((world * s),
-// contiguous, any float dtype). A cast wire of full's dtype is received straight into full;
-// another cast wire lands with one cast; other formats are decompressed per rank.
-// t0 is when the caller started compressing, codec the seconds it spent on that.
-void all_gather_wire(const torch::Tensor& wire, std::int64_t s, const Compressor& c,
-                     const torch::Tensor& full, MPI_Comm comm, CollectiveStats* stats,
-                     Clock::time_point t0, double codec) {
-  const int world = comm_size(comm);
-  const std::int64_t wb = c.wire_bytes(s);
-  SB_CHECK(full.is_contiguous() && full.numel() == world * s,
-           "compressed all-gather: the output must be contiguous with {} x {} elements (got {})",
-           world, s, full.numel());
-  const auto d = c.cast_dtype();
-  const bool direct = d == full.scalar_type();
-  auto all = direct ? full : torch::empty({world * wb}, torch::kUInt8);  // (world * wb) bytes
-  sb::check_mpi(MPI_Allgather(wire.data_ptr(), mpi_count(wb, "compressed all-gather"), MPI_BYTE,
-                              all.data_ptr(), static_cast<int>(wb), MPI_BYTE, comm),
-                "MPI_Allgather (compressed all-gather)");
-  const auto t1 = Clock::now();
-  if (!direct && d != torch::ScalarType::Undefined) {
-    full.copy_(wire_view(all, 0, world * s, d));  // the chunks are contiguous: one cast
-  } else if (!direct) {
-    for (int r = 0; r < world; ++r)
-      full.narrow(0, r * s, s).copy_(c.decompress(all.narrow(0, r * wb, wb), s));
-  }
-  codec += since(t1);
-  if (stats) {
-    stats->logical_bytes += 4 * s;
-    stats->wire_bytes += wb;
-    stats->codec_seconds += codec;
-    stats->seconds += since(t0);
-  }
+// All-gathers the wire wire() makes (wire_bytes(s) uint8) into the (world * s) tensor dest()
+// gives (contiguous, any float dtype). A cast wire of dest's dtype is received straight into
+// it; another cast wire lands with one cast; other formats are decompressed per rank.
+Phase gather_phase(Source wire, Source dest, std::int64_t s, const Compressor* c, int world,
+                   CollectiveStats* bytes) {
+  struct Bufs {
+    torch::Tensor wire, all, dest;
+  };
+  auto b = std::make_shared<Bufs>();
+  const std::int64_t wb = c->wire_bytes(s);
+  const int count = mpi_count(wb, "compressed all-gather");
+  add(bytes, 4 * s, wb);
+  Phase p{"MPI_Allgather (compressed all-gather)", "MPI_Iallgather (compressed all-gather)"};
+  p.prepare = [=] {
+    b->wire = wire();  // never aliases dest
+    b->dest = dest();
+    const bool direct = c->cast_dtype() == b->dest.scalar_type();
+    b->all = direct ? b->dest : torch::empty({world * wb}, torch::kUInt8);  // (world * wb)
+  };
+  p.blocking = [=](MPI_Comm comm) {
+    return MPI_Allgather(b->wire.data_ptr(), count, MPI_BYTE, b->all.data_ptr(), count,
+                         MPI_BYTE, comm);
+  };
+  p.start = [=](MPI_Comm comm, MPI_Request* r) {
+    return MPI_Iallgather(b->wire.data_ptr(), count, MPI_BYTE, b->all.data_ptr(), count,
+                          MPI_BYTE, comm, r);
+  };
+  p.after = [=] {
+    const auto d = c->cast_dtype();
+    if (b->all.is_same(b->dest)) {
+      // received in place
+    } else if (d != torch::ScalarType::Undefined) {
+      b->dest.copy_(wire_view(b->all, 0, world * s, d));  // the chunks are contiguous: one cast
+    } else {
+      for (int r = 0; r < world; ++r)
+        b->dest.narrow(0, r * s, s).copy_(c->decompress(b->all.narrow(0, r * wb, wb), s));
+    }
+    *b = Bufs();
+  };
+  return p;
 }
+
+// Reduce-scatters the (world * s) fp32 tensor input() returns: e = input (+ the residual of
+// `key` when ef is given) is compressed per destination chunk, one all-to-all of
+// wire_bytes(s) per destination, and deliver gets the (s) fp32 sum of the received chunks in
+// rank order (topk chunks are added sparsely).
+Phase reduce_scatter_phase(Source input, Compressor* c, ErrorFeedback* ef, const std::string& key,
+                           std::int64_t s, int world, Sink deliver, CollectiveStats* bytes) {
+  struct Bufs {
+    torch::Tensor send, recv;
+  };
+  auto b = std::make_shared<Bufs>();
+  const std::int64_t wb = c->wire_bytes(s);
+  const int count = mpi_count(wb, "compressed reduce-scatter");
+  add(bytes, 4 * world * s, world * wb);
+  Phase p{"MPI_Alltoall (compressed gradient reduce-scatter)",
+          "MPI_Ialltoall (compressed gradient reduce-scatter)"};
+  p.prepare = [=] {
+    const auto full = input();
+    check_compress_input(full, "compressed reduce-scatter");
+    auto e = ef ? ef->corrected(key, full) : full;              // (world * s)
+    b->send = torch::empty({world * wb}, torch::kUInt8);       // chunk q -> rank q
+    torch::Tensor sent = ef ? torch::empty({world * s}, torch::kFloat) : torch::Tensor();
+    for (int q = 0; q < world; ++q) {
+      auto w = c->compress(e.narrow(0, q * s, s).contiguous());
+      b->send.narrow(0, q * wb, wb).copy_(w);
+      if (ef) sent.narrow(0, q * s, s).copy_(c->decompress(w, s));
+    }
+    if (ef) ef->keep(key, e, sent);
+    b->recv = torch::empty({world * wb}, torch::kUInt8);  // chunk from rank q at q * wb
+  };
+  p.blocking = [=](MPI_Comm comm) {
+    return MPI_Alltoall(b->send.data_ptr(), count, MPI_BYTE, b->recv.data_ptr(), count,
+                        MPI_BYTE, comm);
+  };
+  p.start = [=](MPI_Comm comm, MPI_Request* r) {
+    return MPI_Ialltoall(b->send.data_ptr(), count, MPI_BYTE, b->recv.data_ptr(), count,
+                         MPI_BYTE, comm, r);
+  };
+  p.after = [=] {
+    auto out = torch::zeros({s}, torch::kFloat);  // (s), summed in rank order
+    for (int q = 0; q < world; ++q) c->decompress_add(b->recv.narrow(0, q * wb, wb), out);
+    *b = Bufs();
+    deliver(out);
+  };
+  return p;
+}
+
 }  // namespace
 
+CollectiveStats& CollectiveStats::operator+=(const CollectiveStats& o) {
+  logical_bytes += o.logical_bytes;
+  wire_bytes += o.wire_bytes;
+  return *this;
+}
+
+void run_on(Collective c, MPI_Comm comm) {
+  c.comm = c.chain_comm = comm;
+  run_blocking(c);
+}
+
+std::vector<Phase> all_reduce_phases(Source input, std::int64_t n, Compressor* c,
+                                     ErrorFeedback* ef, const std::string& key, int world,
+                                     Sink deliver, CollectiveStats* bytes) {
+  const std::int64_t padded = (n + world - 1) / world * world, s = padded / world;
+  struct State {
+    torch::Tensor chunk, all;  // (s) reduced, then (padded) gathered
+  };
+  auto st = std::make_shared<State>();
+  auto padded_input = [input, n, padded] {
+    auto x = input();
+    check_compress_input(x, "compressed all-reduce");
+    return padded == n ? x : torch::constant_pad_nd(x, {0, padded - n});  // (padded)
+  };
+  auto keep_chunk = [st](const torch::Tensor& chunk) { st->chunk = chunk; };
+  // The reduced chunk is compressed again for the all-gather; with error feedback its own
+  // residual (key + "/gather") keeps what that second compression dropped.
+  auto wire = [st, c, ef, gkey = key + "/gather"] {
+    torch::Tensor w;
+    if (ef) {
+      auto e = ef->corrected(gkey, st->chunk);
+      w = c->compress(e);
+      ef->keep(gkey, e, c->decompress(w, e.numel()));
+    } else {
+      w = c->compress(st->chunk);
+    }
+    st->chunk = torch::Tensor();
+    return w;
+  };
+  auto dest = [st, padded] { return st->all = torch::empty({padded}, torch::kFloat); };
+  Phase gather = gather_phase(wire, dest, s, c, world, bytes);
+  gather.after = [after = gather.after, st, n, padded, deliver] {
+    after();
+    auto all = std::move(st->all);
+    deliver(padded == n ? all : all.narrow(0, 0, n).contiguous());
+  };
+  return {reduce_scatter_phase(padded_input, c, ef, key, s, world, keep_chunk, bytes), gather};
+}
+
+// ---- blocking, on a raw communicator -------------------------------------------------------
 void compressed_all_gather_into(const torch::Tensor& shard, const torch::Tensor& full,
                                 Compressor& c, MPI_Comm comm, CollectiveStats* stats) {
-  const auto t0 = Clock::now();
-  auto wire = wire_of(shard, c);  // (wire_bytes(s)) uint8, never aliases full
-  all_gather_wire(wire, shard.numel(), c, full, comm, stats, t0, since(t0));
+  const int world = comm_size(comm);
+  check_gather_output(full, world, shard.numel());
+  Collective x;
+  x.phases = {gather_phase([shard, &c] { return wire_of(shard, c); }, [full] { return full; },
+                           shard.numel(), &c, world, stats)};
+  run_on(std::move(x), comm);
 }
 
 torch::Tensor compressed_all_gather(const torch::Tensor& shard, Compressor& c, MPI_Comm comm,
@@ -106,65 +217,28 @@ torch::Tensor compressed_all_gather(const torch::Tensor& shard, Compressor& c, M
 torch::Tensor compressed_reduce_scatter(const torch::Tensor& full, Compressor& c, MPI_Comm comm,
                                         CollectiveStats* stats, ErrorFeedback* ef,
                                         const std::string& key) {
-  const auto t0 = Clock::now();
   const int world = comm_size(comm);
-  check_compress_input(full, "compressed reduce-scatter");
-  const std::int64_t n = full.numel();
-  SB_CHECK(n % world == 0,
-           "compressed reduce-scatter: {} elements do not split evenly over {} ranks; pad the "
-           "flat buffer to a multiple of the world size", n, world);
-  const std::int64_t s = n / world, wb = c.wire_bytes(s);
-  auto e = ef ? ef->corrected(key, full) : full;                // (world * s)
-  auto send = torch::empty({world * wb}, torch::kUInt8);       // (world * wb): chunk q -> rank q
-  torch::Tensor sent = ef ? torch::empty({n}, torch::kFloat) : torch::Tensor();
-  for (int q = 0; q < world; ++q) {
-    auto w = c.compress(e.narrow(0, q * s, s).contiguous());
-    send.narrow(0, q * wb, wb).copy_(w);
-    if (ef) sent.narrow(0, q * s, s).copy_(c.decompress(w, s));
-  }
-  if (ef) ef->keep(key, e, sent);
-  double codec = since(t0);
-  auto recv = torch::empty({world * wb}, torch::kUInt8);  // chunk from rank q at q * wb
-  sb::check_mpi(MPI_Alltoall(send.data_ptr(), mpi_count(wb, "compressed reduce-scatter"), MPI_BYTE,
-                      recv.data_ptr(), static_cast<int>(wb), MPI_BYTE, comm),
-         "MPI_Alltoall (compressed gradient reduce-scatter)");
-  const auto t1 = Clock::now();
-  auto out = torch::zeros({s}, torch::kFloat);  // (s), summed in rank order
-  for (int q = 0; q < world; ++q) c.decompress_add(recv.narrow(0, q * wb, wb), out);
-  codec += since(t1);
-  if (stats) {
-    stats->logical_bytes += 4 * n;
-    stats->wire_bytes += world * wb;
-    stats->codec_seconds += codec;
-    stats->seconds += since(t0);
-  }
+  check_even(full.numel(), world);
+  torch::Tensor out;
+  Collective x;
+  x.phases = {reduce_scatter_phase([full] { return full; }, &c, ef, key, full.numel() / world,
+                                   world, [&out](const torch::Tensor& r) { out = r; }, stats)};
+  run_on(std::move(x), comm);
   return out;
 }
 
 torch::Tensor compressed_all_reduce(const torch::Tensor& x, Compressor& c, MPI_Comm comm,
                                     CollectiveStats* stats, ErrorFeedback* ef,
                                     const std::string& key) {
-  const int world = comm_size(comm);
-  check_compress_input(x, "compressed all-reduce");
-  const std::int64_t n = x.numel(), padded = (n + world - 1) / world * world;
-  auto xp = padded == n ? x : torch::constant_pad_nd(x, {0, padded - n});  // (padded)
-  auto chunk = compressed_reduce_scatter(xp, c, comm, stats, ef, key);       // (padded / world)
-  // The reduced chunk is compressed again for the all-gather; with error feedback its own
-  // residual (key + "/gather") keeps what that second compression dropped.
-  const auto t0 = Clock::now();
-  torch::Tensor wire;
-  if (ef) {
-    auto e = ef->corrected(key + "/gather", chunk);
-    wire = c.compress(e);
-    ef->keep(key + "/gather", e, c.decompress(wire, e.numel()));
-  } else {
-    wire = c.compress(chunk);
-  }
-  auto all = torch::empty({padded}, torch::kFloat);  // (padded)
-  all_gather_wire(wire, chunk.numel(), c, all, comm, stats, t0, since(t0));
-  return padded == n ? all : all.narrow(0, 0, n).contiguous();
+  torch::Tensor out;
+  Collective op;
+  op.phases = all_reduce_phases([x] { return x; }, x.numel(), &c, ef, key, comm_size(comm),
+                                [&out](const torch::Tensor& r) { out = r; }, stats);
+  run_on(std::move(op), comm);
+  return out;
 }
 
+// ---- CompressedCollectives ----------------------------------------------------------------
 namespace {
 std::unique_ptr<Compressor> make_for(CompressorConfig cfg, int rank) {
   // Ranks must round independently (else their rounding errors correlate and add up).
@@ -185,29 +259,75 @@ CompressedCollectives::CompressedCollectives(const Policy& policy, int rank) : p
   }
 }
 
-void CompressedCollectives::all_gather_params(const torch::Tensor& shard,
-                                              const torch::Tensor& full, MPI_Comm comm,
-                                              CollectiveStats* stats) {
+CompressedOp CompressedCollectives::all_gather_params_op(const torch::Tensor& shard,
+                                                         const torch::Tensor& full, int world) {
+  check_gather_output(full, world, shard.numel());
   // The compressor sees the parameters as the ranks compute with them: rounded once to
   // full's dtype. A cast wire of that dtype is that rounding itself; any other wire gets the
   // rounded values (bit-identical to casting on the caller, then compressing).
   const auto pd = full.scalar_type();
   const bool as_is = shard.scalar_type() == pd || param_->cast_dtype() == pd;
-  compressed_all_gather_into(as_is ? shard : shard.to(pd), full, *param_, comm, stats);
+  Compressor* c = param_.get();
+  auto wire = [shard, pd, as_is, c] { return wire_of(as_is ? shard : shard.to(pd), *c); };
+  CompressedOp op;
+  op.run.phases = {gather_phase(wire, [full] { return full; }, shard.numel(), c, world, &op.bytes)};
+  op.run.reads = span(shard), op.run.writes = span(full);
+  return op;
+}
+
+CompressedOp CompressedCollectives::reduce_scatter_grads_op(const std::string& key,
+                                                            const torch::Tensor& full,
+                                                            const torch::Tensor& shard,
+                                                            int world) {
+  check_even(full.numel(), world);
+  const std::int64_t s = full.numel() / world;
+  SB_CHECK(shard.numel() == s, "compressed reduce-scatter: the shard has {} elements, expected "
+           "{} / {} ranks", shard.numel(), full.numel(), world);
+  ErrorFeedback* ef = policy_.grad_reduce_scatter.error_feedback ? &grad_ef_ : nullptr;
+  CompressedOp op;
+  op.run.phases = {reduce_scatter_phase([full] { return full.to(torch::kFloat32); }, grad_.get(),
+                                        ef, key, s, world,
+                                        [shard](const torch::Tensor& r) { shard.copy_(r); },
+                                        &op.bytes)};
+  op.run.reads = span(full), op.run.writes = span(shard);
+  return op;
+}
+
+CompressedOp CompressedCollectives::all_reduce_grads_op(const std::string& key,
+                                                        const torch::Tensor& t, int world) {
+  Source in = [t] { return t.to(torch::kFloat32); };
+  Sink out = [t](const torch::Tensor& r) { t.copy_(r); };
+  CompressedOp op;
+  if (powersgd_) {
+    op.run.phases = powersgd_->all_reduce_flat_phases(key, in, t.numel(), world, out, &op.bytes);
+  } else {
+    ErrorFeedback* ef = policy_.grad_all_reduce.error_feedback ? &allreduce_ef_ : nullptr;
+    op.run.phases =
+        all_reduce_phases(in, t.numel(), allreduce_.get(), ef, key, world, out, &op.bytes);
+  }
+  op.run.reads = op.run.writes = span(t);
+  return op;
 }
 
 torch::Tensor CompressedCollectives::reduce_scatter_grads(const std::string& key,
                                                           const torch::Tensor& full, MPI_Comm comm,
                                                           CollectiveStats* stats) {
-  ErrorFeedback* ef = policy_.grad_reduce_scatter.error_feedback ? &grad_ef_ : nullptr;
-  return compressed_reduce_scatter(full, *grad_, comm, stats, ef, key);
+  const int world = comm_size(comm);
+  check_even(full.numel(), world);
+  auto out = torch::empty({full.numel() / world}, torch::kFloat);  // (s)
+  auto op = reduce_scatter_grads_op(key, full, out, world);
+  run_on(std::move(op.run), comm);
+  if (stats) *stats += op.bytes;
+  return out;
 }
 
 torch::Tensor CompressedCollectives::all_reduce_grads(const std::string& key, const torch::Tensor& x,
                                                       MPI_Comm comm, CollectiveStats* stats) {
-  if (powersgd_) return powersgd_->all_reduce_flat(key, x, comm, stats);
-  ErrorFeedback* ef = policy_.grad_all_reduce.error_feedback ? &allreduce_ef_ : nullptr;
-  return compressed_all_reduce(x, *allreduce_, comm, stats, ef, key);
+  auto io = x.to(torch::kFloat32, /*non_blocking=*/false, /*copy=*/true);  // (n), reduced in place
+  auto op = all_reduce_grads_op(key, io, comm_size(comm));
+  run_on(std::move(op.run), comm);
+  if (stats) *stats += op.bytes;
+  return io;
 }
 
 std::int64_t CompressedCollectives::state_bytes() const {

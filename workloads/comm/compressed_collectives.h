@@ -1,13 +1,17 @@
-// Compressed collectives over a raw MPI_Comm (no dependency on the FSDP communicator):
-// parameter all-gather, gradient reduce-scatter and gradient all-reduce, each returning the
-// result and filling CollectiveStats, which the caller turns into sb::CommEvent records.
+// Compressed collectives: parameter all-gather, gradient reduce-scatter and gradient
+// all-reduce. Each is described as phases for the progress engine (progress_engine.h: compress
+// into a wire buffer, one MPI call on it, decompress or reduce), so that the communicator runs
+// it like a plain collective (Communicator::issue: staging, overlap, trace event); the free
+// functions below run the same descriptions blocking on a raw MPI_Comm.
 // Every result equals "decompress every rank's contribution, then reduce in fp32 in rank
 // order" exactly, and is bit-identical on every rank (tests/mpi/compressed_collectives.cpp).
 // Sums, not means: divide by the group size yourself where the optimizer wants a mean.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <mpi.h>
 #include <torch/types.h>
@@ -16,22 +20,29 @@
 #include "workloads/comm/compressor.h"
 #include "workloads/comm/error_feedback.h"
 #include "workloads/comm/policy.h"
+#include "workloads/comm/progress_engine.h"
 
 namespace sb::comm {
 
 // Per call and per rank. logical_bytes: the fp32 bytes this rank hands to MPI to send in the
 // uncompressed equivalent; wire_bytes: the bytes it actually hands to MPI (chunks addressed
 // to itself included in both, so that logical / wire is exactly the compression ratio).
-// docs/METRICS.md "Compression" has the formulas per collective.
+// docs/METRICS.md "Compression" has the formulas per collective. Both follow from the sizes
+// alone: they are known when the collective is described.
 struct CollectiveStats {
   std::int64_t logical_bytes = 0;
   std::int64_t wire_bytes = 0;
-  double seconds = 0;        // whole call: compress + MPI + decompress/reduce
-  double codec_seconds = 0;  // of which compress + decompress + local reduction
   double ratio() const { return wire_bytes > 0 ? double(logical_bytes) / double(wire_bytes) : 1.0; }
   CollectiveStats& operator+=(const CollectiveStats& o);
 };
 
+// A compressed collective described for the progress engine, and its bytes.
+struct CompressedOp {
+  Collective run;  // phases, reads, writes; the communicator adds communicators and trace
+  CollectiveStats bytes;
+};
+
+// ---- blocking, on comm (each runs its description with run_blocking) ----------------------
 // Parameter all-gather. shard: (s) fp32, the same s on every rank -> (world * s) fp32 where
 // [r*s, (r+1)*s) = D(C(shard of rank r)); the own shard too goes through D(C(.)), so every
 // rank computes with the same parameters. One MPI_Allgather of wire_bytes(s) per rank.
@@ -61,9 +72,12 @@ torch::Tensor compressed_all_reduce(const torch::Tensor& x, Compressor& c, MPI_C
                                     const std::string& key = {});
 
 // The policy applied: one compressor (and error-feedback state, PowerSGD state) per kind.
-// Calls of different kinds may run concurrently on different threads; calls of one kind must
-// come from one thread at a time. `key` names the buffer (e.g. "unit3"): residuals and
-// PowerSGD's warm start are kept per key, so use a stable key per flat buffer.
+// The *_op calls only describe (they read no state); the phases they return use the kind's
+// compressor and state when they run. Phases of one kind must run on one thread at a time:
+// the progress engine runs them on its communication thread in issue order, or all on the
+// caller (Inline, synchronous calls), so issue every collective of one CompressedCollectives
+// through one communicator. Kinds are independent. `key` names the buffer (e.g. "unit3"):
+// residuals and PowerSGD's warm start are kept per key, so use a stable key per flat buffer.
 class CompressedCollectives {
  public:
   // rank: this process's world rank, mixed into the stochastic-rounding seed so that ranks
@@ -72,15 +86,25 @@ class CompressedCollectives {
   const Policy& policy() const { return policy_; }
   bool compresses(CollectiveKind k) const { return policy_.compresses(k); }
 
+  // world: ranks of the group the op will run on.
   // shard ((s), the fp32 master) -> full ((world * s), the param dtype), in place; see
   // compressed_all_gather_into. The wire carries the shard rounded to full's dtype, what
   // every rank computes with (a bf16 wire for bf16 params: one cast, received in place).
-  void all_gather_params(const torch::Tensor& shard, const torch::Tensor& full, MPI_Comm comm,
-                         CollectiveStats* stats = nullptr);
-  // (world * s) -> (s); see compressed_reduce_scatter.
+  // One phase (MPI_Allgather).
+  CompressedOp all_gather_params_op(const torch::Tensor& shard, const torch::Tensor& full,
+                                    int world);
+  // shard ((s), any float dtype) <- full ((world * s), any float dtype, read as fp32); see
+  // compressed_reduce_scatter. One phase (MPI_Alltoall).
+  CompressedOp reduce_scatter_grads_op(const std::string& key, const torch::Tensor& full,
+                                       const torch::Tensor& shard, int world);
+  // t ((n), any float dtype, read as fp32) <- the sum, in place: compressed_all_reduce (two
+  // phases), or PowerSGD (all_reduce_flat: four) when the policy's grad_all_reduce is
+  // "powersgd".
+  CompressedOp all_reduce_grads_op(const std::string& key, const torch::Tensor& t, int world);
+
+  // The same, blocking on comm: (world * s) fp32 -> (s) and (n) fp32 -> (n).
   torch::Tensor reduce_scatter_grads(const std::string& key, const torch::Tensor& full,
                                      MPI_Comm comm, CollectiveStats* stats = nullptr);
-  // (n) -> (n); PowerSGD (all_reduce_flat) when the policy's grad_all_reduce is "powersgd".
   torch::Tensor all_reduce_grads(const std::string& key, const torch::Tensor& x, MPI_Comm comm,
                                  CollectiveStats* stats = nullptr);
 
@@ -99,5 +123,20 @@ class CompressedCollectives {
   ErrorFeedback grad_ef_, allreduce_ef_;
   std::unique_ptr<PowerSGD> powersgd_;
 };
+
+// ---- building blocks (compressed_collectives.cpp, compress_powersgd.cpp) -------------------
+// Functions that make a phase's input or receive its output, called when the phase runs.
+using Source = std::function<torch::Tensor()>;
+using Sink = std::function<void(const torch::Tensor&)>;
+
+// Runs a description blocking on comm (every phase on it: nothing runs beside it).
+void run_on(Collective c, MPI_Comm comm);
+
+// A compressed all-reduce of the (n) fp32 tensor input() returns, delivered as (n) fp32:
+// a reduce-scatter phase (error-feedback key `key`) and an all-gather phase of the reduced
+// chunk (key `key + "/gather"`); ef may be null. Adds its bytes to *bytes.
+std::vector<Phase> all_reduce_phases(Source input, std::int64_t n, Compressor* c,
+                                     ErrorFeedback* ef, const std::string& key, int world,
+                                     Sink deliver, CollectiveStats* bytes);
 
 }  // namespace sb::comm

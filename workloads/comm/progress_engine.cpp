@@ -46,16 +46,20 @@ const char* progress_name(ProgressMode p) {
 
 namespace detail {
 struct Op {
-  std::function<void()> fn;
+  std::function<void()> fn;  // thread modes: what the communication thread runs
   std::mutex m;
   std::condition_variable cv;
   std::atomic<bool> done{false};  // set under m; read without it
   std::exception_ptr error;
-  // ProgressMode::Inline: the non-blocking MPI request, completed on the caller's thread, and
-  // what to run once it is (copy back staged output, report the trace event).
+  // ProgressMode::Inline, moved by the caller's thread: the collective, how many of its
+  // phases have started, and the started one's non-blocking request while it is in flight.
+  bool on_caller = false;
+  Collective c;
+  std::size_t started = 0;
   MPI_Request req = MPI_REQUEST_NULL;
-  std::function<void()> finish;
-  Span reads, writes;  // the caller's memory it reads / writes (Coll::reads, Coll::writes)
+  double t0 = 0;
+  bool chained() const { return c.phases.size() > 1; }
+  bool all_started() const { return done || started == c.phases.size(); }
 };
 
 // Waiters block on condition variables rather than spin: with one rank per core, a spinning
@@ -88,16 +92,45 @@ void complete(MPI_Request* r, const char* what) {
   }
 }
 
+MPI_Comm comm_of(const Collective& c) { return c.phases.size() > 1 ? c.chain_comm : c.comm; }
+
+void run_after(const Phase& p, bool nb) {
+  const auto& f = nb && p.after_nb ? p.after_nb : p.after;
+  if (f) f();
+}
+
+// Every phase on this thread, one after another: blocking MPI calls, or (poll) non-blocking
+// ones completed by polling. t0: when the caller asked for it (the trace event's start).
+void run_phases(const Collective& c, bool poll, double t0) {
+  const MPI_Comm comm = comm_of(c);
+  for (const Phase& p : c.phases) {
+    if (p.prepare) p.prepare();
+    if (poll) {
+      MPI_Request r;
+      sb::check_mpi(p.start(comm, &r), p.impi_name);
+      complete(&r, p.impi_name);
+    } else {
+      sb::check_mpi(p.blocking(comm), p.mpi_name);
+    }
+    run_after(p, poll);
+  }
+  if (c.done) c.done(t0, MPI_Wtime());
+}
+
 }  // namespace
+
+void run_blocking(const Collective& c) { run_phases(c, /*poll=*/false, MPI_Wtime()); }
 
 // ---- Request -----------------------------------------------------------------------------
 void Request::wait() {
   if (!op_) return;
-  if (op_->req != MPI_REQUEST_NULL) {  // inline: complete it here, on the issuing thread
-    const double t0 = MPI_Wtime();
+  if (op_->on_caller) {  // inline: complete it here, on the issuing thread
     auto op = std::move(op_);
-    engine_->finish_inline(*op, /*block=*/true);
-    engine_->add_exposed(MPI_Wtime() - t0);
+    if (!op->done) {
+      const double t0 = MPI_Wtime();
+      engine_->complete_inline(*op);
+      engine_->add_exposed(MPI_Wtime() - t0);
+    }
     if (op->error) std::rethrow_exception(op->error);
     return;
   }
@@ -113,7 +146,7 @@ void Request::wait() {
 
 bool Request::test() {
   if (!op_) return true;
-  if (op_->req != MPI_REQUEST_NULL) engine_->finish_inline(*op_, /*block=*/false);
+  if (op_->on_caller && !op_->done) engine_->poll_inline();
   return op_->done.load(std::memory_order_acquire);
 }
 
@@ -132,7 +165,7 @@ ProgressEngine::~ProgressEngine() {
   // A failure on this rank is unwinding: a peer may be dead or waiting for us, so waiting for
   // our requests (or a thread blocked in one) could hang. Abort every rank instead.
   sb::abort_if_unwinding("the communicator's progress engine");
-  for (auto& op : inline_ops_) finish_inline(*op, /*block=*/true);  // MPI may still write
+  for (auto& op : inline_ops_) complete_inline(*op);  // MPI may still write
   if (q_) {
     {
       std::lock_guard<std::mutex> lk(q_->m);
@@ -173,19 +206,6 @@ void ProgressEngine::worker() {
 
 Request ProgressEngine::enqueue(std::function<void()> fn) {
   auto op = std::make_shared<detail::Op>();
-  if (!async_ || mode_ == ProgressMode::Inline) {  // on the caller: complete on return, errors
-                                                   // surface at wait(); all of it exposed
-    const double t0 = MPI_Wtime();
-    complete_conflicting(nullptr);  // earlier requests first, as the thread would run them
-    try {
-      fn();
-    } catch (...) {
-      op->error = std::current_exception();
-    }
-    op->done = true;
-    add_exposed(MPI_Wtime() - t0);
-    return Request(op, this);
-  }
   op->fn = std::move(fn);
   pending_.fetch_add(1, std::memory_order_acq_rel);
   {
@@ -196,113 +216,131 @@ Request ProgressEngine::enqueue(std::function<void()> fn) {
   return Request(op, this);
 }
 
-// A synchronous collective (all_gather(), ...) waits until everything the communication
-// thread still holds has completed, then runs on the caller with the blocking MPI call: Open
-// MPI's tuned algorithms, no thread hop, no polling. The choice depends only on which API was
-// called and on the progress mode, never on timing, so every rank makes the same one (MPI
-// never matches a blocking collective with a non-blocking one).
+// A synchronous collective (all_gather(), ...) runs on the caller with the blocking MPI calls
+// once nothing earlier can interfere: Open MPI's tuned algorithms, no thread hop, no polling.
+// The choice depends only on which API was called and on the progress mode, never on timing,
+// so every rank makes the same one (MPI never matches a blocking collective with a
+// non-blocking one).
 Request ProgressEngine::issue(const Collective& c, bool sync) {
   const bool thread = async_ && mode_ != ProgressMode::Inline;
-  if (sync || (!thread && mode_ != ProgressMode::Inline)) {
-    auto op = std::make_shared<detail::Op>();
-    const double t0 = MPI_Wtime();
-    if (thread) drain();
-    complete_conflicting(&c);
-    try {
-      sb::check_mpi(c.blocking(), c.mpi_name);
-      c.after();
-      if (c.done) c.done(t0, MPI_Wtime());
-    } catch (...) {
-      op->error = std::current_exception();
-    }
-    op->done = true;
-    add_exposed(MPI_Wtime() - t0);  // the caller was blocked for all of it
-    return Request(op, this);
-  }
-  if (mode_ == ProgressMode::Inline) {  // start now; progress() / wait() complete it
-    auto op = std::make_shared<detail::Op>();
-    const double t0 = MPI_Wtime();
-    try {
-      complete_conflicting(&c);
-      add_exposed(MPI_Wtime() - t0);
-      sb::check_mpi(c.start(&op->req), c.impi_name);
-    } catch (...) {
-      op->error = std::current_exception();
-      op->done = true;
-      return Request(op, this);
-    }
-    op->finish = [this, c, t0] {
-      (c.after_nb ? c.after_nb : c.after)();
-      if (c.done) c.done(t0, MPI_Wtime());
-    };
-    op->reads = c.reads, op->writes = c.writes;
-    prune_inline();  // requests completed by wait() without a progress() since
-    inline_ops_.push_back(op);
-    return Request(op, this);
-  }
-  const bool blocking = mode_ == ProgressMode::Thread;
-  return enqueue([this, c, blocking] {
-    const double t0 = MPI_Wtime();
-    if (blocking) {
-      sb::check_mpi(c.blocking(), c.mpi_name);
-    } else {
-      MPI_Request r;
-      sb::check_mpi(c.start(&r), c.impi_name);
-      complete(&r, c.impi_name);
-    }
-    (blocking || !c.after_nb ? c.after : c.after_nb)();
-    if (c.done) c.done(t0, MPI_Wtime());
-  });
+  if (sync || (!thread && mode_ != ProgressMode::Inline)) return run_now(c, thread);
+  if (mode_ == ProgressMode::Inline) return start_inline(c);
+  const bool poll = mode_ == ProgressMode::Poll;
+  return enqueue([c, poll] { run_phases(c, poll, MPI_Wtime()); });
 }
 
-// Completes (block) or tests one inline request; on completion runs its finish and marks it
-// done. Errors are stored in the op (wait() rethrows them).
-void ProgressEngine::finish_inline(detail::Op& op, bool block) {
-  if (op.req == MPI_REQUEST_NULL) return;
-  int flag = 0;
-  const int rc = block ? MPI_Wait(&op.req, MPI_STATUS_IGNORE)
-                       : MPI_Test(&op.req, &flag, MPI_STATUS_IGNORE);
-  if (rc != MPI_SUCCESS) {
-    op.req = MPI_REQUEST_NULL;
-    try {
-      sb::check_mpi(rc, block ? "MPI_Wait" : "MPI_Test");
-    } catch (...) {
-      op.error = std::current_exception();
-    }
-    op.done = true;
-    return;
+Request ProgressEngine::run_now(const Collective& c, bool thread) {
+  auto op = std::make_shared<detail::Op>();
+  const double t0 = MPI_Wtime();
+  if (thread) {
+    drain();
+  } else if (mode_ == ProgressMode::Inline) {
+    start_chains();
+    complete_conflicting(c);
   }
-  if (!block && !flag) return;
-  op.req = MPI_REQUEST_NULL;
   try {
-    if (op.finish) op.finish();
+    run_phases(c, /*poll=*/false, t0);
+  } catch (...) {
+    op->error = std::current_exception();
+  }
+  op->done = true;
+  add_exposed(MPI_Wtime() - t0);  // the caller was blocked for all of it
+  return Request(op, this);
+}
+
+// Inline: a one-phase collective starts now; a chained one now when no chained collective
+// issued before it still has a phase to start, else from progress() or a wait.
+Request ProgressEngine::start_inline(const Collective& c) {
+  auto op = std::make_shared<detail::Op>();
+  op->on_caller = true;
+  op->c = c;
+  op->t0 = MPI_Wtime();
+  complete_conflicting(c);
+  bool may_start = true;
+  if (op->chained())
+    for (const auto& o : inline_ops_) may_start = may_start && (!o->chained() || o->all_started());
+  prune_inline();  // requests completed by wait() without a progress() since
+  inline_ops_.push_back(op);
+  advance(*op, may_start);
+  add_exposed(MPI_Wtime() - op->t0);  // conflicts waited for, and a prepare run here
+  return Request(op, this);
+}
+
+// Tests the phase in flight; once it completed, runs its `after` and, when may_start, starts
+// the next phase (prepare, then the non-blocking call), to be tested on a later call: as a
+// plain collective's, whose transfer moves from the next progress(). Errors end the
+// collective; wait() rethrows them.
+void ProgressEngine::advance(detail::Op& op, bool may_start) {
+  if (op.done) return;
+  try {
+    if (op.req != MPI_REQUEST_NULL) {
+      int flag = 0;
+      const Phase& p = op.c.phases[op.started - 1];
+      sb::check_mpi(MPI_Test(&op.req, &flag, MPI_STATUS_IGNORE), p.impi_name);
+      if (!flag) return;
+      run_after(p, /*nb=*/true);
+    }
+    if (op.started < op.c.phases.size()) {
+      if (!may_start) return;
+      const Phase& p = op.c.phases[op.started++];
+      if (p.prepare) p.prepare();
+      sb::check_mpi(p.start(comm_of(op.c), &op.req), p.impi_name);
+      return;
+    }
+    if (op.c.done) op.c.done(op.t0, MPI_Wtime());
   } catch (...) {
     op.error = std::current_exception();
   }
-  op.finish = nullptr;
+  op.req = MPI_REQUEST_NULL;
+  op.c = Collective();  // drop captured tensors
   op.done = true;
+}
+
+void ProgressEngine::poll_inline() {
+  bool may_start = true;  // chained collectives start their phases in issue order
+  for (auto& op : inline_ops_) {
+    if (op->done) continue;
+    const bool chained = op->chained();
+    advance(*op, !chained || may_start);
+    if (chained && !op->all_started()) may_start = false;
+  }
+}
+
+// Loops over MPI_Test rather than MPI_Wait on op alone: op may be a chained phase that can
+// only start once earlier ones completed, and a peer may be waiting for a phase of ours.
+void ProgressEngine::complete_inline(detail::Op& op) {
+  while (!op.done) poll_inline();
+}
+
+void ProgressEngine::start_chains() {
+  auto pending = [this] {
+    for (const auto& op : inline_ops_)
+      if (op->chained() && !op->all_started()) return true;
+    return false;
+  };
+  while (pending()) poll_inline();
 }
 
 void ProgressEngine::progress() {
   if (inline_ops_.empty()) return;
   const double t0 = MPI_Wtime();
-  for (auto& op : inline_ops_) finish_inline(*op, /*block=*/false);
+  poll_inline();
   prune_inline();
-  add_exposed(MPI_Wtime() - t0);  // transfers run here, on the compute thread
+  add_exposed(MPI_Wtime() - t0);  // transfers and codecs run here, on the compute thread
 }
 
-void ProgressEngine::complete_conflicting(const Collective* c) {  // the caller counts the time
+void ProgressEngine::complete_conflicting(const Collective& c) {  // the caller counts the time
   for (auto& op : inline_ops_) {
-    if (op->req == MPI_REQUEST_NULL) continue;
-    if (!c || c->reads.overlaps(op->writes) || c->writes.overlaps(op->writes) ||
-        c->writes.overlaps(op->reads))
-      finish_inline(*op, /*block=*/true);  // its error, if any, surfaces at its wait()
+    if (op->done) continue;
+    if (c.reads.overlaps(op->c.writes) || c.writes.overlaps(op->c.writes) ||
+        c.writes.overlaps(op->c.reads))
+      complete_inline(*op);  // its error, if any, surfaces at its wait()
   }
 }
 
 void ProgressEngine::prune_inline() {
   inline_ops_.erase(std::remove_if(inline_ops_.begin(), inline_ops_.end(),
-                                   [](const auto& op) { return op->req == MPI_REQUEST_NULL; }),
+                                   [](const auto& op) { return op->done.load(); }),
                     inline_ops_.end());
 }
 
@@ -311,7 +349,5 @@ void ProgressEngine::drain() {
   std::unique_lock<std::mutex> lk(q_->m);
   q_->idle.wait(lk, [&] { return pending_.load(std::memory_order_acquire) == 0; });
 }
-
-Request ProgressEngine::submit(std::function<void()> fn) { return enqueue(std::move(fn)); }
 
 }  // namespace sb::comm

@@ -10,11 +10,16 @@
 // Without MPI_THREAD_MULTIPLE (async false) every collective runs blocking on the caller.
 // docs/FSDP.md ("Communication progress") has them measured.
 //
-// Order: the thread runs requests in issue order; since every rank issues the same sequence,
-// MPI's matching rule for collectives holds. A synchronous call first waits for everything
-// issued before it (inline: for what it conflicts with, see Collective::reads), then runs on
-// the caller with the blocking MPI function. Time the caller spends blocked (wait(),
-// synchronous calls, progress()) is "exposed" communication (exposed_s()).
+// Order: the thread runs requests in issue order, a chained collective's phases one after
+// another; since every rank issues the same sequence, MPI's matching rule for collectives
+// holds. Inline starts a one-phase collective at issue, and the phases of chained ones as the
+// previous phase completes, in issue order among chained collectives (Collective::chain_comm;
+// a compressor they share is then used in the thread's order too). A synchronous call first
+// waits for everything issued before it (inline: for what it conflicts with, see
+// Collective::reads, and for every chained phase to have started), then runs on the caller
+// with the blocking MPI functions. Time the caller spends blocked (wait(), synchronous calls,
+// progress(), and under Inline the codecs run at issue) is "exposed" communication
+// (exposed_s()).
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -56,21 +61,43 @@ class Request {
   ProgressEngine* engine_ = nullptr;
 };
 
-// One collective as the engine runs it: its blocking MPI call, its non-blocking one, and
-// what follows completion. The engine picks which call runs, where and when.
-struct Collective {
+// One MPI call of a collective and the local work on either side of it. The engine picks
+// the blocking or the non-blocking call and passes the communicator (Collective::comm).
+struct Phase {
   const char* mpi_name = "";   // blocking MPI function, for error messages
   const char* impi_name = "";  // non-blocking one
-  std::function<int()> blocking;
-  std::function<int(MPI_Request*)> start;
-  std::function<void()> after;     // after completion: copy staged output back
+  // Runs where the phase starts: on the communication thread, or on the caller (Inline),
+  // so that compressing into a wire buffer overlaps compute as the transfer does.
+  std::function<void()> prepare;
+  std::function<int(MPI_Comm)> blocking;
+  std::function<int(MPI_Comm, MPI_Request*)> start;
+  std::function<void()> after;     // after completion: copy staged output back, decompress
   std::function<void()> after_nb;  // instead of `after` after `start`, when set
+};
+
+// One collective as the engine runs it: its phases in order (one for a plain collective; a
+// compressed all-reduce is a reduce-scatter then an all-gather, each phase's `prepare`
+// reading what the previous one's `after` left), and what follows completion.
+struct Collective {
+  std::vector<Phase> phases;
+  // A one-phase collective runs on `comm`. Every phase of a longer one runs on `chain_comm`,
+  // which nothing else uses: under Inline a later phase starts only when the previous one is
+  // seen complete (in progress() or a wait), a moment that differs between ranks, so MPI's
+  // matching rule holds only on a communicator where such phases start in the same order on
+  // every rank: those of chained collectives, in issue order (see ProgressEngine).
+  MPI_Comm comm = MPI_COMM_NULL, chain_comm = MPI_COMM_NULL;
   // The caller's memory it reads and writes (equal for in-place): under Inline a collective
   // that touches what an outstanding one writes, or writes what one reads, waits for it first
   // (hybrid_shard all-reduces the shard its reduce-scatter writes).
   detail::Span reads, writes;
-  std::function<void(double t0, double t1)> done;  // on the completing thread (MPI_Wtime)
+  // On the completing thread (MPI_Wtime): from the start of the first phase to the end of
+  // the last one's `after`.
+  std::function<void(double t0, double t1)> done;
 };
+
+// Runs c's phases on the calling thread with the blocking MPI calls, without an engine (the
+// compressed collectives' blocking API, compressed_collectives.h).
+void run_blocking(const Collective& c);
 
 class ProgressEngine {
  public:
@@ -84,22 +111,30 @@ class ProgressEngine {
   ProgressMode mode() const { return mode_; }
   // sync: the caller wants it complete on return (blocking MPI on the caller).
   Request issue(const Collective& c, bool sync);
-  // Runs fn where the thread would run a collective, in issue order (compound operations).
-  Request submit(std::function<void()> fn);
-  // Inline: tests every outstanding request, completing those that are done (their transfers
-  // run here, on the caller). A no-op when none is outstanding.
+  // Inline: tests every outstanding request, completing those that are done and starting
+  // the next phase of chained ones (their transfers and codecs run here, on the caller). A
+  // no-op when none is outstanding.
   void progress();
   double exposed_s() const { return exposed_s_; }
   void reset_exposed() { exposed_s_ = 0; }
 
  private:
   friend class Request;
+  Request run_now(const Collective& c, bool thread);  // synchronous, on the caller
+  Request start_inline(const Collective& c);
   Request enqueue(std::function<void()> fn);
-  void finish_inline(detail::Op& op, bool block);
+  // Inline: moves every outstanding request forward without blocking (poll), or until op
+  // completed (complete_inline), or until every chained collective started its last phase
+  // (start_chains: before a blocking MPI call, so no peer waits for a phase we have yet to
+  // start while we wait in MPI for that peer).
+  void poll_inline();
+  void complete_inline(detail::Op& op);
+  void start_chains();
+  void advance(detail::Op& op, bool may_start);
   void prune_inline();  // drops completed requests from inline_ops_
-  // Inline: completes the outstanding requests that c depends on (all of them when c is
-  // null: a submitted function may touch anything), so data flows in issue order.
-  void complete_conflicting(const Collective* c);
+  // Inline: completes the outstanding requests that c depends on, so data flows in issue
+  // order.
+  void complete_conflicting(const Collective& c);
   void drain();  // waits until nothing is queued or running on the communication thread
   void worker();
   void add_exposed(double s) { exposed_s_ += s; }

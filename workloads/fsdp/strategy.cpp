@@ -62,6 +62,15 @@ torch::Tensor as_dtype_of(const torch::Tensor& shard, const torch::Tensor& full)
 }
 }  // namespace
 
+// A compressed collective runs through the communicator like a plain one: same progress
+// mode, overlap and trace event, with the bytes its description gives.
+comm::Request Collectives::issue(comm::CompressedOp op, comm::Group g, const char* name,
+                                 comm::CollectiveKind k, bool sync) {
+  return comm_.issue(std::move(op.run), g, name, comm::kind_name(k),
+                     static_cast<std::uint64_t>(op.bytes.logical_bytes),
+                     static_cast<std::uint64_t>(op.bytes.wire_bytes), sync);
+}
+
 comm::Request Collectives::all_gather_params(const torch::Tensor& shard, const torch::Tensor& full,
                                              comm::Group g) {
   if (!compresses(comm::CollectiveKind::ParamAllGather)) {
@@ -69,48 +78,35 @@ comm::Request Collectives::all_gather_params(const torch::Tensor& shard, const t
     return comm_.all_gather_async(as_dtype_of(shard, full), full, g, "param_all_gather");
   }
   // full is an alias with its own version counter (engine.cpp): written in place, raw.
-  return comm_.submit([this, shard, full, g] {
-    const double t0 = MPI_Wtime();
-    comm::CollectiveStats st;
-    cc_->all_gather_params(shard, full, comm_.mpi(g), &st);
-    comm_.report("all_gather", g, "param_all_gather", st.logical_bytes, st.wire_bytes, t0,
-                 MPI_Wtime());
-  });
+  return issue(cc_->all_gather_params_op(shard, full, comm_.size(g)), g, "all_gather",
+               comm::CollectiveKind::ParamAllGather, false);
 }
 
 void Collectives::all_gather_params_now(const torch::Tensor& shard, const torch::Tensor& full,
                                         comm::Group g) {
-  if (compresses(comm::CollectiveKind::ParamAllGather))
-    return all_gather_params(shard, full, g).wait();
+  if (compresses(comm::CollectiveKind::ParamAllGather)) {
+    issue(cc_->all_gather_params_op(shard, full, comm_.size(g)), g, "all_gather",
+          comm::CollectiveKind::ParamAllGather, true)
+        .wait();
+    return;
+  }
   comm_.all_gather(as_dtype_of(shard, full), full, g, "param_all_gather");
 }
 
 comm::Request Collectives::reduce_scatter_grads(const std::string& key, const torch::Tensor& full,
                                                 const torch::Tensor& shard, comm::Group g) {
-  if (!cc_ || !cc_->compresses(comm::CollectiveKind::GradReduceScatter))
+  if (!compresses(comm::CollectiveKind::GradReduceScatter))
     return comm_.reduce_scatter_async(full, shard, g, "grad_reduce_scatter");
-  return comm_.submit([this, key, full, shard, g] {
-    const double t0 = MPI_Wtime();
-    comm::CollectiveStats st;
-    auto r = cc_->reduce_scatter_grads(key, full.to(torch::kFloat32), comm_.mpi(g), &st);  // (S)
-    shard.copy_(r);
-    comm_.report("reduce_scatter", g, "grad_reduce_scatter", st.logical_bytes, st.wire_bytes, t0,
-                 MPI_Wtime());
-  });
+  return issue(cc_->reduce_scatter_grads_op(key, full, shard, comm_.size(g)), g, "reduce_scatter",
+               comm::CollectiveKind::GradReduceScatter, false);
 }
 
 comm::Request Collectives::all_reduce_grads(const std::string& key, const torch::Tensor& t,
                                             comm::Group g) {
-  if (!cc_ || !cc_->compresses(comm::CollectiveKind::GradAllReduce))
+  if (!compresses(comm::CollectiveKind::GradAllReduce))
     return comm_.all_reduce_async(t, g, "grad_all_reduce");
-  return comm_.submit([this, key, t, g] {
-    const double t0 = MPI_Wtime();
-    comm::CollectiveStats st;
-    auto r = cc_->all_reduce_grads(key, t.to(torch::kFloat32), comm_.mpi(g), &st);
-    t.copy_(r);
-    comm_.report("all_reduce", g, "grad_all_reduce", st.logical_bytes, st.wire_bytes, t0,
-                 MPI_Wtime());
-  });
+  return issue(cc_->all_reduce_grads_op(key, t, comm_.size(g)), g, "all_reduce",
+               comm::CollectiveKind::GradAllReduce, false);
 }
 
 }  // namespace sb::fsdp

@@ -16,6 +16,7 @@
 
 namespace sb::comm {
 class CompressedCollectives;
+struct CompressedOp;
 }
 
 namespace sb::fsdp {
@@ -28,8 +29,9 @@ struct Layout {
   comm::Group group = comm::Group::World;  // the group sharding runs over
 };
 
-// The collectives a strategy issues, with the point's compression policy applied
-// (uncompressed kinds go straight to the communicator). All run on the communication thread.
+// The collectives a strategy issues, with the point's compression policy applied:
+// uncompressed kinds are the communicator's collectives, compressed ones its issue() of a
+// CompressedCollectives description; both progress the same way (progress_engine.h).
 class Collectives {
  public:
   Collectives(comm::Communicator& c, const comm::Policy& policy);
@@ -40,8 +42,8 @@ class Collectives {
   // dtype; a wire of the param dtype is received straight into full (no fp32 round trip).
   comm::Request all_gather_params(const torch::Tensor& shard, const torch::Tensor& full,
                                   comm::Group g);
-  // The same, blocking on the caller. Uncompressed it is the communicator's blocking call on
-  // this thread (no request, no thread hop); shard must not overlap full.
+  // The same, blocking on the caller: the communicator's synchronous call on this thread (no
+  // request, no thread hop); shard must not overlap full.
   void all_gather_params_now(const torch::Tensor& shard, const torch::Tensor& full,
                              comm::Group g);
   bool compresses(comm::CollectiveKind k) const;
@@ -56,6 +58,9 @@ class Collectives {
   void load_compression_state(const comm::StateDict& s);
 
  private:
+  comm::Request issue(comm::CompressedOp op, comm::Group g, const char* name,
+                      comm::CollectiveKind k, bool sync);
+
   comm::Communicator& comm_;
   std::unique_ptr<comm::CompressedCollectives> cc_;  // null when nothing is compressed
   comm::Policy policy_;
