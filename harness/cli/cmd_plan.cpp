@@ -19,17 +19,15 @@ namespace sb::cli {
 namespace {
 
 // The time the whole suite takes here, from the points of it already measured in its default
-// results folder (each shape's seconds per step, scaled by steps; sweep_eta.h). Said plainly
-// when nothing was measured yet: a guess from FLOPs would be off by the machine's noise.
+// results folder (each shape's seconds per step, scaled by steps; sweep_eta.h). Nothing when
+// nothing was measured yet: a guess from FLOPs would be off by the machine's noise.
 std::string time_estimate(const Suite& s, const std::string& results) {
   std::vector<const Point*> all;
   for (const Point& p : s.points) all.push_back(&p);
   SweepEta eta;
   const std::string dir = results.empty() ? default_results_dir(s) : results;
   const int measured = eta.learn(all, dir);
-  if (measured == 0)
-    return fmt::format("time here: no estimate yet (no done point in {}; the sweep's ETA "
-                       "learns from the first points it runs)\n", dir);
+  if (measured == 0) return "";  // nothing measured yet: no figure rather than a guess
   return fmt::format("time here: about {} for all {} points (from {} done in {}: each shape's "
                      "seconds per step x steps; shapes not run yet take the median)\n",
                      format_duration(eta.remaining(all)), all.size(), measured, dir);
@@ -59,7 +57,8 @@ Registrar reg([] {
         std::fprintf(stderr, "warning: %s here: `shardbench sweep` refuses it without "
                      "--allow-oversubscribe (timings would measure contention)\n", o.c_str());
       std::fputs(format_plan(s).c_str(), stdout);
-      std::fputs(time_estimate(s, *results).c_str(), stdout);
+      // stderr, like the warnings: stdout stays the plan itself, for scripts and diffs.
+      std::fputs(time_estimate(s, *results).c_str(), stderr);
     });
   }});
 });
