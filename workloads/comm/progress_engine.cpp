@@ -266,17 +266,20 @@ Request ProgressEngine::start_inline(const Collective& c) {
   return Request(op, this);
 }
 
-// Tests the phase in flight; once it completed, runs its `after` and, when may_start, starts
-// the next phase (prepare, then the non-blocking call), to be tested on a later call: as a
-// plain collective's, whose transfer moves from the next progress(). Errors end the
-// collective; wait() rethrows them.
-void ProgressEngine::advance(detail::Op& op, bool may_start) {
+// Tests (block: waits for) the phase in flight; once it completed, runs its `after` and,
+// when may_start, starts the next phase (prepare, then the non-blocking call), to be tested
+// on a later call: as a plain collective's, whose transfer moves from the next progress().
+// Errors end the collective; wait() rethrows them.
+void ProgressEngine::advance(detail::Op& op, bool may_start, bool block) {
   if (op.done) return;
   try {
     if (op.req != MPI_REQUEST_NULL) {
-      int flag = 0;
+      int flag = 1;
       const Phase& p = op.c.phases[op.started - 1];
-      sb::check_mpi(MPI_Test(&op.req, &flag, MPI_STATUS_IGNORE), p.impi_name);
+      if (block)
+        sb::check_mpi(MPI_Wait(&op.req, MPI_STATUS_IGNORE), p.impi_name);
+      else
+        sb::check_mpi(MPI_Test(&op.req, &flag, MPI_STATUS_IGNORE), p.impi_name);
       if (!flag) return;
       run_after(p, /*nb=*/true);
     }
@@ -306,19 +309,26 @@ void ProgressEngine::poll_inline() {
   }
 }
 
-// Loops over MPI_Test rather than MPI_Wait on op alone: op may be a chained phase that can
-// only start once earlier ones completed, and a peer may be waiting for a phase of ours.
+// While a chained collective has a phase to start, loops over MPI_Test of everything rather
+// than MPI_Wait on op alone: op may be that phase, or a peer may be waiting for it. Else op's
+// phase in flight is its last and MPI_Wait completes it, as a plain collective always was.
 void ProgressEngine::complete_inline(detail::Op& op) {
-  while (!op.done) poll_inline();
+  while (!op.done) {
+    if (op.req != MPI_REQUEST_NULL && !chain_pending())
+      advance(op, /*may_start=*/true, /*block=*/true);
+    else
+      poll_inline();
+  }
+}
+
+bool ProgressEngine::chain_pending() const {
+  for (const auto& op : inline_ops_)
+    if (op->chained() && !op->all_started()) return true;
+  return false;
 }
 
 void ProgressEngine::start_chains() {
-  auto pending = [this] {
-    for (const auto& op : inline_ops_)
-      if (op->chained() && !op->all_started()) return true;
-    return false;
-  };
-  while (pending()) poll_inline();
+  while (chain_pending()) poll_inline();
 }
 
 void ProgressEngine::progress() {

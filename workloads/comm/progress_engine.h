@@ -130,7 +130,8 @@ class ProgressEngine {
   void poll_inline();
   void complete_inline(detail::Op& op);
   void start_chains();
-  void advance(detail::Op& op, bool may_start);
+  bool chain_pending() const;  // a chained collective has a phase yet to start
+  void advance(detail::Op& op, bool may_start, bool block = false);
   void prune_inline();  // drops completed requests from inline_ops_
   // Inline: completes the outstanding requests that c depends on, so data flows in issue
   // order.
