@@ -292,8 +292,9 @@ PREDICT_WORKERS = 192
 PREDICT_BYTES = 4 * 124_439_808
 # Operations with a ring model: a (p-1) latency steps and a (p-1)/p m bytes sent per rank,
 # a = 2 for all-reduce (reduce-scatter then all-gather), else 1. The prediction scales the
-# fit at the measured world size w, so a cancels: only (p-1)/(w-1) and the volume factor
-# ((p-1)/p) / ((w-1)/w) remain.
+# fit's latency at the measured world size w by (p-1)/(w-1) (a cancels), and its bandwidth
+# term by the wire bytes at p: m x the bus factor at p x the measured wire/logical ratio
+# (logical bytes are already per rank on the ring, docs/METRICS.md "Compression").
 RING_OPS = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}
 PREDICT_COLUMN = f"pred_{PREDICT_WORKERS}_workers_ms"
 PREDICT_ASSUMPTIONS = (
@@ -307,19 +308,24 @@ PREDICT_ASSUMPTIONS = (
     "ratio, a negative fitted alpha counted as 0; broadcast is not predicted (no ring model).")
 
 
+def ring_factor(op, p):
+    """The ring's bytes sent per rank per byte of the buffer (nccl-tests' bus factor)."""
+    return (2.0 if op == "all_reduce" else 1.0) * (p - 1) / p
+
+
 def predict_time(op, alpha, beta, world, wire_per_logical, nbytes=PREDICT_BYTES,
                  p=PREDICT_WORKERS):
-    """One `op` of nbytes logical bytes on p workers, from a fit at `world` ranks:
-    t(p) = alpha (p-1)/(world-1) + beta wire(p), with wire(p) = nbytes * wire_per_logical *
-    [(p-1)/p] / [(world-1)/world] (the measured wire bytes per logical byte carried to p by
-    the ring's volume factor). Returns (latency term, bandwidth term) in seconds; NaNs
+    """One `op` of an nbytes fp32 buffer on p workers, from a fit at `world` ranks:
+    t(p) = alpha (p-1)/(world-1) + beta wire(p), with wire(p) = nbytes * ring_factor(op, p) *
+    wire_per_logical (logical bytes are the uncompressed ring's per rank, so the measured
+    ratio is the compression alone). Returns (latency term, bandwidth term) in seconds; NaNs
     without a ring model or a fit."""
     if op not in RING_OPS or world < 2 or not np.isfinite(alpha) or not np.isfinite(beta):
         return np.nan, np.nan
     # Least squares can put the intercept below zero when small messages are few and noisy;
     # no message takes negative time.
     latency = max(alpha, 0.0) * (p - 1) / (world - 1)
-    wire = nbytes * wire_per_logical * ((p - 1) / p) / ((world - 1) / world)
+    wire = nbytes * ring_factor(op, p) * wire_per_logical
     return latency, beta * wire
 
 

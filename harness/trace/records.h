@@ -107,8 +107,8 @@ struct Table<CommEvent> {
       field("kind", &R::kind, "",
             "purpose: param_all_gather, grad_reduce_scatter, grad_all_reduce or other"),
       field("logical_bytes", &R::logical_bytes, "bytes",
-            "fp32 bytes sent in the uncompressed equivalent (docs/METRICS.md)"),
-      field("wire_bytes", &R::wire_bytes, "bytes", "bytes actually handed to MPI to send"),
+            "bytes the uncompressed fp32 collective sends to other ranks (docs/METRICS.md)"),
+      field("wire_bytes", &R::wire_bytes, "bytes", "bytes this collective sends to other ranks"),
       field("start_s", &R::start_s, "s", "start, relative to the point's start"),
       field("duration_s", &R::duration_s, "s", "from start to completion"));
 };

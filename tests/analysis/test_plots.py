@@ -132,9 +132,9 @@ def test_alpha_beta_prints_r2_and_the_192_worker_prediction(loaded):
     m, p, w = 4 * 124_439_808, 192, 2  # GPT-2's fp32 gradient; fitted at 2 ranks
     for op, (alpha, beta) in make_fixture.ALPHA_BETA.items():
         steps = 2 if op == "all_reduce" else 1  # ring: 2(p-1) or (p-1) latency steps
-        # The fixture records wire = logical bytes at 2 ranks; the ring's volume factor
-        # (p-1)/p over (w-1)/w carries that to 192 workers.
-        want = steps * (p - 1) * alpha / (steps * (w - 1)) + beta * m * ((p - 1) / p) / 0.5
+        # The fixture records wire = logical bytes (uncompressed); at 192 workers each rank
+        # sends the ring's steps x (p-1)/p of the buffer.
+        want = steps * (p - 1) * alpha / (steps * (w - 1)) + beta * m * steps * (p - 1) / p
         assert fits.loc[op, plots.PREDICT_COLUMN] == pytest.approx(want * 1e3, rel=1e-9)
         assert fits.loc[op, "r2"] == pytest.approx(1.0)
 

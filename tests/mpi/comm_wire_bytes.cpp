@@ -43,29 +43,28 @@ std::vector<int> acquires_per_forward(sb::models::Model& m) {
   return c.n;
 }
 
-// Uncompressed collectives (docs/METRICS.md "Collective bytes"): logical x bus factor.
-Bytes ring(Bytes logical, double factor) {
-  return static_cast<Bytes>(static_cast<double>(logical) * factor);
-}
-double gather_factor(int n) { return n > 1 ? static_cast<double>(n - 1) / n : 0.0; }
-double reduce_factor(int n) { return n > 1 ? 2.0 * (n - 1) / n : 0.0; }
+// Bytes one rank sends to the others (docs/METRICS.md "Compression"), in integers.
+// Uncompressed: the buffer's bytes x (n-1)/n (all-gather, reduce-scatter; the full buffer),
+// x 2(n-1)/n (all-reduce), rounded down.
+Bytes ring(Bytes buffer, int k, int n) { return n > 1 ? buffer * k * (n - 1) / n : 0; }
 
 // Parameter all-gather of a shard of S elements over n ranks, param dtype of elt bytes.
 Bytes gather_bytes(std::int64_t S, int n, std::size_t elt, const Policy& p) {
-  if (!p.compresses(CollectiveKind::ParamAllGather)) return ring(elt * S * n, gather_factor(n));
-  return sb::comm::make_compressor(p.param_all_gather)->wire_bytes(S);
+  if (!p.compresses(CollectiveKind::ParamAllGather)) return ring(elt * S * n, 1, n);
+  return (n - 1) * sb::comm::make_compressor(p.param_all_gather)->wire_bytes(S);
 }
-// Gradient reduce-scatter of a full fp32 buffer of n*S elements over n ranks.
+// Gradient reduce-scatter of a full fp32 buffer of n*S elements over n ranks: one compressed
+// chunk to each other rank.
 Bytes reduce_scatter_bytes(std::int64_t S, int n, const Policy& p) {
-  if (!p.compresses(CollectiveKind::GradReduceScatter)) return ring(4 * S * n, gather_factor(n));
-  return n * sb::comm::make_compressor(p.grad_reduce_scatter)->wire_bytes(S);
+  if (!p.compresses(CollectiveKind::GradReduceScatter)) return ring(4 * S * n, 1, n);
+  return (n - 1) * sb::comm::make_compressor(p.grad_reduce_scatter)->wire_bytes(S);
 }
 // Gradient all-reduce of x fp32 elements over n ranks (compressed: padded to n * ceil(x/n),
 // a reduce-scatter then an all-gather of the reduced chunk).
 Bytes all_reduce_bytes(std::int64_t x, int n, const Policy& p) {
-  if (!p.compresses(CollectiveKind::GradAllReduce)) return ring(4 * x, reduce_factor(n));
+  if (!p.compresses(CollectiveKind::GradAllReduce)) return ring(4 * x, 2, n);
   const std::int64_t c = (x + n - 1) / n;
-  return (n + 1) * sb::comm::make_compressor(p.grad_all_reduce)->wire_bytes(c);
+  return 2 * (n - 1) * sb::comm::make_compressor(p.grad_all_reduce)->wire_bytes(c);
 }
 
 // The closed form of one steady-state step (docs/COMPRESSION.md "Wire bytes of one step"):
@@ -114,17 +113,24 @@ void run_steps(sb::fsdp::Engine& e, Communicator& comm, sb::models::Model& model
   }
 }
 
-// Runs two steps and sums the second step's wire bytes per kind (the first one learns
-// which units are pinned).
-std::map<std::string, Bytes> measured(sb::models::Model& model, const std::string& strategy,
-                                      const Policy& p, torch::ScalarType dtype) {
+struct Sums {
+  std::map<std::string, Bytes> wire, logical;  // kind -> bytes
+};
+
+// Runs two steps and sums the second step's wire and logical bytes per kind (the first one
+// learns which units are pinned).
+Sums measured(sb::models::Model& model, const std::string& strategy, const Policy& p,
+              torch::ScalarType dtype) {
   Communicator comm(MPI_COMM_WORLD, strategy == "hybrid_shard" ? shard_group() : 0);
   std::mutex m;
-  std::map<std::string, Bytes> sum;
+  Sums sum;
   comm.set_trace_hook(
       [&](const sb::CommEvent& e) {
         std::lock_guard<std::mutex> l(m);
-        if (e.step == 1 && e.kind != "other") sum[e.kind] += e.wire_bytes;
+        if (e.step == 1 && e.kind != "other") {
+          sum.wire[e.kind] += e.wire_bytes;
+          sum.logical[e.kind] += e.logical_bytes;
+        }
       },
       MPI_Wtime());
   sb::fsdp::Engine e(model, comm, config(strategy, p, dtype),
@@ -136,10 +142,15 @@ std::map<std::string, Bytes> measured(sb::models::Model& model, const std::strin
 
 class WireBytes : public ::testing::TestWithParam<std::string> {};
 
+// Wire bytes per kind equal the closed form; logical bytes per kind equal, to the byte, the
+// wire bytes of the uncompressed fp32 run of the same point (so `none` at fp32 has a
+// compression ratio of exactly 1 and every policy and dtype divides the same baseline).
 TEST_P(WireBytes, EveryPresetMatchesTheFormula) {
   const std::string strategy = GetParam();
   auto model = sb::models::make_model("gpt2-tiny");
   const auto acquires = acquires_per_forward(*model);
+  const auto fp32_none = expected(strategy, model->units(), acquires,
+                                  sb::comm::policy_preset("none"), 4);
   for (const auto& preset : sb::comm::policy_names()) {
     if (preset == "custom") continue;
     const Policy p = sb::comm::policy_preset(preset);
@@ -147,12 +158,17 @@ TEST_P(WireBytes, EveryPresetMatchesTheFormula) {
       const auto want = expected(strategy, model->units(), acquires, p, c10::elementSize(dtype));
       const auto got = measured(*model, strategy, p, dtype);
       const std::string what = strategy + "/" + preset + "/" + sb::fsdp::dtype_name(dtype);
+      auto at = [](const std::map<std::string, Bytes>& m, const std::string& k) -> Bytes {
+        return m.count(k) ? m.at(k) : 0;
+      };
       for (const auto& [kind, bytes] : want) {
-        const Bytes g = got.count(kind) ? got.at(kind) : 0;
-        EXPECT_EQ(g, bytes) << what << " " << kind << " on rank " << world_rank();
+        EXPECT_EQ(at(got.wire, kind), bytes) << what << " " << kind << " on rank " << world_rank();
+        EXPECT_EQ(at(got.logical, kind), fp32_none.at(kind))
+            << what << " " << kind << ": logical bytes differ from the fp32 `none` run's wire";
       }
-      for (const auto& [kind, bytes] : got)
+      for (const auto& [kind, bytes] : got.wire)
         EXPECT_TRUE(want.count(kind)) << what << ": unexpected kind " << kind;
+      if (preset == "none" && dtype == torch::kFloat32) EXPECT_EQ(got.logical, got.wire) << what;
       if (world_rank() == 0)
         std::printf("[ wire ] %-38s gather %9llu  reduce_scatter %9llu  all_reduce %9llu\n",
                     what.c_str(), static_cast<unsigned long long>(want.at("param_all_gather")),

@@ -74,8 +74,9 @@ TEST(CompressedCollectives, AllGatherEqualsDecompressedShards) {
       }
       EXPECT_TRUE(torch::equal(out, ref)) << label(c) << " s=" << s;
       EXPECT_TRUE(same_on_all_ranks(out)) << label(c);
-      EXPECT_EQ(st.logical_bytes, 4 * s);
-      EXPECT_EQ(st.wire_bytes, mine->wire_bytes(s)) << label(c);
+      // To each of the n - 1 other ranks (the own shard is not on the wire).
+      EXPECT_EQ(st.logical_bytes, 4 * s * (n - 1));
+      EXPECT_EQ(st.wire_bytes, mine->wire_bytes(s) * (n - 1)) << label(c);
     }
   }
 }
@@ -112,8 +113,8 @@ TEST(CompressedCollectives, ReduceScatterEqualsSumOfDecompressedChunks) {
           ref += sent.narrow(0, r * s, s);  // fp32, in rank order
         }
         EXPECT_TRUE(torch::equal(out, ref)) << label(c) << " ef=" << use_ef << " step=" << step;
-        EXPECT_EQ(st.logical_bytes, 4 * n * s);
-        EXPECT_EQ(st.wire_bytes, n * mine->wire_bytes(s));
+        EXPECT_EQ(st.logical_bytes, 4 * s * (n - 1));
+        EXPECT_EQ(st.wire_bytes, (n - 1) * mine->wire_bytes(s));
       }
       if (use_ef) EXPECT_TRUE(torch::equal(ef.residual("g"), sim[r].ef.residual("g"))) << label(c);
     }
@@ -147,8 +148,10 @@ TEST(CompressedCollectives, AllReduceEqualsReduceScatterThenAllGatherAndIsIdenti
     }
     EXPECT_TRUE(torch::equal(out, ref.narrow(0, 0, len))) << label(c);
     EXPECT_TRUE(same_on_all_ranks(out)) << label(c);
-    EXPECT_EQ(st.logical_bytes, 4 * padded + 4 * s);
-    EXPECT_EQ(st.wire_bytes, n * mine->wire_bytes(s) + mine->wire_bytes(s));
+    // Logical: the plain fp32 all-reduce of the unpadded len (2 (n-1)/n of its bytes); the
+    // wire carries the padding.
+    EXPECT_EQ(st.logical_bytes, 8 * len * (n - 1) / n);
+    EXPECT_EQ(st.wire_bytes, 2 * (n - 1) * mine->wire_bytes(s));
   }
 }
 
@@ -180,13 +183,12 @@ TEST(PowerSGD, ReproducesARankRMatrix) {
   auto out = psgd.all_reduce("w", A.mm(B(r).t()), MPI_COMM_WORLD, &st);
   EXPECT_LT((out - sum).abs().max().item<float>(), 1e-4f * sum.abs().max().item<float>());
   EXPECT_TRUE(same_on_all_ranks(out));
-  // Wire: two exact all-reduces (reduce-scatter + all-gather) of P (rows, r) and Q (cols, r).
-  auto ar_wire = [&](std::int64_t m) {
-    const std::int64_t p = (m + n - 1) / n * n;
-    return 4 * p + 4 * (p / n);
-  };
+  // Wire: two exact all-reduces (reduce-scatter + all-gather, padded to n) of P (rows, r)
+  // and Q (cols, r); logical: the plain fp32 all-reduce of M (rows, cols).
+  auto ar_wire = [&](std::int64_t m) { return 2 * (n - 1) * 4 * ((m + n - 1) / n); };
+  auto ar_logical = [&](std::int64_t m) { return 8 * m * (n - 1) / n; };
   EXPECT_EQ(st.wire_bytes, ar_wire(rows * rank) + ar_wire(cols * rank));
-  EXPECT_EQ(st.logical_bytes, ar_wire(rows * cols));
+  EXPECT_EQ(st.logical_bytes, ar_logical(rows * cols));
   // The residual of an exactly representable matrix is (numerically) zero.
   EXPECT_GT(psgd.state_bytes(), 0);
 }

@@ -61,6 +61,43 @@ TEST(Memory, ModelStateEqualsTheFormula) {
   EXPECT_LE(double(full_shard) / no_shard, 1.0 / n + 0.01);
 }
 
+// Compression state (error-feedback residuals, PowerSGD's Q and residuals) between steps
+// equals plan's prediction (fsdp::compression_state_bytes) for every preset and strategy,
+// plus PowerSGD on the all-reduce and error feedback on a reduce-scatter.
+TEST(Memory, CompressionStateEqualsThePrediction) {
+  const int n = world_size();
+  const int sg = n % 2 == 0 ? n / 2 : n;
+  auto model = sb::models::make_model("gpt2-tiny");
+  std::vector<sb::comm::Policy> policies;
+  for (const auto& name : sb::comm::policy_names())
+    if (name != "custom") policies.push_back(sb::comm::policy_preset(name));
+  sb::comm::Policy psgd, topk_ef;
+  psgd.preset = topk_ef.preset = "custom";
+  psgd.grad_all_reduce.name = "powersgd";
+  psgd.grad_all_reduce.rank = 2;
+  psgd.grad_all_reduce.error_feedback = true;
+  topk_ef.grad_reduce_scatter.name = "topk";
+  topk_ef.grad_reduce_scatter.ratio = 0.05;
+  topk_ef.grad_reduce_scatter.error_feedback = true;
+  policies.push_back(psgd);
+  policies.push_back(topk_ef);
+  bool some_state = false;
+  for (const std::string& s : sb::fsdp::strategy_names()) {
+    for (const auto& policy : policies) {
+      Communicator comm(MPI_COMM_WORLD, s == "hybrid_shard" ? sg : 0);
+      auto cfg = config(s);
+      cfg.compression = policy;
+      sb::fsdp::Engine e(*model, comm, cfg, sb::models::init_params(model->units(), 1));
+      run_engine(*model, comm, cfg, kB, kT, 2, 1, 0, &e);
+      const auto m = e.memory();
+      const auto want = sb::fsdp::compression_state_bytes(model->units(), s, n, sg, policy);
+      EXPECT_EQ(m.compression, want) << s << " / " << policy.describe();
+      some_state |= want > 0;
+    }
+  }
+  EXPECT_TRUE(some_state) << "no policy kept any state: the test compares zeros";
+}
+
 // The progress mode changes when transfers happen, not what they deliver. poll and inline
 // both use the non-blocking MPI calls: bit for bit equal. thread uses the blocking ones, whose
 // (tuned) reduction order may differ from the non-blocking (libnbc) one from 3 ranks on:

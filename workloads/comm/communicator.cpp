@@ -32,9 +32,20 @@ double bus_factor(const std::string& op, int n) {
   return static_cast<double>(n - 1) / n;
 }
 
-std::uint64_t wire_bytes(const std::string& op, std::uint64_t logical_bytes, int n) {
-  if (op == "broadcast") return n <= 1 ? 0 : logical_bytes;  // exact for any size
-  return static_cast<std::uint64_t>(static_cast<double>(logical_bytes) * bus_factor(op, n));
+// In integers, so that equal inputs give equal counts on every path (a compressed collective's
+// logical bytes equal the plain one's to the byte).
+std::uint64_t wire_bytes(const std::string& op, std::uint64_t bytes, int n) {
+  if (n <= 1) return 0;
+  const auto m = static_cast<std::uint64_t>(n);
+  if (op == "broadcast") return bytes;
+  if (op == "all_reduce") return bytes * 2 * (m - 1) / m;
+  return bytes * (m - 1) / m;
+}
+
+// 16-bit floats count as fp32; fp64 (loss and norm scalars) and integers as they are.
+std::uint64_t fp32_bytes(const torch::Tensor& t) {
+  const bool half = t.is_floating_point() && t.element_size() < 4;
+  return half ? static_cast<std::uint64_t>(t.numel()) * 4 : static_cast<std::uint64_t>(t.nbytes());
 }
 
 namespace {
@@ -241,8 +252,8 @@ Request Communicator::all_gather_impl(const torch::Tensor& shard, const torch::T
     return MPI_Iallgather(in->ptr(), n, ty, out->ptr(), n, ty, comm, r);
   };
   c.phase.after = [out] { out->finish(); };
-  c.logical = out->host.nbytes();
-  c.wire = wire_bytes("all_gather", c.logical, size(g));
+  c.logical = wire_bytes("all_gather", fp32_bytes(out->host), size(g));
+  c.wire = wire_bytes("all_gather", out->host.nbytes(), size(g));
   return issue(c, sync);
 }
 
@@ -288,8 +299,8 @@ Request Communicator::reduce_scatter_impl(const torch::Tensor& full, const torch
     *tmp = torch::Tensor();
     out->finish();
   };
-  c.logical = in->host.nbytes();
-  c.wire = wire_bytes("reduce_scatter", c.logical, size(g));
+  c.logical = wire_bytes("reduce_scatter", fp32_bytes(in->host), size(g));
+  c.wire = wire_bytes("reduce_scatter", in->host.nbytes(), size(g));
   return issue(c, sync);
 }
 
@@ -308,8 +319,8 @@ Request Communicator::all_reduce_impl(const torch::Tensor& t, Group g, const std
     return MPI_Iallreduce(MPI_IN_PLACE, io->ptr(), n, ty, mop, comm, r);
   };
   c.phase.after = [io] { io->finish(); };
-  c.logical = io->host.nbytes();
-  c.wire = wire_bytes("all_reduce", c.logical, size(g));
+  c.logical = wire_bytes("all_reduce", fp32_bytes(io->host), size(g));
+  c.wire = wire_bytes("all_reduce", io->host.nbytes(), size(g));
   return issue(c, sync);
 }
 
@@ -327,8 +338,8 @@ Request Communicator::broadcast_impl(const torch::Tensor& t, int root, Group g,
     return MPI_Ibcast(io->ptr(), n, ty, root, comm, r);
   };
   c.phase.after = [io] { io->finish(); };
-  c.logical = io->host.nbytes();
-  c.wire = wire_bytes("broadcast", c.logical, size(g));
+  c.logical = wire_bytes("broadcast", fp32_bytes(io->host), size(g));
+  c.wire = wire_bytes("broadcast", io->host.nbytes(), size(g));
   return issue(c, sync);
 }
 
@@ -351,8 +362,8 @@ Request Communicator::all_to_all_impl(const torch::Tensor& in_t, const torch::Te
     return MPI_Ialltoall(in->ptr(), n, ty, out->ptr(), n, ty, comm, r);
   };
   c.phase.after = [out] { out->finish(); };
-  c.logical = in->host.nbytes();
-  c.wire = wire_bytes("all_to_all", c.logical, size(g));
+  c.logical = wire_bytes("all_to_all", fp32_bytes(in->host), size(g));
+  c.wire = wire_bytes("all_to_all", in->host.nbytes(), size(g));
   return issue(c, sync);
 }
 

@@ -156,8 +156,14 @@ class Communicator {
 // operation when n == 1 (nothing crosses a link). The one definition: wire bytes and bus
 // bandwidth (micro task, benchmarks) both use it.
 double bus_factor(const std::string& op, int n);
-// Bytes on the wire per rank for an uncompressed collective of `logical_bytes` among n ranks:
-// logical_bytes * bus_factor(op, n), rounded down.
-std::uint64_t wire_bytes(const std::string& op, std::uint64_t logical_bytes, int n);
+// Bytes on the wire per rank for an uncompressed collective of a `bytes` buffer (the
+// nccl-tests size: the full buffer of all_gather/reduce_scatter) among n ranks:
+// bytes * bus_factor(op, n), rounded down, in integers.
+std::uint64_t wire_bytes(const std::string& op, std::uint64_t bytes, int n);
+// The bytes t would have in an fp32 run: 4 per element for 16-bit floats, else its own bytes.
+// A collective's logical bytes = wire_bytes(op, fp32_bytes(buffer), n): what an uncompressed
+// fp32 run puts on the wire, the baseline every compression ratio divides (docs/METRICS.md
+// "Compression").
+std::uint64_t fp32_bytes(const torch::Tensor& t);
 
 }  // namespace sb::comm

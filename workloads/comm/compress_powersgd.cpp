@@ -9,15 +9,15 @@
 
 #include "harness/core/check.h"
 #include "harness/workload.h"
+#include "workloads/comm/communicator.h"
 #include "workloads/comm/compressed_collectives.h"
 
 namespace sb::comm {
 namespace {
 
-// Logical bytes of an uncompressed all-reduce of n elements (reduce-scatter + all-gather).
+// Logical bytes of an uncompressed fp32 all-reduce of n elements.
 std::int64_t all_reduce_logical_bytes(std::int64_t n, int world) {
-  const std::int64_t padded = (n + world - 1) / world * world;
-  return 4 * padded + 4 * (padded / world);
+  return static_cast<std::int64_t>(wire_bytes("all_reduce", static_cast<std::uint64_t>(4 * n), world));
 }
 
 int comm_size(MPI_Comm comm) {
@@ -113,8 +113,7 @@ std::vector<Phase> PowerSGD::phases(const std::string& key, Source input, std::i
 std::vector<Phase> PowerSGD::all_reduce_flat_phases(const std::string& key, Source input,
                                                     std::int64_t n, int world, Sink deliver,
                                                     CollectiveStats* bytes) {
-  const auto c = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(std::sqrt(double(n)))));
-  const std::int64_t rows = (n + c - 1) / c;
+  const auto [rows, c] = flat_shape(n);
   auto matrix = [input, n, rows, c] {  // (rows, c), zero-padded
     auto x = input();
     check_compress_input(x, "powersgd");
@@ -124,7 +123,14 @@ std::vector<Phase> PowerSGD::all_reduce_flat_phases(const std::string& key, Sour
   auto flat = [deliver, n](const torch::Tensor& out) {
     deliver(out.reshape({-1}).narrow(0, 0, n).contiguous());
   };
-  return phases(key, matrix, rows, c, world, flat, bytes);
+  // Logical bytes of the flat n elements (the plain all-reduce's), not of the padded matrix.
+  CollectiveStats inner;
+  auto v = phases(key, matrix, rows, c, world, flat, &inner);
+  if (bytes) {
+    bytes->logical_bytes += all_reduce_logical_bytes(n, world);
+    bytes->wire_bytes += inner.wire_bytes;
+  }
+  return v;
 }
 
 torch::Tensor PowerSGD::all_reduce(const std::string& key, const torch::Tensor& m, MPI_Comm comm,
@@ -147,6 +153,17 @@ torch::Tensor PowerSGD::all_reduce_flat(const std::string& key, const torch::Ten
                                     [&out](const torch::Tensor& r) { out = r; }, stats);
   run_on(std::move(c), comm);
   return out;
+}
+
+std::pair<std::int64_t, std::int64_t> PowerSGD::flat_shape(std::int64_t n) {
+  const auto c = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(std::sqrt(double(n)))));
+  return {(n + c - 1) / c, c};
+}
+
+std::int64_t PowerSGD::flat_state_bytes(std::int64_t n, std::int64_t rank, bool error_feedback) {
+  const auto [rows, cols] = flat_shape(n);
+  if (std::min(rows, cols) <= rank) return 0;  // all-reduced exactly (phases())
+  return 4 * cols * rank + (error_feedback ? 4 * rows * cols : 0);
 }
 
 std::int64_t PowerSGD::state_bytes() const {

@@ -17,6 +17,8 @@
 #include <torch/types.h>
 
 #include "workloads/comm/compressor.h"
+#include <utility>
+
 #include "workloads/comm/progress_engine.h"
 
 namespace sb::comm {
@@ -47,6 +49,12 @@ class PowerSGD {
 
   std::int64_t rank() const { return rank_; }
   std::int64_t state_bytes() const;  // residuals + warm-start Q
+  // The (rows, cols) matrix all_reduce_flat folds n elements into.
+  static std::pair<std::int64_t, std::int64_t> flat_shape(std::int64_t n);
+  // What state_bytes() grows by once all_reduce_flat ran on a new key of n elements:
+  // Q (cols x rank) + the residual (rows x cols) with error feedback, fp32; 0 when the
+  // matrix is too small to compress.
+  static std::int64_t flat_state_bytes(std::int64_t n, std::int64_t rank, bool error_feedback);
   // Checkpoints: Q as out[prefix + "q/" + key], residuals as out[prefix + "residual/" + key].
   // The initial Q of a key comes from (seed, key) alone, so Q itself is all the warm start
   // and random state there is; load_state replaces both maps.

@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "harness/core/check.h"
+#include "workloads/comm/communicator.h"
 
 namespace sb::comm {
 namespace {
@@ -68,7 +69,7 @@ Phase gather_phase(Source wire, Source dest, std::int64_t s, const Compressor* c
   auto b = std::make_shared<Bufs>();
   const std::int64_t wb = c->wire_bytes(s);
   const int count = mpi_count(wb, "compressed all-gather");
-  add(bytes, 4 * s, wb);
+  add(bytes, 4 * s * (world - 1), wb * (world - 1));  // to each other rank
   Phase p{"MPI_Allgather (compressed all-gather)", "MPI_Iallgather (compressed all-gather)"};
   p.prepare = [=] {
     b->wire = wire();  // never aliases dest
@@ -111,7 +112,7 @@ Phase reduce_scatter_phase(Source input, Compressor* c, ErrorFeedback* ef, const
   auto b = std::make_shared<Bufs>();
   const std::int64_t wb = c->wire_bytes(s);
   const int count = mpi_count(wb, "compressed reduce-scatter");
-  add(bytes, 4 * world * s, world * wb);
+  add(bytes, 4 * s * (world - 1), wb * (world - 1));  // one chunk to each other rank
   Phase p{"MPI_Alltoall (compressed gradient reduce-scatter)",
           "MPI_Ialltoall (compressed gradient reduce-scatter)"};
   p.prepare = [=] {
@@ -187,13 +188,18 @@ std::vector<Phase> all_reduce_phases(Source input, std::int64_t n, Compressor* c
     return w;
   };
   auto dest = [st, padded] { return st->all = torch::empty({padded}, torch::kFloat); };
-  Phase gather = gather_phase(wire, dest, s, c, world, bytes);
+  // Logical bytes: the unpadded n, as the plain all-reduce of the same buffer counts them;
+  // the wire carries the padding.
+  CollectiveStats inner;
+  Phase gather = gather_phase(wire, dest, s, c, world, &inner);
   gather.after = [after = gather.after, st, n, padded, deliver] {
     after();
     auto all = std::move(st->all);
     deliver(padded == n ? all : all.narrow(0, 0, n).contiguous());
   };
-  return {reduce_scatter_phase(padded_input, c, ef, key, s, world, keep_chunk, bytes), gather};
+  Phase scatter = reduce_scatter_phase(padded_input, c, ef, key, s, world, keep_chunk, &inner);
+  add(bytes, static_cast<std::int64_t>(wire_bytes("all_reduce", 4 * n, world)), inner.wire_bytes);
+  return {std::move(scatter), std::move(gather)};
 }
 
 // ---- blocking, on a raw communicator -------------------------------------------------------
@@ -333,6 +339,18 @@ torch::Tensor CompressedCollectives::all_reduce_grads(const std::string& key, co
 std::int64_t CompressedCollectives::state_bytes() const {
   return grad_ef_.residual_bytes() + allreduce_ef_.residual_bytes() +
          (powersgd_ ? powersgd_->state_bytes() : 0);
+}
+
+std::int64_t CompressedCollectives::state_bytes_of(const Policy& p, CollectiveKind k,
+                                                   std::int64_t n, int world) {
+  const CompressorConfig& c = p[k];
+  if (k == CollectiveKind::ParamAllGather || !p.compresses(k)) return 0;
+  if (k == CollectiveKind::GradAllReduce && c.name == "powersgd")
+    return PowerSGD::flat_state_bytes(n, c.rank, c.error_feedback);
+  if (!c.error_feedback) return 0;
+  if (k == CollectiveKind::GradReduceScatter) return 4 * n;
+  const std::int64_t padded = (n + world - 1) / world * world;
+  return 4 * padded + 4 * (padded / world);
 }
 
 StateDict CompressedCollectives::state() const {

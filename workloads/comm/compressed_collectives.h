@@ -24,11 +24,13 @@
 
 namespace sb::comm {
 
-// Per call and per rank. logical_bytes: the fp32 bytes this rank hands to MPI to send in the
-// uncompressed equivalent; wire_bytes: the bytes it actually hands to MPI (chunks addressed
-// to itself included in both, so that logical / wire is exactly the compression ratio).
-// docs/METRICS.md "Compression" has the formulas per collective. Both follow from the sizes
-// alone: they are known when the collective is described.
+// Per call and per rank, the bytes this rank sends to the other ranks (the busbw convention;
+// chunks addressed to itself are not on the wire). logical_bytes: what the uncompressed fp32
+// collective of the same buffer sends, to the byte what the plain path records for it
+// (comm::wire_bytes(op, fp32_bytes, n)); wire_bytes: what this one sends. logical / wire is
+// the compression ratio against an uncompressed fp32 run. docs/METRICS.md "Compression" has
+// the formulas per collective. Both follow from the sizes alone: they are known when the
+// collective is described.
 struct CollectiveStats {
   std::int64_t logical_bytes = 0;
   std::int64_t wire_bytes = 0;
@@ -110,6 +112,14 @@ class CompressedCollectives {
 
   // Bytes of compression state this rank holds (residuals, PowerSGD Q): model-state memory.
   std::int64_t state_bytes() const;
+  // What state_bytes() grows by once a collective of kind k ran on a new key among `world`
+  // ranks, from the sizes alone (plan's prediction): n = the elements of the full buffer
+  // (reduce-scatter: world x the shard; all-reduce: the buffer). Error feedback keeps the
+  // residual of what was compressed: the reduce-scatter's whole input (4 n), the all-reduce's
+  // padded input and its reduced chunk (4 n' + 4 n'/world, n' = world ceil(n/world));
+  // PowerSGD: PowerSGD::flat_state_bytes. The parameter gather keeps nothing.
+  static std::int64_t state_bytes_of(const Policy& p, CollectiveKind k, std::int64_t n,
+                                     int world);
   // Everything a later call depends on (error-feedback residuals, PowerSGD's Q and residuals,
   // stochastic-rounding generators), for checkpoints; load_state replaces it all. Call both
   // only while no collective runs. Names: param/, grad/, allreduce/ (compressors), grad_ef/,

@@ -11,6 +11,7 @@
 #include "harness/core/fault.h"
 #include "harness/core/mpi_context.h"
 #include "harness/workload.h"
+#include "workloads/comm/compressed_collectives.h"
 #include "workloads/fsdp/unit.h"
 
 namespace sb::fsdp {
@@ -75,6 +76,31 @@ std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
     total += grad_accum > 1 ? 4 * padded : 0;                       // accumulation buffer
     total += 8 * (l.optim_sharded ? S : padded);                    // exp_avg, exp_avg_sq
     total += !l.params_sharded && param_dtype != torch::kFloat32 ? elt * padded : 0;  // copy
+  }
+  return total;
+}
+
+std::uint64_t compression_state_bytes(const std::vector<models::UnitSpec>& units,
+                                      const std::string& strategy, int world, int shard_group,
+                                      const comm::Policy& policy) {
+  using K = comm::CollectiveKind;
+  const auto of = [&](K k, std::int64_t n, int group) {
+    return static_cast<std::uint64_t>(comm::CompressedCollectives::state_bytes_of(policy, k, n, group));
+  };
+  const Layout l = strategy_layout(strategy);
+  const int n = l.group == comm::Group::Shard ? shard_group : world, replicas = world / n;
+  std::uint64_t total = 0;
+  for (const auto& u : units) {
+    if (!l.params_sharded && !l.grads_sharded) {  // no_shard, zero1: one all-reduce per unit
+      const bool zero1 = l.optim_sharded;
+      total += of(K::GradAllReduce, zero1 ? shard_range(u.numel(), world, 0).padded : u.numel(),
+                  world);
+      continue;
+    }
+    const ShardRange r = shard_range(u.numel(), n, 0);
+    total += of(K::GradReduceScatter, r.padded, n);
+    if (l.group == comm::Group::Shard && replicas > 1)
+      total += of(K::GradAllReduce, r.size, replicas);  // hybrid_shard's replica all-reduce
   }
   return total;
 }

@@ -74,6 +74,14 @@ std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
                                 const std::string& strategy, int world, int shard_group,
                                 torch::ScalarType param_dtype, int grad_accum);
 
+// Compression state per rank once every unit's gradients were reduced (error-feedback
+// residuals, PowerSGD's Q and residuals): exactly what MemoryStats::compression holds from
+// the first step on, from the sizes alone (comm::CompressedCollectives::state_bytes_of per
+// collective the strategy runs on each unit).
+std::uint64_t compression_state_bytes(const std::vector<models::UnitSpec>& units,
+                                      const std::string& strategy, int world, int shard_group,
+                                      const comm::Policy& policy);
+
 // Loss terms of a batch: targets != -100 (LM, MLM), or rows when there are only labels.
 std::int64_t loss_terms(const models::Batch& b);
 

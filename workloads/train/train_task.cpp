@@ -83,9 +83,13 @@ double state_bytes(const Point& p) {
   const int world = static_cast<int>(p.get_int("world"));
   int sg = static_cast<int>(p.get_int("shard_group"));
   if (sg == 0) sg = world;  // plan does not know the nodes: assume one
-  return static_cast<double>(fsdp::model_state_bytes(
-      model->units(), p.get_string("strategy"), world, sg,
-      fsdp::dtype_from_name(p.get_string("dtype")), static_cast<int>(p.get_int("grad_accum"))));
+  const std::string strategy = p.get_string("strategy");
+  return static_cast<double>(
+      fsdp::model_state_bytes(model->units(), strategy, world, sg,
+                              fsdp::dtype_from_name(p.get_string("dtype")),
+                              static_cast<int>(p.get_int("grad_accum"))) +
+      fsdp::compression_state_bytes(model->units(), strategy, world, sg,
+                                    comm::policy_from_point(p)));
 }
 
 // Every key here is read by the train task only (a point of another task may not set it).
