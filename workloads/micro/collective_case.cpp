@@ -2,6 +2,7 @@
 #include "workloads/micro/collective_case.h"
 
 #include <algorithm>
+#include <fmt/ranges.h>  // fmt::join
 
 #include "harness/core/check.h"
 #include "workloads/comm/communicator.h"
@@ -163,6 +164,13 @@ std::int64_t CollectiveCase::wire_bytes() const {
   // compressed chunk to each of n-1 ranks; all_reduce does both (docs/METRICS.md).
   const std::int64_t chunk = compressor_->wire_bytes(s) * (n_ - 1);
   return cfg_.op == Op::AllReduce ? 2 * chunk : chunk;
+}
+
+std::uint64_t CollectiveCase::logical_bytes() const {
+  const auto requested = static_cast<std::uint64_t>(std::max<std::int64_t>(cfg_.bytes / 4, 1)) * 4;
+  const bool unpadded = cfg_.op == Op::AllReduce || cfg_.op == Op::Broadcast;
+  return comm::wire_bytes(op_name(cfg_.op),
+                          unpadded ? requested : static_cast<std::uint64_t>(size_bytes()), n_);
 }
 
 std::int64_t CollectiveCase::check() {

@@ -59,6 +59,10 @@ class CollectiveCase {
   std::int64_t count() const { return count_; }           // fp32 elements of the total buffer
   std::int64_t size_bytes() const { return count_ * 4; }  // the nccl-tests size
   std::int64_t wire_bytes() const;                        // this rank's bytes to MPI per call
+  // What the uncompressed fp32 collective of the requested size sends per rank (the
+  // baseline of the compression ratio, docs/METRICS.md "Compression"): all-reduce of the
+  // unpadded bytes / 4 elements, as plain and compressed cases both ask for.
+  std::uint64_t logical_bytes() const;
   const CaseConfig& config() const { return cfg_; }
 
  private:

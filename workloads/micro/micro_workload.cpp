@@ -58,9 +58,7 @@ class MicroWorkload : public Workload {
         e.op = op_name(base.op);
         e.group = "world";
         e.kind = "micro";
-        // What the uncompressed fp32 collective sends (the same convention as training's).
-        e.logical_bytes = comm::wire_bytes(op_name(base.op),
-                                           static_cast<std::uint64_t>(cc.size_bytes()), ctx.size);
+        e.logical_bytes = cc.logical_bytes();  // the uncompressed fp32 baseline
         e.wire_bytes = static_cast<std::uint64_t>(cc.wire_bytes());
         e.start_s = t.start_wtime[i] - origin;
         e.duration_s = t.local_call_s[i];
