@@ -1,17 +1,24 @@
 # Helpers to build and register tests with labels. Each test source is its own program so
 # that an engineer working on one area only builds that area's tests.
 
-# sb_unit_test(SRC LABELS...): a gtest program linked with every workload library.
-function(sb_unit_test src)
+# sb_gtest_program(PREFIX SRC LABELS...): the gtest program PREFIX_<name of SRC>, linked with
+# every workload library, its tests discovered with the labels (a GTEST_SKIP counts as
+# skipped).
+function(sb_gtest_program prefix src)
   get_filename_component(n ${src} NAME_WE)
-  add_executable(unit_${n} ${src})
-  target_link_libraries(unit_${n} PRIVATE shardbench::workloads GTest::gtest_main)
-  target_compile_definitions(unit_${n} PRIVATE SB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  add_executable(${prefix}_${n} ${src})
+  target_link_libraries(${prefix}_${n} PRIVATE shardbench::workloads GTest::gtest_main)
+  target_compile_definitions(${prefix}_${n} PRIVATE SB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   if(SHARDBENCH_USE_PCH)
-    target_precompile_headers(unit_${n} REUSE_FROM sb_pch)
+    target_precompile_headers(${prefix}_${n} REUSE_FROM sb_pch)
   endif()
-  gtest_discover_tests(unit_${n} PROPERTIES LABELS "${ARGN}" ENVIRONMENT "OMP_NUM_THREADS=2"
+  gtest_discover_tests(${prefix}_${n} PROPERTIES LABELS "${ARGN}" ENVIRONMENT "OMP_NUM_THREADS=2"
                        DISCOVERY_TIMEOUT 120)
+endfunction()
+
+# sb_unit_test(SRC LABELS...): unit_<name>.
+function(sb_unit_test src)
+  sb_gtest_program(unit ${src} ${ARGN})
 endfunction()
 
 # sb_mpi_test(SRC RANKS...): one MPI gtest program, registered once per rank count.

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Configures and builds shardbench with the default preset (build/), through ccache.
+# Configures and builds shardbench with a CMake preset (default: "default", in build/; "cuda"
+# builds build-cuda/ with the GPU code paths, compile and link only where there is no GPU),
+# through ccache.
+#   jobscripts/build.sh [PRESET]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${SB_BUILD_JOBS:-$(nproc)}
@@ -8,5 +11,6 @@ export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_fi
 # Paths under the checkout are hashed relative to it: a fresh clone elsewhere (CI) reuses the
 # cache of another checkout instead of compiling every LibTorch file again.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
-cmake --preset default >/dev/null
-cmake --build --preset default -j "$jobs"
+preset=${1:-default}
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset" -j "$jobs"

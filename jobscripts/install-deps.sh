@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages shardbench needs (idempotent: apt runs only when one is missing).
-# Run as root (or with sudo available). The list is also in DEVELOPERS.md.
+# Installs the Debian 12 packages shardbench needs (idempotent: apt runs only when one is missing)
+# and the torch wheel (LibTorch) into .venv. Run as root (or with sudo available). The list is
+# also in DEVELOPERS.md.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
-  libtorch-dev libopenblas0-openmp           # LibTorch 1.13 (CPU); OpenBLAS or sgemm runs ~18x slower
+  python3-venv                               # .venv: the torch wheel (LibTorch), below
   libopenmpi-dev openmpi-bin                 # MPI
   libhdf5-dev libfmt-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev              # tests and micro-benchmarks
@@ -30,11 +32,26 @@ else
   echo "install-deps: all ${#PACKAGES[@]} packages present"
 fi
 
-# LibTorch must use OpenBLAS, not the reference BLAS (which Debian may select by default).
-blas=$(update-alternatives --query libblas.so.3-x86_64-linux-gnu 2>/dev/null | awk '/^Value:/{print $2}')
-case "$blas" in
-  *openblas*) ;;
-  *) echo "install-deps: selecting OpenBLAS (openmp) for libblas.so.3 (was: ${blas:-none})"
-     ${SUDO:-} update-alternatives --set libblas.so.3-x86_64-linux-gnu \
-       /usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3 ;;
-esac
+# The torch wheel is a CUDA build: configuring against it needs the CUDA toolkit (nvcc and
+# its headers), also for the CPU build. Debian 12 does not package CUDA 13; our machines have
+# it in /usr/local/cuda.
+if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+  echo "install-deps: the CUDA toolkit (nvcc) is missing: install CUDA 13 (NVIDIA's packages," \
+       "to /usr/local/cuda) and rerun; the torch wheel's CMake files need it to configure" >&2
+  exit 1
+fi
+
+# LibTorch: the PyPI torch wheel in the git-ignored virtual environment .venv of this
+# checkout (CMake finds it through cmake/TorchWheel.cmake). Pinned: docs/DEVELOPERS.md
+# "LibTorch" says why this version. One wheel serves the CPU and the CUDA build (its CUDA
+# libraries come as nvidia-* / cuda-toolkit wheels; without a GPU they are loaded, not used).
+TORCH_VERSION=${SB_TORCH_VERSION:-2.15.0}
+venv=$PWD/.venv
+have=$("$venv/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
+if [[ $have != "$TORCH_VERSION" ]]; then
+  echo "install-deps: installing torch $TORCH_VERSION into $venv (was: ${have:-none}; ~5 GB, 2 min)"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION"
+else
+  echo "install-deps: torch $TORCH_VERSION present in $venv"
+fi

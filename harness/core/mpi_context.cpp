@@ -147,4 +147,15 @@ int threads_per_rank(std::int64_t threads, MPI_Comm world) {
   return std::max(1, cores / local);
 }
 
+int node_local_rank(MPI_Comm world) {
+  int rank = 0, local = 0;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm node;
+  check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type (node-local rank)");
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
+  return local;
+}
+
 }  // namespace sb

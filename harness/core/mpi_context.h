@@ -61,4 +61,8 @@ std::string mpi_library_version();
 // the ranks of `world` on this node (MPI_COMM_TYPE_SHARED). Collective over world.
 int threads_per_rank(std::int64_t threads, MPI_Comm world);
 
+// This rank's index among the ranks of `world` on its node (MPI_COMM_TYPE_SHARED, in world
+// order): which GPU a rank takes. Collective over world.
+int node_local_rank(MPI_Comm world);
+
 }  // namespace sb

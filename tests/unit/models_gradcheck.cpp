@@ -51,7 +51,7 @@ void gradcheck(Model& m, const Batch& b) {
 }  // namespace
 
 TEST(GradCheck, Gpt2Double) {
-  for (const char* attn : {"naive", "online"}) {
+  for (const char* attn : {"naive", "online", "sdpa"}) {
     Gpt2 m(tiny("gpt2-tiny", attn));
     torch::manual_seed(0);
     Batch b;

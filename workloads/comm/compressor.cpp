@@ -2,6 +2,7 @@
 #include "workloads/comm/compressor.h"
 
 #include <algorithm>
+#include <fmt/ranges.h>  // fmt::join
 
 #include "harness/core/check.h"
 #include "harness/workload.h"

@@ -2,6 +2,7 @@
 #include "workloads/data/safetensors.h"
 
 #include <sys/stat.h>
+#include <fmt/ranges.h>  // fmt::join
 
 #include <cstdio>
 #include <fstream>

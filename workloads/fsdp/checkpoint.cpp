@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <fmt/ranges.h>  // fmt::join
 
 #include "harness/core/check.h"
 #include "workloads/data/safetensors.h"

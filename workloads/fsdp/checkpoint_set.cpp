@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <fmt/ranges.h>  // fmt::join
 
 #include <fcntl.h>
 #include <unistd.h>

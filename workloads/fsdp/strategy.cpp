@@ -2,6 +2,7 @@
 #include "workloads/fsdp/strategy.h"
 
 #include <map>
+#include <fmt/ranges.h>  // fmt::join
 
 #include "harness/core/check.h"
 #include "harness/workload.h"

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <torch/csrc/autograd/function.h>  // Node (acc_node)
 #include <torch/types.h>
 
 #include "workloads/fsdp/engine.h"
@@ -41,7 +42,7 @@ struct Engine::Unit {
   bool reduced = false;     // a reduction ran this step
   int uses = 0;             // acquires in the current forward
   bool pinned = false;      // acquired more than once per forward: keep until its backward
-  std::shared_ptr<torch::autograd::Node> acc_node;  // W's AccumulateGrad, holding our hook
+  c10::intrusive_ptr<torch::autograd::Node> acc_node;  // W's AccumulateGrad, holding our hook
 };
 
 }  // namespace sb::fsdp

@@ -21,6 +21,7 @@
 #include "workloads/data/safetensors.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/cpu_allocator.h"
+#include "workloads/models/device.h"
 #include "workloads/models/family.h"
 #include "workloads/infer/loadgen.h"
 #include "workloads/models/params.h"
@@ -146,8 +147,10 @@ class InferWorkload final : public sb::Workload {
   void record_step(RunContext& ctx, I n, double s, bool warmup);
   void record_latency(RunContext& ctx, const ScenarioResult& result);
   void record_model(RunContext& ctx);
+  // Logits on device_; b may be on the host (moved) or there already (the timed samples).
   torch::Tensor serve(const models::Batch& b) {
-    return engine_ ? engine_->forward_logits(b) : model_->logits(*q_, b);
+    if (engine_) return engine_->forward_logits(b);
+    return model_->logits(*q_, data::to_device(b, device_));
   }
 
   // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
@@ -159,13 +162,15 @@ class InferWorkload final : public sb::Workload {
   std::unique_ptr<quant::QuantizedWeights> q_;  // one rank
   std::optional<c10::InferenceMode> inference_;  // from build() on
   LoadgenConfig lg_;
-  models::Batch samples_;  // (S, T): every sample the scenario touches
+  torch::Device device_ = torch::kCPU;  // the `device` key (models/device.h)
+  models::Batch samples_;  // (S, T): every sample the scenario touches, on device_
   I step_ = 0;
 };
 
 void InferWorkload::build(RunContext& ctx) {
   const Point& p = ctx.point;
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
+  device_ = models::resolve_device(p.get_string("device"), sb::node_local_rank(ctx.world));
   model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
   const std::string ckpt = p.get_string("checkpoint");
   weights_ = ckpt.empty() ? models::init_params(model_->units(),
@@ -178,7 +183,13 @@ void InferWorkload::build(RunContext& ctx) {
     engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, ec, weights_);
   }
   inference_.emplace();
-  if (!engine_) q_ = quant::quantize(p.get_string("quantization"), *model_, weights_);
+  if (!engine_) {  // the served copy on device_; weights_ stay the host fp32 reference
+    auto served = weights_;
+    if (!device_.is_cpu())
+      for (auto& unit : served)
+        for (auto& t : unit) t = t.to(device_);
+    q_ = quant::quantize(p.get_string("quantization"), *model_, served);
+  }
   lg_ = loadgen_config(p);
 }
 
@@ -190,7 +201,7 @@ void InferWorkload::draw_samples(RunContext& ctx) {
   std::vector<models::Batch> rows;
   const I first_row = static_cast<I>(ctx.rank) * total_samples(lg_);
   for (I i = 0; i < total_samples(lg_); ++i) rows.push_back(src->heldout(first_row + i));
-  samples_ = cat_rows(rows);
+  samples_ = data::to_device(cat_rows(rows), device_);
 }
 
 void InferWorkload::warm_up(RunContext& ctx) {  // excluded from statistics
@@ -211,7 +222,7 @@ double InferWorkload::forward(RunContext& ctx, I first, I n) {
   const auto b = data::slice_rows(samples_, first, first + n);
   const auto t0 = std::chrono::steady_clock::now();
   auto logits = serve(b);
-  (void)logits.data_ptr();  // the result exists (LibTorch CPU ops are synchronous)
+  models::synchronize(device_);  // GPU kernels run asynchronously: wait for the result
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, ctx.world),
                 "MPI_Allreduce (forward time)");
@@ -266,7 +277,8 @@ void InferWorkload::record_model(RunContext& ctx) {
     // Same chain, another stream: never the scenario's rows.
     auto src = data::markov_source(model_->config(), lg_.max_batch, p.get_int("seq"), lg_.seed,
                                    lg_.seed + 7919);
-    auto a = accuracy(*model_, fp32, [this](const models::Batch& b) { return serve(b); }, *src,
+    auto a = accuracy(*model_, fp32,
+                      [this](const models::Batch& b) { return serve(b).to(torch::kCPU); }, *src,
                       batches);
     rec.scalar("top1_agreement", a.top1);
     const std::string& metric = models::family(model_->config().family).eval_metric;
@@ -280,12 +292,16 @@ void InferWorkload::record_model(RunContext& ctx) {
     m.param_bytes = static_cast<std::uint64_t>(q_->resident_bytes());
     m.model_state_bytes = m.peak_model_state_bytes = m.param_bytes;
   }
-  rec.memory(m);
+  rec.memory(m);  // host memory; on a GPU the weights' bytes are the device's:
+  if (device_.is_cuda())
+    rec.scalar("device_peak_allocated_bytes",
+               static_cast<double>(models::device_peak_allocated_bytes(device_)));
   rec.text("torch_version", TORCH_VERSION);
   rec.text("cpu_allocator", models::cpu_allocator_name());
   rec.text("quantization", p.get_string("quantization"));
   rec.text("sharding", engine_ ? "full_shard" : "none");
   rec.text("qengine", c10::toString(at::globalContext().qEngine()));
+  rec.text("device", device_.str());
 }
 
 void validate(const Point& p, std::vector<Diagnostic>& out) {

@@ -28,7 +28,7 @@ void release(void* ctx) {
 class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* inner) : inner_(inner) {}
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) override {
     c10::DataPtr p = inner_->allocate(n);
     void* data = p.get();
     const c10::Device dev = p.device();
@@ -40,6 +40,9 @@ class CountingAllocator final : public c10::Allocator {
     return {data, b, &release, dev};
   }
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }  // no raw_allocate
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
 
  private:
   c10::Allocator* inner_;

@@ -34,7 +34,7 @@ class CachingCpuAllocator final : public c10::Allocator {
 
   // Every block's context is its pointer, so raw_allocate / raw_deallocate (used by oneDNN's
   // scratchpads) work too; large live blocks are found by pointer to learn their size class.
-  c10::DataPtr allocate(std::size_t n) const override {
+  c10::DataPtr allocate(std::size_t n) override {
     void* p = nullptr;
     if (n < kMinCached) {
       if (posix_memalign(&p, 64, n == 0 ? 64 : n) != 0) throw std::bad_alloc();
@@ -65,6 +65,9 @@ class CachingCpuAllocator final : public c10::Allocator {
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return &CachingCpuAllocator::release; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);  // plain host memory
+  }
 
   CpuCacheStats stats() const {
     std::lock_guard<std::mutex> lk(m_);

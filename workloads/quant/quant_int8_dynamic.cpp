@@ -1,8 +1,8 @@
 // Quantization "int8-dynamic": int8 weights (symmetric, one scale per output channel),
 // activations quantized per batch at run time (uint8, scale and zero point from the batch's
 // range), int8 GEMM with int32 accumulation by LibTorch's quantized engine: what PyTorch's
-// quantize_dynamic does to nn.Linear. This Debian build has no FBGEMM; it has oneDNN (used,
-// faster here) and QNNPACK.
+// quantize_dynamic does to nn.Linear. The engine is oneDNN where LibTorch has it (the
+// Debian LibTorch 1.13 had no FBGEMM, and oneDNN was the faster of the others), else QNNPACK.
 #include <ATen/native/quantized/PackedParams.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 

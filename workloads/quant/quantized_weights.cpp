@@ -5,6 +5,7 @@
 #include "workloads/quant/quantizer.h"
 
 #include <map>
+#include <fmt/ranges.h>  // fmt::join
 
 #include "harness/core/check.h"
 #include "harness/workload.h"

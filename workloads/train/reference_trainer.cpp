@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <chrono>
 #include <cmath>
+#include <fmt/ranges.h>  // fmt::join
 
 #include "harness/core/check.h"
 

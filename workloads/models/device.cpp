@@ -1,0 +1,98 @@
+// Device selection and the `device` key (device.h).
+#include "workloads/models/device.h"
+
+#include <torch/cuda.h>
+#ifdef SB_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+#include "harness/core/check.h"
+#include "harness/workload.h"
+
+namespace sb::models {
+
+bool built_with_cuda() {
+#ifdef SB_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+int visible_gpus() { return static_cast<int>(torch::cuda::device_count()); }
+
+torch::Device resolve_device(const std::string& name, int local_rank) {
+  if (name == "cpu") return torch::Device(torch::kCPU);
+  SB_CHECK(name == "cuda", "device = \"{}\": unknown device; known: cpu, cuda", name);
+  SB_CHECK(built_with_cuda(),
+           "device = \"cuda\": this shardbench was built without CUDA (the default preset); "
+           "build the CUDA one (cmake --preset cuda && cmake --build --preset cuda) and run "
+           "build-cuda/shardbench, or set device = \"cpu\"");
+  const int n = visible_gpus();
+  SB_CHECK(n > 0,
+           "device = \"cuda\" on local rank {}: no GPU visible to this process (no GPU, no "
+           "driver, or CUDA_VISIBLE_DEVICES empty); run on a GPU node or set device = \"cpu\"",
+           local_rank);
+  const torch::Device d(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % n));
+#ifdef SB_WITH_CUDA
+  c10::cuda::set_device(d.index());  // the context, cuBLAS handles and kCUDA without index
+#endif
+  return d;
+}
+
+void synchronize(const torch::Device& d) {
+  if (d.is_cuda()) torch::cuda::synchronize(d.index());
+}
+
+std::int64_t device_peak_allocated_bytes(const torch::Device& d) {
+#ifdef SB_WITH_CUDA
+  if (d.is_cuda()) {
+    using c10::CachingAllocator::StatType;
+    const auto st = c10::cuda::CUDACachingAllocator::getDeviceStats(d.index());
+    return st.allocated_bytes[static_cast<std::size_t>(StatType::AGGREGATE)].peak;
+  }
+#endif
+  return -1;
+}
+
+namespace {
+const sb::Registrar kRegister([] {
+  sb::register_name("device", "cpu", "host tensors (intra-op threads: the `threads` key)");
+  sb::register_name("device", "cuda",
+                    "this rank's GPU (local rank modulo the GPUs visible); needs the CUDA build");
+  sb::register_key({"device", sb::KeyType::Name, std::string("cpu"), "device",
+                    "where tensors live and compute runs: cpu, or cuda (one GPU per rank)"});
+  // Known at plan time: whether this binary can use a GPU at all (a GPU itself is checked on
+  // the node that runs the point, before the first step).
+  sb::register_validator([](const sb::Point& p, std::vector<sb::Diagnostic>& out) {
+    if (!p.has("device") || p.get_string("device") != "cuda") return;
+    if (!built_with_cuda())
+      out.push_back({"device",
+                     "device = \"cuda\" needs the CUDA build of shardbench (cmake --preset cuda "
+                     "&& cmake --build --preset cuda, then build-cuda/shardbench); this one was "
+                     "built with the default (CPU) preset"});
+    // What runs on a GPU today: one-rank inference in fp32, fp16 or bf16. The FSDP engine
+    // (training, sharded inference), the int8 formats (LibTorch's CPU quantized engines) and
+    // the collective micro-benchmarks keep host tensors.
+    const std::string task = p.has("task") ? p.get_string("task") : "";
+    const bool infer = task == "infer";
+    if (!infer)
+      out.push_back({"device", fmt::format("device = \"cuda\" runs task = \"infer\" only for "
+                                           "now (the FSDP engine keeps host tensors); set "
+                                           "device = \"cpu\" for task = \"{}\"", task)});
+    if (infer && p.has("world") && p.get_int("world") > 1)
+      out.push_back({"device", fmt::format("device = \"cuda\" serves on one rank for now "
+                                           "(sharded inference runs the FSDP engine on host "
+                                           "tensors); set world = 1 or device = \"cpu\" "
+                                           "(world is {})", p.get_int("world"))});
+    const std::string q = p.has("quantization") ? p.get_string("quantization") : "none";
+    if (infer && q != "none" && q != "fp16" && q != "bf16")
+      out.push_back({"quantization", fmt::format("quantization = \"{}\" runs on CPU only "
+                                                 "(LibTorch's int8 engines); on device = "
+                                                 "\"cuda\" use none, fp16 or bf16", q)});
+  });
+});
+}  // namespace
+
+}  // namespace sb::models

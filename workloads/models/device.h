@@ -1,0 +1,30 @@
+// The compute device of a point (key `device`): "cpu", or "cuda" = this rank's GPU (the
+// local rank modulo the GPUs the node shows, as one rank per GPU expects). One place
+// decides, so every workload places tensors the same way and says the same thing when it
+// cannot.
+#pragma once
+#include <string>
+
+#include <torch/types.h>
+
+namespace sb::models {
+
+// Configured with `cmake --preset cuda` (SHARDBENCH_CUDA: the GPU code paths compiled in).
+bool built_with_cuda();
+// GPUs this process sees (0 without a GPU, a driver or CUDA_VISIBLE_DEVICES).
+int visible_gpus();
+
+// The device `name` ("cpu" or "cuda") means for the rank with this node-local index; throws
+// an sb::Error naming the key, the rank and the fix when it cannot run here (no CUDA build,
+// no GPU), and makes the GPU this thread's current device. Call it on every rank before the
+// first step.
+torch::Device resolve_device(const std::string& name, int local_rank);
+
+// Waits for the work queued on d (timing GPU work needs it); nothing on CPU.
+void synchronize(const torch::Device& d);
+
+// Peak bytes the CUDA caching allocator handed out on d since the process started (tensors,
+// not its cache); -1 on CPU or in a build without CUDA.
+std::int64_t device_peak_allocated_bytes(const torch::Device& d);
+
+}  // namespace sb::models
