@@ -200,8 +200,9 @@ int main(int argc, char** argv) {
     // Model-state memory at 4 ranks from the formula (tests/mpi/fsdp_state.cpp asserts that
     // the engine's measured bytes equal it exactly).
     if (rank == 0) {
-      const auto ns = sb::fsdp::model_state_bytes(model->units(), "no_shard", 4, 4, torch::kFloat32, 1);
-      const auto fs = sb::fsdp::model_state_bytes(model->units(), "full_shard", 4, 4, torch::kFloat32, 1);
+      const auto none = sb::comm::policy_preset("none");
+      const auto ns = sb::fsdp::model_state_bytes(model->units(), "no_shard", 4, 4, torch::kFloat32, 1, none);
+      const auto fs = sb::fsdp::model_state_bytes(model->units(), "full_shard", 4, 4, torch::kFloat32, 1, none);
       std::printf("# model state per rank at 4 ranks: full_shard %llu B / no_shard %llu B = %.4f "
                   "(target <= 0.26)\n", static_cast<unsigned long long>(fs),
                   static_cast<unsigned long long>(ns), double(fs) / ns);

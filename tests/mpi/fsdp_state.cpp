@@ -36,7 +36,7 @@ TEST(Memory, ModelStateEqualsTheFormula) {
       run_engine(*model, comm, cfg, kB, kT, 2, accum, 0, &e);
       const auto m = e.memory();
       const auto expect = sb::fsdp::model_state_bytes(model->units(), s, n, sg, torch::kFloat32,
-                                                      accum);
+                                                      accum, cfg.compression);
       EXPECT_EQ(m.model_state, expect) << s << " accum " << accum;
       EXPECT_EQ(m.gathered, 0u) << s << ": nothing stays gathered between steps";
       if (accum == 1 && s == "no_shard") no_shard = m.model_state;
@@ -92,6 +92,9 @@ TEST(Memory, CompressionStateEqualsThePrediction) {
       const auto m = e.memory();
       const auto want = sb::fsdp::compression_state_bytes(model->units(), s, n, sg, policy);
       EXPECT_EQ(m.compression, want) << s << " / " << policy.describe();
+      EXPECT_EQ(m.model_state, sb::fsdp::model_state_bytes(model->units(), s, n, sg,
+                                                           torch::kFloat32, 1, policy))
+          << s << " / " << policy.describe();
       some_state |= want > 0;
     }
   }

@@ -62,7 +62,8 @@ std::string dtype_name(torch::ScalarType t) {
 
 std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
                                 const std::string& strategy, int world, int shard_group,
-                                torch::ScalarType param_dtype, int grad_accum) {
+                                torch::ScalarType param_dtype, int grad_accum,
+                                const comm::Policy& policy) {
   const Layout l = strategy_layout(strategy);
   const bool sharded_any = l.params_sharded || l.optim_sharded;
   const int n = !sharded_any ? 1 : l.group == comm::Group::Shard ? shard_group : world;
@@ -77,7 +78,7 @@ std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
     total += 8 * (l.optim_sharded ? S : padded);                    // exp_avg, exp_avg_sq
     total += !l.params_sharded && param_dtype != torch::kFloat32 ? elt * padded : 0;  // copy
   }
-  return total;
+  return total + compression_state_bytes(units, strategy, world, shard_group, policy);
 }
 
 std::uint64_t compression_state_bytes(const std::vector<models::UnitSpec>& units,

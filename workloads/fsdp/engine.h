@@ -66,13 +66,15 @@ inline void add_engine_memory(const MemoryStats& e, sb::RankMemory& m) {
   m.peak_model_state_bytes = e.peak_model_state;
 }
 
-// Model-state bytes per rank between steps (docs/METRICS.md, "Model-state memory"):
-// params + grads (+ the fp32 accumulation buffer when grad_accum > 1) + Adam moments + the
-// replicated low-precision copy. group: the sharding group's size (world, or shard_group for
-// hybrid_shard). Compression state is extra (compression_state_bytes).
+// Model-state bytes per rank between steps (docs/METRICS.md, "Model-state memory"), what
+// MemoryStats::model_state holds from the first step on: params + grads (+ the fp32
+// accumulation buffer when grad_accum > 1) + Adam moments + the replicated low-precision
+// copy + the compression state of `policy` (compression_state_bytes). shard_group: the
+// sharding group's size for hybrid_shard.
 std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
                                 const std::string& strategy, int world, int shard_group,
-                                torch::ScalarType param_dtype, int grad_accum);
+                                torch::ScalarType param_dtype, int grad_accum,
+                                const comm::Policy& policy);
 
 // Compression state per rank once every unit's gradients were reduced (error-feedback
 // residuals, PowerSGD's Q and residuals): exactly what MemoryStats::compression holds from

@@ -84,12 +84,9 @@ double state_bytes(const Point& p) {
   int sg = static_cast<int>(p.get_int("shard_group"));
   if (sg == 0) sg = world;  // plan does not know the nodes: assume one
   const std::string strategy = p.get_string("strategy");
-  return static_cast<double>(
-      fsdp::model_state_bytes(model->units(), strategy, world, sg,
-                              fsdp::dtype_from_name(p.get_string("dtype")),
-                              static_cast<int>(p.get_int("grad_accum"))) +
-      fsdp::compression_state_bytes(model->units(), strategy, world, sg,
-                                    comm::policy_from_point(p)));
+  return static_cast<double>(fsdp::model_state_bytes(
+      model->units(), strategy, world, sg, fsdp::dtype_from_name(p.get_string("dtype")),
+      static_cast<int>(p.get_int("grad_accum")), comm::policy_from_point(p)));
 }
 
 // Every key here is read by the train task only (a point of another task may not set it).

@@ -238,15 +238,11 @@ void TrainWorkload::record_results(RunContext& ctx) {
   rec.scalar("peak_gflops_per_rank", peak_gflops_);
   rec.scalar("model_flops_per_token", flops_per_token_);  // analysis: TFLOP/s per worker
   rec.scalar("params", static_cast<double>(models::count_params(model_->units())));
-  // The plan's prediction of model_state_bytes between steps (with compression state).
-  const int sg = comm_->size(comm::Group::Shard);
-  rec.scalar("model_state_bytes_formula",
-             static_cast<double>(
-                 fsdp::model_state_bytes(model_->units(), cfg_.strategy, ctx.size, sg,
-                                         cfg_.param_dtype,
-                                         static_cast<int>(ctx.point.get_int("grad_accum"))) +
-                 fsdp::compression_state_bytes(model_->units(), cfg_.strategy, ctx.size, sg,
-                                               cfg_.compression)));
+  rec.scalar("model_state_bytes_formula",  // the plan's prediction
+             static_cast<double>(fsdp::model_state_bytes(
+                 model_->units(), cfg_.strategy, ctx.size, comm_->size(comm::Group::Shard),
+                 cfg_.param_dtype, static_cast<int>(ctx.point.get_int("grad_accum")),
+                 cfg_.compression)));
   rec.scalar("threads_per_rank", at::get_num_threads());
   rec.text("torch_version", TORCH_VERSION);
   rec.text("cpu_allocator", models::cpu_allocator_name());
