@@ -89,6 +89,7 @@ struct CommEvent {  // one collective as seen by one rank
   std::int64_t step = 0;
   std::int32_t rank = 0;
   std::string op, group, kind;
+  std::string backend = "mpi";
   std::uint64_t logical_bytes = 0, wire_bytes = 0;
   double start_s = 0, duration_s = 0;
 };
@@ -106,6 +107,8 @@ struct Table<CommEvent> {
       field("group", &R::group, "", "process group: world, shard or replica"),
       field("kind", &R::kind, "",
             "purpose: param_all_gather, grad_reduce_scatter, grad_all_reduce or other"),
+      field("backend", &R::backend, "",
+            "library that ran it: mpi, gloo or nccl (comm_backend; compressed ones: mpi)"),
       field("logical_bytes", &R::logical_bytes, "bytes",
             "bytes the uncompressed fp32 collective sends to other ranks (docs/METRICS.md)"),
       field("wire_bytes", &R::wire_bytes, "bytes", "bytes this collective sends to other ranks"),

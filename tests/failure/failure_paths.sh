@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # One failure path (docs/ARCHITECTURE.md, "Failures"): a throw in the middle of backward on one
-# rank, a throw inside a collective's completion, and SIGKILL of one rank during a step, at 2
-# and 4 ranks under each communication progress mode (thread, poll, inline). For each: every
+# rank, a throw inside a collective's completion, SIGKILL of one rank during a step, and
+# SIGKILL of one rank between two Gloo collectives (comm_backend = "gloo": the others are
+# inside the next one when it dies), at 2 and 4 ranks under each communication progress mode
+# (thread, poll, inline). For each: every
 # rank is gone within 10 s of the fault, the point is recorded failed with the fault's
 # message, and the sweep goes on to the next point. Prints the seconds it measured.
-# Usage: failure_paths.sh SHARDBENCH WORKDIR [FAULT...]   (FAULT: backward | collective | kill)
+# Usage: failure_paths.sh SHARDBENCH WORKDIR [FAULT...]
+#   (FAULT: backward | collective | kill | gloo-kill)
 set -euo pipefail
 exe=$1
 work=$2
@@ -14,10 +17,13 @@ faults=("$@")
 rm -rf "$work"
 mkdir -p "$work"
 
-cat >"$work/failure.toml" <<'TOML'
+shopt -s extglob  # gloo-kill's expectation has alternatives
+suite() {  # suite FILE EXTRA-BASE-LINE
+cat >"$1" <<TOML
 [suite]
 name = "failure"
 [base]
+$2
 task = "train"
 model = "gpt2-tiny"
 strategy = "full_shard"
@@ -30,6 +36,7 @@ time_limit = 300   # far beyond the 10 s asserted: a hang shows as a slow point,
 world = [2, 4]
 comm_progress = ["thread", "poll", "inline"]
 TOML
+}
 
 fails=0
 check() {  # check CONDITION-RESULT MESSAGE
@@ -41,12 +48,18 @@ for fault in "${faults[@]}"; do
     backward) spec="backward:1:2:throw"; expect="rank 1 on*injected fault ?SB_FAULT? at backward" ;;
     collective) spec="collective:1:2:throw"; expect="rank 1 on*injected fault ?SB_FAULT? at collective" ;;
     kill) spec="step:1:2:kill"; expect="process rank 1 with PID*exited on signal 9 (Killed)" ;;
+    # Recorded is whichever comes first: mpirun's report of the kill, or a survivor's Gloo
+    # error (its peer's sockets closed).
+    gloo-kill) spec="collective:1:2:kill"; extra='comm_backend = "gloo"'
+      expect='@(process rank 1 with PID*exited on signal 9 ?Killed?|*gloo * failed*)' ;;
     *) echo "unknown fault $fault"; exit 2 ;;
   esac
   res="$work/$fault"
+  suite "$work/$fault.toml" "${extra:-}"
+  extra=
   echo "== fault $fault (SB_FAULT=$spec)"
   set +e
-  SB_FAULT=$spec "$exe" sweep "$work/failure.toml" --results "$res" --allow-oversubscribe >"$work/$fault.out" 2>&1
+  SB_FAULT=$spec "$exe" sweep "$work/$fault.toml" --results "$res" --allow-oversubscribe >"$work/$fault.out" 2>&1
   rc=$?
   set -e
   cat "$work/$fault.out"

@@ -69,7 +69,7 @@ class ProbeWorkload final : public Workload {
       // The slowest rank's time is the step's time.
       double wall = MPI_Wtime() - t0;
       MPI_Allreduce(MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX, ctx.world);
-      ctx.recorder.comm({step, ctx.rank, "all_reduce", "world", "other", bytes, bytes,
+      ctx.recorder.comm({step, ctx.rank, "all_reduce", "world", "other", "mpi", bytes, bytes,
                          c0 - t_start, c1 - c0});
       if (ctx.rank == 0) {
         StepRecord r;

@@ -36,8 +36,8 @@ sb::Recorder full_recorder() {
   sb::Recorder r;
   r.step({0, true, 0.5, 0.1, 0.2, 0.05, 0.01, 4.0, 1.5, 1000.0, 16.0, 0.25});
   r.step({1, false, 0.4, 0.09, 0.19, 0.04, 0.02, 3.5, 1.25, 1250.0, 20.0, 0.3});
-  r.comm({1, 0, "all_gather", "shard", "param_all_gather", 4096, 1024, 0.125, 0.002});
-  r.comm({1, 1, "reduce_scatter", "world", "grad_reduce_scatter", 8192, 2048, 0.25, 0.003});
+  r.comm({1, 0, "all_gather", "shard", "param_all_gather", "mpi", 4096, 1024, 0.125, 0.002});
+  r.comm({1, 1, "reduce_scatter", "world", "grad_reduce_scatter", "mpi", 8192, 2048, 0.25, 0.003});
   r.memory({0, "node-a", 10, 20, 30, 40, 60, 100, 1u << 20});
   r.memory({1, "node-b", 11, 21, 31, 41, 63, 101, 2u << 20});
   r.query({"server", 0, 0.0, 0.01, 1, 64});
@@ -376,7 +376,7 @@ TEST(TraceHdf5, KilledWriterLeavesNoFinalFile) {
   // Big enough that writing takes far longer than the time we let it run.
   sb::Recorder big;
   for (int i = 0; i < 1000000; ++i)
-    big.comm({i, i % 4, "all_gather", "world", "param_all_gather", 1, 1, 0.0, 0.0});
+    big.comm({i, i % 4, "all_gather", "world", "param_all_gather", "mpi", 1, 1, 0.0, 0.0});
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -420,7 +420,7 @@ TEST(TraceHdf5, RecordingCostsMicrosecondsPerStep) {
     for (int s = 0; s < kSteps; ++s) {
       rec.step({s, false, 0.1, 0.02, 0.05, 0.01, 0.001, 3.0, 1.0, 1e4, 64, 0.3});
       for (int c = 0; c < kCommPerStep; ++c)
-        rec.comm({s, 0, "all_gather", "shard", "param_all_gather", 1u << 20, 1u << 18, 0.5, 0.001});
+        rec.comm({s, 0, "all_gather", "shard", "param_all_gather", "mpi", 1u << 20, 1u << 18, 0.5, 0.001});
     }
     best = std::min(best, cpu_s() - t0);
   }

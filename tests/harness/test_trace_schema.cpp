@@ -37,8 +37,8 @@ sb::Recorder sample_recorder() {
   sb::Recorder r;
   r.step({0, true, 0.5, 0.1, 0.2, 0.05, 0.01, 4.0, 1.5, 1000.0, 16.0, 0.25});
   r.step({1, false, 0.4, 0.09, 0.19, 0.04, 0.02, 3.5, 1.25, 1250.0, 20.0, 0.3});
-  r.comm({1, 0, "all_gather", "shard", "param_all_gather", 4096, 1024, 0.125, 0.002});
-  r.comm({2, 1, "reduce_scatter", "world", "grad_reduce_scatter", 8192, 2048, 0.25, 0.003});
+  r.comm({1, 0, "all_gather", "shard", "param_all_gather", "mpi", 4096, 1024, 0.125, 0.002});
+  r.comm({2, 1, "reduce_scatter", "world", "grad_reduce_scatter", "gloo", 8192, 2048, 0.25, 0.003});
   r.memory({0, "node-a", 10, 20, 30, 40, 60, 100, 1u << 20});
   r.memory({1, "node-\xc2\xb5", 11, 21, 31, 41, 63, 101, 2u << 20});
   r.query({"server", 0, 0.0, 0.01, 1, 64});

@@ -1,8 +1,9 @@
 // Tensor collectives over MPI for the FSDP engine: all-gather, reduce-scatter, all-reduce,
 // broadcast, all-to-all, blocking and non-blocking, on the world, shard and replica groups.
-// Each collective is described here once (its MPI calls, staging, trace event); the
-// compressed ones are described in compressed_collectives.h and run through issue(). How and
-// when they run (a communication thread, or inline on the caller) is the progress engine's
+// Each collective is checked and accounted here once (buffers, bytes, trace event) and run
+// by the backend chosen for it (backend.h: MPI, Gloo, NCCL); the compressed ones are
+// described in compressed_collectives.h and run through issue() on MPI. How and when they
+// run (a communication thread, or inline on the caller) is the progress engine's
 // (progress_engine.h): Open MPI has no asynchronous progress on shared memory.
 // Every collective reports one sb::CommEvent to the trace hook (on the thread that completes
 // it, before its request completes).
@@ -18,16 +19,23 @@
 #include <torch/types.h>
 
 #include "harness/trace/records.h"
+#include "workloads/comm/backend.h"
 #include "workloads/comm/progress_engine.h"
+
+namespace sb { class Point; }
 
 namespace sb::comm {
 
-// world: all ranks; shard: ranks that shard parameters among themselves (contiguous blocks of
-// shard_group ranks, one emulated "node"); replica: ranks with the same shard rank.
-enum class Group { World, Shard, Replica };
-const char* group_name(Group g);
+class BackendTable;
 
-enum class ReduceOp { Sum, Max, Min };
+// Which library runs each plain collective (backend.h): a backend's name, or "auto": per
+// (operation, size) from the tuning table at `table` (backend_table.h).
+struct BackendChoice {
+  std::string name = "mpi";
+  std::string table;
+};
+// A point's comm_backend and comm_tuning (backend_keys.cpp).
+BackendChoice backend_choice(const sb::Point& p);
 
 using TraceHook = std::function<void(const sb::CommEvent&)>;
 
@@ -35,8 +43,11 @@ class Communicator {
  public:
   // world is duplicated (our traffic never matches the caller's). shard_group: ranks per
   // shard group; 0 = ranks per node (MPI_COMM_TYPE_SHARED). It must divide the world size.
-  // async=false runs every collective inline (no thread).
-  explicit Communicator(MPI_Comm world, int shard_group = 0, bool async = true);
+  // async=false runs every collective inline (no thread). backend: the library of the plain
+  // collectives; made here, collectively (Gloo and NCCL bootstrap over MPI); an "auto"
+  // table that does not fit this world and these hosts fails on every rank.
+  explicit Communicator(MPI_Comm world, int shard_group = 0, bool async = true,
+                        const BackendChoice& backend = {});
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -100,7 +111,8 @@ class Communicator {
   // group g like the ones above (same staging of its phases, overlap and trace event: `op`
   // with the given bytes). sync: complete on return, as the blocking calls above.
   Request issue(Collective c, Group g, const char* op, const std::string& kind,
-                std::uint64_t logical_bytes, std::uint64_t wire_bytes, bool sync = false);
+                std::uint64_t logical_bytes, std::uint64_t wire_bytes, bool sync = false,
+                const char* backend = "mpi");
 
   // Trace: hook gets every event; times are seconds since origin; step labels events.
   void set_trace_hook(TraceHook hook, double origin_wtime);
@@ -110,9 +122,10 @@ class Communicator {
   double exposed_s() const { return engine_->exposed_s(); }
   void reset_exposed() { engine_->reset_exposed(); }
 
-  // Whether MPI can read device memory directly (MPIX_Query_cuda_support); else collectives
-  // on device tensors are staged through host memory.
-  bool cuda_aware() const { return cuda_aware_; }
+  // comm_backend as given ("mpi", "gloo", "nccl", "auto"), and for provenance where an
+  // "auto" table came from ("" otherwise).
+  const std::string& backend_name() const { return choice_.name; }
+  std::string backend_source() const;
 
  private:
   using Span = detail::Span;
@@ -124,12 +137,16 @@ class Communicator {
     Group g;
     std::string kind;
     Phase phase;
+    const char* backend = "mpi";
     std::uint64_t logical = 0, wire = 0;
     Span reads, writes;  // the caller's memory (Collective::reads)
   };
   Request issue(const Coll& c, bool sync);
-  void trace(const char* op, Group g, const std::string& kind, std::uint64_t logical_bytes,
-             std::uint64_t wire_bytes, double t0, double t1);
+  void trace(const char* op, Group g, const std::string& kind, const char* backend,
+             std::uint64_t logical_bytes, std::uint64_t wire_bytes, double t0, double t1);
+  // Checks a plain collective's buffers, picks its backend and issues its phase.
+  Request run(const CollArgs& a, Group g, const std::string& kind, bool sync);
+  Backend& pick(CollOp op, std::uint64_t bytes);
   Request all_gather_impl(const torch::Tensor& shard, const torch::Tensor& full, Group g,
                           const std::string& kind, bool sync);
   Request reduce_scatter_impl(const torch::Tensor& full, const torch::Tensor& shard, Group g,
@@ -144,7 +161,9 @@ class Communicator {
   MPI_Comm world_ = MPI_COMM_NULL, shard_ = MPI_COMM_NULL, replica_ = MPI_COMM_NULL;
   MPI_Comm chain_[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};  // Collective::chain_comm
   int rank_[3] = {0, 0, 0}, size_[3] = {1, 1, 1};
-  bool cuda_aware_ = false;
+  BackendChoice choice_;
+  std::vector<std::unique_ptr<Backend>> backends_;  // the one named, or the table's
+  std::shared_ptr<const BackendTable> table_;        // "auto"
   std::int64_t step_ = 0;
   TraceHook hook_;
   double origin_ = 0;

@@ -57,7 +57,9 @@ struct Op {
   Collective c;
   std::size_t started = 0;
   MPI_Request req = MPI_REQUEST_NULL;
+  Pending pending;  // instead of req: another library's transfer (Phase::launch)
   double t0 = 0;
+  bool in_flight() const { return req != MPI_REQUEST_NULL || pending; }
   bool chained() const { return c.phases.size() > 1; }
   bool all_started() const { return done || started == c.phases.size(); }
 };
@@ -105,6 +107,11 @@ void run_phases(const Collective& c, bool poll, double t0) {
   const MPI_Comm comm = comm_of(c);
   for (const Phase& p : c.phases) {
     if (p.prepare) p.prepare();
+    if (p.launch) {
+      p.launch()(/*block=*/true);
+      run_after(p, false);
+      continue;
+    }
     if (poll) {
       MPI_Request r;
       sb::check_mpi(p.start(comm, &r), p.impi_name);
@@ -273,7 +280,11 @@ Request ProgressEngine::start_inline(const Collective& c) {
 void ProgressEngine::advance(detail::Op& op, bool may_start, bool block) {
   if (op.done) return;
   try {
-    if (op.req != MPI_REQUEST_NULL) {
+    if (op.pending) {
+      if (!op.pending(block)) return;
+      op.pending = nullptr;
+      run_after(op.c.phases[op.started - 1], /*nb=*/false);
+    } else if (op.req != MPI_REQUEST_NULL) {
       int flag = 1;
       const Phase& p = op.c.phases[op.started - 1];
       if (block)
@@ -287,7 +298,10 @@ void ProgressEngine::advance(detail::Op& op, bool may_start, bool block) {
       if (!may_start) return;
       const Phase& p = op.c.phases[op.started++];
       if (p.prepare) p.prepare();
-      sb::check_mpi(p.start(comm_of(op.c), &op.req), p.impi_name);
+      if (p.launch)
+        op.pending = p.launch();
+      else
+        sb::check_mpi(p.start(comm_of(op.c), &op.req), p.impi_name);
       return;
     }
     if (op.c.done) op.c.done(op.t0, MPI_Wtime());
@@ -295,6 +309,7 @@ void ProgressEngine::advance(detail::Op& op, bool may_start, bool block) {
     op.error = std::current_exception();
   }
   op.req = MPI_REQUEST_NULL;
+  op.pending = nullptr;
   op.c = Collective();  // drop captured tensors
   op.done = true;
 }
@@ -314,7 +329,7 @@ void ProgressEngine::poll_inline() {
 // phase in flight is its last and MPI_Wait completes it, as a plain collective always was.
 void ProgressEngine::complete_inline(detail::Op& op) {
   while (!op.done) {
-    if (op.req != MPI_REQUEST_NULL && !chain_pending())
+    if (op.in_flight() && !chain_pending())
       advance(op, /*may_start=*/true, /*block=*/true);
     else
       poll_inline();

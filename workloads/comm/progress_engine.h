@@ -61,8 +61,15 @@ class Request {
   ProgressEngine* engine_ = nullptr;
 };
 
+// A transfer of a library other than MPI in flight (a Gloo work, an NCCL event): poll(false)
+// returns whether it completed; poll(true) waits until it did (NCCL: the compute stream
+// waits, the host does not). Both throw the transfer's error.
+using Pending = std::function<bool(bool block)>;
+
 // One MPI call of a collective and the local work on either side of it. The engine picks
 // the blocking or the non-blocking call and passes the communicator (Collective::comm).
+// A phase of another library (backend.h) sets `launch` instead of `blocking` and `start`;
+// the engine runs it in the same places and order, and its `after` follows completion.
 struct Phase {
   const char* mpi_name = "";   // blocking MPI function, for error messages
   const char* impi_name = "";  // non-blocking one
@@ -73,6 +80,7 @@ struct Phase {
   std::function<int(MPI_Comm, MPI_Request*)> start;
   std::function<void()> after;     // after completion: copy staged output back, decompress
   std::function<void()> after_nb;  // instead of `after` after `start`, when set
+  std::function<Pending()> launch;  // another library's transfer: starts it
 };
 
 // One collective as the engine runs it: its phases in order (one for a plain collective; a

@@ -177,7 +177,7 @@ void InferWorkload::build(RunContext& ctx) {
                                                 static_cast<std::uint64_t>(p.get_int("seed")))
                           : data::load_checkpoint(*model_, ckpt);
   if (ctx.size > 1) {  // built outside inference mode: the engine's buffers are ordinary tensors
-    comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size);
+    comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size, true, comm::backend_choice(p));
     fsdp::EngineConfig ec;
     ec.strategy = "full_shard";
     engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, ec, weights_);

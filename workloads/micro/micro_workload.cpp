@@ -31,7 +31,7 @@ class MicroWorkload : public Workload {
     const int warmup = static_cast<int>(p.get_int("micro.warmup"));
     const bool async = base.impl == "ours-async";
     // A member, not a local: see `comm_` below.
-    comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size, async);
+    comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size, async, comm::backend_choice(p));
     comm::Communicator& comm = *comm_;
     const double origin = MPI_Wtime();
 

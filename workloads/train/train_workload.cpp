@@ -111,7 +111,8 @@ void TrainWorkload::build(RunContext& ctx) {
   const Point& p = ctx.point;
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
   model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
-  comm_ = std::make_unique<comm::Communicator>(ctx.world, static_cast<int>(p.get_int("shard_group")));
+  comm_ = std::make_unique<comm::Communicator>(ctx.world, static_cast<int>(p.get_int("shard_group")),
+                                              true, comm::backend_choice(p));
   cfg_ = engine_config(p);
   std::string progress = p.get_string("comm_progress");
   if (progress == "auto")  // train_task.cpp says why
@@ -253,6 +254,8 @@ void TrainWorkload::record_results(RunContext& ctx) {
   rec.text("comm_progress", comm_->async() || mode == comm::ProgressMode::Inline
                                 ? comm::progress_name(mode)
                                 : "blocking");
+  rec.text("comm_backend", comm_->backend_name());
+  if (!comm_->backend_source().empty()) rec.text("comm_tuning_source", comm_->backend_source());
 }
 
 void TrainWorkload::export_weights(RunContext& ctx) {

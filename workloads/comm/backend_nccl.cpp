@@ -1,0 +1,184 @@
+// The `nccl` backend (backend.h): NCCL on device tensors, the CUDA build only (SB_WITH_CUDA;
+// the default build registers the name as unavailable, so suites get a clear error).
+// Bootstrapped over MPI as llm.c does: each group's rank 0 makes the unique id, MPI
+// broadcasts it, every rank calls ncclCommInitRank. Collectives run on one dedicated stream:
+// it waits for an event recorded on the issuing thread's stream (the compute that produced
+// the inputs), and completion is an event the compute stream waits on, so the host never
+// synchronises inside a step; Request::test() queries the event. The caching allocator is
+// told the tensors are in use on the NCCL stream (recordStream), so their memory is not
+// reused before the transfer ends. NCCL's headers and library are the torch wheel's
+// (nvidia-nccl), the ones libtorch_cuda itself loads: one NCCL per process.
+#include "harness/core/check.h"
+#include "harness/workload.h"
+#include "workloads/comm/backend.h"
+
+#ifdef SB_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <nccl.h>
+
+#include "harness/core/mpi_context.h"
+#endif
+
+namespace sb::comm {
+namespace {
+
+#ifdef SB_WITH_CUDA
+
+void check_nccl(ncclResult_t r, const char* what) {
+  SB_CHECK(r == ncclSuccess, "{} failed: {} ({})", what, ncclGetErrorString(r),
+           ncclGetLastError(nullptr));
+}
+
+ncclDataType_t nccl_type(const torch::Tensor& t) {
+  switch (t.scalar_type()) {
+    case torch::kFloat32: return ncclFloat32;
+    case torch::kFloat64: return ncclFloat64;
+    case torch::kFloat16: return ncclFloat16;
+    case torch::kBFloat16: return ncclBfloat16;
+    case torch::kInt64: return ncclInt64;
+    case torch::kInt32: return ncclInt32;
+    case torch::kInt8: return ncclInt8;
+    case torch::kUInt8: return ncclUint8;
+    default:
+      SB_FAIL("nccl collective on a {} tensor: supported dtypes are float32, float64, float16, "
+              "bfloat16, int64, int32, int8, uint8", c10::toString(t.scalar_type()));
+  }
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return ncclSum;
+    case ReduceOp::Max: return ncclMax;
+    case ReduceOp::Min: return ncclMin;
+  }
+  return ncclSum;
+}
+
+class NcclBackend : public Backend {
+ public:
+  explicit NcclBackend(const GroupComms& groups)
+      : device_(static_cast<c10::DeviceIndex>(c10::cuda::current_device())),
+        stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device_)) {
+    for (Group g : {Group::World, Group::Shard, Group::Replica}) {
+      const MPI_Comm comm = groups.of(g);
+      int rank = 0, size = 1;
+      MPI_Comm_rank(comm, &rank);
+      MPI_Comm_size(comm, &size);
+      ncclUniqueId id;
+      if (rank == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      sb::check_mpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm), "MPI_Bcast (NCCL unique id)");
+      c10::cuda::CUDAGuard guard(device_);
+      check_nccl(ncclCommInitRank(&comms_[static_cast<int>(g)], size, id, rank),
+                 "ncclCommInitRank");
+      ranks_[static_cast<int>(g)] = size;
+    }
+  }
+  ~NcclBackend() override {
+    for (ncclComm_t c : comms_)
+      if (c) std::uncaught_exceptions() ? ncclCommAbort(c) : ncclCommDestroy(c);
+  }
+
+  const char* name() const override { return "nccl"; }
+
+  std::string refuses(const CollArgs& a) const override {
+    for (const torch::Tensor* t : {&a.in, &a.out})
+      if (!t->is_cuda() || t->device().index() != device_)
+        return fmt::format("nccl runs collectives on tensors of this rank's GPU (cuda:{}), this "
+                           "{} has one on {}: set device = \"cuda\", or comm_backend = \"mpi\" "
+                           "or \"gloo\" for host tensors", device_, coll_name(a.op),
+                           t->device().str());
+    return "";
+  }
+
+  Phase phase(const CollArgs& a, Group g) override {
+    Phase p{"nccl", "nccl"};
+    const ncclComm_t comm = comms_[static_cast<int>(g)];
+    const int ranks = ranks_[static_cast<int>(g)];
+    const c10::DeviceIndex dev = device_;
+    const c10::cuda::CUDAStream nccl = stream_;
+    // The stream of the thread that issues it: where the inputs were produced and where the
+    // outputs will be read (the communication thread has its own current stream).
+    const c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(dev);
+    p.launch = [=]() -> Pending {
+      c10::cuda::CUDAGuard guard(dev);
+      at::cuda::CUDAEvent ready;
+      ready.record(compute);
+      ready.block(nccl);
+      enqueue(a, comm, ranks, nccl);
+      for (const torch::Tensor* t : {&a.in, &a.out})
+        c10::cuda::CUDACachingAllocator::recordStream(t->storage().data_ptr(), nccl);
+      auto done = std::make_shared<at::cuda::CUDAEvent>();
+      done->record(nccl);
+      return [done, comm, compute, a](bool block) {
+        ncclResult_t async = ncclSuccess;
+        check_nccl(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError");
+        check_nccl(async, "an NCCL collective (a peer rank died?)");
+        if (!block) return done->query();
+        done->block(compute);  // the compute stream waits; the host does not
+        return true;
+      };
+    };
+    return p;
+  }
+
+ private:
+  static void enqueue(const CollArgs& a, ncclComm_t comm, int ranks, cudaStream_t s) {
+    const ncclDataType_t ty = nccl_type(a.in);
+    const void* in = a.in.data_ptr();
+    void* out = a.out.data_ptr();
+    switch (a.op) {
+      case CollOp::AllGather:
+        check_nccl(ncclAllGather(in, out, a.in.numel(), ty, comm, s), "ncclAllGather");
+        return;
+      case CollOp::ReduceScatter:
+        check_nccl(ncclReduceScatter(in, out, a.out.numel(), ty, nccl_op(a.red), comm, s),
+                   "ncclReduceScatter");
+        return;
+      case CollOp::AllReduce:
+        check_nccl(ncclAllReduce(in, out, a.in.numel(), ty, nccl_op(a.red), comm, s),
+                   "ncclAllReduce");
+        return;
+      case CollOp::Broadcast:
+        check_nccl(ncclBroadcast(in, out, a.in.numel(), ty, a.root, comm, s), "ncclBroadcast");
+        return;
+      case CollOp::AllToAll: {  // NCCL has none: grouped sends and receives of equal blocks
+        const std::int64_t n = a.in.numel() / ranks;
+        const std::size_t bytes = static_cast<std::size_t>(n) * a.in.element_size();
+        check_nccl(ncclGroupStart(), "ncclGroupStart");
+        for (int r = 0; r < ranks; ++r) {
+          check_nccl(ncclSend(static_cast<const char*>(in) + r * bytes, n, ty, r, comm, s), "ncclSend");
+          check_nccl(ncclRecv(static_cast<char*>(out) + r * bytes, n, ty, r, comm, s), "ncclRecv");
+        }
+        check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+        return;
+      }
+    }
+  }
+
+  c10::DeviceIndex device_;
+  c10::cuda::CUDAStream stream_;
+  ncclComm_t comms_[3] = {nullptr, nullptr, nullptr};
+  int ranks_[3] = {1, 1, 1};
+};
+
+const sb::Registrar kRegister([] {
+  register_backend({"nccl", "NCCL on GPU tensors (device = \"cuda\"), its own stream and events",
+                    true, "", [](const GroupComms& g) { return std::make_unique<NcclBackend>(g); }});
+});
+
+#else
+
+const sb::Registrar kRegister([] {
+  register_backend({"nccl", "NCCL on GPU tensors (device = \"cuda\"; the CUDA build only)", false,
+                    "NCCL needs the CUDA build of shardbench (cmake --preset cuda && cmake --build "
+                    "--preset cuda, then build-cuda/shardbench); this one was built with the "
+                    "default (CPU) preset", nullptr});
+});
+
+#endif
+
+}  // namespace
+}  // namespace sb::comm
