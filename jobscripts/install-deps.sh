@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   python3-venv                               # .venv: the torch wheel (LibTorch), below
+  libgloo-dev                                # Gloo headers for c10d (the wheel ships none)
   libopenmpi-dev openmpi-bin                 # MPI
   libhdf5-dev libfmt-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev              # tests and micro-benchmarks
