@@ -154,7 +154,7 @@ ResultMeta make_result_meta(const Suite& suite, const Point& point) {
   m.baseline_id = point.baseline_id;
   m.config = point.canonical();
   m.reference = nlohmann::json(point.reference).dump();
-  m.git_commit = SHARDBENCH_GIT_COMMIT;
+  m.git_commit = build_git_commit();
   m.shardbench_version = SHARDBENCH_VERSION;
   m.versions = versions_json();
   if (point.has("world")) m.world_size = point.get_int("world");
@@ -183,5 +183,7 @@ std::string rank_log_path(const std::string& dir, std::int64_t index, const std:
 std::string point_log_path(const std::string& dir, std::int64_t index, const std::string& id) {
   return fmt::format("{}/logs/{}-{}.log", dir, index, id);
 }
+
+std::string build_git_commit() { return SHARDBENCH_GIT_COMMIT; }
 
 }  // namespace sb

@@ -58,6 +58,7 @@ std::string machine_rank_json(const std::string& host);
 std::string machine_end_json();
 std::string machine_json(const std::vector<std::string>& start_json,
                          const std::vector<std::string>& end_json);
+std::string build_git_commit();  // the commit this binary was built from ("unknown")
 std::string iso_time_now();  // "2026-12-02T10:00:00Z"
 
 // RESULTS/points/<index>-<id>.h5 and RESULTS/logs/<index>-<id>.log

@@ -7,6 +7,13 @@
 // Iteration counts are fixed per size so every rank runs the same number of calls.
 // Ends with the targets: ours keeps >= 95% of MPI's bus bandwidth from 1 MiB up and adds
 // <= 1 us to small messages -- printed beside the MPI baseline measured in the same run.
+// Then the backends (workloads/comm/backend.h): every collective x size on mpi and gloo,
+// interleaved, makes a tuning table; a second interleaved pass times mpi, gloo and auto (on
+// that table) and prints, per (op, size), who wins and auto against the best backend of the
+// second pass (target: within 5%; "noise" where auto is further off but within the best
+// backend's own spread between rounds, an A/A difference on this machine). Times are the
+// least of 8 interleaved rounds' means (backend_tuning.h). --backends-only skips the Google
+// Benchmark part.
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -17,7 +24,12 @@
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 
+#include <filesystem>
+#include <unistd.h>
+
+#include "workloads/comm/backend_table.h"
 #include "workloads/comm/communicator.h"
+#include "workloads/micro/backend_tuning.h"
 #include "workloads/micro/collective_case.h"
 
 namespace {
@@ -107,6 +119,63 @@ void print_targets(int n) {
   std::printf("# ranks: %d\n", n);
 }
 
+// The backend comparison (see the top). Collective; rank 0 prints.
+void compare_backends(std::int64_t lo, std::int64_t hi, int n, int rank) {
+  using sb::comm::BackendChoice;
+  using sb::comm::Communicator;
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t b = lo; b <= hi; b *= 4) sizes.push_back(b);
+  std::vector<Op> ops(std::begin(sb::comm::kCollOps), std::end(sb::comm::kCollOps));
+  Communicator mpi(MPI_COMM_WORLD, n, false, BackendChoice{"mpi", ""});
+  Communicator gloo(MPI_COMM_WORLD, n, false, BackendChoice{"gloo", ""});
+  auto first = sb::micro::measure_backends({{"mpi", &mpi}, {"gloo", &gloo}}, ops, sizes,
+                                           MPI_COMM_WORLD);
+  auto table = sb::comm::make_table(first.rows);
+  table.world = n;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  std::vector<char> all(static_cast<std::size_t>(n) * 256);
+  MPI_Allgather(host, 256, MPI_CHAR, all.data(), 256, MPI_CHAR, MPI_COMM_WORLD);
+  for (int r = 0; r < n; ++r) table.hosts.emplace_back(all.data() + r * 256);
+  std::sort(table.hosts.begin(), table.hosts.end());
+  table.hosts.erase(std::unique(table.hosts.begin(), table.hosts.end()), table.hosts.end());
+  table.source = "micro_collectives, first pass";
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("sb_backends_" + std::to_string(getpid()) + ".toml")).string();
+  sb::comm::write_table(table, path);
+  Communicator autoc(MPI_COMM_WORLD, n, false, BackendChoice{"auto", path});
+  auto second = sb::micro::measure_backends({{"mpi", &mpi}, {"gloo", &gloo}, {"auto", &autoc}},
+                                            ops, sizes, MPI_COMM_WORLD);
+  std::filesystem::remove(path);
+  if (rank != 0) return;
+  std::printf("\n# backends (same run, interleaved; mean us per call of the slowest rank, %d ranks)\n"
+              "# auto: the table of a first pass of this run; auto/best against the second pass\n",
+              n);
+  std::printf("%-15s %10s %11s %11s %11s %-5s %-6s %9s %6s %s\n", "op", "size_B", "mpi_us",
+              "gloo_us", "auto_us", "auto", "winner", "auto/best", "noise", "check");
+  int pass = 0, noise = 0, agree = 0;
+  for (std::size_t i = 0; i < second.rows.size(); ++i) {
+    const auto& e = second.rows[i];
+    const double m = e.seconds.at("mpi"), g = e.seconds.at("gloo"), a = e.seconds.at("auto");
+    const double best = std::min(m, g);
+    const char* winner = m <= g ? "mpi" : "gloo";
+    const std::string choice = table.choose(e.op, e.bytes);
+    const double band = second.spread[i].at(winner);
+    const char* check = a <= 1.05 * best ? "PASS" : a <= (1 + band) * best ? "noise" : "MISS";
+    pass += check[0] == 'P';
+    noise += check[0] == 'n';
+    agree += choice == winner;
+    std::printf("%-15s %10llu %11.2f %11.2f %11.2f %-5s %-6s %9.3f %5.0f%% %s\n",
+                sb::comm::coll_name(e.op), static_cast<unsigned long long>(e.bytes), m * 1e6,
+                g * 1e6, a * 1e6, choice.c_str(), winner, a / best, band * 100, check);
+  }
+  const auto rows = second.rows.size();
+  std::printf("# auto within 5%% of the best backend: %d of %zu PASS, %d more within the best's "
+              "own round-to-round spread, %zu MISS; auto's choice = this pass's winner in %d of "
+              "%zu; #wrong %lld\n", pass, rows, noise, rows - pass - noise, agree, rows,
+              static_cast<long long>(first.wrong + second.wrong));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,7 +185,15 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   std::int64_t lo = 4, hi = 64ll << 20;
+  bool backends_only = false;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--backends-only") == 0) {
+      backends_only = true;
+      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+      --argc;
+      --i;
+      continue;
+    }
     if (std::strncmp(argv[i], "--sizes=", 8) == 0) {
       std::sscanf(argv[i] + 8, "%lld:%lld", reinterpret_cast<long long*>(&lo),
                   reinterpret_cast<long long*>(&hi));
@@ -144,11 +221,14 @@ int main(int argc, char** argv) {
   }
   benchmark::Initialize(&argc, argv);
   NullReporter null;
-  if (rank == 0) benchmark::RunSpecifiedBenchmarks();
-  else benchmark::RunSpecifiedBenchmarks(&null);
-  if (rank == 0) print_targets(n);
+  if (!backends_only) {
+    if (rank == 0) benchmark::RunSpecifiedBenchmarks();
+    else benchmark::RunSpecifiedBenchmarks(&null);
+    if (rank == 0) print_targets(n);
+  }
   g_async.reset();
   g_inline.reset();
+  compare_backends(lo, hi, n, rank);
   MPI_Finalize();
   return 0;
 }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,18 +17,46 @@
 
 namespace sb::comm {
 
-const std::string& BackendTable::choose(CollOp op, std::uint64_t bytes) const {
-  const TableEntry* best = nullptr;
-  double best_d = 0;
-  const double lb = std::log2(static_cast<double>(std::max<std::uint64_t>(bytes, 1)));
-  for (const auto& e : entries) {  // sorted by op, then bytes: the first of a tie is smaller
-    if (e.op != op) continue;
-    const double d = std::abs(std::log2(static_cast<double>(std::max<std::uint64_t>(e.bytes, 1))) - lb);
-    if (!best || d < best_d) best = &e, best_d = d;
+namespace {
+// The largest b with b * b <= x * y: a message of b bytes is at least as near (in log) to
+// x as to the larger y.
+std::uint64_t geometric_floor(std::uint64_t x, std::uint64_t y) {
+  const unsigned __int128 p = static_cast<unsigned __int128>(x) * y;
+  auto b = static_cast<std::uint64_t>(std::sqrt(static_cast<long double>(p)));
+  while (static_cast<unsigned __int128>(b) * b > p) --b;
+  while (static_cast<unsigned __int128>(b + 1) * (b + 1) <= p) ++b;
+  return b;
+}
+}  // namespace
+
+std::vector<std::vector<Route>> BackendTable::routes() const {
+  std::vector<std::vector<Route>> r(std::size(kCollOps));
+  for (CollOp op : kCollOps) {
+    std::vector<const TableEntry*> es;
+    for (const auto& e : entries)
+      if (e.op == op) es.push_back(&e);
+    std::sort(es.begin(), es.end(), [](auto* a, auto* b) { return a->bytes < b->bytes; });
+    auto& out = r[static_cast<std::size_t>(op)];
+    for (std::size_t i = 0; i < es.size(); ++i) {
+      const std::uint64_t upper = i + 1 < es.size()
+                                      ? geometric_floor(es[i]->bytes, es[i + 1]->bytes)
+                                      : std::numeric_limits<std::uint64_t>::max();
+      if (!out.empty() && out.back().backend == es[i]->backend)
+        out.back().max_bytes = upper;  // merge neighbours on one backend
+      else
+        out.push_back({upper, es[i]->backend});
+    }
   }
-  SB_CHECK(best, "comm_tuning: the table ({}) has no entry for {}; {}", source, coll_name(op),
-           kMakeTable);
-  return best->backend;
+  return r;
+}
+
+std::string BackendTable::choose(CollOp op, std::uint64_t bytes) const {
+  const auto r = routes()[static_cast<std::size_t>(op)];
+  SB_CHECK(!r.empty(), "comm_tuning: the table ({}) has no entry for {}; {}", source,
+           coll_name(op), kMakeTable);
+  for (const auto& x : r)
+    if (bytes <= x.max_bytes) return x.backend;
+  return r.back().backend;
 }
 
 BackendTable make_table(const std::vector<TableEntry>& rows) {

@@ -15,6 +15,8 @@
 //
 // Choosing: a message of b bytes takes the entry of its collective whose size is nearest
 // to b on a log scale (ties: the smaller); sizes beyond the measured range take the end's.
+// That is, ranges of sizes bounded at the geometric means of neighbouring entries (routes()):
+// the Communicator looks a message up in them with a few integer comparisons.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -32,6 +34,12 @@ struct TableEntry {
   std::map<std::string, double> seconds;  // per candidate backend
 };
 
+// Messages of up to max_bytes (inclusive; above the previous route's) run on backend.
+struct Route {
+  std::uint64_t max_bytes = 0;
+  std::string backend;
+};
+
 struct BackendTable {
   int world = 0;
   std::vector<std::string> hosts;  // sorted, unique
@@ -39,9 +47,12 @@ struct BackendTable {
   std::string cpu, source, git_commit, created;
   std::vector<TableEntry> entries;
 
+  // Per collective (indexed by CollOp), its routes in increasing size; empty when the table
+  // has no entry for it.
+  std::vector<std::vector<Route>> routes() const;
   // The backend for a collective of `bytes` (see above); fails naming the table when it has
   // no entry for op.
-  const std::string& choose(CollOp op, std::uint64_t bytes) const;
+  std::string choose(CollOp op, std::uint64_t bytes) const;
 };
 
 // The rule, in one place: each (op, bytes) measurement row's fastest backend.

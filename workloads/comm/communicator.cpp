@@ -107,6 +107,13 @@ Communicator::Communicator(MPI_Comm world, int shard_group, bool async,
   }
   const GroupComms comms{{world_, shard_, replica_}};
   for (const auto& name : names) backends_.push_back(make_backend(name, comms));
+  if (table_)
+    for (const auto& op_routes : table_->routes()) {
+      routes_.emplace_back();
+      for (const auto& r : op_routes)
+        for (auto& b : backends_)
+          if (r.backend == b->name()) routes_.back().push_back({r.max_bytes, b.get()});
+    }
 
   engine_ = std::make_unique<ProgressEngine>(async);
 }
@@ -119,10 +126,12 @@ std::string Communicator::backend_source() const {
 
 Backend& Communicator::pick(CollOp op, std::uint64_t bytes) {
   if (!table_) return *backends_.front();
-  const std::string& name = table_->choose(op, bytes);
-  for (auto& b : backends_)
-    if (name == b->name()) return *b;
-  SB_FAIL("comm_tuning: backend \"{}\" of the table {} was not made", name, choice_.table);
+  const auto& r = routes_[static_cast<std::size_t>(op)];
+  SB_CHECK(!r.empty(), "comm_tuning: the table {} has no entry for {}; {}", choice_.table,
+           coll_name(op), kMakeTable);
+  for (const auto& [max_bytes, b] : r)
+    if (bytes <= max_bytes) return *b;
+  return *r.back().second;
 }
 
 Communicator::~Communicator() {

@@ -164,6 +164,8 @@ class Communicator {
   BackendChoice choice_;
   std::vector<std::unique_ptr<Backend>> backends_;  // the one named, or the table's
   std::shared_ptr<const BackendTable> table_;        // "auto"
+  // "auto": per collective (CollOp), sizes up to .first run on .second (BackendTable::routes).
+  std::vector<std::vector<std::pair<std::uint64_t, Backend*>>> routes_;
   std::int64_t step_ = 0;
   TraceHook hook_;
   double origin_ = 0;

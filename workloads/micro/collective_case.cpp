@@ -12,13 +12,6 @@
 namespace sb::micro {
 namespace {
 
-const std::vector<std::pair<Op, const char*>>& op_table() {
-  static const std::vector<std::pair<Op, const char*>> t = {
-      {Op::AllGather, "all_gather"}, {Op::ReduceScatter, "reduce_scatter"},
-      {Op::AllReduce, "all_reduce"}, {Op::Broadcast, "broadcast"}, {Op::AllToAll, "all_to_all"}};
-  return t;
-}
-
 // Rank q's deterministic input: small integers in [-15, 15], so every sum of a few ranks is
 // exact in fp32 and the uncompressed result can be compared for equality.
 torch::Tensor values(int q, std::int64_t count, std::int64_t salt) {
@@ -28,19 +21,11 @@ torch::Tensor values(int q, std::int64_t count, std::int64_t salt) {
 
 }  // namespace
 
-Op op_from_name(const std::string& name) {
-  for (const auto& [op, n] : op_table())
-    if (name == n) return op;
-  SB_FAIL("unknown collective \"{}\"; known: {}", name, fmt::join(op_names(), ", "));
-}
-const char* op_name(Op op) {
-  for (const auto& [o, n] : op_table())
-    if (o == op) return n;
-  return "?";
-}
+Op op_from_name(const std::string& name) { return comm::coll_from_name(name); }
+const char* op_name(Op op) { return comm::coll_name(op); }
 std::vector<std::string> op_names() {
   std::vector<std::string> v;
-  for (const auto& [o, n] : op_table()) v.push_back(n);
+  for (Op op : comm::kCollOps) v.push_back(comm::coll_name(op));
   return v;
 }
 const std::vector<std::pair<std::string, std::string>>& plain_impls() {

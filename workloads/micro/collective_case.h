@@ -19,6 +19,8 @@
 #include <mpi.h>
 #include <torch/types.h>
 
+#include "workloads/comm/backend.h"
+
 namespace sb::comm {
 class Communicator;
 class Compressor;
@@ -26,7 +28,7 @@ class Compressor;
 
 namespace sb::micro {
 
-enum class Op { AllGather, ReduceScatter, AllReduce, Broadcast, AllToAll };
+using Op = comm::CollOp;  // the collectives' one list (workloads/comm/backend.h)
 Op op_from_name(const std::string& name);  // error lists the known names
 const char* op_name(Op op);
 std::vector<std::string> op_names();

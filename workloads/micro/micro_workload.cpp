@@ -4,13 +4,18 @@
 // rank's mean call time) and the per-size series the analysis fits its alpha-beta model to.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "harness/core/check.h"
+#include "harness/core/machine.h"
+#include "harness/core/mpi_context.h"
+#include "harness/trace/result.h"
 #include "harness/trace/recorder.h"
 #include "harness/workload.h"
 #include "workloads/comm/communicator.h"
+#include "workloads/micro/backend_tuning.h"
 #include "workloads/micro/collective_case.h"
 #include "workloads/models/cpu_allocator.h"
 
@@ -29,6 +34,7 @@ class MicroWorkload : public Workload {
     const std::int64_t lo = p.get_int("micro.min_bytes"), hi = p.get_int("micro.max_bytes");
     const std::int64_t factor = p.get_int("micro.factor");
     const int warmup = static_cast<int>(p.get_int("micro.warmup"));
+    if (base.impl == "tune") return tune(ctx, lo, hi, factor);
     const bool async = base.impl == "ours-async";
     // A member, not a local: see `comm_` below.
     comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size, async, comm::backend_choice(p));
@@ -90,6 +96,60 @@ class MicroWorkload : public Workload {
               first_wrong_size);
   }
  private:
+  // micro.impl = "tune": every collective x size on every CPU backend, interleaved
+  // (backend_tuning.h); writes the tuning table of comm_backend = "auto" to comm_tuning (rank
+  // 0, atomically) and records it and the times per backend.
+  void tune(RunContext& ctx, std::int64_t lo, std::int64_t hi, std::int64_t factor) {
+    std::vector<std::int64_t> sizes;
+    for (std::int64_t b = lo; b <= hi; b *= factor) sizes.push_back(b);
+    std::vector<BackendUnderTest> under;
+    for (const auto& b : comm::backends()) {
+      if (!b.available || b.name == "nccl") continue;  // host tensors: the CPU backends
+      tuned_.push_back(std::make_unique<comm::Communicator>(ctx.world, ctx.size, false,
+                                                            comm::BackendChoice{b.name, ""}));
+      under.push_back({b.name, tuned_.back().get()});
+    }
+    std::vector<Op> ops(std::begin(comm::kCollOps), std::end(comm::kCollOps));
+    ctx.progress.begin(fmt::format("tune {} backends", under.size()),
+                       static_cast<long>(ops.size()));
+    BackendMeasurement m;
+    for (std::size_t i = 0; i < ops.size() && !ctx.stop_agreed(); ++i) {
+      auto one = measure_backends(under, {ops[i]}, sizes, ctx.world);
+      m.wrong += one.wrong;
+      for (auto& r : one.rows) m.rows.push_back(std::move(r));
+      ctx.progress.step(static_cast<long>(i + 1), op_name(ops[i]));
+    }
+    ctx.progress.end();
+    SB_CHECK(m.wrong == 0, "tune: {} result elements differ from the expected values; a backend "
+             "is broken", m.wrong);
+    comm::BackendTable t = comm::make_table(m.rows);
+    t.world = ctx.size;
+    const auto hosts = sb::gather_strings(sb::host_name(), ctx.world);
+    t.hosts = hosts;
+    std::sort(t.hosts.begin(), t.hosts.end());
+    t.hosts.erase(std::unique(t.hosts.begin(), t.hosts.end()), t.hosts.end());
+    t.cpu = sb::machine_now(sb::host_name()).cpu_model;
+    t.source = fmt::format("micro point {} ({})", ctx.point.index, ctx.point.id);
+    t.git_commit = sb::build_git_commit();
+    t.created = sb::iso_time_now();
+    std::int64_t step = 0;
+    for (const auto& e : t.entries) {
+      StepRecord r;
+      r.step = step++;
+      r.wall_s = e.seconds.at(e.backend);  // the chosen (fastest) backend's mean call
+      ctx.recorder.step(r);
+      ctx.recorder.series("tune.size_bytes", static_cast<double>(e.bytes));
+      ctx.recorder.series("tune.op_index", static_cast<double>(static_cast<int>(e.op)));
+      for (const auto& [name, s] : e.seconds) ctx.recorder.series("tune." + name + "_s", s);
+    }
+    const std::string path = ctx.point.get_string("comm_tuning");
+    if (ctx.rank == 0) comm::write_table(t, path);
+    ctx.recorder.text("backend_table", comm::table_text(t));
+    ctx.recorder.text("backend_table_path", path);
+    ctx.recorder.memory(rank_memory_now(ctx.rank));
+  }
+
+  std::vector<std::unique_ptr<comm::Communicator>> tuned_;
   // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
   // every rank before it is destroyed (its destructor waits on peers).
   std::unique_ptr<comm::Communicator> comm_;
@@ -99,6 +159,9 @@ const Registrar reg([] {
   for (const auto& op : op_names()) register_name("collective", op, "collective operation");
   // The compressors register themselves in "comm_impl" (workloads/comm/compressor.cpp).
   for (const auto& [name, doc] : plain_impls()) register_name("comm_impl", name, doc);
+  register_name("comm_impl", "tune",
+                "every collective on every CPU backend, interleaved: writes the tuning table of "
+                "comm_backend = \"auto\" to comm_tuning (micro.op is not used)");
   register_key({"micro.op", KeyType::Name, std::string("all_reduce"), "collective",
                 "micro task: the collective to sweep"});
   register_key({"micro.impl", KeyType::Name, std::string("mpi"), "comm_impl",
