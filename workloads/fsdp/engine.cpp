@@ -13,6 +13,7 @@
 #include "harness/workload.h"
 #include "workloads/comm/compressed_collectives.h"
 #include "workloads/fsdp/unit.h"
+#include "workloads/models/device.h"
 
 namespace sb::fsdp {
 
@@ -148,8 +149,9 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     U->split_sizes.push_back(pad);
     flat_parts.push_back(torch::zeros({pad}));
     decay_parts.push_back(torch::zeros({pad}));
-    auto full = torch::cat(flat_parts);    // (padded) fp32
-    auto decay = torch::cat(decay_parts);  // (padded) 1 = weight decay applies
+    auto full = torch::cat(flat_parts).to(cfg_.device);    // (padded) fp32
+    auto decay = torch::cat(decay_parts).to(cfg_.device);  // (padded) 1 = weight decay applies
+    const auto on = torch::TensorOptions().device(cfg_.device);  // fp32 on the engine's device
 
     if (layout_.params_sharded) {
       U->master = full.narrow(0, U->range.offset, U->range.size).clone();  // (S)
@@ -162,16 +164,16 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     }
     U->decay = decay.narrow(0, layout_.params_sharded ? U->range.offset : U->opt_off, U->opt_n)
                    .clone();
-    U->exp_avg = torch::zeros({U->opt_n});
-    U->exp_avg_sq = torch::zeros({U->opt_n});
-    U->grad = torch::zeros({layout_.grads_sharded ? U->range.size : U->range.padded});
+    U->exp_avg = torch::zeros({U->opt_n}, on);
+    U->exp_avg_sq = torch::zeros({U->opt_n}, on);
+    U->grad = torch::zeros({layout_.grads_sharded ? U->range.size : U->range.padded}, on);
 
     if (!layout_.params_sharded && cfg_.param_dtype == torch::kFloat32) {
       U->alias = true;  // the model computes on the fp32 replica itself
       U->W = U->master.variable_data();
       U->gathered = true;
     } else {
-      U->W = torch::empty({U->range.padded}, torch::TensorOptions().dtype(cfg_.param_dtype));
+      U->W = torch::empty({U->range.padded}, on.dtype(cfg_.param_dtype));
       U->gathered = true;
       if (layout_.params_sharded) {
         free_storage(U->W);
@@ -286,7 +288,8 @@ void Engine::on_grad(int u) {
   U.W.mutable_grad() = torch::Tensor();  // never accumulate full gradients in W
   if (!g.defined()) return;
   if (!final_micro_) {  // gradient accumulation: no communication on non-final micro-steps
-    if (!U.acc.defined()) U.acc = torch::zeros({U.range.padded});
+    if (!U.acc.defined())
+      U.acc = torch::zeros({U.range.padded}, torch::TensorOptions().device(cfg_.device));
     U.acc.add_(g);
   } else {
     torch::Tensor full = g;
@@ -296,7 +299,7 @@ void Engine::on_grad(int u) {
     }
     U.inflight = full.to(cfg_.reduce_dtype).contiguous();  // (padded)
     U.red = layout_.grads_sharded
-                ? torch::empty({U.range.size}, torch::TensorOptions().dtype(cfg_.reduce_dtype))
+                ? torch::empty({U.range.size}, U.inflight.options())
                 : U.inflight;  // replicated gradients are reduced in place
     inflight_bytes_ += U.inflight.nbytes() + (U.red.is_same(U.inflight) ? 0 : U.red.nbytes());
     strategy_->reduce_grad(*coll_, U.key, U.inflight, U.red, pending_grads_);
@@ -356,12 +359,14 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
     end_forward();
     // Weighted so that summing over ranks and micro-steps gives the global mean.
     auto scaled = loss * (static_cast<double>(terms) / static_cast<double>(global_terms));
+    models::synchronize(cfg_.device);  // GPU kernels run asynchronously: time what ran
     const double t1 = MPI_Wtime();
     if (i == 0) s.comm_exposed_forward_s = comm_.exposed_s();
     scaled.backward();
     local += scaled.item<double>();
     if (final_micro_) finish_grads();
     for (int u = 0; u < static_cast<int>(units_.size()); ++u) free_unit(u);  // unused in backward
+    models::synchronize(cfg_.device);
     const double t2 = MPI_Wtime();
     s.forward_s += t1 - t0;
     s.backward_s += t2 - t1;
@@ -369,6 +374,7 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
   const double t3 = MPI_Wtime(), exposed_before_opt = comm_.exposed_s();
   s.loss = comm_.all_reduce_scalar(local, comm::Group::World);
   optimizer_step(s);
+  models::synchronize(cfg_.device);
   s.optimizer_s = MPI_Wtime() - t3;
   s.comm_exposed_s = comm_.exposed_s();
   s.comm_exposed_optimizer_s = s.comm_exposed_s - exposed_before_opt;
@@ -424,10 +430,10 @@ std::vector<std::vector<torch::Tensor>> Engine::full_params() {
   for (auto& U : units_) {
     torch::Tensor full = U->master;
     if (layout_.params_sharded) {
-      full = torch::empty({U->range.padded});
+      full = torch::empty({U->range.padded}, U->master.options());
       comm_.all_gather(U->master, full, layout_.group);
     }
-    auto parts = full.split_with_sizes(U->split_sizes);
+    auto parts = full.to(torch::kCPU).split_with_sizes(U->split_sizes);  // host copies
     std::vector<torch::Tensor> ps;
     for (std::size_t i = 0; i < U->shapes.size(); ++i)
       ps.push_back(parts[i].view(U->shapes[i]).clone());

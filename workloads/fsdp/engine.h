@@ -35,6 +35,11 @@ struct EngineConfig {
   optim::AdamWConfig adamw;
   bool prefetch = true;  // all-gather the next unit while the current one computes
   comm::Policy compression = comm::policy_preset("none");
+  // Where every buffer lives and the model computes (the `device` key): the flat fp32
+  // masters, gradients, Adam moments and gathered parameters. On a GPU the collectives run
+  // on device tensors (comm_backend nccl; mpi stages them through host memory) and the step's
+  // phases are timed after a device synchronisation.
+  torch::Device device = torch::kCPU;
 };
 
 struct StepStats {
@@ -116,7 +121,8 @@ class Engine final : public models::ParamProvider {
   torch::Tensor forward_logits(const models::Batch& b);  // (B, T, vocab)
   torch::Tensor forward_loss(const models::Batch& b);    // () mean over b's terms
 
-  // Full fp32 parameters [unit][param] with spec shapes, on every rank (collective).
+  // Full fp32 parameters [unit][param] with spec shapes, host copies, on every rank
+  // (collective).
   std::vector<std::vector<torch::Tensor>> full_params();
   MemoryStats memory() const;
   std::int64_t steps_done() const { return step_; }

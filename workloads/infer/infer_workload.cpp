@@ -149,7 +149,7 @@ class InferWorkload final : public sb::Workload {
   void record_model(RunContext& ctx);
   // Logits on device_; b may be on the host (moved) or there already (the timed samples).
   torch::Tensor serve(const models::Batch& b) {
-    if (engine_) return engine_->forward_logits(b);
+    if (engine_) return engine_->forward_logits(data::to_device(b, device_));
     return model_->logits(*q_, data::to_device(b, device_));
   }
 
@@ -180,6 +180,7 @@ void InferWorkload::build(RunContext& ctx) {
     comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size, true, comm::backend_choice(p));
     fsdp::EngineConfig ec;
     ec.strategy = "full_shard";
+    ec.device = device_;
     engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, ec, weights_);
   }
   inference_.emplace();

@@ -72,20 +72,28 @@ const sb::Registrar kRegister([] {
                      "device = \"cuda\" needs the CUDA build of shardbench (cmake --preset cuda "
                      "&& cmake --build --preset cuda, then build-cuda/shardbench); this one was "
                      "built with the default (CPU) preset"});
-    // What runs on a GPU today: one-rank inference in fp32, fp16 or bf16. The FSDP engine
-    // (training, sharded inference), the int8 formats (LibTorch's CPU quantized engines) and
-    // the collective micro-benchmarks keep host tensors.
+    // What runs on a GPU: training (the FSDP engine, every strategy) and inference (one rank,
+    // or sharded), in fp32, fp16 or bf16. The int8 formats (LibTorch's CPU quantized
+    // engines), the compressed collectives (host codecs), sharded checkpoints and the
+    // collective micro-benchmarks keep host tensors.
     const std::string task = p.has("task") ? p.get_string("task") : "";
     const bool infer = task == "infer";
-    if (!infer)
-      out.push_back({"device", fmt::format("device = \"cuda\" runs task = \"infer\" only for "
-                                           "now (the FSDP engine keeps host tensors); set "
-                                           "device = \"cpu\" for task = \"{}\"", task)});
-    if (infer && p.has("world") && p.get_int("world") > 1)
-      out.push_back({"device", fmt::format("device = \"cuda\" serves on one rank for now "
-                                           "(sharded inference runs the FSDP engine on host "
-                                           "tensors); set world = 1 or device = \"cpu\" "
-                                           "(world is {})", p.get_int("world"))});
+    if (!infer && task != "train")
+      out.push_back({"device", fmt::format("device = \"cuda\" runs task = \"train\" or "
+                                           "\"infer\"; set device = \"cpu\" for task = \"{}\"",
+                                           task)});
+    if (task == "train") {
+      if (p.has("compression") && p.get_string("compression") != "none")
+        out.push_back({"compression", fmt::format("compression = \"{}\" runs its codecs on host "
+                                                  "tensors; on device = \"cuda\" use "
+                                                  "compression = \"none\"",
+                                                  p.get_string("compression"))});
+      for (const char* k : {"checkpoint_dir", "export_safetensors"})
+        if (p.has(k) && !p.get_string(k).empty())
+          out.push_back({k, fmt::format("{} writes host buffers; on device = \"cuda\" leave it "
+                                        "empty (sharded checkpoints of GPU runs are not "
+                                        "implemented yet)", k)});
+    }
     const std::string q = p.has("quantization") ? p.get_string("quantization") : "none";
     if (infer && q != "none" && q != "fp16" && q != "bf16")
       out.push_back({"quantization", fmt::format("quantization = \"{}\" runs on CPU only "

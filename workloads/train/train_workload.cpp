@@ -21,6 +21,7 @@
 #include "workloads/data/safetensors.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/cpu_allocator.h"
+#include "workloads/models/device.h"
 #include "workloads/models/family.h"
 #include "workloads/models/params.h"
 
@@ -42,14 +43,20 @@ std::unique_ptr<data::BatchSource> make_source(const Point& p, const models::Mod
 
 // GFLOP/s of this rank's threads (docs/METRICS.md "MFU"): the best of 30 dense fp32
 // 1024 x 1024 x 1024 at::mm, 2 * 1024^3 FLOPs each.
-double measure_peak_gflops() {
-  const I n = 1024;
-  auto a = torch::randn({n, n}), b = torch::randn({n, n});
+// The best of 30 square GEMMs: fp32 n = 1024 on the host; on a GPU n = 8192 in the compute
+// dtype (its tensor cores), timed after a device synchronisation.
+double measure_peak_gflops(const torch::Device& device, torch::ScalarType dtype) {
+  const bool gpu = device.is_cuda();
+  const I n = gpu ? 8192 : 1024;
+  const auto opts = torch::TensorOptions().device(device).dtype(gpu ? dtype : torch::kFloat32);
+  auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
   auto c = torch::mm(a, b);  // warm-up
+  models::synchronize(device);
   double best = 1e30;
   for (int r = 0; r < 30; ++r) {
     const double t0 = MPI_Wtime();
     c = torch::mm(a, b);
+    models::synchronize(device);
     best = std::min(best, MPI_Wtime() - t0);
   }
   return 2.0 * n * n * n / best / 1e9;
@@ -104,16 +111,20 @@ class TrainWorkload final : public sb::Workload {
   std::unique_ptr<fsdp::Engine> engine_;
   std::unique_ptr<data::BatchSource> source_;
   fsdp::EngineConfig cfg_;
+  torch::Device device_ = torch::kCPU;  // the `device` key (models/device.h)
   double origin_ = 0, peak_gflops_ = 0, flops_per_token_ = 0;
 };
 
 void TrainWorkload::build(RunContext& ctx) {
   const Point& p = ctx.point;
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
+  // Before the communicator: NCCL binds to the current device.
+  device_ = models::resolve_device(p.get_string("device"), sb::node_local_rank(ctx.world));
   model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
   comm_ = std::make_unique<comm::Communicator>(ctx.world, static_cast<int>(p.get_int("shard_group")),
                                               true, comm::backend_choice(p));
   cfg_ = engine_config(p);
+  cfg_.device = device_;
   std::string progress = p.get_string("comm_progress");
   if (progress == "auto")  // train_task.cpp says why
     progress = fsdp::strategy_layout(cfg_.strategy).params_sharded ? "poll" : "inline";
@@ -128,7 +139,7 @@ void TrainWorkload::build(RunContext& ctx) {
   comm_->set_trace_hook([&ctx](const sb::CommEvent& e) { ctx.recorder.comm(e); }, origin_);
   peak_gflops_ = p.get_double("peak_gflops");
   if (peak_gflops_ <= 0) {  // the slowest rank's: MFU is then an upper bound, not flattered
-    peak_gflops_ = measure_peak_gflops();
+    peak_gflops_ = measure_peak_gflops(device_, cfg_.param_dtype);
     sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &peak_gflops_, 1, MPI_DOUBLE, MPI_MIN, ctx.world),
                   "MPI_Allreduce (peak GFLOP/s)");
   }
@@ -173,6 +184,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     sb::fault_point("step");  // tests/failure/failure_paths.sh
     auto global = source_->train(s);
     auto micro = data::split_rows(data::rank_rows(global, ctx.rank, ctx.size), accum);
+    for (auto& m : micro) m = data::to_device(m, device_);
     const double t0 = MPI_Wtime();
     const auto st = engine_->step(micro, fsdp::loss_terms(global));
     const double wall = MPI_Wtime() - t0;
@@ -220,7 +232,8 @@ double TrainWorkload::evaluate(RunContext& ctx) {
     auto g = source_->heldout(i);
     auto mine = data::rank_rows(g, ctx.rank, ctx.size);
     const I terms = fsdp::loss_terms(mine);
-    sum += engine_->forward_loss(mine).item<double>() * static_cast<double>(terms);
+    sum += engine_->forward_loss(data::to_device(mine, device_)).item<double>() *
+           static_cast<double>(terms);
     terms_total += fsdp::loss_terms(g);
   }
   return comm_->all_reduce_scalar(sum, comm::Group::World) / static_cast<double>(terms_total);
@@ -255,6 +268,12 @@ void TrainWorkload::record_results(RunContext& ctx) {
                                 ? comm::progress_name(mode)
                                 : "blocking");
   rec.text("comm_backend", comm_->backend_name());
+  rec.text("device", device_.str());
+  // MFU's denominator: a same-run GEMM in fp32 on the host, in the compute dtype on a GPU.
+  rec.text("peak_dtype", device_.is_cuda() ? fsdp::dtype_name(cfg_.param_dtype) : "fp32");
+  if (device_.is_cuda())
+    rec.scalar("device_peak_allocated_bytes",
+               static_cast<double>(models::device_peak_allocated_bytes(device_)));
   if (!comm_->backend_source().empty()) rec.text("comm_tuning_source", comm_->backend_source());
 }
 
