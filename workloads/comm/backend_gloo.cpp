@@ -9,8 +9,11 @@
 // The wheel ships c10d's headers but not Gloo's; Debian's libgloo-dev provides them. Only
 // opaque Gloo types (shared pointers to a device and a context) cross our code, and nothing
 // links Debian's libgloo: Gloo itself comes from libtorch_cpu. (docs/DEVELOPERS.md)
-#include <unistd.h>
+#include "harness/core/check.h"
+#include "harness/workload.h"
+#include "workloads/comm/backend.h"
 
+#ifdef SB_WITH_GLOO
 #include <chrono>
 #include <cstdlib>
 
@@ -18,13 +21,13 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "harness/core/check.h"
 #include "harness/core/mpi_context.h"
-#include "harness/workload.h"
-#include "workloads/comm/backend.h"
+#endif
 
 namespace sb::comm {
 namespace {
+
+#ifdef SB_WITH_GLOO
 
 // How long a Gloo collective may wait for its peers. A dead peer is noticed at once (its
 // sockets close); this bounds a live peer that stopped calling, as MPI's would not.
@@ -182,6 +185,16 @@ const sb::Registrar kRegister([] {
   register_backend({"gloo", "LibTorch's c10d ProcessGroupGloo: host tensors over TCP", true, "",
                     [](const GroupComms& g) { return std::make_unique<GlooBackend>(g); }});
 });
+
+#else
+
+const sb::Registrar kRegister([] {
+  register_backend({"gloo", "LibTorch's c10d ProcessGroupGloo: host tensors over TCP", false,
+                    "this shardbench was built without Gloo's headers (apt install libgloo-dev, "
+                    "then reconfigure and rebuild)", nullptr});
+});
+
+#endif
 
 }  // namespace
 }  // namespace sb::comm
