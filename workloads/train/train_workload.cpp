@@ -43,12 +43,12 @@ std::unique_ptr<data::BatchSource> make_source(const Point& p, const models::Mod
 
 // GFLOP/s of this rank's threads (docs/METRICS.md "MFU"): the best of 30 dense fp32
 // 1024 x 1024 x 1024 at::mm, 2 * 1024^3 FLOPs each.
-// The best of 30 square GEMMs: fp32 n = 1024 on the host; on a GPU n = 8192 in the compute
-// dtype (its tensor cores), timed after a device synchronisation.
+// The best of 30 square GEMMs in `dtype` (docs/METRICS.md "MFU"): n = 1024 on the host, 8192
+// on a GPU (its tensor cores), timed after a device synchronisation.
 double measure_peak_gflops(const torch::Device& device, torch::ScalarType dtype) {
   const bool gpu = device.is_cuda();
   const I n = gpu ? 8192 : 1024;
-  const auto opts = torch::TensorOptions().device(device).dtype(gpu ? dtype : torch::kFloat32);
+  const auto opts = torch::TensorOptions().device(device).dtype(dtype);
   auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
   auto c = torch::mm(a, b);  // warm-up
   models::synchronize(device);
@@ -112,7 +112,7 @@ class TrainWorkload final : public sb::Workload {
   std::unique_ptr<data::BatchSource> source_;
   fsdp::EngineConfig cfg_;
   torch::Device device_ = torch::kCPU;  // the `device` key (models/device.h)
-  double origin_ = 0, peak_gflops_ = 0, flops_per_token_ = 0;
+  double origin_ = 0, peak_gflops_ = 0, peak_fp32_gflops_ = 0, flops_per_token_ = 0;
 };
 
 void TrainWorkload::build(RunContext& ctx) {
@@ -137,12 +137,17 @@ void TrainWorkload::build(RunContext& ctx) {
 
   origin_ = MPI_Wtime();
   comm_->set_trace_hook([&ctx](const sb::CommEvent& e) { ctx.recorder.comm(e); }, origin_);
-  peak_gflops_ = p.get_double("peak_gflops");
-  if (peak_gflops_ <= 0) {  // the slowest rank's: MFU is then an upper bound, not flattered
-    peak_gflops_ = measure_peak_gflops(device_, cfg_.param_dtype);
-    sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &peak_gflops_, 1, MPI_DOUBLE, MPI_MIN, ctx.world),
-                  "MPI_Allreduce (peak GFLOP/s)");
-  }
+  // MFU divides by a same-run GEMM peak, the slowest rank's (MFU is not flattered): on a GPU
+  // in the compute dtype (its tensor cores), beside the fp32 one; on the host in fp32. (A
+  // host bf16 peak belongs with the ISA check of the Lowprec issue: on a CPU without bf16
+  // units at::mm in bf16 ran at 1 GFLOP/s here, 2 s per GEMM, against 90 in fp32.)
+  const bool gpu = device_.is_cuda();
+  double peaks[2] = {0, measure_peak_gflops(device_, torch::kFloat32)};
+  peaks[0] = gpu ? measure_peak_gflops(device_, cfg_.param_dtype) : peaks[1];
+  sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, peaks, 2, MPI_DOUBLE, MPI_MIN, ctx.world),
+                "MPI_Allreduce (peak GFLOP/s)");
+  peak_fp32_gflops_ = peaks[1];
+  peak_gflops_ = p.get_double("peak_gflops") > 0 ? p.get_double("peak_gflops") : peaks[0];
   flops_per_token_ = model_->train_flops_per_token(p.get_int("seq"));
   engine_->reset_peak();
 }
@@ -249,7 +254,8 @@ void TrainWorkload::record_results(RunContext& ctx) {
   rec.scalar("final_eval_loss", eval);
   rec.series("eval_loss", eval);
   if (!std::isnan(source_->loss_floor())) rec.scalar("loss_floor", source_->loss_floor());
-  rec.scalar("peak_gflops_per_rank", peak_gflops_);
+  rec.scalar("peak_gflops_per_rank", peak_gflops_);  // what MFU divides by
+  rec.scalar("peak_fp32_gflops_per_rank", peak_fp32_gflops_);
   rec.scalar("model_flops_per_token", flops_per_token_);  // analysis: TFLOP/s per worker
   rec.scalar("params", static_cast<double>(models::count_params(model_->units())));
   rec.scalar("model_state_bytes_formula",  // the plan's prediction
@@ -269,8 +275,10 @@ void TrainWorkload::record_results(RunContext& ctx) {
                                 : "blocking");
   rec.text("comm_backend", comm_->backend_name());
   rec.text("device", device_.str());
-  // MFU's denominator: a same-run GEMM in fp32 on the host, in the compute dtype on a GPU.
-  rec.text("peak_dtype", device_.is_cuda() ? fsdp::dtype_name(cfg_.param_dtype) : "fp32");
+  // MFU's denominator: the peak_gflops key, else a same-run GEMM in the compute dtype.
+  rec.text("peak_dtype", ctx.point.get_double("peak_gflops") > 0 ? "given (peak_gflops)"
+                         : device_.is_cuda()                   ? fsdp::dtype_name(cfg_.param_dtype)
+                                                               : "fp32");
   if (device_.is_cuda())
     rec.scalar("device_peak_allocated_bytes",
                static_cast<double>(models::device_peak_allocated_bytes(device_)));
