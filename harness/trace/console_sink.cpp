@@ -1,5 +1,6 @@
 // Console sink: a short human summary of one point's result (medians over measured steps).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -31,9 +32,13 @@ void print_summary(std::FILE* out, const ResultMeta& m, const Recorder& rec) {
   if (!m.failure_reason.empty()) text += fmt::format(" -- {}", m.failure_reason);
   text += fmt::format("\n  steps {} ({} measured), elapsed {:.2f} s", rec.steps().size(),
                       wall.size(), m.elapsed_s);
+  // A NaN MFU: the peak cannot be this machine's (workloads/train/mfu.h says why, in the
+  // `mfu_invalid` text); no number then.
+  const bool mfu_ok = std::none_of(mfu.begin(), mfu.end(), [](double v) { return std::isnan(v); });
   if (!wall.empty())
-    text += fmt::format("\n  median step {:.4f} s, {:.1f} tokens/s, MFU {:.2f}%", median(wall),
-                        median(tok), 100 * median(mfu));
+    text += fmt::format("\n  median step {:.4f} s, {:.1f} tokens/s, MFU {}", median(wall),
+                        median(tok), mfu_ok ? fmt::format("{:.2f}%", 100 * median(mfu))
+                                            : std::string("n/a (texts/mfu_invalid)"));
   if (!rec.queries().empty()) {
     std::vector<double> lat;
     for (const auto& q : rec.queries()) lat.push_back(q.latency_s);

@@ -188,8 +188,9 @@ comm::StateDict decode_state(const RankFile& rf, std::size_t pos) {
     const std::string name = rd.get_str();
     const auto type = static_cast<torch::ScalarType>(rd.get<std::int32_t>());
     const auto dims = rd.get<std::uint32_t>();
-    SB_CHECK((type == torch::kFloat || type == torch::kByte || type == torch::kLong) && dims <= 8,
-             "checkpoint {}: compression state \"{}\" has an unknown type or shape", rf.path, name);
+    SB_CHECK((type == torch::kFloat || type == torch::kDouble || type == torch::kByte ||
+              type == torch::kLong) && dims <= 8,
+             "checkpoint {}: state entry \"{}\" has an unknown type or shape", rf.path, name);
     std::vector<std::int64_t> shape;
     for (std::uint32_t d = 0; d < dims; ++d) shape.push_back(rd.get<std::int64_t>());
     torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(type));
@@ -347,6 +348,9 @@ void Engine::save(const std::string& dir) const {
     state["engine/acquire_order"] =
         torch::tensor(std::vector<std::int64_t>(last_acquire_order_.begin(),
                                                 last_acquire_order_.end()), torch::kLong);
+    // Loss scaling: the scale, the good steps since it last changed, the skipped steps.
+    state["engine/loss_scale"] = torch::tensor(
+        {scale_, static_cast<double>(good_steps_), static_cast<double>(skipped_)}, torch::kDouble);
     h.n_state = static_cast<std::uint32_t>(state.size());
     file = encode_file(h, encode_payload(units_, state));
     ckpt::write_durably(ckpt::rank_file(set, comm_.rank()), file);
@@ -408,6 +412,15 @@ void Engine::load(const std::string& dir) {
       pos += t->nbytes();
     }
   restore_learned(state, units_, last_acquire_order_, rf.path);
+  if (auto it = state.find("engine/loss_scale"); it != state.end()) {  // absent: older sets
+    const torch::Tensor ls = it->second;
+    SB_CHECK(ls.numel() == 3 && ls.scalar_type() == torch::kDouble,
+             "checkpoint {}: engine/loss_scale has {} values, expected 3", rf.path, ls.numel());
+    scale_ = ls[0].item<double>();
+    good_steps_ = static_cast<std::int64_t>(ls[1].item<double>());
+    skipped_ = static_cast<std::int64_t>(ls[2].item<double>());
+    state.erase(it);
+  }
   coll_->load_compression_state(state);
   step_ = h.step;
   refresh_replicas();

@@ -3,6 +3,8 @@
 // from the Strategy's Layout and reduce_grad (strategy_*.cpp).
 #include "workloads/fsdp/engine.h"
 
+#include <cmath>
+
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -119,6 +121,13 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     : model_(model), comm_(comm), cfg_(std::move(cfg)), strategy_(make_strategy(cfg_.strategy)),
       layout_(strategy_->layout()) {
   coll_ = std::make_unique<Collectives>(comm_, cfg_.compression);
+  if (cfg_.loss_scaling) {
+    SB_CHECK(cfg_.loss_scale_init > 0 && std::isfinite(cfg_.loss_scale_init) &&
+                 cfg_.loss_scale_growth_interval >= 1,
+             "loss scaling needs loss_scale_init > 0 (got {}) and loss_scale_growth_interval "
+             ">= 1 (got {})", cfg_.loss_scale_init, cfg_.loss_scale_growth_interval);
+    scale_ = cfg_.loss_scale_init;
+  }
   const auto& specs = model_.units();
   SB_CHECK(initial.size() == specs.size(), "initial weights have {} units, the model has {}",
            initial.size(), specs.size());
@@ -357,13 +366,16 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
     begin_forward();
     auto loss = model_.loss(*this, micro[i]);
     end_forward();
-    // Weighted so that summing over ranks and micro-steps gives the global mean.
-    auto scaled = loss * (static_cast<double>(terms) / static_cast<double>(global_terms));
+    // Weighted so that summing over ranks and micro-steps gives the global mean (times the
+    // loss scale, 1 without scaling: the same bits).
+    // Scaled in fp32: an fp16 loss times the scale overflows long before its gradients do.
+    auto scaled = (cfg_.loss_scaling ? loss.to(torch::kFloat32) : loss) *
+                  (static_cast<double>(terms) / static_cast<double>(global_terms) * scale_);
     models::synchronize(cfg_.device);  // GPU kernels run asynchronously: time what ran
     const double t1 = MPI_Wtime();
     if (i == 0) s.comm_exposed_forward_s = comm_.exposed_s();
     scaled.backward();
-    local += scaled.item<double>();
+    local += scaled.item<double>() / scale_;
     if (final_micro_) finish_grads();
     for (int u = 0; u < static_cast<int>(units_.size()); ++u) free_unit(u);  // unused in backward
     models::synchronize(cfg_.device);
@@ -373,6 +385,7 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
   }
   const double t3 = MPI_Wtime(), exposed_before_opt = comm_.exposed_s();
   s.loss = comm_.all_reduce_scalar(local, comm::Group::World);
+  s.loss_scale = scale_;
   optimizer_step(s);
   models::synchronize(cfg_.device);
   s.optimizer_s = MPI_Wtime() - t3;
@@ -388,19 +401,37 @@ void Engine::optimizer_step(StepStats& s) {
   double sumsq = 0;
   for (auto& U : units_) {
     auto g = layout_.grads_sharded ? U->grad : U->grad.narrow(0, U->opt_off, U->opt_n);
+    if (cfg_.loss_scaling) g.mul_(1.0 / scale_);  // unscaled before the norm and the clip
     const double n = g.norm().item<double>();
     sumsq += n * n;
     gs.push_back(g);
   }
   if (layout_.optim_sharded) sumsq = comm_.all_reduce_scalar(sumsq, layout_.group);
   s.grad_norm = std::sqrt(sumsq);
+  if (cfg_.loss_scaling) {
+    // Every rank decides alike: inf or nan anywhere skips the step everywhere.
+    const double bad = std::isfinite(sumsq) ? 0.0 : 1.0;
+    if (comm_.all_reduce_scalar(bad, comm::Group::World, comm::ReduceOp::Max) > 0) {
+      s.skipped = true;
+      ++skipped_;
+      good_steps_ = 0;
+      scale_ *= 0.5;
+      return;
+    }
+    if (++good_steps_ == cfg_.loss_scale_growth_interval) {
+      good_steps_ = 0;
+      scale_ *= 2.0;
+    }
+  }
   const double coef = optim::clip_coefficient(s.grad_norm, cfg_.adamw.grad_clip);
   const double lr = optim::lr_at(cfg_.adamw, step_);
   for (std::size_t u = 0; u < units_.size(); ++u) {
     Unit& U = *units_[u];
     if (coef < 1.0) gs[u].mul_(coef);
     auto p = U.master.narrow(0, U.opt_off, U.opt_n);
-    optim::adamw_update(p, gs[u], U.exp_avg, U.exp_avg_sq, step_ + 1, lr, cfg_.adamw, U.decay);
+    // Adam's step count: the updates applied (skipped steps do not count, as in PyTorch).
+    optim::adamw_update(p, gs[u], U.exp_avg, U.exp_avg_sq, step_ + 1 - skipped_, lr, cfg_.adamw,
+                        U.decay);
     if (!layout_.params_sharded && layout_.optim_sharded)
       strategy_->after_update(*coll_, U.master, U.range);
   }

@@ -40,6 +40,14 @@ struct EngineConfig {
   // on device tensors (comm_backend nccl; mpi stages them through host memory) and the step's
   // phases are timed after a device synchronisation.
   torch::Device device = torch::kCPU;
+  // Dynamic loss scaling (fp16: its 5-bit exponent underflows small gradients): the loss is
+  // multiplied by the scale before backward and the reduced fp32 gradients divided by it; a
+  // step whose gradients are not finite on some rank is skipped on every rank (no update,
+  // Adam's step count unchanged) and the scale halved; after `growth_interval` good steps in
+  // a row it doubles (torch.cuda.amp.GradScaler's rule and defaults).
+  bool loss_scaling = false;
+  double loss_scale_init = 65536.0;
+  std::int64_t loss_scale_growth_interval = 2000;
 };
 
 struct StepStats {
@@ -50,6 +58,8 @@ struct StepStats {
   double comm_exposed_forward_s = 0;  // ... of which in the first micro-step's forward
   double comm_exposed_optimizer_s = 0;  // ... of which after backward (loss, norm, step)
   double gather_wait_s = 0;  // ... of which waiting for parameter all-gathers
+  double loss_scale = 1;     // the scale this step's backward ran with (1 without scaling)
+  bool skipped = false;      // loss scaling: non-finite gradients, no update
 };
 
 struct MemoryStats {  // this rank, bytes; exact sizes of the buffers the engine owns
@@ -126,6 +136,8 @@ class Engine final : public models::ParamProvider {
   std::vector<std::vector<torch::Tensor>> full_params();
   MemoryStats memory() const;
   std::int64_t steps_done() const { return step_; }
+  std::int64_t steps_skipped() const { return skipped_; }  // loss scaling: steps not applied
+  double loss_scale() const { return scale_; }             // for the next step
   void reset_peak() { peak_ = peak_gathered_ = 0; note_memory(); }
   const EngineConfig& config() const { return cfg_; }
   const Strategy& strategy() const { return *strategy_; }
@@ -167,6 +179,8 @@ class Engine final : public models::ParamProvider {
   std::unique_ptr<Collectives> coll_;
   std::vector<std::unique_ptr<Unit>> units_;
   std::int64_t step_ = 0;
+  double scale_ = 1;                 // loss scaling (EngineConfig::loss_scaling)
+  std::int64_t good_steps_ = 0, skipped_ = 0;
   double gather_wait_s_ = 0;
   bool final_micro_ = true, accumulating_ = false;
   std::vector<int> acquire_order_, last_acquire_order_, release_seq_;

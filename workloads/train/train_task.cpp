@@ -137,6 +137,15 @@ sb::Registrar reg([] {
   s("export_safetensors", "",
     "after training, write the full fp32 parameters to this one safetensors file with Hugging "
     "Face names (rank 0 writes; empty = none)");
+  {
+    KeySpec ks{"loss_scale_init", KeyType::Float, 65536.0, "",
+               "fp16 (dtype or reduce_dtype): the initial dynamic loss scale (docs/FSDP.md)"};
+    ks.min_float = 1.0;
+    ks.max_float = 1e30;
+    key(std::move(ks));
+  }
+  i("loss_scale_growth_interval", 2000, 1, int_max,
+    "fp16: finite steps in a row before the loss scale doubles (halved on a skipped step)");
   f("peak_gflops", 0.0, "peak GFLOP/s of one rank for MFU; 0 = measure once per run");
   register_validator(validate);
   register_task({"train", [] { return make_train_workload(); }, state_bytes});

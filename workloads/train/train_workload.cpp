@@ -2,6 +2,7 @@
 // point, runs warm-up + timed steps, and records steps (slowest rank's times), comm events,
 // memory, evaluation and provenance. The harness gathers and writes the records.
 #include "workloads/train/train_workload.h"
+#include "workloads/train/mfu.h"
 
 #include <ATen/Parallel.h>
 #include <cmath>
@@ -75,6 +76,10 @@ fsdp::EngineConfig engine_config(const Point& p) {
   cfg.adamw.grad_clip = p.get_double("grad_clip");
   cfg.adamw.warmup_steps = p.get_int("lr_warmup");
   cfg.adamw.total_steps = p.get_int("steps");
+  // fp16 anywhere in the step: dynamic loss scaling (EngineConfig::loss_scaling).
+  cfg.loss_scaling = cfg.param_dtype == torch::kFloat16 || cfg.reduce_dtype == torch::kFloat16;
+  cfg.loss_scale_init = p.get_double("loss_scale_init");
+  cfg.loss_scale_growth_interval = p.get_int("loss_scale_growth_interval");
   return cfg;
 }
 
@@ -113,6 +118,7 @@ class TrainWorkload final : public sb::Workload {
   fsdp::EngineConfig cfg_;
   torch::Device device_ = torch::kCPU;  // the `device` key (models/device.h)
   double origin_ = 0, peak_gflops_ = 0, peak_fp32_gflops_ = 0, flops_per_token_ = 0;
+  mutable std::string mfu_invalid_;  // the first step's reason for a NaN MFU (mfu.h)
 };
 
 void TrainWorkload::build(RunContext& ctx) {
@@ -193,9 +199,10 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     const double t0 = MPI_Wtime();
     const auto st = engine_->step(micro, fsdp::loss_terms(global));
     const double wall = MPI_Wtime() - t0;
-    SB_CHECK(std::isfinite(st.loss), "step {}: the loss is {} (diverged); lower lr (now {}) or "
-             "raise grad_clip's effect by lowering it (now {})", s, st.loss, cfg_.adamw.lr,
-             cfg_.adamw.grad_clip);
+    SB_CHECK(st.skipped || std::isfinite(st.loss), "step {}: the loss is {} (diverged); lower lr "
+             "(now {}) or raise grad_clip's effect by lowering it (now {})", s, st.loss,
+             cfg_.adamw.lr, cfg_.adamw.grad_clip);
+    if (cfg_.loss_scaling) ctx.recorder.series("loss_scale", st.loss_scale);
     ctx.recorder.step(step_record(ctx, s, st, wall));
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
     if (eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps)
@@ -225,7 +232,10 @@ sb::StepRecord TrainWorkload::step_record(RunContext& ctx, I s, const fsdp::Step
   const double tokens = static_cast<double>(B * T);
   r.tokens_per_s = tokens / v[0];
   r.samples_per_s = static_cast<double>(B) / v[0];
-  r.mfu = flops_per_token_ * tokens / v[0] / (peak_gflops_ * 1e9 * ctx.size);
+  const train::Mfu mfu =
+      train::model_flops_utilisation(flops_per_token_, tokens, v[0], peak_gflops_, ctx.size);
+  r.mfu = mfu.value;
+  if (!mfu.invalid.empty() && mfu_invalid_.empty()) mfu_invalid_ = mfu.invalid;
   return r;
 }
 
@@ -274,6 +284,11 @@ void TrainWorkload::record_results(RunContext& ctx) {
                                 ? comm::progress_name(mode)
                                 : "blocking");
   rec.text("comm_backend", comm_->backend_name());
+  if (!mfu_invalid_.empty()) rec.text("mfu_invalid", mfu_invalid_);
+  if (cfg_.loss_scaling) {
+    rec.scalar("skipped_steps", static_cast<double>(engine_->steps_skipped()));
+    rec.scalar("final_loss_scale", engine_->loss_scale());
+  }
   rec.text("device", device_.str());
   // MFU's denominator: the peak_gflops key, else a same-run GEMM in the compute dtype.
   rec.text("peak_dtype", ctx.point.get_double("peak_gflops") > 0 ? "given (peak_gflops)"
