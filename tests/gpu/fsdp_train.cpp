@@ -3,7 +3,8 @@
 // device = "cuda" gives the host engine's losses and parameters (fp32; cuBLAS and MKL add in
 // other orders: within 1e-4), bf16 training stays near fp32, and every collective on the nccl
 // backend equals the mpi backend's result on the same device tensors, inside a step (no host
-// synchronisation needed to see it) and in flight under every progress mode. Each test skips,
+// synchronisation needed to see it) and in flight under every progress mode; host scalars go
+// to mpi, gloo refuses device tensors. Each test skips,
 // saying why, in a CPU build or without a GPU.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -124,12 +125,23 @@ TEST(GpuNccl, EveryCollectiveEqualsMpiOnDeviceTensors) {
   }
 }
 
-TEST(GpuNccl, HostTensorsAreRefusedNamingTheFix) {
+TEST(GpuNccl, HostTensorsRunOnMpiAndGlooRefusesDeviceTensors) {
   SB_REQUIRE_GPU();
-  resolve_device("cuda", 0);
+  const torch::Device gpu = resolve_device("cuda", 0);
+  // A GPU run's loss and norm scalars live on the host: nccl hands them to mpi.
   Communicator nccl(MPI_COMM_WORLD, 0, true, {"nccl", ""});
+  std::vector<sb::CommEvent> ev;
+  nccl.set_trace_hook([&](const sb::CommEvent& e) { ev.push_back(e); }, MPI_Wtime());
   auto t = torch::ones({4});
-  const auto err = sbtest::error_of([&] { nccl.all_reduce(t, Group::World); });
-  EXPECT_NE(err.find("nccl runs collectives on tensors of this rank's GPU"), std::string::npos)
-      << err;
+  nccl.all_reduce(t, Group::World);
+  auto d = torch::ones({4}, gpu);
+  nccl.all_reduce(d, Group::World);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].backend, "mpi");
+  EXPECT_EQ(ev[1].backend, "nccl");
+  if (sb::comm::find_backend("gloo")->available) {
+    Communicator gloo(MPI_COMM_WORLD, 0, true, {"gloo", ""});
+    const auto err = sbtest::error_of([&] { gloo.all_reduce(d, Group::World); });
+    EXPECT_NE(err.find("gloo runs collectives on host tensors"), std::string::npos) << err;
+  }
 }

@@ -28,6 +28,12 @@ void validate(const sb::Point& p, std::vector<sb::Diagnostic>& out) {
   if (!p.has("comm_backend")) return;
   const std::string name = p.get_string("comm_backend");
   const std::string device = device_of(p);
+  if (name == "auto" && device == "cuda") {  // its table is beside the point then
+    out.push_back({"comm_backend", "comm_backend = \"auto\" chooses among host backends "
+                                   "(suite/tune-backends.toml measures mpi and gloo); on "
+                                   "device = \"cuda\" set comm_backend = \"nccl\" or \"mpi\""});
+    return;
+  }
   if (name == "auto") {
     const std::string path = p.get_string("comm_tuning");
     if (!std::filesystem::exists(path)) {

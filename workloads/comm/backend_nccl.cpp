@@ -6,13 +6,22 @@
 // the inputs), and completion is an event the compute stream waits on, so the host never
 // synchronises inside a step; Request::test() queries the event. The caching allocator is
 // told the tensors are in use on the NCCL stream (recordStream), so their memory is not
-// reused before the transfer ends. NCCL's headers and library are the torch wheel's
+// reused before the transfer ends. A watchdog thread checks every second for NCCL's
+// asynchronous errors and for a collective outstanding longer than 300 s (a dead or stuck
+// peer: NCCL kernels would otherwise spin forever) and ends every rank (sb::abort_all). NCCL's headers and library are the torch wheel's
 // (nvidia-nccl), the ones libtorch_cuda itself loads: one NCCL per process.
 #include "harness/core/check.h"
 #include "harness/workload.h"
 #include "workloads/comm/backend.h"
 
 #ifdef SB_WITH_CUDA
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -67,16 +76,26 @@ class NcclBackend : public Backend {
       int rank = 0, size = 1;
       MPI_Comm_rank(comm, &rank);
       MPI_Comm_size(comm, &size);
-      ncclUniqueId id;
-      if (rank == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      ncclUniqueId id{};
+      int status = ncclSuccess;  // rank 0's, so that no rank waits for an id that never comes
+      if (rank == 0) status = ncclGetUniqueId(&id);
+      sb::check_mpi(MPI_Bcast(&status, 1, MPI_INT, 0, comm), "MPI_Bcast (NCCL status)");
+      check_nccl(static_cast<ncclResult_t>(status), "ncclGetUniqueId (on the group's rank 0)");
       sb::check_mpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm), "MPI_Bcast (NCCL unique id)");
       c10::cuda::CUDAGuard guard(device_);
       check_nccl(ncclCommInitRank(&comms_[static_cast<int>(g)], size, id, rank),
                  "ncclCommInitRank");
       ranks_[static_cast<int>(g)] = size;
     }
+    watchdog_ = std::thread([this] { watch(); });
   }
   ~NcclBackend() override {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    watchdog_.join();
     for (ncclComm_t c : comms_)
       if (c) std::uncaught_exceptions() ? ncclCommAbort(c) : ncclCommDestroy(c);
   }
@@ -99,25 +118,27 @@ class NcclBackend : public Backend {
     const int ranks = ranks_[static_cast<int>(g)];
     const c10::DeviceIndex dev = device_;
     const c10::cuda::CUDAStream nccl = stream_;
-    // The stream of the thread that issues it: where the inputs were produced and where the
-    // outputs will be read (the communication thread has its own current stream).
+    // Issued now, on the issuing thread: the collective reads its inputs as the compute issued
+    // so far leaves them (an event on this thread's stream), whenever the engine starts it.
     const c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(dev);
-    p.launch = [=]() -> Pending {
+    auto ready = std::make_shared<at::cuda::CUDAEvent>();
+    ready->record(compute);
+    const char* what = coll_name(a.op);
+    p.launch = [=, this]() -> Pending {
       c10::cuda::CUDAGuard guard(dev);
-      at::cuda::CUDAEvent ready;
-      ready.record(compute);
-      ready.block(nccl);
+      ready->block(nccl);
       enqueue(a, comm, ranks, nccl);
       for (const torch::Tensor* t : {&a.in, &a.out})
         c10::cuda::CUDACachingAllocator::recordStream(t->storage().data_ptr(), nccl);
       auto done = std::make_shared<at::cuda::CUDAEvent>();
       done->record(nccl);
+      watch_add(done, what);
       return [done, comm, compute, a](bool block) {
         ncclResult_t async = ncclSuccess;
         check_nccl(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError");
         check_nccl(async, "an NCCL collective (a peer rank died?)");
         if (!block) return done->query();
-        done->block(compute);  // the compute stream waits; the host does not
+        done->block(compute);  // the waiting stream waits; the host does not
         return true;
       };
     };
@@ -158,10 +179,46 @@ class NcclBackend : public Backend {
     }
   }
 
+  // The watchdog (see the top): outstanding collectives, oldest first.
+  struct Outstanding {
+    std::shared_ptr<at::cuda::CUDAEvent> done;
+    const char* what;
+    std::chrono::steady_clock::time_point since;
+  };
+  void watch_add(std::shared_ptr<at::cuda::CUDAEvent> done, const char* what) {
+    std::lock_guard<std::mutex> lk(m_);
+    outstanding_.push_back({std::move(done), what, std::chrono::steady_clock::now()});
+  }
+  void watch() {
+    c10::cuda::CUDAGuard guard(device_);
+    std::unique_lock<std::mutex> lk(m_);
+    while (!cv_.wait_for(lk, std::chrono::seconds(1), [&] { return stop_; })) {
+      while (!outstanding_.empty() && outstanding_.front().done->query()) outstanding_.pop_front();
+      for (ncclComm_t c : comms_) {
+        ncclResult_t async = ncclSuccess;
+        if (c && ncclCommGetAsyncError(c, &async) == ncclSuccess && async != ncclSuccess &&
+            async != ncclInProgress)
+          sb::abort_all(fmt::format("NCCL reported an asynchronous error: {} ({}); ending every "
+                                    "rank", ncclGetErrorString(async), ncclGetLastError(c)));
+      }
+      if (!outstanding_.empty() &&
+          std::chrono::steady_clock::now() - outstanding_.front().since > kTimeout)
+        sb::abort_all(fmt::format("an NCCL {} has not completed in {} s (a peer rank died or "
+                                  "stopped calling?); ending every rank",
+                                  outstanding_.front().what, kTimeout.count()));
+    }
+  }
+  static constexpr std::chrono::seconds kTimeout{300};
+
   c10::DeviceIndex device_;
   c10::cuda::CUDAStream stream_;
   ncclComm_t comms_[3] = {nullptr, nullptr, nullptr};
   int ranks_[3] = {1, 1, 1};
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::deque<Outstanding> outstanding_;
+  std::thread watchdog_;  // last: started when everything above exists
 };
 
 const sb::Registrar kRegister([] {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <limits>
 
@@ -128,13 +129,21 @@ void write_table(const BackendTable& t, const std::string& path) {
   sb::write_file_atomic(path, table_text(t));
 }
 
-BackendTable read_table(const std::string& path) {
+std::string read_table_file(const std::string& path) {
   SB_CHECK(std::filesystem::exists(path),
            "comm_tuning: no backend tuning table at {} (comm_backend = \"auto\" reads it); {}",
            path, kMakeTable);
+  std::ifstream in(path, std::ios::binary);
+  SB_CHECK(in, "comm_tuning: cannot read {}; {}", path, kMakeTable);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+BackendTable read_table(const std::string& path) { return parse_table(read_table_file(path), path); }
+
+BackendTable parse_table(const std::string& text, const std::string& path) {
   toml::table doc;
   try {
-    doc = toml::parse_file(path);
+    doc = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     SB_FAIL("comm_tuning: {}:{}:{}: {}; {}", path, e.source().begin.line,
             e.source().begin.column, e.description(), kMakeTable);

@@ -62,6 +62,10 @@ BackendTable make_table(const std::vector<TableEntry>& rows);
 // Reads and checks a table file (format, fields, known ops and backends); errors name the
 // file, the key `comm_tuning` and how to make one.
 BackendTable read_table(const std::string& path);
+// The same, in two halves: the file's text (errors: missing, unreadable), and its parse (path
+// names it in errors). The Communicator has rank 0 read and every rank parse the same text.
+std::string read_table_file(const std::string& path);
+BackendTable parse_table(const std::string& text, const std::string& path);
 // Fails unless the table was measured with this world size on these hosts (stale otherwise),
 // and every backend it names is in this build.
 void check_table_fits(const BackendTable& t, const std::string& path, int world,

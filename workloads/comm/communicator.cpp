@@ -4,6 +4,7 @@
 // MPI calls are: backend_mpi.cpp; how they run: progress_engine.cpp.
 #include "workloads/comm/communicator.h"
 
+#include <algorithm>
 #include <mutex>
 
 
@@ -39,6 +40,31 @@ std::uint64_t fp32_bytes(const torch::Tensor& t) {
 }
 
 namespace {
+// The file's text on every rank of comm, read by rank 0 (collective); rank 0's error, if
+// any, thrown on every rank.
+std::string broadcast_file(const std::string& path, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string text, err;
+  if (rank == 0) {
+    try {
+      text = read_table_file(path);
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+  }
+  long long len[2] = {static_cast<long long>(text.size()), static_cast<long long>(err.size())};
+  sb::check_mpi(MPI_Bcast(len, 2, MPI_LONG_LONG, 0, comm), "MPI_Bcast (tuning table)");
+  text.resize(static_cast<std::size_t>(len[0]));
+  err.resize(static_cast<std::size_t>(len[1]));
+  sb::check_mpi(MPI_Bcast(text.data(), static_cast<int>(len[0]), MPI_CHAR, 0, comm),
+                "MPI_Bcast (tuning table)");
+  sb::check_mpi(MPI_Bcast(err.data(), static_cast<int>(len[1]), MPI_CHAR, 0, comm),
+                "MPI_Bcast (tuning table)");
+  if (!err.empty()) throw sb::Error(err);
+  return text;
+}
+
 // Host names of every rank of comm (collective).
 std::vector<std::string> all_hosts(MPI_Comm comm) {
   constexpr int kLen = 256;
@@ -100,13 +126,22 @@ Communicator::Communicator(MPI_Comm world, int shard_group, bool async,
   // The backends, made in the same order on every rank (each bootstraps collectively).
   std::vector<std::string> names{choice_.name};
   if (choice_.name == "auto") {
-    auto t = std::make_shared<BackendTable>(read_table(choice_.table));
+    // Rank 0 reads, every rank parses the same text: ranks never disagree about the table
+    // (no shared file system, a file re-tuned on one node), and a missing file fails all.
+    auto t = std::make_shared<BackendTable>(
+        parse_table(broadcast_file(choice_.table, world_), choice_.table));
     check_table_fits(*t, choice_.table, n, all_hosts(world_));
     names = t->backends;
     table_ = std::move(t);
   }
+  // mpi always: it also runs what a device backend refuses on the host (nccl: the loss and
+  // norm scalars of a GPU run).
+  if (std::find(names.begin(), names.end(), "mpi") == names.end()) names.push_back("mpi");
   const GroupComms comms{{world_, shard_, replica_}};
-  for (const auto& name : names) backends_.push_back(make_backend(name, comms));
+  for (const auto& name : names) {
+    backends_.push_back(make_backend(name, comms));
+    if (name == "mpi") mpi_ = backends_.back().get();
+  }
   if (table_)
     for (const auto& op_routes : table_->routes()) {
       routes_.emplace_back();
@@ -204,10 +239,18 @@ Request Communicator::run(const CollArgs& a, Group g, const std::string& kind, b
            "float32", op, c10::toString(a.in.scalar_type()));
   // The nccl-tests size: all_gather's output, every other collective's input.
   const torch::Tensor& sized = a.op == CollOp::AllGather ? a.out : a.in;
-  Backend& b = pick(a.op, static_cast<std::uint64_t>(sized.nbytes()));
-  const std::string why = b.refuses(a);
-  SB_CHECK(why.empty(), "comm_backend = \"{}\": {}", choice_.name, why);
-  Coll c{op, g, kind, b.phase(a, g), b.name()};
+  Backend* b = &pick(a.op, static_cast<std::uint64_t>(sized.nbytes()));
+  std::string why = b->refuses(a);
+  if (!why.empty() && a.in.device().is_cpu() && a.out.device().is_cpu()) {
+    b = mpi_;  // host tensors a device backend refuses (a GPU run's loss and norm scalars)
+    why = b->refuses(a);
+  }
+  SB_CHECK(why.empty(), "comm_backend = \"{}\"{}: {}", choice_.name,
+           table_ ? fmt::format(" (the table {} routes {} of {} bytes to {})", choice_.table, op,
+                                sized.nbytes(), b->name())
+                  : "",
+           why);
+  Coll c{op, g, kind, b->phase(a, g), b->name()};
   c.reads = span(a.in), c.writes = span(a.out);
   c.logical = wire_bytes(op, fp32_bytes(sized), size(g));
   c.wire = wire_bytes(op, static_cast<std::uint64_t>(sized.nbytes()), size(g));

@@ -162,7 +162,8 @@ class Communicator {
   MPI_Comm chain_[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};  // Collective::chain_comm
   int rank_[3] = {0, 0, 0}, size_[3] = {1, 1, 1};
   BackendChoice choice_;
-  std::vector<std::unique_ptr<Backend>> backends_;  // the one named, or the table's
+  std::vector<std::unique_ptr<Backend>> backends_;  // the one named, or the table's; mpi
+  Backend* mpi_ = nullptr;                          // always among them
   std::shared_ptr<const BackendTable> table_;        // "auto"
   // "auto": per collective (CollOp), sizes up to .first run on .second (BackendTable::routes).
   std::vector<std::vector<std::pair<std::uint64_t, Backend*>>> routes_;

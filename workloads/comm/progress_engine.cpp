@@ -228,10 +228,21 @@ Request ProgressEngine::enqueue(std::function<void()> fn) {
 // The choice depends only on which API was called and on the progress mode, never on timing,
 // so every rank makes the same one (MPI never matches a blocking collective with a
 // non-blocking one).
+//
+// Another library's transfer (Phase::launch: Gloo's worker, NCCL's stream) progresses by
+// itself, so in the thread modes it starts on the caller as under Inline, after the thread
+// ran everything issued before it (data flows in issue order), and is waited for where the
+// caller waits (NCCL: the caller's stream waits, the host does not). An MPI collective queued
+// after it first completes the started ones whose memory it touches.
 Request ProgressEngine::issue(const Collective& c, bool sync) {
   const bool thread = async_ && mode_ != ProgressMode::Inline;
   if (sync || (!thread && mode_ != ProgressMode::Inline)) return run_now(c, thread);
   if (mode_ == ProgressMode::Inline) return start_inline(c);
+  if (c.phases.size() == 1 && c.phases[0].launch) {
+    drain();
+    return start_inline(c);
+  }
+  complete_conflicting(c);
   const bool poll = mode_ == ProgressMode::Poll;
   return enqueue([c, poll] { run_phases(c, poll, MPI_Wtime()); });
 }
@@ -239,12 +250,9 @@ Request ProgressEngine::issue(const Collective& c, bool sync) {
 Request ProgressEngine::run_now(const Collective& c, bool thread) {
   auto op = std::make_shared<detail::Op>();
   const double t0 = MPI_Wtime();
-  if (thread) {
-    drain();
-  } else if (mode_ == ProgressMode::Inline) {
-    start_chains();
-    complete_conflicting(c);
-  }
+  if (thread) drain();
+  start_chains();           // Inline only has chained requests started on the caller
+  complete_conflicting(c);  // Inline, and launched transfers in the thread modes
   try {
     run_phases(c, /*poll=*/false, t0);
   } catch (...) {

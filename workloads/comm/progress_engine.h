@@ -8,6 +8,8 @@
 //          the caller calls progress() (the FSDP engine does at every unit boundary) and
 //          completes in wait(). No thread competes with compute for a core.
 // Without MPI_THREAD_MULTIPLE (async false) every collective runs blocking on the caller.
+// Another library's transfer (Phase::launch) starts on the caller in every mode (it
+// progresses by itself) and completes where the caller waits for it.
 // docs/FSDP.md ("Communication progress") has them measured.
 //
 // Order: the thread runs requests in issue order, a chained collective's phases one after

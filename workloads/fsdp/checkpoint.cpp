@@ -7,6 +7,7 @@
 // Loading is collective: every rank checks its file against the marker and this run, then all
 // ranks compare what they read, and only when all agree is any tensor copied; otherwise every
 // rank throws the same message naming the files, their steps and what to do.
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -349,8 +350,10 @@ void Engine::save(const std::string& dir) const {
         torch::tensor(std::vector<std::int64_t>(last_acquire_order_.begin(),
                                                 last_acquire_order_.end()), torch::kLong);
     // Loss scaling: the scale, the good steps since it last changed, the skipped steps.
-    state["engine/loss_scale"] = torch::tensor(
-        {scale_, static_cast<double>(good_steps_), static_cast<double>(skipped_)}, torch::kDouble);
+    if (cfg_.loss_scaling)
+      state["engine/loss_scale"] = torch::tensor(
+          {scale_, static_cast<double>(good_steps_), static_cast<double>(skipped_)},
+          torch::kDouble);
     h.n_state = static_cast<std::uint32_t>(state.size());
     file = encode_file(h, encode_payload(units_, state));
     ckpt::write_durably(ckpt::rank_file(set, comm_.rank()), file);
@@ -412,13 +415,19 @@ void Engine::load(const std::string& dir) {
       pos += t->nbytes();
     }
   restore_learned(state, units_, last_acquire_order_, rf.path);
-  if (auto it = state.find("engine/loss_scale"); it != state.end()) {  // absent: older sets
+  // Loss scaling's state, when this run scales (else ignored; absent when the saving run did
+  // not scale: this run starts from loss_scale_init).
+  if (auto it = state.find("engine/loss_scale"); it != state.end()) {
     const torch::Tensor ls = it->second;
     SB_CHECK(ls.numel() == 3 && ls.scalar_type() == torch::kDouble,
              "checkpoint {}: engine/loss_scale has {} values, expected 3", rf.path, ls.numel());
-    scale_ = ls[0].item<double>();
-    good_steps_ = static_cast<std::int64_t>(ls[1].item<double>());
-    skipped_ = static_cast<std::int64_t>(ls[2].item<double>());
+    if (cfg_.loss_scaling) {
+      scale_ = ls[0].item<double>();
+      good_steps_ = static_cast<std::int64_t>(ls[1].item<double>());
+      skipped_ = static_cast<std::int64_t>(ls[2].item<double>());
+      SB_CHECK(std::isfinite(scale_) && scale_ > 0, "checkpoint {}: engine/loss_scale holds "
+               "the scale {}; delete the set or resume = false", rf.path, scale_);
+    }
     state.erase(it);
   }
   coll_->load_compression_state(state);

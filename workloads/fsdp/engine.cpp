@@ -414,11 +414,17 @@ void Engine::optimizer_step(StepStats& s) {
     if (comm_.all_reduce_scalar(bad, comm::Group::World, comm::ReduceOp::Max) > 0) {
       s.skipped = true;
       ++skipped_;
+      // Every rank alike: a run whose gradients stay non-finite has diverged, not overflowed.
+      SB_CHECK(++skipped_in_row_ < kMaxSkipsInARow,
+               "loss scaling: {} steps in a row had non-finite gradients (scale down to {:g} "
+               "from loss_scale_init {:g}): the run diverged; lower lr (now {:g}) or train in "
+               "bf16", skipped_in_row_, scale_, cfg_.loss_scale_init, cfg_.adamw.lr);
       good_steps_ = 0;
       scale_ *= 0.5;
       return;
     }
-    if (++good_steps_ == cfg_.loss_scale_growth_interval) {
+    skipped_in_row_ = 0;
+    if (++good_steps_ >= cfg_.loss_scale_growth_interval) {
       good_steps_ = 0;
       scale_ *= 2.0;
     }

@@ -180,7 +180,9 @@ class Engine final : public models::ParamProvider {
   std::vector<std::unique_ptr<Unit>> units_;
   std::int64_t step_ = 0;
   double scale_ = 1;                 // loss scaling (EngineConfig::loss_scaling)
-  std::int64_t good_steps_ = 0, skipped_ = 0;
+  std::int64_t good_steps_ = 0, skipped_ = 0, skipped_in_row_ = 0;
+  // 2^64 of headroom halved away: beyond it no scale makes the gradients finite.
+  static constexpr std::int64_t kMaxSkipsInARow = 64;
   double gather_wait_s_ = 0;
   bool final_micro_ = true, accumulating_ = false;
   std::vector<int> acquire_order_, last_acquire_order_, release_seq_;

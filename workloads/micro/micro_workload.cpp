@@ -100,8 +100,17 @@ class MicroWorkload : public Workload {
   // (backend_tuning.h); writes the tuning table of comm_backend = "auto" to comm_tuning (rank
   // 0, atomically) and records it and the times per backend.
   void tune(RunContext& ctx, std::int64_t lo, std::int64_t hi, std::int64_t factor) {
-    std::vector<std::int64_t> sizes;
-    for (std::int64_t b = lo; b <= hi; b *= factor) sizes.push_back(b);
+    // Sizes whose cases round to the same buffer (whole elements per rank) measured once.
+    std::vector<std::int64_t> sizes, seen;
+    for (std::int64_t b = lo; b <= hi; b *= factor) {
+      CaseConfig c;
+      c.op = Op::AllGather;  // the rounding of the split collectives (the finest)
+      c.bytes = b;
+      const std::int64_t actual = CollectiveCase(c, ctx.world, nullptr).size_bytes();
+      if (std::find(seen.begin(), seen.end(), actual) != seen.end()) continue;
+      seen.push_back(actual);
+      sizes.push_back(b);
+    }
     std::vector<BackendUnderTest> under;
     for (const auto& b : comm::backends()) {
       if (!b.available || b.name == "nccl") continue;  // host tensors: the CPU backends
@@ -120,6 +129,7 @@ class MicroWorkload : public Workload {
       ctx.progress.step(static_cast<long>(i + 1), op_name(ops[i]));
     }
     ctx.progress.end();
+    const bool complete = m.rows.size() == ops.size() * sizes.size();
     SB_CHECK(m.wrong == 0, "tune: {} result elements differ from the expected values; a backend "
              "is broken", m.wrong);
     comm::BackendTable t = comm::make_table(m.rows);
@@ -143,6 +153,11 @@ class MicroWorkload : public Workload {
       for (const auto& [name, s] : e.seconds) ctx.recorder.series("tune." + name + "_s", s);
     }
     const std::string path = ctx.point.get_string("comm_tuning");
+    if (!complete) {  // stopped early: a table without some collective would fail later
+      ctx.recorder.text("backend_table", "not written: the point stopped before measuring "
+                                         "every collective");
+      return;
+    }
     if (ctx.rank == 0) comm::write_table(t, path);
     ctx.recorder.text("backend_table", comm::table_text(t));
     ctx.recorder.text("backend_table_path", path);

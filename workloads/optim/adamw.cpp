@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #include "harness/core/check.h"
 
@@ -31,6 +32,9 @@ double clip_coefficient(double total_norm, double max_norm) {
 void adamw_update(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& exp_avg,
                   torch::Tensor& exp_avg_sq, std::int64_t step, double lr, const AdamWConfig& c,
                   const torch::Tensor& decay) {
+  // A profiler scope (suite/micro/profile_train.cpp): our loop is no aten op. A branch when
+  // no profiler runs.
+  RECORD_FUNCTION("sb::adamw", c10::ArrayRef<const c10::IValue>{});
   SB_CHECK(step >= 1, "adamw_update: step is 1-based (bias correction), got {}", step);
   const std::int64_t n = param.numel();
   SB_CHECK(grad.numel() == n && exp_avg.numel() == n && exp_avg_sq.numel() == n &&

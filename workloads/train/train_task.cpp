@@ -55,6 +55,16 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
     out.push_back({"reduce_dtype", fmt::format("compression '{}' compresses fp32 gradients; set "
                                                "reduce_dtype = \"fp32\"",
                                                p.get_string("compression"))});
+  // Loss scaling (fp16) scales the gradients the compressors keep residuals and warm starts
+  // of: a skipped step or a new scale would poison them.
+  if (p.get_string("dtype") == "fp16" && p.has("compression") &&
+      p.get_string("compression") != "none")
+    out.push_back({"compression", fmt::format("compression '{}' with dtype = \"fp16\": fp16 "
+                                              "trains with dynamic loss scaling, whose skipped "
+                                              "steps and changing scale the compressors' state "
+                                              "cannot follow; use dtype = \"bf16\" or "
+                                              "compression = \"none\"",
+                                              p.get_string("compression"))});
   const std::string model = p.get_string("model");
   try {
     const auto& fam = models::family(models::preset_config(model).family);

@@ -1,0 +1,197 @@
+// Where a training step's time goes (docs/PERFORMANCE.md "Where the time goes"): gpt2 (124M)
+// steps of the FSDP engine on one rank (no_shard) under LibTorch's profiler, every op's self
+// time (its time minus its children's) summed by op class:
+//   linear matmuls (mm, addmm and their backward), attention (bmm, softmax, masking),
+//   layer norm, GELU, softmax/cross-entropy over the vocabulary, embedding, AdamW (our loop,
+//   scope sb::adamw), casts (to, copy), other elementwise ops, and time outside any op.
+// An op without a class counts for its nearest classed ancestor (aten::t under aten::linear
+// is matmul work). Printed per step, beside the same steps' wall time without the profiler
+// (its overhead is the difference), with the CPU model and the ISA units that decide the
+// low-precision kernels.
+//   mpirun -np 1 build/micro/micro_profile_train [--dtype fp32|bf16|fp16] [--batch 4]
+//          [--seq 128] [--steps 3] [--model gpt2]      (SB_THREADS: threads, default 2)
+#include <ATen/Parallel.h>
+#include <mpi.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/core/machine.h"
+#include "harness/core/mpi_context.h"
+#include "workloads/comm/communicator.h"
+#include "workloads/data/batches.h"
+#include "workloads/data/markov.h"
+#include "workloads/fsdp/engine.h"
+#include "workloads/models/model.h"
+#include "workloads/models/params.h"
+
+namespace {
+
+// The class of an op by name; "" when it has none (then its ancestor's counts).
+std::string op_class(const std::string& n) {
+  auto any = [&](std::initializer_list<const char*> names) {
+    return std::any_of(names.begin(), names.end(), [&](const char* x) { return n == x; });
+  };
+  if (n == "sb::adamw") return "AdamW (sb::adamw)";
+  if (any({"aten::bmm", "aten::baddbmm", "aten::softmax", "aten::_softmax", "aten::masked_fill",
+           "aten::masked_fill_", "aten::_softmax_backward_data", "BmmBackward0",
+           "BaddbmmBackward0", "SoftmaxBackward0", "MaskedFillBackward0",
+           "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention_for_cpu",
+           "ScaledDotProductFlashAttentionForCpuBackward0"}))
+    return "attention (bmm, softmax, mask)";
+  if (any({"aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "MmBackward0",
+           "AddmmBackward0", "LinearBackward0"}))
+    return "linear matmuls (mm, addmm)";
+  if (any({"aten::layer_norm", "aten::native_layer_norm", "aten::native_layer_norm_backward",
+           "NativeLayerNormBackward0"}))
+    return "layer norm";
+  if (any({"aten::gelu", "aten::gelu_backward", "GeluBackward0"})) return "GELU";
+  if (any({"aten::cross_entropy_loss", "aten::log_softmax", "aten::_log_softmax",
+           "aten::nll_loss", "aten::nll_loss_nd", "aten::nll_loss_forward",
+           "aten::nll_loss_backward", "aten::_log_softmax_backward_data", "LogSoftmaxBackward0",
+           "NllLossBackward0"}))
+    return "softmax + cross-entropy (vocab)";
+  if (any({"aten::embedding", "aten::embedding_backward", "aten::embedding_dense_backward",
+           "EmbeddingBackward0"}))
+    return "embedding";
+  if (any({"aten::to", "aten::_to_copy", "aten::copy_", "ToCopyBackward0"})) return "casts and copies";
+  return "";
+}
+
+struct Ev {
+  std::string name;
+  std::uint64_t start, end, thread;
+};
+
+// Self time per class, in ns, over events of one thread sorted by start.
+void attribute(std::vector<Ev>& evs, std::map<std::string, double>& by_class, double& ops_ns) {
+  std::sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
+    return a.start != b.start ? a.start < b.start : a.end > b.end;  // parents first
+  });
+  struct Open {
+    const Ev* e;
+    std::string cls;  // its own class or its nearest classed ancestor's
+    double child_ns = 0;
+  };
+  std::vector<Open> stack;
+  auto close = [&](const Open& o) {
+    const double self = static_cast<double>(o.e->end - o.e->start) - o.child_ns;
+    by_class[o.cls.empty() ? "other elementwise and views" : o.cls] += std::max(0.0, self);
+  };
+  for (const Ev& e : evs) {
+    while (!stack.empty() && stack.back().e->end <= e.start) {
+      close(stack.back());
+      stack.pop_back();
+    }
+    if (stack.empty()) ops_ns += static_cast<double>(e.end - e.start);
+    else stack.back().child_ns += static_cast<double>(e.end - e.start);
+    std::string cls = op_class(e.name);
+    if (cls.empty() && !stack.empty()) cls = stack.back().cls;
+    stack.push_back({&e, cls});
+  }
+  while (!stack.empty()) {
+    close(stack.back());
+    stack.pop_back();
+  }
+}
+
+std::string arg(int argc, char** argv, const char* name, const char* def) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  return def;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  const char* te = std::getenv("SB_THREADS");
+  const int threads = te ? std::atoi(te) : 2;
+  at::set_num_threads(threads);
+  const std::string model_name = arg(argc, argv, "--model", "gpt2");
+  const std::string dtype = arg(argc, argv, "--dtype", "fp32");
+  const std::int64_t B = std::atoll(arg(argc, argv, "--batch", "4").c_str());
+  const std::int64_t T = std::atoll(arg(argc, argv, "--seq", "128").c_str());
+  const int steps = std::atoi(arg(argc, argv, "--steps", "3").c_str());
+
+  auto model = sb::models::make_model(model_name, "naive");
+  sb::comm::Communicator comm(MPI_COMM_SELF, 1);
+  sb::fsdp::EngineConfig cfg;
+  cfg.strategy = "no_shard";
+  cfg.param_dtype = cfg.reduce_dtype = sb::fsdp::dtype_from_name(dtype);
+  cfg.loss_scaling = cfg.param_dtype == torch::kFloat16;
+  cfg.adamw.total_steps = 1000;
+  sb::fsdp::Engine engine(*model, comm, cfg, sb::models::init_params(model->units(), 1));
+  sb::data::MarkovConfig mk;
+  mk.vocab = model->config().vocab, mk.branching = 8;
+  sb::data::MarkovLmBatches src(mk, B, T, 1);
+  auto run = [&](std::int64_t s) {
+    auto b = src.train(s);
+    engine.step({b}, sb::fsdp::loss_terms(b));
+  };
+  run(0);  // warm-up: allocator, first touch of the optimizer state
+  // The same number of steps without and then with the profiler.
+  auto t0 = std::chrono::steady_clock::now();
+  for (int s = 0; s < steps; ++s) run(1 + s);
+  const double plain_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / steps;
+
+  using namespace torch::autograd::profiler;
+  using torch::profiler::impl::ActivityType;
+  using torch::profiler::impl::ProfilerConfig;
+  using torch::profiler::impl::ProfilerState;
+  const ProfilerConfig pc(ProfilerState::KINETO);
+  const std::set<ActivityType> acts{ActivityType::CPU};
+  prepareProfiler(pc, acts);
+  enableProfiler(pc, acts);
+  t0 = std::chrono::steady_clock::now();
+  for (int s = 0; s < steps; ++s) run(1 + steps + s);
+  const double prof_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / steps;
+  const auto result = disableProfiler();
+
+  std::map<std::uint64_t, std::vector<Ev>> per_thread;
+  for (const auto& e : result->events())
+    if (e.durationNs() > 0)
+      per_thread[e.startThreadId()].push_back(
+          {e.name(), e.startNs(), e.startNs() + e.durationNs(), e.startThreadId()});
+  std::map<std::string, double> by_class;
+  double ops_ns = 0;
+  for (auto& [t, evs] : per_thread) attribute(evs, by_class, ops_ns);
+
+  const auto m = sb::machine_now(sb::host_name());
+  std::vector<std::string> bf16_units;
+  for (const char* f : {"avx512_bf16", "amx_bf16", "avx512_fp16", "amx_int8", "avx512_vnni"})
+    if (std::find(m.isa.begin(), m.isa.end(), f) != m.isa.end()) bf16_units.push_back(f);
+  std::printf("# %s training B=%lld T=%lld, dtype %s, %d threads, %d profiled steps\n",
+              model_name.c_str(), static_cast<long long>(B), static_cast<long long>(T),
+              dtype.c_str(), threads, steps);
+  std::printf("# CPU %s; low-precision units: %s\n", m.cpu_model.c_str(),
+              bf16_units.empty() ? "none (no avx512_bf16, amx_bf16, avx512_fp16, amx_int8, "
+                                   "avx512_vnni): bf16/fp16 matmuls have no fast kernel here"
+                                 : fmt::format("{}", fmt::join(bf16_units, ", ")).c_str());
+  std::printf("# step %.3f s without the profiler, %.3f s with it (overhead %.1f%%)\n", plain_s,
+              prof_s, 100 * (prof_s / plain_s - 1));
+  std::vector<std::pair<std::string, double>> rows(by_class.begin(), by_class.end());
+  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  const double total_ns = prof_s * steps * 1e9;
+  std::printf("%-34s %12s %8s\n", "op class", "ms/step", "share");
+  for (const auto& [cls, ns] : rows)
+    std::printf("%-34s %12.1f %7.1f%%\n", cls.c_str(), ns / steps / 1e6, 100 * ns / total_ns);
+  const double outside = std::max(0.0, total_ns - ops_ns);
+  std::printf("%-34s %12.1f %7.1f%%\n", "outside any op (engine, hooks)", outside / steps / 1e6,
+              100 * outside / total_ns);
+  MPI_Finalize();
+  return 0;
+}
