@@ -113,9 +113,17 @@ std::string arg(int argc, char** argv, const char* name, const char* def) {
 
 }  // namespace
 
+int profile(int argc, char** argv);
+
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  const int rc = profile(argc, argv);  // its communicator is gone before MPI_Finalize
+  MPI_Finalize();
+  return rc;
+}
+
+int profile(int argc, char** argv) {
   const char* te = std::getenv("SB_THREADS");
   const int threads = te ? std::atoi(te) : 2;
   at::set_num_threads(threads);
@@ -192,6 +200,5 @@ int main(int argc, char** argv) {
   const double outside = std::max(0.0, total_ns - ops_ns);
   std::printf("%-34s %12.1f %7.1f%%\n", "outside any op (engine, hooks)", outside / steps / 1e6,
               100 * outside / total_ns);
-  MPI_Finalize();
   return 0;
 }
