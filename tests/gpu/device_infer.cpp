@@ -3,6 +3,8 @@
 // computation on the host. Each test skips, saying why, in a CPU build or without a GPU.
 #include <gtest/gtest.h>
 
+#include "tests/gpu/require_gpu.h"
+
 #include "harness/core/check.h"
 #include "workloads/data/batches.h"
 #include "workloads/models/attention.h"
@@ -15,14 +17,6 @@
 using namespace sb::models;
 
 namespace {
-
-// Skips the calling test unless this build and machine can run GPU code.
-#define SB_REQUIRE_GPU()                                                                     \
-  do {                                                                                     \
-    if (!built_with_cuda())                                                                \
-      GTEST_SKIP() << "CPU build: configure with cmake --preset cuda to run GPU tests";   \
-    if (visible_gpus() == 0) GTEST_SKIP() << "no GPU visible to this process";             \
-  } while (0)
 
 // padded: the second row's last quarter is padding (BERT reads the mask; the SDPA variant
 // then takes its boolean-mask path instead of is_causal / no mask).

@@ -7,6 +7,8 @@
 // to mpi, gloo refuses device tensors. Each test skips,
 // saying why, in a CPU build or without a GPU.
 #include <gtest/gtest.h>
+
+#include "tests/gpu/require_gpu.h"
 #include <mpi.h>
 
 #include "tests/mpi/fsdp_testlib.h"
@@ -32,13 +34,6 @@ struct MpiEnv : ::testing::Environment {
   void TearDown() override { MPI_Finalize(); }
 };
 [[maybe_unused]] auto* const kEnv = ::testing::AddGlobalTestEnvironment(new MpiEnv);
-
-#define SB_REQUIRE_GPU()                                                                     \
-  do {                                                                                     \
-    if (!built_with_cuda())                                                                \
-      GTEST_SKIP() << "CPU build: configure with cmake --preset cuda to run GPU tests";   \
-    if (visible_gpus() == 0) GTEST_SKIP() << "no GPU visible to this process";             \
-  } while (0)
 
 constexpr std::int64_t kB = 4, kT = 32;
 constexpr int kSteps = 4;
