@@ -132,13 +132,7 @@ void compare_backends(std::int64_t lo, std::int64_t hi, int n, int rank) {
                                            MPI_COMM_WORLD);
   auto table = sb::comm::make_table(first.rows);
   table.world = n;
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  std::vector<char> all(static_cast<std::size_t>(n) * 256);
-  MPI_Allgather(host, 256, MPI_CHAR, all.data(), 256, MPI_CHAR, MPI_COMM_WORLD);
-  for (int r = 0; r < n; ++r) table.hosts.emplace_back(all.data() + r * 256);
-  std::sort(table.hosts.begin(), table.hosts.end());
-  table.hosts.erase(std::unique(table.hosts.begin(), table.hosts.end()), table.hosts.end());
+  table.hosts = sb::comm::host_set(MPI_COMM_WORLD);
   table.source = "micro_collectives, first pass";
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("sb_backends_" + std::to_string(getpid()) + ".toml")).string();

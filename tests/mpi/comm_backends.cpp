@@ -55,19 +55,7 @@ std::string mixing_table() {
     }
   t = sb::comm::make_table(rows);
   t.world = world_size();
-  const auto hosts = sb::gather_strings(sb::host_name(), MPI_COMM_WORLD);
-  std::vector<char> buf;
-  std::string joined;
-  if (world_rank() == 0)
-    for (const auto& h : hosts) joined += h + "\n";
-  int len = static_cast<int>(joined.size());
-  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  joined.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(joined.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
-  std::istringstream in(joined);
-  for (std::string h; std::getline(in, h);) t.hosts.push_back(h);
-  std::sort(t.hosts.begin(), t.hosts.end());
-  t.hosts.erase(std::unique(t.hosts.begin(), t.hosts.end()), t.hosts.end());
+  t.hosts = sb::comm::host_set(MPI_COMM_WORLD);
   t.source = "tests/mpi/comm_backends.cpp";
   const std::string path = fmt::format("{}/sb_mix_{}_{}.toml",
                                        std::filesystem::temp_directory_path().string(), getpid(),

@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "harness/core/check.h"
+#include "harness/core/mpi_context.h"
 #include "harness/launch/results.h"
 
 namespace sb::comm {
@@ -204,10 +205,24 @@ BackendTable parse_table(const std::string& text, const std::string& path) {
   return t;
 }
 
+std::vector<std::string> host_set(MPI_Comm comm) {
+  constexpr int kLen = 256;
+  std::string mine = sb::host_name();
+  mine.resize(kLen - 1);
+  int n = 1;
+  MPI_Comm_size(comm, &n);
+  std::vector<char> all(static_cast<std::size_t>(n) * kLen);
+  sb::check_mpi(MPI_Allgather(mine.c_str(), kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, comm),
+                "MPI_Allgather (host names)");
+  std::vector<std::string> v;
+  for (int r = 0; r < n; ++r) v.emplace_back(all.data() + static_cast<std::size_t>(r) * kLen);
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
 void check_table_fits(const BackendTable& t, const std::string& path, int world,
-                      std::vector<std::string> hosts) {
-  std::sort(hosts.begin(), hosts.end());
-  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+                      const std::vector<std::string>& hosts) {
   SB_CHECK(t.world == world && t.hosts == hosts,
            "comm_tuning: the table {} is stale: it was measured with {} ranks on [{}], this point "
            "runs {} ranks on [{}]; {}", path, t.world, fmt::join(t.hosts, ", "), world,

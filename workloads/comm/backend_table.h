@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include <mpi.h>
+
 #include "workloads/comm/backend.h"
 
 namespace sb::comm {
@@ -66,10 +68,13 @@ BackendTable read_table(const std::string& path);
 // names it in errors). The Communicator has rank 0 read and every rank parse the same text.
 std::string read_table_file(const std::string& path);
 BackendTable parse_table(const std::string& text, const std::string& path);
-// Fails unless the table was measured with this world size on these hosts (stale otherwise),
-// and every backend it names is in this build.
+// Fails unless the table was measured with this world size on these hosts (host_set; stale
+// otherwise), and every backend it names is in this build.
 void check_table_fits(const BackendTable& t, const std::string& path, int world,
-                      std::vector<std::string> hosts);
+                      const std::vector<std::string>& hosts);
+// The sorted, unique host names of comm's ranks, on every rank (collective): the `hosts` a
+// table records and is checked against.
+std::vector<std::string> host_set(MPI_Comm comm);
 // Written whole to a temporary file and renamed over path (never half-written).
 void write_table(const BackendTable& t, const std::string& path);
 std::string table_text(const BackendTable& t);

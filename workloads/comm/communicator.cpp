@@ -65,20 +65,6 @@ std::string broadcast_file(const std::string& path, MPI_Comm comm) {
   return text;
 }
 
-// Host names of every rank of comm (collective).
-std::vector<std::string> all_hosts(MPI_Comm comm) {
-  constexpr int kLen = 256;
-  std::string mine = sb::host_name();
-  mine.resize(kLen - 1);
-  int n = 1;
-  MPI_Comm_size(comm, &n);
-  std::vector<char> all(static_cast<std::size_t>(n) * kLen);
-  sb::check_mpi(MPI_Allgather(mine.c_str(), kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, comm),
-                "MPI_Allgather (host names)");
-  std::vector<std::string> v;
-  for (int r = 0; r < n; ++r) v.emplace_back(all.data() + static_cast<std::size_t>(r) * kLen);
-  return v;
-}
 }  // namespace
 
 // ---- Communicator ------------------------------------------------------------------------
@@ -130,7 +116,7 @@ Communicator::Communicator(MPI_Comm world, int shard_group, bool async,
     // (no shared file system, a file re-tuned on one node), and a missing file fails all.
     auto t = std::make_shared<BackendTable>(
         parse_table(broadcast_file(choice_.table, world_), choice_.table));
-    check_table_fits(*t, choice_.table, n, all_hosts(world_));
+    check_table_fits(*t, choice_.table, n, host_set(world_));
     names = t->backends;
     table_ = std::move(t);
   }

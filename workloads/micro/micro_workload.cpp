@@ -134,10 +134,7 @@ class MicroWorkload : public Workload {
              "is broken", m.wrong);
     comm::BackendTable t = comm::make_table(m.rows);
     t.world = ctx.size;
-    const auto hosts = sb::gather_strings(sb::host_name(), ctx.world);
-    t.hosts = hosts;
-    std::sort(t.hosts.begin(), t.hosts.end());
-    t.hosts.erase(std::unique(t.hosts.begin(), t.hosts.end()), t.hosts.end());
+    t.hosts = comm::host_set(ctx.world);
     t.cpu = sb::machine_now(sb::host_name()).cpu_model;
     t.source = fmt::format("micro point {} ({})", ctx.point.index, ctx.point.id);
     t.git_commit = sb::build_git_commit();

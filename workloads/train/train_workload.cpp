@@ -118,6 +118,7 @@ class TrainWorkload final : public sb::Workload {
   fsdp::EngineConfig cfg_;
   torch::Device device_ = torch::kCPU;  // the `device` key (models/device.h)
   double origin_ = 0, peak_gflops_ = 0, peak_fp32_gflops_ = 0, flops_per_token_ = 0;
+  std::string peak_dtype_;           // the GEMM dtype of peak_gflops_, or "given"
   mutable std::string mfu_invalid_;  // the first step's reason for a NaN MFU (mfu.h)
 };
 
@@ -147,13 +148,16 @@ void TrainWorkload::build(RunContext& ctx) {
   // in the compute dtype (its tensor cores), beside the fp32 one; on the host in fp32. (A
   // host bf16 peak belongs with the ISA check of the Lowprec issue: on a CPU without bf16
   // units at::mm in bf16 ran at 1 GFLOP/s here, 2 s per GEMM, against 90 in fp32.)
-  const bool gpu = device_.is_cuda();
+  // The peak_gflops key replaces the measured one (a spec-sheet peak).
+  const bool given = p.get_double("peak_gflops") > 0, dtype_gemm = device_.is_cuda() && !given;
+  peak_dtype_ = given ? "given (peak_gflops)" : dtype_gemm ? fsdp::dtype_name(cfg_.param_dtype)
+                                                           : "fp32";
   double peaks[2] = {0, measure_peak_gflops(device_, torch::kFloat32)};
-  peaks[0] = gpu ? measure_peak_gflops(device_, cfg_.param_dtype) : peaks[1];
+  peaks[0] = dtype_gemm ? measure_peak_gflops(device_, cfg_.param_dtype) : peaks[1];
   sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, peaks, 2, MPI_DOUBLE, MPI_MIN, ctx.world),
                 "MPI_Allreduce (peak GFLOP/s)");
   peak_fp32_gflops_ = peaks[1];
-  peak_gflops_ = p.get_double("peak_gflops") > 0 ? p.get_double("peak_gflops") : peaks[0];
+  peak_gflops_ = given ? p.get_double("peak_gflops") : peaks[0];
   flops_per_token_ = model_->train_flops_per_token(p.get_int("seq"));
   engine_->reset_peak();
 }
@@ -290,10 +294,7 @@ void TrainWorkload::record_results(RunContext& ctx) {
     rec.scalar("final_loss_scale", engine_->loss_scale());
   }
   rec.text("device", device_.str());
-  // MFU's denominator: the peak_gflops key, else a same-run GEMM in the compute dtype.
-  rec.text("peak_dtype", ctx.point.get_double("peak_gflops") > 0 ? "given (peak_gflops)"
-                         : device_.is_cuda()                   ? fsdp::dtype_name(cfg_.param_dtype)
-                                                               : "fp32");
+  rec.text("peak_dtype", peak_dtype_);  // what MFU's denominator is
   if (device_.is_cuda())
     rec.scalar("device_peak_allocated_bytes",
                static_cast<double>(models::device_peak_allocated_bytes(device_)));
