@@ -20,7 +20,7 @@ namespace sb {
 const std::vector<std::string> kIsaFlags = {
     "sse4_2",      "avx",          "avx2",        "fma",        "f16c",       "avx512f",
     "avx512bw",    "avx512vl",     "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni",
-    "amx_tile",    "amx_bf16",     "amx_int8",    "asimd",      "sve",        "bf16"};
+    "amx_tile",    "amx_bf16",     "amx_int8",    "amx_fp16",   "asimd",      "sve",        "bf16"};
 
 namespace {
 // The value of the first "<key>\t: value" line of /proc/cpuinfo.

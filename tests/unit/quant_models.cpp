@@ -4,6 +4,7 @@
 #include <torch/types.h>
 
 #include "harness/core/check.h"
+#include "workloads/models/device.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
 #include "workloads/quant/quantizer.h"
@@ -108,4 +109,75 @@ TEST(Quantization, UnknownNameListsKnownOnes) {
   }
   EXPECT_NE(msg.find("unknown quantization \"int4\"; known: bf16, fp16, int8-dynamic, int8-weight, "
                      "int8-weight-channel, none"), std::string::npos) << msg;
+}
+
+// quant_compute = bf16 / fp16: the whole forward runs in that dtype, exactly as the fp32 model
+// cast to it (eager PyTorch's model.to(torch.bfloat16)); the weight-only int8 formats
+// dequantize into bf16 and stay within their fp32 tolerance.
+TEST(Quantization, LowComputeIsTheModelCastToThatDtype) {
+  for (const char* preset : {"gpt2-tiny", "bert-tiny"}) {
+    auto model = models::make_model(preset);
+    auto w = models::init_params(model->units(), 5);
+    torch::NoGradGuard ng;
+    auto b = batch_for(model->config(), 2, 16);
+    for (auto [name, dt] : {std::pair{"bf16", torch::kBFloat16}, std::pair{"fp16", torch::kHalf}}) {
+      auto cast = w;
+      for (auto& u : cast)
+        for (auto& t : u) t = t.to(dt);
+      models::PersistentParams ref(cast, /*requires_grad=*/false);
+      auto q = quant::quantize(name, *model, w, dt);
+      auto got = model->logits(*q, b), want = model->logits(ref, b);
+      EXPECT_EQ(got.scalar_type(), dt) << preset << " " << name;
+      EXPECT_TRUE(torch::equal(got, want)) << preset << " " << name;
+    }
+    models::PersistentParams fp32(w, false);
+    auto ref = model->logits(fp32, b);
+    for (const char* name : {"int8-weight", "int8-weight-channel"}) {
+      auto got = model->logits(*quant::quantize(name, *model, w, torch::kBFloat16), b);
+      EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
+      const double rel = ((got.to(torch::kFloat) - ref).norm() / ref.norm()).item<double>();
+      EXPECT_LE(rel, 6e-2) << preset << " " << name;
+    }
+  }
+}
+
+TEST(Quantization, ComputeDtypeChoice) {
+  const torch::Device cpu(torch::kCPU);
+  std::string why;
+  EXPECT_EQ(quant::compute_dtype("bf16", "fp32", cpu, &why), torch::kFloat);
+  EXPECT_EQ(why, "quant_compute = \"fp32\"");
+  EXPECT_EQ(quant::compute_dtype("int8-weight", "bf16", cpu, &why), torch::kBFloat16);
+  EXPECT_EQ(quant::compute_dtype("int8-dynamic", "auto", cpu, &why), torch::kFloat);
+  EXPECT_EQ(why, "int8-dynamic computes in fp32 only");
+  // auto follows the CPU's units: bf16 with avx512_bf16 / amx_bf16, else fp32 and says why.
+  const std::string missing = models::missing_fast_units(cpu, torch::kBFloat16);
+  EXPECT_EQ(quant::compute_dtype("bf16", "auto", cpu, &why),
+            missing.empty() ? torch::kBFloat16 : torch::kFloat);
+  if (!missing.empty()) {
+    EXPECT_NE(why.find("has none of avx512_bf16, amx_bf16"), std::string::npos) << why;
+  }
+  EXPECT_EQ(quant::check_compute_choice("int8-dynamic", "bf16"),
+            "quant_compute = \"bf16\": quantization \"int8-dynamic\" computes in fp32 only; set "
+            "quant_compute = \"auto\" or \"fp32\"");
+  EXPECT_EQ(quant::check_compute_choice("fp16", "bf16"),
+            "quant_compute = \"bf16\": quantization \"fp16\" computes in fp32 or fp16; set "
+            "quant_compute = \"auto\", \"fp32\" or \"fp16\"");
+  EXPECT_EQ(quant::check_compute_choice("fp16", "fp16"), "");
+}
+
+// auto times every engine this LibTorch has and keeps the fastest; once weights are packed
+// for it, asking for another engine is an error naming both.
+TEST(Quantization, Int8EngineIsMeasuredAndFixed) {
+  auto c = quant::select_int8_engine("auto");
+  EXPECT_NE(c.why.find(c.engine + " "), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find(" ms"), std::string::npos) << c.why;
+  EXPECT_EQ(quant::select_int8_engine(c.engine).engine, c.engine);
+  const std::string other = c.engine == "qnnpack" ? "x86" : "qnnpack";
+  std::string msg;
+  try {
+    quant::select_int8_engine(other);
+  } catch (const sb::Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("already packed int8 weights for engine " + c.engine), std::string::npos) << msg;
 }

@@ -163,6 +163,9 @@ class InferWorkload final : public sb::Workload {
   std::optional<c10::InferenceMode> inference_;  // from build() on
   LoadgenConfig lg_;
   torch::Device device_ = torch::kCPU;  // the `device` key (models/device.h)
+  torch::ScalarType compute_ = torch::kFloat;  // the forward's dtype (key quant_compute)
+  std::string compute_why_ = "sharded inference computes in fp32";
+  quant::Int8EngineChoice int8_engine_;  // int8-dynamic only
   models::Batch samples_;  // (S, T): every sample the scenario touches, on device_
   I step_ = 0;
 };
@@ -189,7 +192,10 @@ void InferWorkload::build(RunContext& ctx) {
     if (!device_.is_cpu())
       for (auto& unit : served)
         for (auto& t : unit) t = t.to(device_);
-    q_ = quant::quantize(p.get_string("quantization"), *model_, served);
+    const std::string qname = p.get_string("quantization");
+    if (qname == "int8-dynamic") int8_engine_ = quant::select_int8_engine(p.get_string("int8_engine"));
+    compute_ = quant::compute_dtype(qname, p.get_string("quant_compute"), device_, &compute_why_);
+    q_ = quant::quantize(qname, *model_, served, compute_);
   }
   lg_ = loadgen_config(p);
 }
@@ -279,7 +285,7 @@ void InferWorkload::record_model(RunContext& ctx) {
     auto src = data::markov_source(model_->config(), lg_.max_batch, p.get_int("seq"), lg_.seed,
                                    lg_.seed + 7919);
     auto a = accuracy(*model_, fp32,
-                      [this](const models::Batch& b) { return serve(b).to(torch::kCPU); }, *src,
+                      [this](const models::Batch& b) { return serve(b).to(torch::kCPU, torch::kFloat); }, *src,
                       batches);
     rec.scalar("top1_agreement", a.top1);
     const std::string& metric = models::family(model_->config().family).eval_metric;
@@ -301,6 +307,12 @@ void InferWorkload::record_model(RunContext& ctx) {
   rec.text("cpu_allocator", models::cpu_allocator_name());
   rec.text("quantization", p.get_string("quantization"));
   rec.text("sharding", engine_ ? "full_shard" : "none");
+  rec.text("compute_dtype", compute_ == torch::kBFloat16 ? "bf16" : compute_ == torch::kHalf ? "fp16" : "fp32");
+  rec.text("compute_dtype_reason", compute_why_);
+  if (!int8_engine_.engine.empty()) {
+    rec.text("int8_engine", int8_engine_.engine);
+    rec.text("int8_engine_reason", int8_engine_.why);
+  }
   rec.text("qengine", c10::toString(at::globalContext().qEngine()));
   rec.text("device", device_.str());
 }
@@ -317,6 +329,10 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                                                  "world = 1 or quantization = \"none\" (world "
                                                  "is {})", p.get_int("world"))});
   }
+  if (const std::string bad = quant::check_compute_choice(p.get_string("quantization"),
+                                                          p.get_string("quant_compute"));
+      !bad.empty())
+    out.push_back({"quant_compute", bad});
   const std::string sc = p.get_string("scenario");
   if (sc == "server" && p.get_double("target_qps") <= 0)
     out.push_back({"target_qps", "the server scenario needs target_qps > 0"});
@@ -368,6 +384,22 @@ const sb::Registrar registrar([] {
        "infer: safetensors checkpoint to load (empty: seeded initial weights)"});
   key(integer("accuracy_batches", 2, 0, I{1} << 20,
               "infer: held-out batches (of `batch` samples) scored against the fp32 model"));
+  register_name("quant_compute", "auto", "the format's low dtype where the device has its units, else fp32");
+  register_name("quant_compute", "fp32", "fp32 activations; weights dequantized to fp32 on the fly");
+  register_name("quant_compute", "bf16", "bf16 activations and GEMMs (bf16, int8-weight, int8-weight-channel)");
+  register_name("quant_compute", "fp16", "fp16 activations and GEMMs (fp16)");
+  key({"quant_compute", KeyType::Name, std::string("auto"), "quant_compute",
+       "infer: the dtype a quantized model's forward computes in: auto (the format's low dtype, "
+       "bf16 for bf16 and int8-weight*, fp16 for fp16, where the device has fast units for it; "
+       "else fp32), fp32, bf16 or fp16"});
+  register_name("int8_engine", "auto", "the fastest engine this LibTorch has, timed at start-up");
+  register_name("int8_engine", "x86", "PyTorch's x86 engine (FBGEMM or oneDNN per op)");
+  register_name("int8_engine", "fbgemm", "FBGEMM");
+  register_name("int8_engine", "onednn", "oneDNN (VNNI/AMX where the CPU has them)");
+  register_name("int8_engine", "qnnpack", "QNNPACK (mobile kernels)");
+  key({"int8_engine", KeyType::Name, std::string("auto"), "int8_engine",
+       "infer: LibTorch's int8 engine for int8-dynamic: auto (the fastest this LibTorch has, "
+       "measured at start-up), x86, fbgemm, onednn or qnnpack"});
   register_validator(validate);
   register_task({"infer", [] { return std::make_unique<InferWorkload>(); }, [](const Point& p) {
                    auto model = models::make_model(p.get_string("model"), p.get_string("attention"));

@@ -4,10 +4,16 @@
 #include <torch/cuda.h>
 #ifdef SB_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAFunctions.h>
 #endif
 
+#include <algorithm>
+
+#include <fmt/ranges.h>  // fmt::join
+
 #include "harness/core/check.h"
+#include "harness/core/machine.h"
 #include "harness/workload.h"
 
 namespace sb::models {
@@ -43,6 +49,32 @@ torch::Device resolve_device(const std::string& name, int local_rank) {
 
 void synchronize(const torch::Device& d) {
   if (d.is_cuda()) torch::cuda::synchronize(d.index());
+}
+
+std::string missing_fast_units(const torch::Device& d, torch::ScalarType dtype) {
+  if (dtype == torch::kFloat) return "";
+  if (d.is_cuda()) {
+#ifdef SB_WITH_CUDA
+    if (dtype != torch::kBFloat16) return "";
+    const auto* prop = at::cuda::getDeviceProperties(d.index());
+    if (prop->major >= 8) return "";
+    return fmt::format("GPU {} (compute capability {}.{}) has no bf16 tensor cores (8.0+)",
+                       prop->name, prop->major, prop->minor);
+#else
+    return "";
+#endif
+  }
+  std::vector<std::string> want;
+  if (dtype == torch::kBFloat16) want = {"avx512_bf16", "amx_bf16"};
+  else if (dtype == torch::kHalf) want = {"avx512_fp16", "amx_fp16"};
+  else if (dtype == torch::kChar) want = {"avx512_vnni", "avx_vnni", "amx_int8"};
+  else SB_FAIL("missing_fast_units: no rule for dtype {}", c10::toString(dtype));
+  static const sb::MachineInfo m = sb::machine_now("");
+  for (const auto& f : want)
+    if (std::find(m.isa.begin(), m.isa.end(), f) != m.isa.end()) return "";
+  return fmt::format("CPU {} has none of {} ({} matrix units)",
+                     m.cpu_model.empty() ? std::string("(unknown model)") : m.cpu_model,
+                     fmt::join(want, ", "), c10::toString(dtype));
 }
 
 std::int64_t device_peak_allocated_bytes(const torch::Device& d) {

@@ -20,6 +20,14 @@ int visible_gpus();
 // first step.
 torch::Device resolve_device(const std::string& name, int local_rank);
 
+// "" when d has fast matrix units for `dtype` (kBFloat16, kHalf, kChar = int8 products,
+// kFloat: always), else the sentence naming what is missing, for results and benchmark
+// notes. CPU: avx512_bf16 or amx_bf16 (bf16), avx512_fp16 or amx_fp16 (fp16), avx512_vnni,
+// avx_vnni or amx_int8 (int8); without them oneDNN has no fast kernel and LibTorch's
+// fallback runs bf16 GEMMs far slower than fp32 (1 GFLOP/s on an AVX2 EPYC). GPU: tensor
+// cores for fp16 and int8, bf16 from compute capability 8.0.
+std::string missing_fast_units(const torch::Device& d, torch::ScalarType dtype);
+
 // Waits for the work queued on d (timing GPU work needs it); nothing on CPU.
 void synchronize(const torch::Device& d);
 

@@ -2,33 +2,114 @@
 // activations quantized per batch at run time (uint8, scale and zero point from the batch's
 // range), int8 GEMM with int32 accumulation by LibTorch's quantized engine: what PyTorch's
 // quantize_dynamic does to nn.Linear. The engine is oneDNN where LibTorch has it (the
-// Debian LibTorch 1.13 had no FBGEMM, and oneDNN was the faster of the others), else QNNPACK.
+// int8 engine is the fastest this LibTorch has on this CPU, measured once per process
+// (select_int8_engine; key int8_engine), unless the task names one.
 #include <ATen/native/quantized/PackedParams.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+
+#include <fmt/ranges.h>  // fmt::join
 
 #include "harness/core/check.h"
 #include "workloads/quant/quantized_matrix.h"
+#include "workloads/quant/quantizer.h"
 
 namespace sb::quant {
 namespace {
 
-// The quantized engine is process-global; pick it once (oneDNN, else QNNPACK).
-void ensure_engine() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const auto& engines = at::globalContext().supportedQEngines();
-    auto has = [&](at::QEngine e) { return std::find(engines.begin(), engines.end(), e) != engines.end(); };
-    if (has(at::QEngine::ONEDNN)) at::globalContext().setQEngine(at::QEngine::ONEDNN);
-    else if (has(at::QEngine::QNNPACK)) at::globalContext().setQEngine(at::QEngine::QNNPACK);
-    else SB_FAIL("int8-dynamic needs LibTorch's oneDNN or QNNPACK quantized engine and this "
-                 "build has neither; use int8-weight-channel instead");
-  });
+// LibTorch's quantized engines, the wheel's in its order of preference.
+const std::vector<std::pair<std::string, at::QEngine>> kEngines = {
+    {"x86", at::QEngine::X86}, {"fbgemm", at::QEngine::FBGEMM},
+    {"onednn", at::QEngine::ONEDNN}, {"qnnpack", at::QEngine::QNNPACK}};
+
+std::mutex g_engine_mutex;
+std::optional<Int8EngineChoice> g_engine;  // set once per process: packed weights depend on it
+
+bool supported(at::QEngine e) {
+  const auto& s = at::globalContext().supportedQEngines();
+  return std::find(s.begin(), s.end(), e) != s.end();
 }
+
+using Prepack = c10::intrusive_ptr<LinearPackedParamsBase>(at::Tensor, c10::optional<at::Tensor>);
+c10::intrusive_ptr<LinearPackedParamsBase> prepack(const at::Tensor& qw) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("quantized::linear_prepack", "")
+                       .typed<Prepack>();
+  return op.call(qw, c10::nullopt);
+}
+
+// (out, in) fp32 -> int8 per output channel (symmetric: steps max|W[o,:]| / 127, zero point 0;
+// an all-zero row gets a tiny step).
+at::Tensor quantize_weight(const torch::Tensor& w) {
+  auto step = w.abs().amax(1).div_(127.0).clamp_min_(1e-12).to(torch::kDouble);  // (out)
+  return at::quantize_per_channel(w, step, torch::zeros({w.size(0)}, torch::kLong), 0, at::kQInt8);
+}
+
+// Milliseconds of one dynamic int8 linear of a BERT-base FFN layer (128 tokens x 768 -> 3072)
+// per engine: one warm-up call, then five rounds across the engines (interleaved, so a drift
+// of the machine's speed hits every engine alike), the median of each.
+std::map<std::string, double> time_engines(const std::vector<std::pair<std::string, at::QEngine>>& es) {
+  torch::NoGradGuard ng;
+  auto gen = at::detail::createCPUGenerator(1);
+  const auto w = torch::randn({3072, 768}, gen), x = torch::randn({128, 768}, gen);
+  std::vector<c10::intrusive_ptr<LinearPackedParamsBase>> packed;
+  for (const auto& [name, e] : es) {
+    at::globalContext().setQEngine(e);
+    packed.push_back(prepack(quantize_weight(w)));
+    packed.back()->apply_dynamic(x, /*reduce_range=*/true);
+  }
+  std::vector<std::vector<double>> ms(es.size());
+  for (int round = 0; round < 5; ++round)
+    for (std::size_t i = 0; i < es.size(); ++i) {
+      at::globalContext().setQEngine(es[i].second);
+      const auto t0 = std::chrono::steady_clock::now();
+      packed[i]->apply_dynamic(x, /*reduce_range=*/true);
+      ms[i].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+  std::map<std::string, double> out;
+  for (std::size_t i = 0; i < es.size(); ++i) {
+    std::sort(ms[i].begin(), ms[i].end());
+    out[es[i].first] = ms[i][ms[i].size() / 2];
+  }
+  return out;
+}
+
+Int8EngineChoice choose(const std::string& choice) {
+  std::vector<std::pair<std::string, at::QEngine>> have;
+  for (const auto& e : kEngines)
+    if (supported(e.second)) have.push_back(e);
+  std::vector<std::string> names;
+  for (const auto& e : have) names.push_back(e.first);
+  SB_CHECK(!have.empty(), "int8-dynamic needs one of LibTorch's quantized engines (x86, fbgemm, "
+                          "onednn, qnnpack) and this LibTorch has none; use int8-weight-channel");
+  if (choice != "auto") {
+    auto it = std::find_if(have.begin(), have.end(), [&](const auto& e) { return e.first == choice; });
+    SB_CHECK(it != have.end(), "int8_engine = \"{}\": this LibTorch has no such quantized engine; "
+             "it has: {} (or \"auto\": the fastest, measured)", choice, fmt::join(names, ", "));
+    at::globalContext().setQEngine(it->second);
+    return {choice, "int8_engine = \"" + choice + "\""};
+  }
+  const auto ms = time_engines(have);
+  std::string best = have.front().first, why;
+  for (const auto& [name, t] : ms) {
+    if (t < ms.at(best)) best = name;
+    why += fmt::format("{}{} {:.2f} ms", why.empty() ? "" : ", ", name, t);
+  }
+  for (const auto& e : have)
+    if (e.first == best) at::globalContext().setQEngine(e.second);
+  return {best, "auto: the fastest of " + why +
+                    " (one 128x768 -> 3072 dynamic int8 linear, median of 5 interleaved)"};
+}
+
+// Every Int8DynamicMatrix is packed for the engine chosen first (auto unless the task chose).
+void ensure_engine() { select_int8_engine("auto"); }
 
 // Whether the CPU multiplies u8 x s8 with 32-bit accumulation in one instruction (AVX-512
 // VNNI, AVX-VNNI, AMX). Without it, oneDNN's AVX2 kernel adds pairs of u8*s8 products in
@@ -54,24 +135,18 @@ class Int8DynamicMatrix final : public QuantizedMatrix {
  public:
   explicit Int8DynamicMatrix(const torch::Tensor& w) : out_(w.size(0)), in_(w.size(1)) {  // (out, in)
     ensure_engine();
-    // Symmetric per-channel steps max|W[o,:]| / 127 (zero point 0); an all-zero row gets a tiny step.
-    auto step = w.abs().amax(1).div_(127.0).clamp_min_(1e-12).to(torch::kDouble);   // (out)
-    auto qw = at::quantize_per_channel(w, step, torch::zeros({out_}, torch::kLong), 0, at::kQInt8);
-    static auto prepack =
-        c10::Dispatcher::singleton()
-            .findSchemaOrThrow("quantized::linear_prepack", "")
-            .typed<c10::intrusive_ptr<LinearPackedParamsBase>(at::Tensor, c10::optional<at::Tensor>)>();
-    packed_ = prepack.call(qw, c10::nullopt);
+    packed_ = prepack(quantize_weight(w));
   }
-  torch::Tensor dequantize() const override {
-    return std::get<0>(packed_->unpack()).dequantize();
+  torch::Tensor dequantize(torch::ScalarType dtype) const override {
+    return std::get<0>(packed_->unpack()).dequantize().to(dtype);
   }
-  // x: (..., in) -> (..., out); the bias is added in fp32 after the int8 GEMM.
+  // x: (..., in) fp32 (the format computes in fp32 only) -> (..., out); the bias is added in
+  // fp32 after the int8 GEMM.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& b) const override {
     auto shape = x.sizes().vec();
     SB_CHECK(shape.back() == in_, "int8-dynamic linear: input has {} features, weight expects {}",
              shape.back(), in_);
-    auto y = packed_->apply_dynamic(x.reshape({-1, in_}).contiguous(),
+    auto y = packed_->apply_dynamic(x.reshape({-1, in_}).to(torch::kFloat).contiguous(),
                                     /*reduce_range=*/!cpu_has_vnni());  // (M, out)
     if (b.defined()) y.add_(b);
     shape.back() = out_;
@@ -95,4 +170,17 @@ const bool registered =
                         [](std::int64_t r, std::int64_t c) { return r * c + 4 * r; }),
      true);
 }  // namespace
+
+Int8EngineChoice select_int8_engine(const std::string& choice) {
+  std::lock_guard<std::mutex> lock(g_engine_mutex);
+  if (g_engine) {
+    SB_CHECK(choice == "auto" || choice == g_engine->engine,
+             "int8_engine = \"{}\": this process already packed int8 weights for engine {} (the "
+             "quantized engine is process-global); choose the engine before the first int8-dynamic "
+             "model", choice, g_engine->engine);
+    return *g_engine;
+  }
+  g_engine = choose(choice);
+  return *g_engine;
+}
 }  // namespace sb::quant

@@ -14,10 +14,12 @@ namespace sb::quant {
 class QuantizedMatrix {
  public:
   virtual ~QuantizedMatrix() = default;
-  // (out, in) fp32: what the matrix stands for (embedding lookups use it).
-  virtual torch::Tensor dequantize() const = 0;
-  // x: (..., in) fp32, b: (out) fp32 or undefined -> (..., out) fp32 = x W^T + b.
-  // Default: dequantize on the fly, then fp32 at::linear.
+  // (out, in) in `dtype`: what the matrix stands for (embedding lookups use it; the
+  // weight-only formats dequantize into the forward's compute dtype).
+  virtual torch::Tensor dequantize(torch::ScalarType dtype = torch::kFloat) const = 0;
+  // x: (..., in) in the forward's compute dtype, b: (out) in the same dtype or undefined ->
+  // (..., out) = x W^T + b in x's dtype. Default: dequantize into x's dtype on the fly, then
+  // at::linear in that dtype (bf16 on AMX / tensor cores, fp32 elsewhere).
   virtual torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& b) const;
   // Bytes of the format: codes and scales (what would be stored or sent).
   virtual std::int64_t bytes() const = 0;
@@ -31,8 +33,10 @@ using MatrixQuantizer = std::function<std::unique_ptr<QuantizedMatrix>(const tor
 // bytes() of a (rows, cols) matrix in the format, without building it (for `shardbench plan`).
 using MatrixBytes = std::function<std::int64_t(std::int64_t rows, std::int64_t cols)>;
 // Registers `name` in the harness name set "quantization" too. A null quantizer ("none")
-// keeps every matrix fp32.
+// keeps every matrix fp32. `low`: the low-precision dtype the format's forward may compute
+// in besides fp32 (bf16 for bf16 and the weight-only int8 formats, fp16 for fp16); kFloat
+// when it computes in fp32 only (none, int8-dynamic: its int8 GEMM takes fp32 activations).
 void register_quantizer(const std::string& name, const std::string& doc, MatrixQuantizer q,
-                        MatrixBytes bytes);
+                        MatrixBytes bytes, torch::ScalarType low = torch::kFloat);
 
 }  // namespace sb::quant

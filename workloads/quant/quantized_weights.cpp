@@ -9,15 +9,22 @@
 
 #include "harness/core/check.h"
 #include "harness/workload.h"
+#include "workloads/models/device.h"
 #include "workloads/quant/quantized_matrix.h"
 
 namespace sb::quant {
 namespace {
 
+std::string dtype_label(torch::ScalarType t) {
+  return t == torch::kBFloat16 ? "bf16" : t == torch::kHalf ? "fp16" : t == torch::kFloat ? "fp32"
+                                                                                        : c10::toString(t);
+}
+
 struct Entry {
   std::string doc;
   MatrixQuantizer make;  // null: fp32
   MatrixBytes bytes;
+  torch::ScalarType low = torch::kFloat;  // the low-precision compute dtype it allows
 };
 std::map<std::string, Entry>& registry() {
   static std::map<std::string, Entry> r;
@@ -34,8 +41,8 @@ bool is_embedding(const std::string& name) {
 class ConvertedWeights final : public QuantizedWeights {
  public:
   ConvertedWeights(const models::Model& model, const std::vector<std::vector<torch::Tensor>>& weights,
-                   const std::string& name, const MatrixQuantizer& make)
-      : name_(name) {
+                   const std::string& name, const MatrixQuantizer& make, torch::ScalarType compute)
+      : name_(name), compute_(compute) {
     const auto& units = model.units();
     SB_CHECK(weights.size() == units.size(),
              "quantize {}: got weights for {} units, model {} has {}", name, weights.size(),
@@ -59,10 +66,10 @@ class ConvertedWeights final : public QuantizedWeights {
           if (!p.embedding) p.placeholder = torch::zeros({1}).expand(spec[i].shape);
           bytes_ += p.q->bytes();
           resident_ += p.q->resident_bytes();
-        } else {
-          p.fp32 = w;
+        } else {  // kept fp32 in the format; held in the compute dtype
+          p.fp32 = w.to(compute);
           bytes_ += 4 * w.numel();
-          resident_ += 4 * w.numel();
+          resident_ += static_cast<std::int64_t>(c10::elementSize(compute)) * w.numel();
         }
       }
     }
@@ -72,7 +79,7 @@ class ConvertedWeights final : public QuantizedWeights {
     std::vector<torch::Tensor> out;
     for (const Param& p : params_.at(unit)) {
       if (p.fp32.defined()) out.push_back(p.fp32);
-      else if (p.embedding) out.push_back(p.q->dequantize());  // transient, freed after use
+      else if (p.embedding) out.push_back(p.q->dequantize(compute_));  // transient, freed after use
       else out.push_back(p.placeholder);
     }
     return out;
@@ -83,7 +90,7 @@ class ConvertedWeights final : public QuantizedWeights {
                        const torch::Tensor& b) override {
     const Param& p = params_.at(unit).at(w_index);
     if (!p.q) return at::linear(x, w, b);
-    return p.q->linear(x, b);
+    return p.q->linear(x.to(compute_), b);  // x: compute_ already, but for a caller's fp32 input
   }
 
   std::int64_t model_bytes() const override { return bytes_; }
@@ -97,6 +104,7 @@ class ConvertedWeights final : public QuantizedWeights {
     torch::Tensor placeholder;            // spec shape, one element of storage
   };
   std::string name_;
+  torch::ScalarType compute_;
   std::vector<std::vector<Param>> params_;
   std::int64_t bytes_ = 0, resident_ = 0;
 };
@@ -104,12 +112,12 @@ class ConvertedWeights final : public QuantizedWeights {
 }  // namespace
 
 torch::Tensor QuantizedMatrix::linear(const torch::Tensor& x, const torch::Tensor& b) const {
-  return at::linear(x, dequantize(), b);
+  return at::linear(x, dequantize(x.scalar_type()), b);
 }
 
 void register_quantizer(const std::string& name, const std::string& doc, MatrixQuantizer q,
-                        MatrixBytes bytes) {
-  registry()[name] = Entry{doc, std::move(q), std::move(bytes)};
+                        MatrixBytes bytes, torch::ScalarType low) {
+  registry()[name] = Entry{doc, std::move(q), std::move(bytes), low};
   sb::register_name("quantization", name, doc);
 }
 
@@ -138,10 +146,50 @@ std::int64_t quantized_model_bytes(const std::string& name, const std::vector<mo
 }
 
 std::unique_ptr<QuantizedWeights> quantize(const std::string& name, const models::Model& model,
-                                           const std::vector<std::vector<torch::Tensor>>& weights) {
+                                           const std::vector<std::vector<torch::Tensor>>& weights,
+                                           torch::ScalarType compute) {
   const Entry& e = find_entry(name);
+  SB_CHECK(compute == torch::kFloat || compute == e.low,
+           "quantize {}: the format computes in fp32{}, not {}", name,
+           e.low == torch::kFloat ? "" : " or " + dtype_label(e.low), dtype_label(compute));
   torch::NoGradGuard no_grad;
-  return std::make_unique<ConvertedWeights>(model, weights, name, e.make);
+  return std::make_unique<ConvertedWeights>(model, weights, name, e.make, compute);
+}
+
+std::string check_compute_choice(const std::string& name, const std::string& choice) {
+  auto it = registry().find(name);
+  if (it == registry().end() || choice == "auto" || choice == "fp32") return "";
+  const torch::ScalarType low = it->second.low;
+  if (low != torch::kFloat && choice == dtype_label(low)) return "";
+  return fmt::format("quant_compute = \"{}\": quantization \"{}\" computes in {}; set quant_compute "
+                     "= \"auto\"{}", choice, name,
+                     low == torch::kFloat ? "fp32 only" : "fp32 or " + dtype_label(low),
+                     low == torch::kFloat ? " or \"fp32\"" : ", \"fp32\" or \"" + dtype_label(low) + "\"");
+}
+
+torch::ScalarType compute_dtype(const std::string& name, const std::string& choice,
+                                const torch::Device& d, std::string* why) {
+  const std::string bad = check_compute_choice(name, choice);
+  SB_CHECK(bad.empty(), "{}", bad);
+  const torch::ScalarType low = find_entry(name).low;
+  auto say = [&](const std::string& s) {
+    if (why) *why = s;
+  };
+  if (choice == "fp32" || low == torch::kFloat) {
+    say(choice == "fp32" ? "quant_compute = \"fp32\"" : name + " computes in fp32 only");
+    return torch::kFloat;
+  }
+  if (choice != "auto") {
+    say("quant_compute = \"" + choice + "\"");
+    return low;
+  }
+  const std::string missing = models::missing_fast_units(d, low);
+  if (!missing.empty()) {
+    say("auto: fp32, because the " + missing);
+    return torch::kFloat;
+  }
+  say("auto: " + dtype_label(low) + ", the device has " + dtype_label(low) + " units");
+  return low;
 }
 
 }  // namespace sb::quant

@@ -22,8 +22,31 @@ class QuantizedWeights : public models::ParamProvider {
 };
 
 // weights[u][i]: unit u's i-th parameter (fp32, spec shape), e.g. from a checkpoint or trainer.
+// `compute`: the dtype the forward runs in (kFloat, or the format's low dtype: see
+// compute_dtype): acquire() hands out 1-D parameters and embedding tables in it, and linear()
+// takes and returns activations in it, so every op of the model (matmuls, attention, layer
+// norm) runs in that dtype, as eager PyTorch's model.to(torch.bfloat16) does.
 std::unique_ptr<QuantizedWeights> quantize(const std::string& name, const models::Model& model,
-                                           const std::vector<std::vector<torch::Tensor>>& weights);
+                                           const std::vector<std::vector<torch::Tensor>>& weights,
+                                           torch::ScalarType compute = torch::kFloat);
+
+// The dtype `name`'s forward computes in on device d, by `choice` (key quant_compute):
+// "fp32"; the format's low dtype ("bf16" for bf16 and int8-weight*, "fp16" for fp16); or
+// "auto": the low dtype where d has fast units for it (models::missing_fast_units), else
+// fp32. `why` (optional) receives the reason, for the result.
+torch::ScalarType compute_dtype(const std::string& name, const std::string& choice,
+                                const torch::Device& d, std::string* why = nullptr);
+// "" when `choice` is allowed for format `name`, else the error sentence (plan-time check).
+std::string check_compute_choice(const std::string& name, const std::string& choice);
+
+// LibTorch's int8 engine for int8-dynamic (process-global, so chosen once, before the first
+// int8-dynamic matrix is packed): `choice` is an engine's name (x86, fbgemm, onednn, qnnpack)
+// or "auto", the fastest of those this LibTorch has, measured here (key int8_engine).
+struct Int8EngineChoice {
+  std::string engine;  // the engine used
+  std::string why;     // how it was chosen (the timings, under auto)
+};
+Int8EngineChoice select_int8_engine(const std::string& choice);
 std::vector<std::string> quantizer_names();
 // model_bytes() that quantize(name, ...) would report, from the shapes alone.
 std::int64_t quantized_model_bytes(const std::string& name, const std::vector<models::UnitSpec>& units);

@@ -119,6 +119,7 @@ class TrainWorkload final : public sb::Workload {
   torch::Device device_ = torch::kCPU;  // the `device` key (models/device.h)
   double origin_ = 0, peak_gflops_ = 0, peak_fp32_gflops_ = 0, flops_per_token_ = 0;
   std::string peak_dtype_;           // the GEMM dtype of peak_gflops_, or "given"
+  std::string peak_note_;            // why a low-precision run's peak is fp32 (missing units)
   mutable std::string mfu_invalid_;  // the first step's reason for a NaN MFU (mfu.h)
 };
 
@@ -144,14 +145,19 @@ void TrainWorkload::build(RunContext& ctx) {
 
   origin_ = MPI_Wtime();
   comm_->set_trace_hook([&ctx](const sb::CommEvent& e) { ctx.recorder.comm(e); }, origin_);
-  // MFU divides by a same-run GEMM peak, the slowest rank's (MFU is not flattered): on a GPU
-  // in the compute dtype (its tensor cores), beside the fp32 one; on the host in fp32. (A
-  // host bf16 peak belongs with the ISA check of the Lowprec issue: on a CPU without bf16
-  // units at::mm in bf16 ran at 1 GFLOP/s here, 2 s per GEMM, against 90 in fp32.)
-  // The peak_gflops key replaces the measured one (a spec-sheet peak).
-  const bool given = p.get_double("peak_gflops") > 0, dtype_gemm = device_.is_cuda() && !given;
+  // MFU divides by a same-run GEMM peak, the slowest rank's (MFU is not flattered), in the
+  // compute dtype where the device has units for it (a GPU's tensor cores; a CPU's AMX or
+  // AVX-512 bf16), beside the fp32 one. A CPU without them has no faster peak than fp32 (its
+  // bf16 at::mm ran at 1 GFLOP/s here, 2 s per GEMM, against 90 in fp32): the fp32 peak, and
+  // the result says which units were missing. The peak_gflops key replaces the measured one
+  // (a spec-sheet peak).
+  const bool given = p.get_double("peak_gflops") > 0;
+  const bool low = cfg_.param_dtype != torch::kFloat32;
+  const std::string missing = low ? models::missing_fast_units(device_, cfg_.param_dtype) : "";
+  const bool dtype_gemm = low && missing.empty() && !given;
   peak_dtype_ = given ? "given (peak_gflops)" : dtype_gemm ? fsdp::dtype_name(cfg_.param_dtype)
                                                            : "fp32";
+  if (!missing.empty()) peak_note_ = "fp32 peak: the " + missing;
   double peaks[2] = {0, measure_peak_gflops(device_, torch::kFloat32)};
   peaks[0] = dtype_gemm ? measure_peak_gflops(device_, cfg_.param_dtype) : peaks[1];
   sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, peaks, 2, MPI_DOUBLE, MPI_MIN, ctx.world),
@@ -295,6 +301,7 @@ void TrainWorkload::record_results(RunContext& ctx) {
   }
   rec.text("device", device_.str());
   rec.text("peak_dtype", peak_dtype_);  // what MFU's denominator is
+  if (!peak_note_.empty()) rec.text("peak_note", peak_note_);
   if (device_.is_cuda())
     rec.scalar("device_peak_allocated_bytes",
                static_cast<double>(models::device_peak_allocated_bytes(device_)));
