@@ -18,7 +18,7 @@ MIN_STEPS_FOR_CV = 3
 
 COLUMNS = ["point_id", "cpu_model", "isa", "cores", "ranks_per_node", "threads_per_rank",
            "oversubscription", "loadavg_1m_start", "loadavg_1m_end", "other_cpus", "steal_cpus",
-           "step_time_cv", "flags"]
+           "step_time_cv", "compute_dtype", "flags"]
 
 
 def _machine(text):
@@ -62,6 +62,11 @@ def conditions(results):
     """One row per readable point (COLUMNS). Unknown figures (older files) are NaN."""
     rows = []
     steps = results.steps
+    texts = results.texts
+    # The dtype an inference forward computed in (quant_compute): bf16 weights may have run
+    # in fp32 on a CPU without bf16 units, and the table must say so.
+    compute = ({} if texts.empty else
+               dict(texts[texts["name"] == "compute_dtype"][["point_id", "value"]].values))
     for _, p in results.points.iterrows():
         m = _machine(p.get("machine", "{}"))
         nodes = m.get("nodes", [])
@@ -79,6 +84,7 @@ def conditions(results):
             "loadavg_1m_end": _max(nodes, "loadavg_1m_end"),
             "other_cpus": _max(nodes, "other_cpus"), "steal_cpus": _max(nodes, "steal_cpus"),
             "step_time_cv": step_time_cv(s["wall_s"]) if len(s) else np.nan,
+            "compute_dtype": compute.get(p["point_id"], ""),
         }
         row["flags"] = flags(row)
         rows.append(row)
@@ -89,5 +95,8 @@ def describe(row):
     """The conditions column of a table: "4 ranks x 2 threads on 2 cores, AMD EPYC"."""
     if not np.isfinite(row.get("cores", np.nan)):
         return "conditions not recorded"
-    return (f"{int(row['ranks_per_node'])} ranks x {int(row['threads_per_rank'])} threads on "
-            f"{int(row['cores'])} cores, {row['cpu_model'] or 'unknown CPU'}")
+    out = (f"{int(row['ranks_per_node'])} ranks x {int(row['threads_per_rank'])} threads on "
+           f"{int(row['cores'])} cores, {row['cpu_model'] or 'unknown CPU'}")
+    if row.get("compute_dtype"):
+        out += f", computed in {row['compute_dtype']}"
+    return out

@@ -5,7 +5,7 @@ import pandas as pd
 
 # Scalars that measure accuracy (higher is better), in order of preference; each is recorded
 # by a workload (tests/analysis/test_schema.py checks it).
-ACCURACY_SCALARS = ["mlm_accuracy", "top1_agreement"]
+ACCURACY_SCALARS = ["classification_accuracy", "mlm_accuracy", "top1_agreement"]
 
 SUMMARY_COLUMNS = [
     "point_id", "timed_steps", "step_time_s", "samples_per_s", "tokens_per_s", "mfu",

@@ -63,7 +63,8 @@ void register_key(KeySpec spec) {
     // Two workloads may share a key (train and infer both read "data") if they agree on it;
     // then both tasks read it (an empty list, every task, absorbs any other).
     SB_CHECK(it->type == spec.type && it->default_value == spec.default_value &&
-                 it->name_set == spec.name_set && it->min_int == spec.min_int &&
+                 it->name_set == spec.name_set && it->accepts_path == spec.accepts_path &&
+                 it->min_int == spec.min_int &&
                  it->max_int == spec.max_int && it->min_float == spec.min_float &&
                  it->max_float == spec.max_float,
              "register_key '{}': registered twice with a different type, default, name set or "
@@ -136,9 +137,10 @@ Registrar base_keys([] {
   using Tasks = std::vector<std::string>;
   const Tasks model_tasks{"train", "infer"};  // the tasks that build a model
   auto name = [](const char* k, const char* set, const char* def, const char* doc,
-                 Tasks tasks = {}) {
+                 Tasks tasks = {}, bool accepts_path = false) {
     KeySpec ks = key_spec(k, KeyType::Name, std::string(def), set, doc);
     ks.tasks = std::move(tasks);
+    ks.accepts_path = accepts_path;
     register_key(std::move(ks));
   };
   // Ranges are generous sanity bounds: they keep a typo (world = 4294967296) from being
@@ -150,12 +152,15 @@ Registrar base_keys([] {
   };
   const I int_max = std::numeric_limits<std::int32_t>::max();
   name("task", "task", "train", "what runs: train, infer or micro (registered workloads)");
-  name("model", "model", "gpt2-tiny", "model architecture and size", model_tasks);
+  name("model", "model", "gpt2-tiny",
+       "model architecture and size: a preset, or a local Hugging Face folder (config.json + "
+       "model.safetensors; a value with '/')", model_tasks, true);
   name("strategy", "strategy", "no_shard", "sharding strategy (ZeRO stage)", model_tasks);
   name("compression", "compression", "none", "communication compression policy", {"train"});
   name("quantization", "quantization", "none", "inference quantization", {"infer"});
   name("attention", "attention", "naive", "attention kernel", model_tasks);
-  name("dtype", "dtype", "fp32", "parameter and compute dtype", {"train"});
+  name("dtype", "dtype", "fp32", "parameter and compute dtype: fp32, bf16, fp16, or auto (bf16 "
+       "where the device has bf16 matrix units, else fp32)", {"train"});
   integer("world", 1, 1, I{1} << 20, "number of MPI ranks");
   integer("threads", 0, 0, 4096, "intra-op threads per rank; 0 = the node's cores / ranks on the node");
   integer("batch", 8, 1, I{1} << 24, "GLOBAL samples per optimizer step or per inference batch; "

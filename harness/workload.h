@@ -41,6 +41,9 @@ struct KeySpec {
   // The tasks that read the key; empty = every task. A point of another task that sets the
   // key to anything but its default is refused (the value would be silently ignored).
   std::vector<std::string> tasks;
+  // A Name key that also takes a path (any value with a '/', e.g. a local model folder): the
+  // name check passes it and the workloads' validators check what it names.
+  bool accepts_path = false;
 };
 void register_key(KeySpec spec);
 const std::vector<KeySpec>& registered_keys();

@@ -21,15 +21,24 @@ std::mutex g_last_mu;
 std::string g_last;
 }  // namespace
 
-void fail(const char* file, int line, const std::string& msg) {
+namespace {
+[[noreturn]] void throw_error(const char* file, int line, const std::string& shown,
+                              const std::string& msg) {
   const std::string& id = identity();
-  std::string full = id.empty() ? fmt::format("{}:{}: {}", file, line, msg)
-                                : fmt::format("[{}] {}:{}: {}", id, file, line, msg);
+  std::string full = id.empty() ? fmt::format("{}:{}: {}", file, line, shown)
+                                : fmt::format("[{}] {}:{}: {}", id, file, line, shown);
   {
     std::lock_guard<std::mutex> lk(g_last_mu);
     g_last = full;
   }
-  throw Error(full);
+  throw Error(full, msg);
+}
+}  // namespace
+
+void fail(const char* file, int line, const std::string& msg) { throw_error(file, line, msg, msg); }
+
+void fail_check(const char* file, int line, const char* cond, const std::string& msg) {
+  throw_error(file, line, fmt::format("check failed: {}: {}", cond, msg), msg);
 }
 
 std::string last_error() {

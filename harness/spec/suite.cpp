@@ -153,8 +153,10 @@ class Reader {
           auto known = registered_names(ks.name_set);
           for (const auto& [name, doc] : known)
             if (name == s->get()) return Value{s->get()};
+          if (ks.accepts_path && s->get().find('/') != std::string::npos) return Value{s->get()};
           std::string list;
           for (const auto& [name, doc] : known) list += (list.empty() ? "" : ", ") + name;
+          if (ks.accepts_path) list += " (or a path: a value with '/', e.g. \"./my-model\")";
           if (list.empty())
             d_.add(p, ks.key, fmt::format("unknown {} '{}': no {} names are registered (is the "
                                           "workload that provides them linked in?)",

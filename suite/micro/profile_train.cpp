@@ -9,7 +9,8 @@
 // (its overhead is the difference), with the CPU model and the ISA units that decide the
 // low-precision kernels.
 //   mpirun -np 1 build/micro/micro_profile_train [--dtype fp32|bf16|fp16] [--batch 4]
-//          [--seq 128] [--steps 3] [--model gpt2]      (SB_THREADS: threads, default 2)
+//          [--seq 128] [--steps 3] [--model gpt2] [--ops N: the N ops of most self time]
+//          (SB_THREADS: threads, default 2)
 #include <ATen/Parallel.h>
 #include <mpi.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
@@ -74,7 +75,9 @@ struct Ev {
 };
 
 // Self time per class, in ns, over events of one thread sorted by start.
-void attribute(std::vector<Ev>& evs, std::map<std::string, double>& by_class, double& ops_ns) {
+// by_op: self time per op name (the "which op" behind a class).
+void attribute(std::vector<Ev>& evs, std::map<std::string, double>& by_class,
+               std::map<std::string, double>& by_op, double& ops_ns) {
   std::sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
     return a.start != b.start ? a.start < b.start : a.end > b.end;  // parents first
   });
@@ -87,6 +90,7 @@ void attribute(std::vector<Ev>& evs, std::map<std::string, double>& by_class, do
   auto close = [&](const Open& o) {
     const double self = static_cast<double>(o.e->end - o.e->start) - o.child_ns;
     by_class[o.cls.empty() ? "other elementwise and views" : o.cls] += std::max(0.0, self);
+    by_op[o.e->name] += std::max(0.0, self);
   };
   for (const Ev& e : evs) {
     while (!stack.empty() && stack.back().e->end <= e.start) {
@@ -174,9 +178,9 @@ int profile(int argc, char** argv) {
     if (e.durationNs() > 0)
       per_thread[e.startThreadId()].push_back(
           {e.name(), e.startNs(), e.startNs() + e.durationNs(), e.startThreadId()});
-  std::map<std::string, double> by_class;
+  std::map<std::string, double> by_class, by_op;
   double ops_ns = 0;
-  for (auto& [t, evs] : per_thread) attribute(evs, by_class, ops_ns);
+  for (auto& [t, evs] : per_thread) attribute(evs, by_class, by_op, ops_ns);
 
   const auto m = sb::machine_now(sb::host_name());
   std::vector<std::string> bf16_units;
@@ -200,5 +204,13 @@ int profile(int argc, char** argv) {
   const double outside = std::max(0.0, total_ns - ops_ns);
   std::printf("%-34s %12.1f %7.1f%%\n", "outside any op (engine, hooks)", outside / steps / 1e6,
               100 * outside / total_ns);
+  const int top = std::atoi(arg(argc, argv, "--ops", "0").c_str());
+  if (top > 0) {  // the ops behind the classes, by self time
+    std::vector<std::pair<std::string, double>> ops(by_op.begin(), by_op.end());
+    std::sort(ops.begin(), ops.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    std::printf("\n%-48s %12s\n", "op (self time)", "ms/step");
+    for (int i = 0; i < top && i < static_cast<int>(ops.size()); ++i)
+      std::printf("%-48s %12.1f\n", ops[i].first.c_str(), ops[i].second / steps / 1e6);
+  }
   return 0;
 }

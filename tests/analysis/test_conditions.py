@@ -58,6 +58,16 @@ def test_flags_oversubscription_noise_other_work_and_steal():
     assert c.loc["clean", "isa"] == "avx2 amx_bf16"
 
 
+def test_describe_says_which_dtype_an_inference_computed_in():
+    pts = [{"point_id": "q", "threads_per_rank": 2, "machine": _machine(2, [0])},
+           {"point_id": "t", "threads_per_rank": 2, "machine": _machine(2, [0])}]
+    r = _results(pts, _steps("q", [9, 1, 1, 1]) + _steps("t", [9, 1, 1, 1]))
+    r.texts = pd.DataFrame([{"point_id": "q", "name": "compute_dtype", "value": "fp32"}])
+    c = C.conditions(r).set_index("point_id")
+    assert C.describe(c.loc["q"]) == "1 ranks x 2 threads on 2 cores, Test CPU, computed in fp32"
+    assert C.describe(c.loc["t"]) == "1 ranks x 2 threads on 2 cores, Test CPU"
+
+
 def test_cv_needs_three_timed_steps():
     assert np.isnan(C.step_time_cv([1.0, 2.0]))
     assert C.step_time_cv([1.0, 1.0, 1.0]) == 0.0

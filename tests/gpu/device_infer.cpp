@@ -103,6 +103,13 @@ TEST(Device, HalfQuantizersServeOnGpu) {
     EXPECT_TRUE(got.device() == gpu) << q;
     EXPECT_LT(rel_err(got, want), std::string(q) == "none" ? 1e-3 : 5e-2) << q;
   }
+  // The whole forward in fp16 / bf16 on the GPU (quant_compute = auto there): tensor cores.
+  for (auto [q, dt] : {std::pair{"fp16", torch::kHalf}, std::pair{"bf16", torch::kBFloat16}}) {
+    EXPECT_EQ(sb::quant::compute_dtype(q, "auto", gpu), dt) << q;
+    const auto got = model->logits(*sb::quant::quantize(q, *model, w, dt), sb::data::to_device(b, gpu));
+    EXPECT_EQ(got.scalar_type(), dt) << q;
+    EXPECT_LT(rel_err(got.to(torch::kFloat), want), 5e-2) << q;
+  }
 }
 
 // KV-cached decoding on the GPU (cache offsets: the masked SDPA path) equals the full forward.

@@ -24,7 +24,7 @@ Registrar mirror([] {
   names("quantization", {"none", "int8-weight", "int8-weight-channel", "int8-dynamic", "fp16",
                          "bf16"});
   names("attention", {"naive", "chunked", "online"});
-  names("dtype", {"fp32", "bf16", "fp16"});
+  names("dtype", {"fp32", "bf16", "fp16", "auto"});
   names("scenario", {"single-stream", "multi-stream", "server", "offline"});
   using I = std::int64_t;
   register_key({"lr", KeyType::Float, 6e-4, "", "train"});
@@ -90,7 +90,7 @@ TEST(Shipped, QuickstartIsSmallAndTiny) {
 
 TEST(Shipped, PaperCarriesTheSeedFigures) {
   Suite s = load_suite(std::string(SB_SOURCE_DIR) + "/suite/paper.toml");
-  ASSERT_EQ(s.points.size(), 6u);
+  ASSERT_EQ(s.points.size(), 7u);
   const Point& fp32 = s.points[0];
   const Point& int8 = s.points[1];
   EXPECT_EQ(fp32.get_string("model"), "bert-large");
@@ -101,11 +101,21 @@ TEST(Shipped, PaperCarriesTheSeedFigures) {
   EXPECT_EQ(int8.reference, (std::map<std::string, double>{
                                 {"accuracy_delta_pct", 0.5}, {"latency_ms", 42.0},
                                 {"memory_gb", 0.8}}));
-  EXPECT_EQ(s.points[2].reference.at("samples_per_s"), 32.0);
-  EXPECT_EQ(s.points[5].get_string("compression"), "hybrid");
-  EXPECT_EQ(s.points[5].reference.at("samples_per_s"), 124.0);
-  EXPECT_EQ(s.points[5].baseline_id, s.points[2].id);
-  EXPECT_EQ(s.points[4].reference.at("reached_baseline_loss"), 0.0);
+  EXPECT_EQ(s.points[2].get_string("quantization"), "bf16");
+  EXPECT_EQ(s.points[2].baseline_id, fp32.id);
+  const Point& train = s.points[3];
+  EXPECT_EQ(train.reference.at("samples_per_s"), 32.0);
+  EXPECT_EQ(train.get_string("dtype"), "fp32");
+  // The throughput table's optimized row: the fastest measured, full_shard without
+  // compression in dtype auto; the hybrid row carries the compression table's figures.
+  EXPECT_EQ(s.points[4].get_string("compression"), "none");
+  EXPECT_EQ(s.points[4].get_string("dtype"), "auto");
+  EXPECT_EQ(s.points[4].reference.at("samples_per_s"), 124.0);
+  EXPECT_EQ(s.points[4].baseline_id, train.id);
+  EXPECT_EQ(s.points[6].get_string("compression"), "hybrid");
+  EXPECT_EQ(s.points[6].reference.at("tflops_gain_pct"), 17.3);
+  EXPECT_EQ(s.points[6].baseline_id, train.id);
+  EXPECT_EQ(s.points[5].reference.at("reached_baseline_loss"), 0.0);
 }
 
 }  // namespace

@@ -83,3 +83,62 @@ TEST(Gpt2Bpe, Errors) {
               std::string::npos);
   }
 }
+
+namespace {
+// A vocab.txt in a fresh folder: one token per line, ids by line.
+std::string wordpiece_dir(const std::vector<std::string>& tokens) {
+  static int n = 0;
+  const std::string dir = testing::TempDir() + "wordpiece" + std::to_string(n++);
+  ::mkdir(dir.c_str(), 0755);
+  std::ofstream f(dir + "/vocab.txt");
+  for (const auto& t : tokens) f << t << "\n";
+  return dir;
+}
+std::vector<std::string> pieces(const std::vector<std::int32_t>& ids,
+                                const std::vector<std::string>& vocab) {
+  std::vector<std::string> out;
+  for (auto id : ids) out.push_back(vocab.at(static_cast<std::size_t>(id)));
+  return out;
+}
+}  // namespace
+
+// The cases of google-research/bert's tokenization_test.py (basic tokenizer lower-casing,
+// accents, Chinese characters, punctuation; WordPiece longest match and [UNK]).
+TEST(BertWordPiece, TheReferenceCases) {
+  const std::vector<std::string> vocab = {
+      "[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "wa", "un", "runn", "##ing", ",",
+      "hello", "!", "how", "are", "you", "?", "ah", "\u535A", "\u63A8", "zz", "low", "##er",
+      "allo", "##ws"};
+  const auto tok = make_tokenizer("bert-wordpiece", wordpiece_dir(vocab));
+  EXPECT_EQ(tok->vocab_size(), static_cast<std::int64_t>(vocab.size()));
+  using V = std::vector<std::string>;
+  EXPECT_EQ(pieces(tok->encode("unwanted running"), vocab),
+            (V{"un", "##want", "##ed", "runn", "##ing"}));
+  EXPECT_EQ(pieces(tok->encode("unwantedX running"), vocab), (V{"[UNK]", "runn", "##ing"}));
+  EXPECT_EQ(pieces(tok->encode(" \tHeLLo!how  \n Are yoU?  "), vocab),
+            (V{"hello", "!", "how", "are", "you", "?"}));
+  EXPECT_EQ(pieces(tok->encode("H\u00E9llo"), vocab), (V{"hello"}));            // accent
+  EXPECT_EQ(pieces(tok->encode("He\u0301llo"), vocab), (V{"hello"}));           // decomposed
+  EXPECT_EQ(pieces(tok->encode("ah\u535A\u63A8zz"), vocab), (V{"ah", "\u535A", "\u63A8", "zz"}));
+  EXPECT_EQ(pieces(tok->encode("LOWER, allows"), vocab), (V{"low", "##er", ",", "allo", "##ws"}));
+  EXPECT_EQ(pieces(tok->encode("hello\x01\xef\xbf\xbd you"), vocab), (V{"hello", "you"}));  // control, U+FFFD
+  EXPECT_TRUE(tok->encode("").empty());
+  // A word over 100 characters is [UNK] even when it could be covered.
+  std::string long_word = "want";
+  while (long_word.size() <= 100) long_word += "ed";
+  EXPECT_EQ(pieces(tok->encode(long_word + " you"), vocab), (V{"[UNK]", "you"}));
+  EXPECT_EQ(tok->decode(tok->encode("unwanted running")), "unwanted running");
+}
+
+TEST(BertWordPiece, Errors) {
+  auto msg = [](const std::string& dir) {
+    try {
+      make_tokenizer("bert-wordpiece", dir);
+    } catch (const sb::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(msg("/nonexistent").find("cannot open '/nonexistent/vocab.txt'"), std::string::npos);
+  EXPECT_NE(msg(wordpiece_dir({"a", "b"})).find("lacks the token [UNK]"), std::string::npos);
+}

@@ -72,6 +72,20 @@ TokenLmBatches::TokenLmBatches(std::shared_ptr<const std::vector<std::int32_t>> 
            "use a longer file or a shorter seq_len", n, seq_len, heldout_fraction);
 }
 
+TokenLmBatches::TokenLmBatches(const std::vector<std::int32_t>& train,
+                               const std::vector<std::int32_t>& heldout, std::int64_t batch,
+                               std::int64_t seq_len, std::uint64_t seed)
+    : batch_(batch), seq_(seq_len), seed_(seed), split_(train.size()) {
+  const auto need = static_cast<std::size_t>(seq_len + 1);
+  SB_CHECK(train.size() >= need && heldout.size() >= need,
+           "the text corpus has {} training and {} held-out tokens; sequences of {} need at "
+           "least {} in each (more text, more held-out documents, or a shorter seq)",
+           train.size(), heldout.size(), seq_len, need);
+  auto all = std::make_shared<std::vector<std::int32_t>>(train);
+  all->insert(all->end(), heldout.begin(), heldout.end());
+  tokens_ = std::move(all);
+}
+
 Batch TokenLmBatches::make(std::uint64_t stream, std::int64_t index, std::size_t begin,
                            std::size_t end) const {
   auto all = torch::empty({batch_, seq_ + 1}, torch::kLong);  // (B, T+1)

@@ -60,6 +60,10 @@ class TokenLmBatches final : public BatchSource {
  public:
   TokenLmBatches(std::shared_ptr<const std::vector<std::int32_t>> tokens, std::int64_t batch,
                  std::int64_t seq_len, std::uint64_t seed, double heldout_fraction = 0.1);
+  // Separate streams (a text corpus split by document, text_corpus.h): training rows from
+  // `train`, held-out rows from `heldout`.
+  TokenLmBatches(const std::vector<std::int32_t>& train, const std::vector<std::int32_t>& heldout,
+                 std::int64_t batch, std::int64_t seq_len, std::uint64_t seed);
   std::int64_t batch_size() const override { return batch_; }
   std::int64_t seq_len() const override { return seq_; }
   Batch train(std::int64_t step) const override { return make(0, step, 0, split_); }

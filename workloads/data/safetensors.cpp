@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>  // fmt::join
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -12,6 +13,7 @@
 
 #include "harness/core/check.h"
 #include "workloads/models/family.h"
+#include "workloads/models/hf_config.h"
 
 namespace sb::data {
 namespace {
@@ -120,12 +122,63 @@ void write_safetensors(const std::string& path,
   SB_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '{}' to '{}'", tmp, path);
 }
 
+std::map<std::string, torch::Tensor> read_checkpoint_tensors(const std::string& path,
+                                                             std::string* described) {
+  if (!is_dir(path)) {
+    if (described) *described = path;
+    return read_safetensors(path);
+  }
+  const std::string single = path + "/model.safetensors";
+  const std::string index = path + "/model.safetensors.index.json";
+  if (file_size(single) >= 0 || file_size(index) < 0) {
+    if (described) *described = single;
+    return read_safetensors(single);  // a missing file is named there
+  }
+  if (described) *described = index;
+  // Sharded (transformers' save_pretrained with max_shard_size): {"weight_map": {tensor:
+  // shard file}}; each shard is read once, and every mapped tensor must be in its shard.
+  std::ifstream f(index);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const std::exception& e) {
+    SB_FAIL("{}: not valid JSON: {}", index, e.what());
+  }
+  SB_CHECK(j.is_object() && j.contains("weight_map") && j["weight_map"].is_object() &&
+               !j["weight_map"].empty(),
+           "{}: needs a non-empty object 'weight_map' (tensor name -> shard file)", index);
+  std::map<std::string, std::set<std::string>> by_shard;
+  for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
+    SB_CHECK(it.value().is_string(), "{}: weight_map['{}'] must be a file name", index, it.key());
+    const std::string shard = it.value().get<std::string>();
+    SB_CHECK(shard.find('/') == std::string::npos && !shard.empty(),
+             "{}: weight_map['{}'] = \"{}\" must name a file in the folder", index, it.key(), shard);
+    by_shard[shard].insert(it.key());
+  }
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& [shard, names] : by_shard) {
+    const std::string file = path + "/" + shard;
+    SB_CHECK(file_size(file) >= 0, "{}: shard '{}' (holding {} tensors) is missing from '{}'",
+             index, shard, names.size(), path);
+    for (auto& [name, t] : read_safetensors(file)) {
+      SB_CHECK(names.count(name), "{}: tensor '{}' is in shard '{}' but the index maps it "
+                                  "elsewhere or not at all", index, name, shard);
+      out[name] = t;
+    }
+    for (const auto& n : names)
+      SB_CHECK(out.count(n), "{}: the index maps tensor '{}' to shard '{}', which lacks it",
+               index, n, shard);
+  }
+  return out;
+}
+
 models::UnitTensors load_checkpoint(const models::Model& model, const std::string& path,
                                     const CheckpointLoadOptions& opt) {
-  const std::string file = is_dir(path) ? path + "/model.safetensors" : path;
+  std::string file;
+  auto tensors = read_checkpoint_tensors(path, &file);
   const auto& c = model.config();
   std::map<std::string, torch::Tensor> byname;
-  for (auto& [name, t] : read_safetensors(file)) {
+  for (auto& [name, t] : tensors) {
     const std::string n = canonical_name(c, name);
     if (!n.empty()) byname[n] = t;
   }
@@ -183,6 +236,24 @@ void save_checkpoint(const models::Model& model, const models::UnitTensors& weig
     }
   }
   write_safetensors(is_dir(path) ? path + "/model.safetensors" : path, named);
+}
+
+void export_hf_folder(const models::Model& model, const models::UnitTensors& weights,
+                      const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  SB_CHECK(!ec && is_dir(dir), "cannot create model folder '{}': {}", dir, ec.message());
+  // The weights first, then config.json, each by rename: a folder whose config.json exists is
+  // complete, and an interrupted export never leaves a half-written file under its final name.
+  save_checkpoint(model, weights, dir + "/model.safetensors");
+  const std::string cfg = dir + "/config.json", tmp = cfg + ".tmp";
+  {
+    std::ofstream f(tmp);
+    SB_CHECK(f.good(), "cannot create '{}'", tmp);
+    f << models::hf_config_json(model.config());
+    SB_CHECK(f.good(), "writing '{}' failed (disk full?)", tmp);
+  }
+  SB_CHECK(std::rename(tmp.c_str(), cfg.c_str()) == 0, "cannot rename '{}' to '{}'", tmp, cfg);
 }
 
 }  // namespace sb::data

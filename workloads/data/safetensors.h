@@ -19,6 +19,13 @@ std::map<std::string, torch::Tensor> read_safetensors(const std::string& path);
 void write_safetensors(const std::string& path,
                        const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
 
+// The tensors of a checkpoint as stored (Hugging Face names): a .safetensors file, or a folder
+// with model.safetensors or with model.safetensors.index.json and the shards it names
+// (model-0000i-of-0000n.safetensors). `described`, when given, receives the file that errors
+// should name (the file, or the index).
+std::map<std::string, torch::Tensor> read_checkpoint_tensors(const std::string& path,
+                                                             std::string* described = nullptr);
+
 struct CheckpointLoadOptions {
   // Task heads absent from the file (BERT's cls.* / classifier.*, e.g. a BertModel
   // checkpoint) are initialised from `seed` instead of being an error.
@@ -26,7 +33,7 @@ struct CheckpointLoadOptions {
   std::uint64_t seed = 1234;
 };
 
-// path: a .safetensors file, or a directory holding model.safetensors. Accepts GPT-2 names
+// path: a .safetensors file, or a folder (read_checkpoint_tensors). Accepts GPT-2 names
 // with or without "transformer.", BERT names with or without "bert.", LayerNorm gamma/beta;
 // GPT-2 Conv1D weights (stored (in, out)) are transposed to (out, in). Buffers and tied
 // copies (attn.bias, lm_head.weight, cls.predictions.decoder.*, position_ids, NSP head) are
@@ -36,5 +43,11 @@ models::UnitTensors load_checkpoint(const models::Model& model, const std::strin
 // Hugging Face names (GPT-2 without prefix, Conv1D weights transposed back to (in, out)).
 void save_checkpoint(const models::Model& model, const models::UnitTensors& weights,
                      const std::string& path);
+
+// A Hugging Face model folder: model.safetensors (save_checkpoint's names) and config.json
+// (models/hf_config.h), which loads back as `model = dir` and, by layout and names, into
+// transformers' GPT2LMHeadModel / BertForMaskedLM / BertForSequenceClassification.
+void export_hf_folder(const models::Model& model, const models::UnitTensors& weights,
+                      const std::string& dir);
 
 }  // namespace sb::data

@@ -27,6 +27,10 @@ namespace sb::fsdp {
 // "fp32" | "bf16" | "fp16" (name set "dtype"); unknown: error listing them.
 torch::ScalarType dtype_from_name(const std::string& name);
 std::string dtype_name(torch::ScalarType t);
+// The `dtype` key of training: a dtype name, or "auto" = bf16 where the device has bf16
+// matrix units (models::missing_fast_units), else fp32; `why` receives the reason.
+torch::ScalarType resolve_dtype(const std::string& name, const torch::Device& device,
+                                std::string* why = nullptr);
 
 struct EngineConfig {
   std::string strategy = "no_shard";  // the `strategy` key's default (harness/workload.cpp)
@@ -130,6 +134,7 @@ class Engine final : public models::ParamProvider {
   // Forward without gradients on this rank's batch (sharded inference and evaluation).
   torch::Tensor forward_logits(const models::Batch& b);  // (B, T, vocab)
   torch::Tensor forward_loss(const models::Batch& b);    // () mean over b's terms
+  torch::Tensor forward_classify(const models::Batch& b);  // (B, num_labels)
 
   // Full fp32 parameters [unit][param] with spec shapes, host copies, on every rank
   // (collective).

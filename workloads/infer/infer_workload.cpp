@@ -17,9 +17,11 @@
 #include "harness/trace/recorder.h"
 #include "harness/workload.h"
 #include "workloads/data/batches.h"
+#include "workloads/data/labelled.h"
 #include "workloads/comm/communicator.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/fsdp/engine.h"
+#include "workloads/models/hf_config.h"
 #include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
 #include "workloads/models/family.h"
@@ -147,6 +149,7 @@ class InferWorkload final : public sb::Workload {
   void record_step(RunContext& ctx, I n, double s, bool warmup);
   void record_latency(RunContext& ctx, const ScenarioResult& result);
   void record_model(RunContext& ctx);
+  void record_classification(RunContext& ctx);
   // Logits on device_; b may be on the host (moved) or there already (the timed samples).
   torch::Tensor serve(const models::Batch& b) {
     if (engine_) return engine_->forward_logits(data::to_device(b, device_));
@@ -160,6 +163,7 @@ class InferWorkload final : public sb::Workload {
   std::unique_ptr<comm::Communicator> comm_;
   std::unique_ptr<fsdp::Engine> engine_;        // sharded (world > 1)
   std::unique_ptr<quant::QuantizedWeights> q_;  // one rank
+  std::shared_ptr<const data::LabelledData> labelled_;  // data = a labelled .jsonl/.csv
   std::optional<c10::InferenceMode> inference_;  // from build() on
   LoadgenConfig lg_;
   torch::Device device_ = torch::kCPU;  // the `device` key (models/device.h)
@@ -175,7 +179,8 @@ void InferWorkload::build(RunContext& ctx) {
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
   device_ = models::resolve_device(p.get_string("device"), sb::node_local_rank(ctx.world));
   model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
-  const std::string ckpt = p.get_string("checkpoint");
+  std::string ckpt = p.get_string("checkpoint");
+  if (ckpt.empty() && models::is_model_path(p.get_string("model"))) ckpt = p.get_string("model");
   weights_ = ckpt.empty() ? models::init_params(model_->units(),
                                                 static_cast<std::uint64_t>(p.get_int("seed")))
                           : data::load_checkpoint(*model_, ckpt);
@@ -202,13 +207,56 @@ void InferWorkload::build(RunContext& ctx) {
 
 // Drawn before timing starts: held-out rows of the chain `train` uses for this seed (stream
 // "heldout", from index 0), each rank its own rows.
+// With labelled data (data = .jsonl/.csv) the timed samples are its validation examples, in
+// order from this rank's first, cycled as needed.
 void InferWorkload::draw_samples(RunContext& ctx) {
   const auto seed = lg_.seed;
+  if (data::is_labelled_path(ctx.point.get_string("data"))) {
+    labelled_ = data::load_labelled_for(ctx.point, model_->config());
+    const auto& v = labelled_->validation;
+    auto idx = torch::arange(total_samples(lg_), torch::kLong)
+                   .add(static_cast<I>(ctx.rank) * total_samples(lg_)).remainder(v.size());
+    models::Batch b;
+    b.input_ids = v.input_ids.index_select(0, idx);
+    b.token_type_ids = v.token_type_ids.index_select(0, idx);
+    b.attention_mask = v.attention_mask.index_select(0, idx);
+    samples_ = data::to_device(b, device_);
+    return;
+  }
   auto src = data::markov_source(model_->config(), 1, ctx.point.get_int("seq"), seed, seed);
   std::vector<models::Batch> rows;
   const I first_row = static_cast<I>(ctx.rank) * total_samples(lg_);
   for (I i = 0; i < total_samples(lg_); ++i) rows.push_back(src->heldout(first_row + i));
   samples_ = data::to_device(cat_rows(rows), device_);
+}
+
+// Labelled data: the served model's and the fp32 model's class predictions on every
+// validation example, scored against the labels (accuracy, macro-F1) and against each other
+// (top1_agreement).
+void InferWorkload::record_classification(RunContext& ctx) {
+  const auto& v = labelled_->validation;
+  const I B = lg_.max_batch, labels = model_->config().num_labels;
+  models::PersistentParams fp32(weights_, /*requires_grad=*/false);
+  std::vector<torch::Tensor> served, ref;
+  for (I i = 0; i < v.size(); i += B) {
+    auto b = v.rows(i, std::min(v.size(), i + B));
+    torch::NoGradGuard ng;
+    ref.push_back(model_->classify(fp32, b).argmax(-1));
+    auto on = data::to_device(b, device_);
+    auto q = engine_ ? engine_->forward_classify(on) : model_->classify(*q_, on);
+    served.push_back(q.to(torch::kCPU, torch::kFloat).argmax(-1));
+  }
+  const auto pq = torch::cat(served), pf = torch::cat(ref);
+  const auto sq = data::classification_score(pq, v.labels, labels);
+  const auto sf = data::classification_score(pf, v.labels, labels);
+  auto& rec = ctx.recorder;
+  rec.scalar("top1_agreement", (pq == pf).to(torch::kDouble).mean().item<double>());
+  rec.scalar("classification_accuracy", sq.accuracy);
+  rec.scalar("classification_accuracy_fp32", sf.accuracy);
+  rec.scalar("macro_f1", sq.macro_f1);
+  rec.scalar("macro_f1_fp32", sf.macro_f1);
+  rec.scalar("validation_examples", static_cast<double>(v.size()));
+  rec.scalar("truncated_examples", static_cast<double>(labelled_->truncated));
 }
 
 void InferWorkload::warm_up(RunContext& ctx) {  // excluded from statistics
@@ -279,7 +327,9 @@ void InferWorkload::record_model(RunContext& ctx) {
              engine_ ? model_bytes : static_cast<double>(q_->resident_bytes()));
   rec.scalar("model_bytes_fp32", fp32_bytes);
   rec.scalar("model_bytes_ratio", model_bytes / fp32_bytes);
-  if (const I batches = p.get_int("accuracy_batches"); batches > 0) {
+  if (labelled_ && p.get_int("accuracy_batches") > 0) {
+    record_classification(ctx);
+  } else if (const I batches = p.get_int("accuracy_batches"); batches > 0) {
     models::PersistentParams fp32(weights_, /*requires_grad=*/false);
     // Same chain, another stream: never the scenario's rows.
     auto src = data::markov_source(model_->config(), lg_.max_batch, p.get_int("seq"), lg_.seed,
@@ -381,7 +431,8 @@ const sb::Registrar registrar([] {
   key({"server_latency_ms", KeyType::Float, 100.0, "",
        "infer: server scenario's p99 latency bound; a point above it is INVALID (LoadGen's rule)"});
   key({"checkpoint", KeyType::String, std::string(""), "",
-       "infer: safetensors checkpoint to load (empty: seeded initial weights)"});
+       "infer: safetensors checkpoint (file or folder) to load (empty: the model folder's "
+       "weights when model is a folder, else seeded initial weights)"});
   key(integer("accuracy_batches", 2, 0, I{1} << 20,
               "infer: held-out batches (of `batch` samples) scored against the fp32 model"));
   register_name("quant_compute", "auto", "the format's low dtype where the device has its units, else fp32");

@@ -22,7 +22,7 @@ torch::Device resolve_device(const std::string& name, int local_rank);
 
 // "" when d has fast matrix units for `dtype` (kBFloat16, kHalf, kChar = int8 products,
 // kFloat: always), else the sentence naming what is missing, for results and benchmark
-// notes. CPU: avx512_bf16 or amx_bf16 (bf16), avx512_fp16 or amx_fp16 (fp16), avx512_vnni,
+// notes. CPU: avx512_bf16 or amx_bf16 (bf16), amx_fp16 (fp16), avx512_vnni,
 // avx_vnni or amx_int8 (int8); without them oneDNN has no fast kernel and LibTorch's
 // fallback runs bf16 GEMMs far slower than fp32 (1 GFLOP/s on an AVX2 EPYC). GPU: tensor
 // cores for fp16 and int8, bf16 from compute capability 8.0.

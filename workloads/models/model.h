@@ -82,7 +82,8 @@ class Model {
   virtual torch::Tensor classify(ParamProvider& p, const Batch& b);
 };
 
-// Registry of presets by name ("gpt2-tiny", "gpt2", ..., "bert-large").
+// Registry of presets by name ("gpt2-tiny", "gpt2", ..., "bert-large"); a name with a '/' is
+// a local Hugging Face folder (hf_config.h), whose config.json gives the configuration.
 std::unique_ptr<Model> make_model(const std::string& preset, const std::string& attention = "naive");
 std::vector<std::string> preset_names();
 std::int64_t count_params(const std::vector<UnitSpec>& units);
@@ -92,7 +93,8 @@ bool is_task_head(const std::string& param_name);
 // Parameters without task heads: the published figure
 // (gpt2 124,439,808; bert-base 109,482,240).
 std::int64_t count_backbone_params(const std::vector<UnitSpec>& units);
-// The preset's configuration without building the model (unknown name: error listing all).
+// The preset's (or folder's) configuration without building the model (unknown name: error
+// listing all; a folder's unsupported config.json field: error naming it).
 ModelConfig preset_config(const std::string& preset);
 
 }  // namespace sb::models

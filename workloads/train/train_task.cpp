@@ -4,8 +4,11 @@
 
 #include "harness/core/check.h"
 #include "harness/workload.h"
+#include "workloads/data/labelled.h"
+#include "workloads/data/text_corpus.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/family.h"
+#include "workloads/models/hf_config.h"
 #include "workloads/models/model.h"
 #include "workloads/train/train_workload.h"
 
@@ -50,6 +53,9 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                                          p.get_double("lr"))});
   if (p.get_int("lr_warmup") < 0 || p.get_int("lr_warmup") >= std::max<I>(1, p.get_int("steps")))
     out.push_back({"lr_warmup", "lr_warmup must be >= 0 and smaller than steps"});
+  if (p.get_string("reduce_dtype") == "auto")
+    out.push_back({"reduce_dtype", "reduce_dtype takes fp32, bf16 or fp16 (\"auto\" is for "
+                                   "dtype only)"});
   if (p.get_string("reduce_dtype") != "fp32" && p.has("compression") &&
       p.get_string("compression") != "none")
     out.push_back({"reduce_dtype", fmt::format("compression '{}' compresses fp32 gradients; set "
@@ -68,12 +74,31 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   const std::string model = p.get_string("model");
   try {
     const auto& fam = models::family(models::preset_config(model).family);
-    if (!fam.trains_on_token_files && p.get_string("data") != "markov")
-      out.push_back({"data", fmt::format("model family {} trains on data = \"markov\" only "
-                                         "(token files are for causal LM families)", fam.name)});
+    const std::string d = p.get_string("data");
+    const double hf = p.get_double("heldout_fraction");
+    if (!(hf > 0 && hf < 1))
+      out.push_back({"heldout_fraction", fmt::format("heldout_fraction {} must lie in (0, 1)", hf)});
+    if (d != "markov" && data::is_text_path(d) && p.get_string("tokenizer") != "byte" &&
+        p.get_string("tokenizer_dir").empty() && !models::is_model_path(model))
+      out.push_back({"tokenizer_dir", fmt::format("data = \"{}\" is text: set tokenizer_dir to "
+                                                  "the tokenizer's files (GPT-2: vocab.json + "
+                                                  "merges.txt), or tokenizer = \"byte\"", d)});
+    if (data::is_labelled_path(d) && !fam.classifies)
+      out.push_back({"data", fmt::format("data = \"{}\" is labelled text for sequence "
+                                         "classification; model family {} has no such head (use "
+                                         "a BERT model)", d, fam.name)});
+    else if (!data::is_labelled_path(d) && !fam.trains_on_token_files && d != "markov")
+      out.push_back({"data", fmt::format("model family {} trains on data = \"markov\" or a "
+                                         "labelled .jsonl/.csv (token files are for causal LM "
+                                         "families)", fam.name)});
   } catch (const sb::Error&) {
     // an unknown model is reported by the name check
   }
+  const std::string init = p.get_string("init");
+  if (!init.empty() && init != "seed" && !std::filesystem::exists(init))
+    out.push_back({"init", fmt::format("init '{}' does not exist (yet): the point will fail "
+                                       "unless an earlier suite writes it; check the path", init),
+                   true});
   if (p.get_string("checkpoint_dir").empty() && p.get_bool("resume"))
     out.push_back({"resume", "resume = true needs checkpoint_dir"});
   try {  // the same rule as infer's: positions beyond the model's do not exist
@@ -88,6 +113,14 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   warn_missing_inputs(p, out);
 }
 
+// dtype = "auto" as the run would resolve it: on the host, as this machine's CPU would (plan
+// may run on another node than the job); on a GPU, bf16 (compute capability 8.0 and later).
+torch::ScalarType planned_dtype(const Point& p) {
+  const std::string d = p.get_string("dtype");
+  if (d != "auto") return fsdp::dtype_from_name(d);
+  return p.get_string("device") == "cpu" ? fsdp::resolve_dtype(d, torch::kCPU) : torch::kBFloat16;
+}
+
 double state_bytes(const Point& p) {
   auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
   const int world = static_cast<int>(p.get_int("world"));
@@ -95,7 +128,7 @@ double state_bytes(const Point& p) {
   if (sg == 0) sg = world;  // plan does not know the nodes: assume one
   const std::string strategy = p.get_string("strategy");
   return static_cast<double>(fsdp::model_state_bytes(
-      model->units(), strategy, world, sg, fsdp::dtype_from_name(p.get_string("dtype")),
+      model->units(), strategy, world, sg, planned_dtype(p),
       static_cast<int>(p.get_int("grad_accum")), comm::policy_from_point(p)));
 }
 
@@ -132,7 +165,7 @@ sb::Registrar reg([] {
        "all-gather the next unit while the current one computes"});
   i("eval_every", 0, 0, int_max, "evaluate held-out loss every N steps (0 = only at the end)");
   i("eval_batches", 4, 0, I{1} << 20, "held-out global batches per evaluation");
-  s("data", "markov", "training data: markov (synthetic, known loss floor) or a .bin token file");
+  s("data", "markov", data::kDataDoc);
   // "auto": poll where parameters are sharded (a unit's all-gather then completes while the
   // peer computes, instead of waiting for the peer's next unit boundary), inline otherwise
   // (poll's 20 us sleeps slow libnbc's many-round all-reduce). docs/FSDP.md "Benchmark".
@@ -142,6 +175,21 @@ sb::Registrar reg([] {
   key({"comm_progress", KeyType::Name, std::string("auto"), "comm_progress",
        "how overlapped collectives progress: auto, thread, poll or inline (docs/FSDP.md)"});
   s("checkpoint_dir", "", "directory of sharded checkpoints (saved at the end; empty = none)");
+  s("token_cache", "results/token-cache",
+    "data = text: the folder of its cached token files (train and held-out streams)");
+  key({"heldout_fraction", KeyType::Float, 0.1, "",
+       "data = text: the fraction of documents held out for evaluation (seeded by seed)"});
+  for (const char* t : {"auto", "gpt2-bpe", "bert-wordpiece", "byte"})
+    register_name("tokenizer", t, std::string(t) == "auto" ? "gpt2-bpe for GPT-2, bert-wordpiece for BERT"
+                                                           : "the tokenizer of that name");
+  key({"tokenizer", KeyType::Name, std::string("auto"), "tokenizer",
+       "data = text: the tokenizer (auto: the model family's), its files in tokenizer_dir"});
+  s("export_folder", "",
+    "after training, write a Hugging Face model folder (config.json + model.safetensors) here, "
+    "loadable as model = <folder> (rank 0 writes; empty = none)");
+  s("init", "",
+    "the weights training starts from: a safetensors file or model folder; empty = the model "
+    "folder's weights when model is a folder, else seeded; \"seed\" = seeded always");
   key({"resume", KeyType::Bool, false, "",
        "continue from checkpoint_dir's newest committed checkpoint (step 0 when there is none)"});
   s("export_safetensors", "",

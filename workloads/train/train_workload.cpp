@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 #include <torch/version.h>
+#include <nlohmann/json.hpp>
 
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
@@ -18,12 +19,15 @@
 #include "harness/trace/recorder.h"
 #include "workloads/comm/policy.h"
 #include "workloads/data/batches.h"
+#include "workloads/data/labelled.h"
+#include "workloads/data/text_corpus.h"
 #include "workloads/data/token_file.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
 #include "workloads/models/family.h"
+#include "workloads/models/hf_config.h"
 #include "workloads/models/params.h"
 
 namespace sb::train {
@@ -32,18 +36,53 @@ namespace {
 using I = std::int64_t;
 
 
-std::unique_ptr<data::BatchSource> make_source(const Point& p, const models::ModelConfig& m) {
+// A text corpus's token files: rank 0 tokenizes (or finds them in the cache) while the others
+// wait, then every rank reads the same complete files.
+data::TextCorpus text_corpus(RunContext& ctx, const models::ModelConfig& m) {
+  const Point& p = ctx.point;
+  data::TextCorpusConfig c;
+  c.source = p.get_string("data");
+  c.cache_dir = p.get_string("token_cache");
+  c.tokenizer = p.get_string("tokenizer");
+  if (c.tokenizer == "auto") c.tokenizer = m.family == "bert" ? "bert-wordpiece" : "gpt2-bpe";
+  c.tokenizer_dir = p.get_string("tokenizer_dir");
+  if (c.tokenizer_dir.empty() && models::is_model_path(p.get_string("model")))
+    c.tokenizer_dir = p.get_string("model");
+  c.heldout_fraction = p.get_double("heldout_fraction");
+  c.seed = static_cast<std::uint64_t>(p.get_int("seed"));
+  data::TextCorpus corpus;
+  if (ctx.rank == 0) corpus = data::prepare_text_corpus(c);
+  sb::check_mpi(MPI_Barrier(ctx.world), "MPI_Barrier (token cache)");
+  if (ctx.rank != 0) corpus = data::prepare_text_corpus(c);  // complete now: read back
+  return corpus;
+}
+
+std::unique_ptr<data::BatchSource> make_source(RunContext& ctx, const models::ModelConfig& m,
+                                               data::TextCorpus* corpus) {
+  const Point& p = ctx.point;
   const I B = p.get_int("batch"), T = p.get_int("seq");
   const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
   const std::string d = p.get_string("data");
+  if (data::is_labelled_path(d))
+    return std::make_unique<data::LabelledBatches>(data::load_labelled_for(p, m), B, seed);
+  if (d != "markov" && data::is_text_path(d)) {
+    *corpus = text_corpus(ctx, m);
+    const auto vocab_ok = [&](const std::vector<std::int32_t>& t) {
+      return t.empty() || *std::max_element(t.begin(), t.end()) < m.vocab;
+    };
+    auto train = data::read_token_file(corpus->train_bin);
+    auto held = data::read_token_file(corpus->heldout_bin);
+    SB_CHECK(vocab_ok(train) && vocab_ok(held), "the tokenizer of data '{}' produced ids beyond "
+                                                "model '{}''s vocab_size {}: tokenizer and model "
+                                                "do not belong together", d, m.preset, m.vocab);
+    return std::make_unique<data::TokenLmBatches>(train, held, B, T, seed);
+  }
   if (!models::family(m.family).trains_on_token_files || d == "markov")
     return data::markov_source(m, B, T, seed, seed);
   auto tokens = std::make_shared<const std::vector<std::int32_t>>(data::read_token_file(d));
   return std::make_unique<data::TokenLmBatches>(tokens, B, T, seed);
 }
 
-// GFLOP/s of this rank's threads (docs/METRICS.md "MFU"): the best of 30 dense fp32
-// 1024 x 1024 x 1024 at::mm, 2 * 1024^3 FLOPs each.
 // The best of 30 square GEMMs in `dtype` (docs/METRICS.md "MFU"): n = 1024 on the host, 8192
 // on a GPU (its tensor cores), timed after a device synchronisation.
 double measure_peak_gflops(const torch::Device& device, torch::ScalarType dtype) {
@@ -63,10 +102,23 @@ double measure_peak_gflops(const torch::Device& device, torch::ScalarType dtype)
   return 2.0 * n * n * n / best / 1e9;
 }
 
-fsdp::EngineConfig engine_config(const Point& p) {
+// The `init` key: a checkpoint (file or folder) to start from; "" starts from the model
+// folder's weights when `model` is a folder, else from seeded weights; "seed" always seeded.
+models::UnitTensors initial_weights(const Point& p, const models::Model& m) {
+  std::string from = p.get_string("init");
+  if (from.empty() && models::is_model_path(p.get_string("model"))) from = p.get_string("model");
+  if (from.empty() || from == "seed")
+    return models::init_params(m.units(), static_cast<std::uint64_t>(p.get_int("seed")));
+  return data::load_checkpoint(m, from);
+}
+
+// `dtype_why` receives how the `dtype` key (auto) became the compute dtype on `device`.
+fsdp::EngineConfig engine_config(const Point& p, const torch::Device& device,
+                                 std::string* dtype_why) {
   fsdp::EngineConfig cfg;
   cfg.strategy = p.get_string("strategy");
-  cfg.param_dtype = fsdp::dtype_from_name(p.get_string("dtype"));
+  cfg.device = device;
+  cfg.param_dtype = fsdp::resolve_dtype(p.get_string("dtype"), device, dtype_why);
   cfg.reduce_dtype = fsdp::dtype_from_name(p.get_string("reduce_dtype"));
   cfg.prefetch = p.get_bool("prefetch");
   cfg.compression = comm::policy_from_point(p);
@@ -105,6 +157,7 @@ class TrainWorkload final : public sb::Workload {
   void step_loop(RunContext& ctx);
   sb::StepRecord step_record(RunContext& ctx, I s, const fsdp::StepStats& st, double wall) const;
   double evaluate(RunContext& ctx);
+  void record_labelled(RunContext& ctx, const data::LabelledBatches& src);
   void record_results(RunContext& ctx);
   void export_weights(RunContext& ctx);
 
@@ -120,6 +173,8 @@ class TrainWorkload final : public sb::Workload {
   double origin_ = 0, peak_gflops_ = 0, peak_fp32_gflops_ = 0, flops_per_token_ = 0;
   std::string peak_dtype_;           // the GEMM dtype of peak_gflops_, or "given"
   std::string peak_note_;            // why a low-precision run's peak is fp32 (missing units)
+  std::string dtype_why_;            // how the `dtype` key became cfg_.param_dtype
+  data::TextCorpus corpus_;          // data = text: its cached token files
   mutable std::string mfu_invalid_;  // the first step's reason for a NaN MFU (mfu.h)
 };
 
@@ -131,17 +186,14 @@ void TrainWorkload::build(RunContext& ctx) {
   model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
   comm_ = std::make_unique<comm::Communicator>(ctx.world, static_cast<int>(p.get_int("shard_group")),
                                               true, comm::backend_choice(p));
-  cfg_ = engine_config(p);
-  cfg_.device = device_;
+  cfg_ = engine_config(p, device_, &dtype_why_);
   std::string progress = p.get_string("comm_progress");
   if (progress == "auto")  // train_task.cpp says why
     progress = fsdp::strategy_layout(cfg_.strategy).params_sharded ? "poll" : "inline";
   comm_->set_progress(comm::progress_from_name(progress));
-  engine_ = std::make_unique<fsdp::Engine>(
-      *model_, *comm_, cfg_,
-      models::init_params(model_->units(), static_cast<std::uint64_t>(p.get_int("seed"))));
+  engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_, initial_weights(p, *model_));
   if (p.get_bool("resume")) resume(ctx);
-  source_ = make_source(p, model_->config());
+  source_ = make_source(ctx, model_->config(), &corpus_);
 
   origin_ = MPI_Wtime();
   comm_->set_trace_hook([&ctx](const sb::CommEvent& e) { ctx.recorder.comm(e); }, origin_);
@@ -264,6 +316,27 @@ double TrainWorkload::evaluate(RunContext& ctx) {
   return comm_->all_reduce_scalar(sum, comm::Group::World) / static_cast<double>(terms_total);
 }
 
+// Accuracy and macro-F1 of the trained model on every validation example (each rank scores
+// the same rows: the sharded forward is collective), and what the dataset was.
+void TrainWorkload::record_labelled(RunContext& ctx, const data::LabelledBatches& src) {
+  const auto& v = src.data().validation;
+  const I B = ctx.point.get_int("batch");
+  std::vector<torch::Tensor> pred;
+  for (I i = 0; i < v.size(); i += B) {
+    auto b = v.rows(i, std::min(v.size(), i + B));
+    pred.push_back(engine_->forward_classify(data::to_device(b, device_)).argmax(-1).cpu());
+  }
+  const auto s = data::classification_score(torch::cat(pred), v.labels,
+                                            model_->config().num_labels);
+  auto& rec = ctx.recorder;
+  rec.scalar("classification_accuracy", s.accuracy);
+  rec.scalar("macro_f1", s.macro_f1);
+  rec.scalar("validation_examples", static_cast<double>(v.size()));
+  rec.scalar("train_examples", static_cast<double>(src.data().train.size()));
+  rec.scalar("truncated_examples", static_cast<double>(src.data().truncated));
+  rec.text("labels", nlohmann::json(src.data().labels).dump());
+}
+
 void TrainWorkload::record_results(RunContext& ctx) {
   auto& rec = ctx.recorder;
   sb::RankMemory m = sb::rank_memory_now(ctx.rank);
@@ -273,6 +346,15 @@ void TrainWorkload::record_results(RunContext& ctx) {
   const double eval = evaluate(ctx);
   rec.scalar("final_eval_loss", eval);
   rec.series("eval_loss", eval);
+  if (auto* lb = dynamic_cast<const data::LabelledBatches*>(source_.get())) record_labelled(ctx, *lb);
+  if (!corpus_.key.empty()) {  // held-out text: perplexity = exp(mean cross-entropy)
+    rec.scalar("perplexity", std::exp(eval));
+    rec.scalar("corpus_documents", static_cast<double>(corpus_.documents));
+    rec.scalar("corpus_heldout_documents", static_cast<double>(corpus_.heldout_documents));
+    rec.scalar("corpus_train_tokens", static_cast<double>(corpus_.train_tokens));
+    rec.scalar("corpus_heldout_tokens", static_cast<double>(corpus_.heldout_tokens));
+    rec.text("token_cache", corpus_.manifest + (corpus_.reused ? " (reused)" : " (written)"));
+  }
   if (!std::isnan(source_->loss_floor())) rec.scalar("loss_floor", source_->loss_floor());
   rec.scalar("peak_gflops_per_rank", peak_gflops_);  // what MFU divides by
   rec.scalar("peak_fp32_gflops_per_rank", peak_fp32_gflops_);
@@ -301,6 +383,8 @@ void TrainWorkload::record_results(RunContext& ctx) {
   }
   rec.text("device", device_.str());
   rec.text("peak_dtype", peak_dtype_);  // what MFU's denominator is
+  rec.text("compute_dtype", fsdp::dtype_name(cfg_.param_dtype));  // dtype = "auto" resolved
+  rec.text("compute_dtype_reason", dtype_why_);
   if (!peak_note_.empty()) rec.text("peak_note", peak_note_);
   if (device_.is_cuda())
     rec.scalar("device_peak_allocated_bytes",
@@ -310,9 +394,12 @@ void TrainWorkload::record_results(RunContext& ctx) {
 
 void TrainWorkload::export_weights(RunContext& ctx) {
   const std::string out = ctx.point.get_string("export_safetensors");
-  if (out.empty()) return;
+  const std::string folder = ctx.point.get_string("export_folder");
+  if (out.empty() && folder.empty()) return;
   auto full = engine_->full_params();  // collective: every rank takes part
-  if (ctx.rank == 0) data::save_checkpoint(*model_, full, out);
+  if (ctx.rank != 0) return;
+  if (!out.empty()) data::save_checkpoint(*model_, full, out);
+  if (!folder.empty()) data::export_hf_folder(*model_, full, folder);
 }
 
 }  // namespace

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Local Hugging Face model folders through the CLI (the Realdata issue):
+#  1. plan: a folder plans like the preset it describes (same state/rank), and a config.json
+#     field we do not implement is an error at the `model` key naming the file, field, value;
+#  2. run: gpt2-tiny trains and exports a folder (export_folder); that folder fine-tunes
+#     (model = folder: its weights are the start, init = "") under full_shard on 2 ranks and
+#     serves inference; a bad `init` path is a plan warning, then a clear run error.
+# Usage: model_folder.sh build/shardbench
+set -euo pipefail
+sb=$(realpath "$1")
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# ---- 1. plan ---------------------------------------------------------------------------
+mkdir -p "$d/tiny" "$d/relu"
+cat > "$d/tiny/config.json" <<'EOF'
+{"model_type": "gpt2", "n_layer": 2, "n_head": 4, "n_embd": 64, "vocab_size": 256,
+ "n_positions": 128, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"}
+EOF
+sed 's/"gelu_new"/"relu"/' "$d/tiny/config.json" > "$d/relu/config.json"
+for m in gpt2-tiny "$d/tiny"; do
+  printf '[base]\ntask = "train"\nmodel = "%s"\nworld = 2\nstrategy = "full_shard"\n' "$m" > "$d/p.toml"
+  "$sb" plan "$d/p.toml" 2>/dev/null | awk 'NR > 3 {print $(NF-1), $NF}' >> "$d/state"
+done
+[ "$(sed -n 1p "$d/state")" = "$(sed -n 2p "$d/state")" ] ||
+  fail "the folder's state/rank differs from gpt2-tiny's: $(tr '\n' ' ' < "$d/state")"
+
+printf '[base]\ntask = "train"\nmodel = "%s"\n' "$d/relu" > "$d/bad.toml"
+out=$("$sb" plan "$d/bad.toml" 2>&1 >/dev/null) && fail "plan accepted activation relu"
+want="$d/bad.toml:3:9: model: $d/relu/config.json: field 'activation_function' is \"relu\"; shardbench supports gelu_new, gelu_pytorch_tanh"
+grep -qF "$want" <<<"$out" || fail "plan said: $out"
+printf '[base]\ntask = "train"\nmodel = "tiny-typo"\n' > "$d/typo.toml"
+out=$("$sb" plan "$d/typo.toml" 2>&1 >/dev/null) && fail "plan accepted an unknown model name"
+grep -qF "(or a path: a value with '/', e.g. \"./my-model\")" <<<"$out" || fail "plan said: $out"
+
+# ---- 2. train -> export -> fine-tune -> infer ------------------------------------------
+cat > "$d/run.toml" <<EOF
+[base]
+model = "gpt2-tiny"
+world = 2
+threads = 1
+steps = 3
+warmup = 0
+batch = 2
+seq = 32
+time_limit = 300
+
+[[zip]]
+task = ["train", "train", "infer"]
+model = ["gpt2-tiny", "$d/out", "$d/out"]
+strategy = ["no_shard", "full_shard", "no_shard"]
+world = [2, 2, 1]
+export_folder = ["$d/out", "", ""]
+lr = [0.01, 0.0006, 0.0006]
+queries = [32, 32, 2]
+steps = [10, 3, 3]
+EOF
+"$sb" sweep "$d/run.toml" --results "$d/res" --allow-oversubscribe > "$d/sweep.log" 2>&1 ||
+  { cat "$d/sweep.log"; fail "the train -> export -> fine-tune -> infer sweep failed"; }
+[ -f "$d/out/config.json" ] && [ -f "$d/out/model.safetensors" ] || fail "no exported folder"
+grep -q '"model_type": "gpt2"' "$d/out/config.json" || fail "config.json: $(cat "$d/out/config.json")"
+[ "$(ls "$d"/res/points/*.h5 | wc -l)" = 3 ] || fail "expected 3 result files: $(ls "$d/res/points")"
+
+# The fine-tune starts from the exported weights: its first loss is near the exporter's last
+# (10 steps at lr 0.01), far below a fresh model's ln(256) = 5.55.
+first_loss=$(/usr/bin/python3 - "$d/res" <<'EOF'
+import glob, sys, h5py
+for f in sorted(glob.glob(sys.argv[1] + "/points/*.h5")):
+    with h5py.File(f) as h:
+        cfg = h.attrs["config"]
+        cfg = cfg.decode() if isinstance(cfg, bytes) else cfg
+        if '"full_shard"' in cfg and '"train"' in cfg:
+            print(float(h["steps"]["loss"][0]))
+EOF
+)
+echo "fine-tune's first loss: $first_loss"
+/usr/bin/python3 -c "import sys; sys.exit(0 if float('$first_loss') < 5.3 else 1)" ||
+  fail "the fine-tune did not start from the exported weights (first loss $first_loss)"
+
+# A missing init: a warning at plan time, then a clear error naming it.
+printf '[base]\ntask = "train"\nmodel = "gpt2-tiny"\ninit = "%s/none"\nsteps = 1\nwarmup = 0\n' "$d" > "$d/init.toml"
+out=$("$sb" plan "$d/init.toml" 2>&1 >/dev/null) || fail "plan refused a missing init (it warns): $out"
+grep -qF "init: warning: init '$d/none' does not exist (yet)" <<<"$out" || fail "plan said: $out"
+# ---- 3. a text corpus: tokenized into the cache once, then reused ------------------------
+mkdir -p "$d/corpus"
+for i in 1 2 3 4 5 6; do
+  for j in $(seq 1 40); do
+    echo "document $i line $j: the quick brown fox jumps over the lazy dog"
+  done > "$d/corpus/doc$i.txt"
+done
+printf '[base]\ntask = "train"\nmodel = "gpt2-tiny"\ndata = "%s/corpus"\ntokenizer = "byte"\ntoken_cache = "%s/cache"\nheldout_fraction = 0.34\nsteps = 3\nwarmup = 0\nbatch = 4\nseq = 32\n[axes]\nlr = [0.0006, 0.0007]\n' "$d" "$d" > "$d/text.toml"
+"$sb" sweep "$d/text.toml" --results "$d/text" > "$d/text.log" 2>&1 ||
+  { cat "$d/text.log"; fail "text sweep"; }
+/usr/bin/python3 - "$d/text" <<'PY' || fail "text corpus results"
+import glob, math, sys, h5py
+seen = []
+for f in sorted(glob.glob(sys.argv[1] + "/points/*.h5")):
+    with h5py.File(f) as h:
+        s, t = h["scalars"].attrs, h["texts"].attrs
+        assert s["corpus_documents"] == 6 and s["corpus_heldout_documents"] == 2, dict(s)
+        assert abs(s["perplexity"] - math.exp(s["final_eval_loss"])) < 1e-9 * s["perplexity"]
+        seen.append(t["token_cache"].split(" ")[-1])
+assert sorted(seen) == ["(reused)", "(written)"], seen
+PY
+[ "$(ls "$d/cache" | wc -l)" = 3 ] || fail "the cache holds: $(ls "$d/cache")"
+echo "model folders: OK"

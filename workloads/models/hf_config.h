@@ -1,0 +1,25 @@
+// A local Hugging Face model folder as a model (the Realdata issue): its config.json read
+// into a ModelConfig, so that `model = "/path/to/folder"` works wherever a preset name does.
+// Only what our GPT-2 and BERT implement is accepted: any other model_type, activation,
+// cross-attention, untied GPT-2 head, ... is an error naming the file, the field and its
+// value, raised at plan time (validation reads the same function).
+#pragma once
+#include <string>
+
+#include "workloads/models/model.h"
+
+namespace sb::models {
+
+// Whether a `model` value names a folder rather than a preset: it holds a '/' (the suite's
+// name check lets such values through; a preset name never has one).
+bool is_model_path(const std::string& model);
+
+// <dir>/config.json as a ModelConfig (family "gpt2" or "bert"; preset = dir). The folder's
+// weights are not read here (data/safetensors.h: load_checkpoint on the folder).
+ModelConfig hf_folder_config(const std::string& dir);
+
+// The Hugging Face config.json of a model (export: config + model.safetensors load back here
+// and, by layout and names, into transformers' GPT2LMHeadModel / BertFor* classes).
+std::string hf_config_json(const ModelConfig& c);
+
+}  // namespace sb::models
