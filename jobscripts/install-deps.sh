@@ -56,3 +56,15 @@ if [[ $have != "$TORCH_VERSION" ]]; then
 else
   echo "install-deps: torch $TORCH_VERSION present in $venv"
 fi
+
+# Hugging Face transformers beside torch, for one test only: an exported model folder loads
+# into GPT2LMHeadModel / BertFor* with the same logits (tests/unit/data_safetensors.cpp).
+# Pinned with its dependencies resolved by pip; nothing of it is linked or needed at run time.
+TRANSFORMERS_VERSION=${SB_TRANSFORMERS_VERSION:-5.25.0}
+have=$("$venv/bin/python" -c 'import transformers; print(transformers.__version__)' 2>/dev/null || true)
+if [[ $have != "$TRANSFORMERS_VERSION" ]]; then
+  echo "install-deps: installing transformers $TRANSFORMERS_VERSION into $venv (was: ${have:-none})"
+  "$venv/bin/pip" install -q --disable-pip-version-check "transformers==$TRANSFORMERS_VERSION"
+else
+  echo "install-deps: transformers $TRANSFORMERS_VERSION present in $venv"
+fi

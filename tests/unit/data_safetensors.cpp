@@ -103,3 +103,29 @@ TEST(Safetensors, WrongPresetIsAnError) {
     EXPECT_NE(std::string(e.what()).find("lacks"), std::string::npos) << e.what();
   }
 }
+
+// An exported folder loads into Hugging Face transformers (GPT2LMHeadModel, BertForMaskedLM,
+// BertForSequenceClassification) with no missing or unexpected weights and the same logits
+// (tests/data/check_hf_transformers.py, run from the project's venv, where install-deps.sh
+// puts transformers).
+TEST(Safetensors, TransformersLoadsAnExportWithTheSameLogits) {
+  const std::string python = SB_SOURCE_DIR "/.venv/bin/python";
+  ASSERT_EQ(std::system((python + " -c 'import transformers' 2>/dev/null").c_str()), 0)
+      << "transformers is not in " << python << ": run jobscripts/install-deps.sh";
+  for (const char* preset : {"gpt2-tiny", "bert-tiny"}) {
+    auto m = models::make_model(preset);
+    auto w = models::init_params(m->units(), 9);
+    const std::string dir = testing::TempDir() + "hf_export_" + preset;
+    data::export_hf_folder(*m, w, dir);
+    models::Batch b;
+    b.input_ids = torch::arange(16, torch::kLong).mul(7).remainder(m->config().vocab).view({2, 8});
+    models::PersistentParams p(w, false);
+    torch::NoGradGuard ng;
+    std::vector<std::pair<std::string, torch::Tensor>> expected = {
+        {"input_ids", b.input_ids.to(torch::kFloat)}, {"logits", m->logits(p, b)}};
+    if (m->config().family == "bert") expected.emplace_back("class_logits", m->classify(p, b));
+    data::write_safetensors(dir + "/expected.safetensors", expected);
+    const std::string cmd = python + " " SB_SOURCE_DIR "/tests/data/check_hf_transformers.py " + dir;
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << preset << ": " << cmd;
+  }
+}

@@ -40,7 +40,7 @@ std::string canonical_name(const models::ModelConfig& c, const std::string& n) {
 
 }  // namespace
 
-std::map<std::string, torch::Tensor> read_safetensors(const std::string& path) {
+std::map<std::string, StEntry> read_safetensors_header(const std::string& path) {
   const std::int64_t size = file_size(path);
   SB_CHECK(size >= 8, "safetensors '{}': missing or shorter than its 8-byte header length", path);
   std::ifstream f(path, std::ios::binary);
@@ -60,34 +60,49 @@ std::map<std::string, torch::Tensor> read_safetensors(const std::string& path) {
     SB_FAIL("safetensors '{}': header is not valid JSON: {}", path, e.what());
   }
   const std::int64_t data_begin = 8 + static_cast<std::int64_t>(hlen), data_size = size - data_begin;
-  std::map<std::string, torch::Tensor> out;
+  std::map<std::string, StEntry> out;
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "__metadata__") continue;
     const auto& e = it.value();
     SB_CHECK(e.contains("dtype") && e.contains("shape") && e.contains("data_offsets"),
              "safetensors '{}': tensor '{}' lacks dtype, shape or data_offsets", path, it.key());
     const std::string dtype = e["dtype"].get<std::string>();
-    std::vector<std::int64_t> shape = e["shape"].get<std::vector<std::int64_t>>();
+    StEntry x;
+    x.file = path;
+    x.shape = e["shape"].get<std::vector<std::int64_t>>();
     const auto off = e["data_offsets"].get<std::vector<std::int64_t>>();
-    torch::ScalarType st;
     std::int64_t width;
-    if (dtype == "F32") st = torch::kFloat32, width = 4;
-    else if (dtype == "F16") st = torch::kFloat16, width = 2;
-    else if (dtype == "BF16") st = torch::kBFloat16, width = 2;
-    else if (dtype == "F64") st = torch::kFloat64, width = 8;
+    if (dtype == "F32") x.dtype = torch::kFloat32, width = 4;
+    else if (dtype == "F16") x.dtype = torch::kFloat16, width = 2;
+    else if (dtype == "BF16") x.dtype = torch::kBFloat16, width = 2;
+    else if (dtype == "F64") x.dtype = torch::kFloat64, width = 8;
     else SB_FAIL("safetensors '{}': tensor '{}' has dtype {}; supported: F32, F16, BF16, F64", path, it.key(), dtype);
     std::int64_t numel = 1;
-    for (auto s : shape) numel *= s;
+    for (auto d : x.shape) numel *= d;
     SB_CHECK(off.size() == 2 && off[0] >= 0 && off[1] <= data_size && off[1] - off[0] == numel * width,
              "safetensors '{}': tensor '{}' ({} {} elements) has data_offsets [{}, {}] inconsistent with "
              "its size or the file's {} data bytes", path, it.key(), numel, dtype, off.size() ? off[0] : -1,
              off.size() > 1 ? off[1] : -1, data_size);
-    auto t = torch::empty(shape, torch::TensorOptions().dtype(st));
-    f.seekg(data_begin + off[0]);
-    f.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(numel * width));
-    SB_CHECK(f.good(), "safetensors '{}': short read of tensor '{}'", path, it.key());
-    out[it.key()] = t.to(torch::kFloat32);
+    x.begin = data_begin + off[0];
+    x.bytes = numel * width;
+    out[it.key()] = std::move(x);
   }
+  return out;
+}
+
+torch::Tensor read_entry(const StEntry& e) {
+  std::ifstream f(e.file, std::ios::binary);
+  SB_CHECK(f.good(), "cannot open safetensors '{}'", e.file);
+  auto t = torch::empty(e.shape, torch::TensorOptions().dtype(e.dtype));
+  f.seekg(e.begin);
+  f.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(e.bytes));
+  SB_CHECK(f.good(), "safetensors '{}': short read of {} bytes at {}", e.file, e.bytes, e.begin);
+  return e.dtype == torch::kFloat32 ? t : t.to(torch::kFloat32);
+}
+
+std::map<std::string, torch::Tensor> read_safetensors(const std::string& path) {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& [name, e] : read_safetensors_header(path)) out[name] = read_entry(e);
   return out;
 }
 
@@ -122,21 +137,20 @@ void write_safetensors(const std::string& path,
   SB_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '{}' to '{}'", tmp, path);
 }
 
-std::map<std::string, torch::Tensor> read_checkpoint_tensors(const std::string& path,
-                                                             std::string* described) {
+std::map<std::string, StEntry> checkpoint_entries(const std::string& path, std::string* described) {
   if (!is_dir(path)) {
     if (described) *described = path;
-    return read_safetensors(path);
+    return read_safetensors_header(path);
   }
   const std::string single = path + "/model.safetensors";
   const std::string index = path + "/model.safetensors.index.json";
   if (file_size(single) >= 0 || file_size(index) < 0) {
     if (described) *described = single;
-    return read_safetensors(single);  // a missing file is named there
+    return read_safetensors_header(single);  // a missing file is named there
   }
   if (described) *described = index;
   // Sharded (transformers' save_pretrained with max_shard_size): {"weight_map": {tensor:
-  // shard file}}; each shard is read once, and every mapped tensor must be in its shard.
+  // shard file}}; each shard's header is read once, and every mapped tensor must be in it.
   std::ifstream f(index);
   nlohmann::json j;
   try {
@@ -155,15 +169,15 @@ std::map<std::string, torch::Tensor> read_checkpoint_tensors(const std::string& 
              "{}: weight_map['{}'] = \"{}\" must name a file in the folder", index, it.key(), shard);
     by_shard[shard].insert(it.key());
   }
-  std::map<std::string, torch::Tensor> out;
+  std::map<std::string, StEntry> out;
   for (const auto& [shard, names] : by_shard) {
     const std::string file = path + "/" + shard;
     SB_CHECK(file_size(file) >= 0, "{}: shard '{}' (holding {} tensors) is missing from '{}'",
              index, shard, names.size(), path);
-    for (auto& [name, t] : read_safetensors(file)) {
+    for (auto& [name, e] : read_safetensors_header(file)) {
       SB_CHECK(names.count(name), "{}: tensor '{}' is in shard '{}' but the index maps it "
                                   "elsewhere or not at all", index, name, shard);
-      out[name] = t;
+      out[name] = e;
     }
     for (const auto& n : names)
       SB_CHECK(out.count(n), "{}: the index maps tensor '{}' to shard '{}', which lacks it",
@@ -172,52 +186,79 @@ std::map<std::string, torch::Tensor> read_checkpoint_tensors(const std::string& 
   return out;
 }
 
-models::UnitTensors load_checkpoint(const models::Model& model, const std::string& path,
-                                    const CheckpointLoadOptions& opt) {
-  std::string file;
-  auto tensors = read_checkpoint_tensors(path, &file);
+std::map<std::string, torch::Tensor> read_checkpoint_tensors(const std::string& path,
+                                                             std::string* described) {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& [name, e] : checkpoint_entries(path, described)) out[name] = read_entry(e);
+  return out;
+}
+
+CheckpointReader::CheckpointReader(const models::Model& model, const std::string& path,
+                                   CheckpointLoadOptions opt)
+    : model_(model), opt_(opt) {
   const auto& c = model.config();
-  std::map<std::string, torch::Tensor> byname;
-  for (auto& [name, t] : tensors) {
+  for (auto& [name, e] : checkpoint_entries(path, &file_)) {
     const std::string n = canonical_name(c, name);
-    if (!n.empty()) byname[n] = t;
+    if (!n.empty()) entries_[n] = e;
   }
-  const auto& units = model.units();
-  models::UnitTensors out(units.size());
+  // Everything is checked from the headers, before a byte of data is read.
   std::set<std::string> used;
   std::vector<std::string> missing;
-  for (std::size_t u = 0; u < units.size(); ++u)
-    for (std::size_t i = 0; i < units[u].params.size(); ++i) {
-      const auto& spec = units[u].params[i];
-      auto it = byname.find(spec.name);
-      if (it == byname.end()) {
-        if (opt.init_missing_heads && models::is_task_head(spec.name)) {
-          out[u].push_back(models::init_param(spec, opt.seed, static_cast<int>(u), static_cast<int>(i)));
-          continue;
-        }
-        missing.push_back(spec.name);
-        out[u].push_back(torch::Tensor());
+  for (const auto& u : model.units())
+    for (const auto& spec : u.params) {
+      auto it = entries_.find(spec.name);
+      if (it == entries_.end()) {
+        if (!(opt_.init_missing_heads && models::is_task_head(spec.name))) missing.push_back(spec.name);
         continue;
       }
       used.insert(spec.name);
-      auto t = is_conv1d(c, spec.name) ? it->second.t().contiguous() : it->second;
-      SB_CHECK(t.sizes().vec() == spec.shape,
-               "checkpoint '{}': tensor '{}' has shape ({}){}, model '{}' expects ({}); wrong preset?", file,
-               spec.name, fmt::join(it->second.sizes(), ", "),
-               is_conv1d(c, spec.name) ? " (Conv1D, transposed on load)" : "", c.preset, fmt::join(spec.shape, ", "));
-      out[u].push_back(t);
+      const bool conv = is_conv1d(c, spec.name);
+      auto shape = it->second.shape;
+      if (conv && shape.size() == 2) std::swap(shape[0], shape[1]);
+      SB_CHECK(shape == spec.shape,
+               "checkpoint '{}': tensor '{}' has shape ({}){}, model '{}' expects ({}); wrong preset?", file_,
+               spec.name, fmt::join(it->second.shape, ", "), conv ? " (Conv1D, transposed on load)" : "",
+               c.preset, fmt::join(spec.shape, ", "));
     }
   std::string list;
   for (std::size_t k = 0; k < missing.size() && k < 8; ++k) list += (k ? ", " : "") + missing[k];
-  SB_CHECK(missing.empty(), "checkpoint '{}' lacks {} tensors of model '{}': {}{}", file, missing.size(),
+  SB_CHECK(missing.empty(), "checkpoint '{}' lacks {} tensors of model '{}': {}{}", file_, missing.size(),
            c.preset, list, missing.size() > 8 ? ", ..." : "");
   std::vector<std::string> unknown;
-  for (const auto& [n, t] : byname)
+  for (const auto& [n, e] : entries_)
     if (!used.count(n)) unknown.push_back(n);
   list.clear();
   for (std::size_t k = 0; k < unknown.size() && k < 8; ++k) list += (k ? ", " : "") + unknown[k];
   SB_CHECK(unknown.empty(), "checkpoint '{}' holds {} tensors model '{}' does not have: {}{}; wrong preset?",
-           file, unknown.size(), c.preset, list, unknown.size() > 8 ? ", ..." : "");
+           file_, unknown.size(), c.preset, list, unknown.size() > 8 ? ", ..." : "");
+}
+
+std::vector<torch::Tensor> CheckpointReader::unit(int u) {
+  const auto& units = model_.units();
+  SB_CHECK(u >= 0 && u < static_cast<int>(units.size()), "CheckpointReader::unit({}): the model "
+           "has {} units", u, units.size());
+  std::vector<torch::Tensor> out;
+  for (std::size_t i = 0; i < units[u].params.size(); ++i) {
+    const auto& spec = units[u].params[i];
+    auto it = entries_.find(spec.name);
+    if (it == entries_.end()) {  // a task head the constructor allowed to be missing
+      out.push_back(models::init_param(spec, opt_.seed, u, static_cast<int>(i)));
+      continue;
+    }
+    auto t = read_entry(it->second);
+    bytes_read_ += it->second.bytes;
+    // Conv1D weights are stored (in, out): a transposed view, not a copy (a third of GPT-2's
+    // bytes; whoever needs them contiguous copies once, as the engine's flattening does).
+    out.push_back(is_conv1d(model_.config(), spec.name) ? t.t() : t);
+  }
+  return out;
+}
+
+models::UnitTensors load_checkpoint(const models::Model& model, const std::string& path,
+                                    const CheckpointLoadOptions& opt) {
+  CheckpointReader r(model, path, opt);
+  models::UnitTensors out;
+  for (int u = 0; u < static_cast<int>(model.units().size()); ++u) out.push_back(r.unit(u));
   return out;
 }
 

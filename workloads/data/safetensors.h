@@ -13,6 +13,17 @@
 
 namespace sb::data {
 
+// One tensor of a safetensors file: where its bytes are, what they hold.
+struct StEntry {
+  std::string file;
+  torch::ScalarType dtype = torch::kFloat32;
+  std::vector<std::int64_t> shape;
+  std::int64_t begin = 0, bytes = 0;  // absolute byte offset in the file, byte count
+};
+// The header alone, validated (dtypes, offsets within the file), name -> entry.
+std::map<std::string, StEntry> read_safetensors_header(const std::string& path);
+// That tensor's bytes only, as fp32 on the CPU.
+torch::Tensor read_entry(const StEntry& e);
 // Every tensor of the file as fp32 (F32, F16, BF16 and F64 are read), CPU, name -> tensor.
 std::map<std::string, torch::Tensor> read_safetensors(const std::string& path);
 // Writes F32 tensors in the given order, atomically (temporary name, then rename).
@@ -31,6 +42,30 @@ struct CheckpointLoadOptions {
   // checkpoint) are initialised from `seed` instead of being an error.
   bool init_missing_heads = true;
   std::uint64_t seed = 1234;
+};
+
+// The entries of a checkpoint (file, folder or sharded folder) without reading data.
+std::map<std::string, StEntry> checkpoint_entries(const std::string& path,
+                                                  std::string* described = nullptr);
+
+// A checkpoint read one unit at a time: the constructor reads the headers only and checks
+// every name and shape against the model (errors before any data is read); unit(u) reads the
+// byte ranges of that unit's tensors alone. The FSDP engine builds from it unit by unit, so
+// no rank holds the whole model at once (tests/mpi/fsdp_lazy_load.cpp).
+class CheckpointReader {
+ public:
+  CheckpointReader(const models::Model& model, const std::string& path,
+                   CheckpointLoadOptions opt = {});
+  // fp32, spec shapes; Conv1D weights as transposed views of the file's (in, out) layout.
+  std::vector<torch::Tensor> unit(int u);
+  std::int64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  const models::Model& model_;
+  CheckpointLoadOptions opt_;
+  std::string file_;  // what errors name
+  std::map<std::string, StEntry> entries_;  // by our parameter name
+  std::int64_t bytes_read_ = 0;
 };
 
 // path: a .safetensors file, or a folder (read_checkpoint_tensors). Accepts GPT-2 names

@@ -131,8 +131,21 @@ std::int64_t loss_terms(const models::Batch& b) {
 }
 
 // ---- construction ------------------------------------------------------------------------
+namespace {
+std::function<std::vector<torch::Tensor>(int)> from_vector(
+    const std::vector<std::vector<torch::Tensor>>& initial, std::size_t units) {
+  SB_CHECK(initial.size() == units, "initial weights have {} units, the model has {}",
+           initial.size(), units);
+  return [&initial](int u) { return initial[static_cast<std::size_t>(u)]; };
+}
+}  // namespace
+
 Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
                const std::vector<std::vector<torch::Tensor>>& initial)
+    : Engine(model, comm, std::move(cfg), from_vector(initial, model.units().size())) {}
+
+Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
+               const std::function<std::vector<torch::Tensor>(int)>& initial_unit)
     : model_(model), comm_(comm), cfg_(std::move(cfg)), strategy_(make_strategy(cfg_.strategy)),
       layout_(strategy_->layout()) {
   coll_ = std::make_unique<Collectives>(comm_, cfg_.compression);
@@ -144,8 +157,6 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     scale_ = cfg_.loss_scale_init;
   }
   const auto& specs = model_.units();
-  SB_CHECK(initial.size() == specs.size(), "initial weights have {} units, the model has {}",
-           initial.size(), specs.size());
   const bool sharded_any = layout_.params_sharded || layout_.optim_sharded;
   const int N = sharded_any ? comm_.size(layout_.group) : 1;
   const int r = sharded_any ? comm_.rank(layout_.group) : 0;
@@ -154,16 +165,17 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     U->key = fmt::format("unit{}", u);
     std::vector<std::int64_t> numels;
     std::vector<torch::Tensor> flat_parts, decay_parts;
-    SB_CHECK(initial[u].size() == specs[u].params.size(),
+    const auto initial = initial_unit(static_cast<int>(u));  // this unit only
+    SB_CHECK(initial.size() == specs[u].params.size(),
              "unit {} ('{}'): {} initial tensors for {} parameters", u, specs[u].name,
-             initial[u].size(), specs[u].params.size());
+             initial.size(), specs[u].params.size());
     for (std::size_t i = 0; i < specs[u].params.size(); ++i) {
       const auto& p = specs[u].params[i];
-      SB_CHECK(initial[u][i].numel() == p.numel(), "initial value of {} has {} elements, spec {}",
-               p.name, initial[u][i].numel(), p.numel());
+      SB_CHECK(initial[i].numel() == p.numel(), "initial value of {} has {} elements, spec {}",
+               p.name, initial[i].numel(), p.numel());
       numels.push_back(p.numel());
       U->shapes.push_back(p.shape);
-      flat_parts.push_back(initial[u][i].detach().to(torch::kFloat32).reshape({-1}));
+      flat_parts.push_back(initial[i].detach().to(torch::kFloat32).reshape({-1}));
       decay_parts.push_back(torch::full({p.numel()}, p.decay ? 1.0f : 0.0f));
     }
     U->flat = flat_layout(numels);

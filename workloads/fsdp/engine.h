@@ -8,6 +8,7 @@
 //   auto logits = e.forward_logits(batch);                  // sharded inference (no grad)
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -124,6 +125,11 @@ class Engine final : public models::ParamProvider {
   // initial[u][i]: full fp32 values, identical on every rank (models::init_params).
   Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
          const std::vector<std::vector<torch::Tensor>>& initial);
+  // initial_unit(u): unit u's full fp32 values, identical on every rank, asked once per unit in
+  // order and dropped once the unit's shard is taken, so a lazy source (data::CheckpointReader,
+  // models::init_unit) never puts the whole model in a rank's memory at once.
+  Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
+         const std::function<std::vector<torch::Tensor>(int)>& initial_unit);
   ~Engine() override;
 
   // One optimizer step. micro: this rank's micro-batches (gradient accumulation: no

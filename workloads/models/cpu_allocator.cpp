@@ -60,6 +60,8 @@ class CachingCpuAllocator final : public c10::Allocator {
     {
       std::lock_guard<std::mutex> lk(m_);
       live_[p] = size;
+      stats_.live_bytes += size;
+      stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
     }
     return {p, p, &CachingCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
   }
@@ -79,6 +81,10 @@ class CachingCpuAllocator final : public c10::Allocator {
       for (const auto& b : blocks) std::free(b.p);
     free_.clear();
     stats_.cached_bytes = 0;
+  }
+  void reset_peak() {
+    std::lock_guard<std::mutex> lk(m_);
+    stats_.peak_live_bytes = stats_.live_bytes;
   }
   void set_limit(std::uint64_t bytes) {
     std::vector<void*> out;
@@ -101,6 +107,7 @@ class CachingCpuAllocator final : public c10::Allocator {
     {
       std::lock_guard<std::mutex> lk(m_);
       auto it = live_.find(p);
+      if (it != live_.end()) stats_.live_bytes -= it->second;
       if (it == live_.end() || it->second > limit_) {
         out.push_back(p);
         if (it != live_.end()) live_.erase(it);
@@ -163,6 +170,8 @@ CpuCacheStats cpu_cache_stats() {
 }
 
 void release_cpu_cache() { instance().clear(); }
+
+void reset_cpu_peak() { instance().reset_peak(); }
 
 void set_cpu_cache_limit(std::uint64_t bytes) { instance().set_limit(bytes); }
 

@@ -17,6 +17,9 @@ struct CpuCacheStats {
   std::uint64_t cached_bytes = 0;  // free blocks held for reuse
   std::uint64_t hits = 0, misses = 0;
   std::uint64_t evictions = 0;  // cached blocks returned to the OS to stay within the limit
+  // Blocks of 64 KiB and more in use by tensors now, and the most since reset_cpu_peak()
+  // (smaller ones are plain malloc and not counted): what a memory bound is tested against.
+  std::uint64_t live_bytes = 0, peak_live_bytes = 0;
   bool installed = false;  // false when SB_CPU_ALLOCATOR=default or another took priority
 };
 CpuCacheStats cpu_cache_stats();
@@ -26,6 +29,8 @@ inline const char* cpu_allocator_name() {
 }
 // Frees every cached block (e.g. between benchmark phases).
 void release_cpu_cache();
+// Starts a new peak_live_bytes window at the current live bytes.
+void reset_cpu_peak();
 // At most `bytes` of free blocks are cached (default: a quarter of physical memory); over it,
 // the least recently freed go back to the OS first. Lowering it evicts at once.
 void set_cpu_cache_limit(std::uint64_t bytes);

@@ -6,6 +6,7 @@
 
 #include <ATen/Parallel.h>
 #include <cmath>
+#include <functional>
 #include <thread>
 
 #include <sys/resource.h>
@@ -104,12 +105,18 @@ double measure_peak_gflops(const torch::Device& device, torch::ScalarType dtype)
 
 // The `init` key: a checkpoint (file or folder) to start from; "" starts from the model
 // folder's weights when `model` is a folder, else from seeded weights; "seed" always seeded.
-models::UnitTensors initial_weights(const Point& p, const models::Model& m) {
+// Unit by unit, as the engine asks: a checkpoint's headers are checked first, then each unit's
+// tensors are read alone, so no rank holds the whole model (tests/mpi/fsdp_lazy_load.cpp).
+std::function<std::vector<torch::Tensor>(int)> initial_weights(const Point& p,
+                                                               const models::Model& m) {
   std::string from = p.get_string("init");
   if (from.empty() && models::is_model_path(p.get_string("model"))) from = p.get_string("model");
-  if (from.empty() || from == "seed")
-    return models::init_params(m.units(), static_cast<std::uint64_t>(p.get_int("seed")));
-  return data::load_checkpoint(m, from);
+  if (from.empty() || from == "seed") {
+    const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
+    return [&m, seed](int u) { return models::init_unit(m.units(), u, seed); };
+  }
+  auto reader = std::make_shared<data::CheckpointReader>(m, from);
+  return [reader](int u) { return reader->unit(u); };
 }
 
 // `dtype_why` receives how the `dtype` key (auto) became the compute dtype on `device`.
