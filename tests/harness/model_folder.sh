@@ -26,6 +26,11 @@ done
 [ "$(sed -n 1p "$d/state")" = "$(sed -n 2p "$d/state")" ] ||
   fail "the folder's state/rank differs from gpt2-tiny's: $(tr '\n' ' ' < "$d/state")"
 
+# `shardbench models FOLDER` counts it exactly as the preset it describes.
+a=$("$sb" models gpt2-tiny | awk 'NR == 2 {print $8, $9, $10}')
+b=$("$sb" models "$d/tiny" | awk 'NR == 2 {print $8, $9, $10}')
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "models: gpt2-tiny '$a', the folder '$b'"
+
 printf '[base]\ntask = "train"\nmodel = "%s"\n' "$d/relu" > "$d/bad.toml"
 out=$("$sb" plan "$d/bad.toml" 2>&1 >/dev/null) && fail "plan accepted activation relu"
 want="$d/bad.toml:3:9: model: $d/relu/config.json: field 'activation_function' is \"relu\"; shardbench supports gelu_new, gelu_pytorch_tanh"
@@ -104,4 +109,43 @@ for f in sorted(glob.glob(sys.argv[1] + "/points/*.h5")):
 assert sorted(seen) == ["(reused)", "(written)"], seen
 PY
 [ "$(ls "$d/cache" | wc -l)" = 3 ] || fail "the cache holds: $(ls "$d/cache")"
+
+# ---- 4. BERT MLM on the same text (WordPiece), and infer scoring held-out text -----------
+mkdir -p "$d/wp"
+{ printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n:\n'
+  for c in a b c d e f g h i j k l m n o p q r s t u v w x y z 0 1 2 3 4 5 6 7 8 9; do
+    printf '%s\n##%s\n' "$c" "$c"
+  done; } > "$d/wp/vocab.txt"
+cat > "$d/text2.toml" <<EOF2
+[base]
+data = "$d/corpus"
+token_cache = "$d/cache"
+heldout_fraction = 0.34
+steps = 3
+warmup = 0
+batch = 4
+seq = 32
+[[zip]]
+task = ["train", "infer"]
+model = ["bert-tiny", "gpt2-tiny"]
+tokenizer = ["bert-wordpiece", "byte"]
+tokenizer_dir = ["$d/wp", ""]
+queries = [32, 2]
+accuracy_batches = [2, 2]
+EOF2
+"$sb" sweep "$d/text2.toml" --results "$d/text2" > "$d/text2.log" 2>&1 ||
+  { cat "$d/text2.log"; fail "text sweep 2"; }
+/usr/bin/python3 - "$d/text2" <<'PY' || fail "MLM / infer on text results"
+import glob, json, sys, h5py
+got = {}
+for f in sorted(glob.glob(sys.argv[1] + "/points/*.h5")):
+    with h5py.File(f) as h:
+        got[json.loads(h.attrs["config"])["task"]] = dict(h["scalars"].attrs)
+t, i = got["train"], got["infer"]
+assert 0 <= t["mlm_accuracy"] <= 1 and t["corpus_documents"] == 6, t
+assert "perplexity" not in t, t                       # BERT: MLM accuracy, not perplexity
+assert i["perplexity"] > 1 and i["perplexity_fp32"] == i["perplexity"], i  # fp32 served
+print("bert-tiny MLM accuracy on held-out text", t["mlm_accuracy"],
+      "; gpt2-tiny perplexity on held-out text", i["perplexity"])
+PY
 echo "model folders: OK"

@@ -8,6 +8,7 @@
 
 #include "harness/core/check.h"
 #include "workloads/data/text_corpus.h"
+#include "workloads/data/batches.h"
 #include "workloads/data/token_file.h"
 
 using namespace sb::data;
@@ -82,4 +83,26 @@ TEST(TextCorpus, BadSourcesAreNamed) {
   EXPECT_NE(message(c).find("a.txt' is not valid UTF-8 at byte 8"), std::string::npos) << message(c);
   c.source = fresh("empty_folder");
   EXPECT_NE(message(c).find("holds no .txt files"), std::string::npos) << message(c);
+}
+
+// BERT MLM rows from token streams: [CLS] + T-2 consecutive stream tokens + [SEP], masked
+// positions' targets are the original tokens, training rows only from the training stream.
+TEST(TextCorpus, MlmRowsComeFromTheirStream) {
+  std::vector<std::int32_t> train, held;
+  for (int i = 0; i < 400; ++i) train.push_back(10 + i % 50), held.push_back(70 + i % 50);
+  MlmConfig mlm;
+  mlm.pad_id = 0, mlm.cls_id = 2, mlm.sep_id = 3, mlm.mask_id = 4, mlm.random_low = 5,
+  mlm.random_high = 120;
+  TokenMlmBatches src(train, held, mlm, 4, 16, 1);
+  for (int which = 0; which < 2; ++which) {
+    auto b = which ? src.heldout(0) : src.train(0);
+    const std::int64_t lo = which ? 70 : 10;
+    EXPECT_TRUE((b.input_ids.select(1, 0) == 2).all().item<bool>());
+    EXPECT_TRUE((b.input_ids.select(1, 15) == 3).all().item<bool>());
+    auto t = b.targets.narrow(1, 1, 14), masked = t != -100;
+    EXPECT_GT(masked.sum().item<std::int64_t>(), 0);
+    // Every target is a token of its own stream, never of the other.
+    EXPECT_TRUE(((t >= lo) & (t < lo + 50) | ~masked).all().item<bool>());
+    EXPECT_TRUE((b.targets.select(1, 0) == -100).all().item<bool>());
+  }
 }

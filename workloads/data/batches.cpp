@@ -168,6 +168,39 @@ Batch MarkovMlmBatches::make(std::uint64_t stream, std::int64_t index) const {
   return b;
 }
 
+TokenMlmBatches::TokenMlmBatches(const std::vector<std::int32_t>& train,
+                                 const std::vector<std::int32_t>& heldout, MlmConfig mlm,
+                                 std::int64_t batch, std::int64_t seq_len, std::uint64_t seed)
+    : train_(train), heldout_(heldout), mlm_(mlm), batch_(batch), seq_(seq_len), seed_(seed) {
+  const auto need = static_cast<std::size_t>(seq_len - 2);
+  SB_CHECK(seq_len >= 3 && train.size() >= need && heldout.size() >= need,
+           "the text corpus has {} training and {} held-out tokens; MLM rows of {} need at least "
+           "{} in each (more text, more held-out documents, or a shorter seq)", train.size(),
+           heldout.size(), seq_len, need);
+}
+
+Batch TokenMlmBatches::make(std::uint64_t stream, std::int64_t index,
+                            const std::vector<std::int32_t>& from) const {
+  auto ids = torch::empty({batch_, seq_}, torch::kLong);  // (B, T)
+  auto* p = ids.data_ptr<std::int64_t>();
+  const std::size_t body = static_cast<std::size_t>(seq_ - 2);
+  const std::uint64_t starts = from.size() - body + 1;
+  for (std::int64_t r = 0; r < batch_; ++r) {
+    const std::size_t off = Rng(seed_, stream, static_cast<std::uint64_t>(index),
+                                static_cast<std::uint64_t>(r)).below(starts);
+    p[r * seq_] = mlm_.cls_id;
+    for (std::size_t t = 0; t < body; ++t) p[r * seq_ + 1 + static_cast<std::int64_t>(t)] = from[off + t];
+    p[r * seq_ + seq_ - 1] = mlm_.sep_id;
+  }
+  auto mask = torch::ones({batch_, seq_}, torch::kLong);
+  Batch b;
+  b.targets = mlm_mask(ids, mask, mlm_, Rng(seed_, stream + 2, static_cast<std::uint64_t>(index)).next());
+  b.input_ids = ids;
+  b.attention_mask = mask;
+  b.token_type_ids = torch::zeros({batch_, seq_}, torch::kLong);
+  return b;
+}
+
 std::unique_ptr<BatchSource> markov_source(const models::ModelConfig& m, std::int64_t batch,
                                            std::int64_t seq_len, std::uint64_t chain_seed,
                                            std::uint64_t stream_seed) {

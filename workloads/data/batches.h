@@ -111,6 +111,26 @@ class MarkovMlmBatches final : public BatchSource {
   bool classify_;
 };
 
+// BERT MLM on token streams (a text corpus tokenized with WordPiece, text_corpus.h): each row
+// is [CLS], T-2 consecutive tokens from a seeded offset, [SEP], all real, masked with
+// mlm_mask; training rows from `train`, held-out rows from `heldout`.
+class TokenMlmBatches final : public BatchSource {
+ public:
+  TokenMlmBatches(const std::vector<std::int32_t>& train, const std::vector<std::int32_t>& heldout,
+                  MlmConfig mlm, std::int64_t batch, std::int64_t seq_len, std::uint64_t seed);
+  std::int64_t batch_size() const override { return batch_; }
+  std::int64_t seq_len() const override { return seq_; }
+  Batch train(std::int64_t step) const override { return make(0, step, train_); }
+  Batch heldout(std::int64_t i) const override { return make(1, i, heldout_); }
+
+ private:
+  Batch make(std::uint64_t stream, std::int64_t index, const std::vector<std::int32_t>& from) const;
+  std::vector<std::int32_t> train_, heldout_;
+  MlmConfig mlm_;
+  std::int64_t batch_, seq_;
+  std::uint64_t seed_;
+};
+
 // The synthetic corpus of a model: GPT-2, next-token batches of a Markov chain over its whole
 // vocabulary; BERT, MLM batches of a chain over the ids past its special tokens. The chain
 // depends only on the model and chain_seed, the rows drawn on stream_seed: `train` and

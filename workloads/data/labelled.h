@@ -30,8 +30,9 @@ struct LabelledConfig {
 
 // The `data` key's one description (train and infer both register it).
 inline constexpr const char* kDataDoc =
-    "the data: markov (synthetic, known loss floor), a .bin token file (GPT-2 training), or a "
-    "labelled .jsonl/.csv (BERT sequence classification, docs/DATA.md)";
+    "the data: markov (synthetic, known loss floor), text (a .txt file or a folder: GPT-2 next "
+    "token, BERT MLM), a .bin token file (GPT-2 training), or a labelled .jsonl/.csv (BERT "
+    "sequence classification); docs/DATA.md";
 
 // Whether a `data` value names a labelled dataset (.jsonl, .json or .csv).
 bool is_labelled_path(const std::string& path);

@@ -5,6 +5,7 @@
 #include "harness/core/check.h"
 #include "harness/workload.h"
 #include "workloads/data/labelled.h"
+#include "workloads/data/text_corpus.h"
 #include "workloads/models/hf_config.h"
 
 namespace sb::data {
@@ -30,9 +31,9 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   const std::string task = p.get_string("task");
   if (task != "train" && task != "infer") return;
   const std::string d = p.get_string("data");
-  if (task == "infer" && d != "markov" && !is_labelled_path(d))
-    out.push_back({"data", fmt::format("infer scores data = \"markov\" or a labelled .jsonl/.csv; "
-                                       "\"{}\" is neither", d)});
+  if (task == "infer" && d != "markov" && !is_labelled_path(d) && !is_text_path(d))
+    out.push_back({"data", fmt::format("infer scores data = \"markov\", text (.txt or a folder) "
+                                       "or a labelled .jsonl/.csv; \"{}\" is none of them", d)});
   if (!is_labelled_path(d)) {
     if (!p.get_string("validation").empty())
       out.push_back({"validation", "validation names a labelled file; it needs data = a .jsonl "

@@ -8,7 +8,16 @@
 // half-written stream under a final name.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include <mpi.h>
+
+#include "workloads/data/batches.h"
+
+namespace sb {
+class Point;
+}
 
 namespace sb::data {
 
@@ -34,5 +43,17 @@ bool is_text_path(const std::string& path);
 // Tokenizes (or finds in the cache) the corpus. Errors name the file: missing, empty, not
 // UTF-8 (byte offset), fewer than 2 documents, a vocabulary past uint16 token files.
 TextCorpus prepare_text_corpus(const TextCorpusConfig& c);
+
+struct TextSource {
+  TextCorpus corpus;
+  std::unique_ptr<BatchSource> source;
+};
+
+// The text corpus a point names (data = a .txt file or folder; keys tokenizer, tokenizer_dir
+// (default: the model folder), token_cache, heldout_fraction, seed, seq), tokenized by rank 0
+// of `world` while the others wait, as batches of `batch` rows for model m: next-token rows
+// for causal LMs (GPT-2), masked rows for MLM (BERT). Train and infer both call this.
+TextSource text_source_for(const Point& p, const models::ModelConfig& m, MPI_Comm world,
+                           std::int64_t batch);
 
 }  // namespace sb::data

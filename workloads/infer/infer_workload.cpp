@@ -18,6 +18,7 @@
 #include "harness/workload.h"
 #include "workloads/data/batches.h"
 #include "workloads/data/labelled.h"
+#include "workloads/data/text_corpus.h"
 #include "workloads/comm/communicator.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/fsdp/engine.h"
@@ -223,7 +224,12 @@ void InferWorkload::draw_samples(RunContext& ctx) {
     samples_ = data::to_device(b, device_);
     return;
   }
-  auto src = data::markov_source(model_->config(), 1, ctx.point.get_int("seq"), seed, seed);
+  const std::string d = ctx.point.get_string("data");
+  // Held-out text when data names a corpus: the timed rows and the scored ones are its
+  // held-out documents' tokens, never the training stream.
+  auto src = d != "markov" && data::is_text_path(d)
+                 ? data::text_source_for(ctx.point, model_->config(), ctx.world, 1).source
+                 : data::markov_source(model_->config(), 1, ctx.point.get_int("seq"), seed, seed);
   std::vector<models::Batch> rows;
   const I first_row = static_cast<I>(ctx.rank) * total_samples(lg_);
   for (I i = 0; i < total_samples(lg_); ++i) rows.push_back(src->heldout(first_row + i));
@@ -331,9 +337,13 @@ void InferWorkload::record_model(RunContext& ctx) {
     record_classification(ctx);
   } else if (const I batches = p.get_int("accuracy_batches"); batches > 0) {
     models::PersistentParams fp32(weights_, /*requires_grad=*/false);
-    // Same chain, another stream: never the scenario's rows.
-    auto src = data::markov_source(model_->config(), lg_.max_batch, p.get_int("seq"), lg_.seed,
-                                   lg_.seed + 7919);
+    // Same chain, another stream: never the scenario's rows (text: the held-out documents,
+    // whose batch index i draws other rows than the timed ones' batches of 1).
+    const std::string d = p.get_string("data");
+    auto src = d != "markov" && data::is_text_path(d)
+                   ? data::text_source_for(p, model_->config(), ctx.world, lg_.max_batch).source
+                   : data::markov_source(model_->config(), lg_.max_batch, p.get_int("seq"),
+                                         lg_.seed, lg_.seed + 7919);
     auto a = accuracy(*model_, fp32,
                       [this](const models::Batch& b) { return serve(b).to(torch::kCPU, torch::kFloat); }, *src,
                       batches);

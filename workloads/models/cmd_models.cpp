@@ -1,5 +1,7 @@
 // `shardbench models`: every model preset with its exact parameter count and fp32 bytes.
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -11,10 +13,11 @@
 namespace sb::models {
 namespace {
 
-void print_models() {
+// names: presets or local Hugging Face folders; empty = every preset.
+void print_models(const std::vector<std::string>& names) {
   std::printf("%-12s %-6s %6s %6s %6s %7s %6s %15s %15s %16s\n", "preset", "family", "layers", "d", "heads",
               "vocab", "ctx", "params", "with_heads", "fp32_bytes");
-  for (const auto& name : preset_names()) {
+  for (const auto& name : names.empty() ? preset_names() : names) {
     auto m = make_model(name);
     const auto& c = m->config();
     const std::int64_t backbone = count_backbone_params(m->units()), all = count_params(m->units());
@@ -30,8 +33,13 @@ void print_models() {
 }
 
 const sb::Registrar kRegister([] {
-  sb::cli::register_command({"models", "List model presets with exact parameter counts and fp32 weight bytes",
-                             [](CLI::App& sub) { sub.callback(print_models); }});
+  sb::cli::register_command({"models", "List model presets (or the given presets and local Hugging "
+                             "Face folders) with exact parameter counts and fp32 weight bytes",
+                             [](CLI::App& sub) {
+                               static std::vector<std::string> names;
+                               sub.add_option("model", names, "presets or model folders (default: every preset)");
+                               sub.callback([] { print_models(names); });
+                             }});
 });
 
 }  // namespace

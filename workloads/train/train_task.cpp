@@ -75,22 +75,15 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   try {
     const auto& fam = models::family(models::preset_config(model).family);
     const std::string d = p.get_string("data");
-    const double hf = p.get_double("heldout_fraction");
-    if (!(hf > 0 && hf < 1))
-      out.push_back({"heldout_fraction", fmt::format("heldout_fraction {} must lie in (0, 1)", hf)});
-    if (d != "markov" && data::is_text_path(d) && p.get_string("tokenizer") != "byte" &&
-        p.get_string("tokenizer_dir").empty() && !models::is_model_path(model))
-      out.push_back({"tokenizer_dir", fmt::format("data = \"{}\" is text: set tokenizer_dir to "
-                                                  "the tokenizer's files (GPT-2: vocab.json + "
-                                                  "merges.txt), or tokenizer = \"byte\"", d)});
     if (data::is_labelled_path(d) && !fam.classifies)
       out.push_back({"data", fmt::format("data = \"{}\" is labelled text for sequence "
                                          "classification; model family {} has no such head (use "
                                          "a BERT model)", d, fam.name)});
-    else if (!data::is_labelled_path(d) && !fam.trains_on_token_files && d != "markov")
-      out.push_back({"data", fmt::format("model family {} trains on data = \"markov\" or a "
-                                         "labelled .jsonl/.csv (token files are for causal LM "
-                                         "families)", fam.name)});
+    else if (!data::is_labelled_path(d) && !fam.trains_on_token_files && d != "markov" &&
+             !data::is_text_path(d))
+      out.push_back({"data", fmt::format("model family {} trains on data = \"markov\", text "
+                                         "(.txt or a folder) or a labelled .jsonl/.csv (.bin "
+                                         "token files are for causal LM families)", fam.name)});
   } catch (const sb::Error&) {
     // an unknown model is reported by the name check
   }
@@ -175,15 +168,6 @@ sb::Registrar reg([] {
   key({"comm_progress", KeyType::Name, std::string("auto"), "comm_progress",
        "how overlapped collectives progress: auto, thread, poll or inline (docs/FSDP.md)"});
   s("checkpoint_dir", "", "directory of sharded checkpoints (saved at the end; empty = none)");
-  s("token_cache", "results/token-cache",
-    "data = text: the folder of its cached token files (train and held-out streams)");
-  key({"heldout_fraction", KeyType::Float, 0.1, "",
-       "data = text: the fraction of documents held out for evaluation (seeded by seed)"});
-  for (const char* t : {"auto", "gpt2-bpe", "bert-wordpiece", "byte"})
-    register_name("tokenizer", t, std::string(t) == "auto" ? "gpt2-bpe for GPT-2, bert-wordpiece for BERT"
-                                                           : "the tokenizer of that name");
-  key({"tokenizer", KeyType::Name, std::string("auto"), "tokenizer",
-       "data = text: the tokenizer (auto: the model family's), its files in tokenizer_dir"});
   s("export_folder", "",
     "after training, write a Hugging Face model folder (config.json + model.safetensors) here, "
     "loadable as model = <folder> (rank 0 writes; empty = none)");

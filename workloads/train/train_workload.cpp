@@ -37,27 +37,6 @@ namespace {
 using I = std::int64_t;
 
 
-// A text corpus's token files: rank 0 tokenizes (or finds them in the cache) while the others
-// wait, then every rank reads the same complete files.
-data::TextCorpus text_corpus(RunContext& ctx, const models::ModelConfig& m) {
-  const Point& p = ctx.point;
-  data::TextCorpusConfig c;
-  c.source = p.get_string("data");
-  c.cache_dir = p.get_string("token_cache");
-  c.tokenizer = p.get_string("tokenizer");
-  if (c.tokenizer == "auto") c.tokenizer = m.family == "bert" ? "bert-wordpiece" : "gpt2-bpe";
-  c.tokenizer_dir = p.get_string("tokenizer_dir");
-  if (c.tokenizer_dir.empty() && models::is_model_path(p.get_string("model")))
-    c.tokenizer_dir = p.get_string("model");
-  c.heldout_fraction = p.get_double("heldout_fraction");
-  c.seed = static_cast<std::uint64_t>(p.get_int("seed"));
-  data::TextCorpus corpus;
-  if (ctx.rank == 0) corpus = data::prepare_text_corpus(c);
-  sb::check_mpi(MPI_Barrier(ctx.world), "MPI_Barrier (token cache)");
-  if (ctx.rank != 0) corpus = data::prepare_text_corpus(c);  // complete now: read back
-  return corpus;
-}
-
 std::unique_ptr<data::BatchSource> make_source(RunContext& ctx, const models::ModelConfig& m,
                                                data::TextCorpus* corpus) {
   const Point& p = ctx.point;
@@ -67,16 +46,9 @@ std::unique_ptr<data::BatchSource> make_source(RunContext& ctx, const models::Mo
   if (data::is_labelled_path(d))
     return std::make_unique<data::LabelledBatches>(data::load_labelled_for(p, m), B, seed);
   if (d != "markov" && data::is_text_path(d)) {
-    *corpus = text_corpus(ctx, m);
-    const auto vocab_ok = [&](const std::vector<std::int32_t>& t) {
-      return t.empty() || *std::max_element(t.begin(), t.end()) < m.vocab;
-    };
-    auto train = data::read_token_file(corpus->train_bin);
-    auto held = data::read_token_file(corpus->heldout_bin);
-    SB_CHECK(vocab_ok(train) && vocab_ok(held), "the tokenizer of data '{}' produced ids beyond "
-                                                "model '{}''s vocab_size {}: tokenizer and model "
-                                                "do not belong together", d, m.preset, m.vocab);
-    return std::make_unique<data::TokenLmBatches>(train, held, B, T, seed);
+    auto text = data::text_source_for(p, m, ctx.world, B);
+    *corpus = text.corpus;
+    return std::move(text.source);
   }
   if (!models::family(m.family).trains_on_token_files || d == "markov")
     return data::markov_source(m, B, T, seed, seed);
@@ -165,6 +137,7 @@ class TrainWorkload final : public sb::Workload {
   sb::StepRecord step_record(RunContext& ctx, I s, const fsdp::StepStats& st, double wall) const;
   double evaluate(RunContext& ctx);
   void record_labelled(RunContext& ctx, const data::LabelledBatches& src);
+  double mlm_accuracy(RunContext& ctx);
   void record_results(RunContext& ctx);
   void export_weights(RunContext& ctx);
 
@@ -344,6 +317,21 @@ void TrainWorkload::record_labelled(RunContext& ctx, const data::LabelledBatches
   rec.text("labels", nlohmann::json(src.data().labels).dump());
 }
 
+// Masked tokens predicted right on the eval_batches held-out batches, over all ranks' rows.
+double TrainWorkload::mlm_accuracy(RunContext& ctx) {
+  double v[2] = {0, 0};  // hits, masked tokens
+  for (I i = 0; i < ctx.point.get_int("eval_batches"); ++i) {
+    auto mine = data::rank_rows(source_->heldout(i), ctx.rank, ctx.size);
+    auto logits = engine_->forward_logits(data::to_device(mine, device_)).cpu();
+    auto masked = mine.targets != -100;
+    v[0] += ((logits.argmax(-1) == mine.targets) & masked).sum().item<double>();
+    v[1] += masked.sum().item<double>();
+  }
+  sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_SUM, ctx.world),
+                "MPI_Allreduce (MLM accuracy)");
+  return v[1] > 0 ? v[0] / v[1] : 0.0;
+}
+
 void TrainWorkload::record_results(RunContext& ctx) {
   auto& rec = ctx.recorder;
   sb::RankMemory m = sb::rank_memory_now(ctx.rank);
@@ -355,7 +343,10 @@ void TrainWorkload::record_results(RunContext& ctx) {
   rec.series("eval_loss", eval);
   if (auto* lb = dynamic_cast<const data::LabelledBatches*>(source_.get())) record_labelled(ctx, *lb);
   if (!corpus_.key.empty()) {  // held-out text: perplexity = exp(mean cross-entropy)
-    rec.scalar("perplexity", std::exp(eval));
+    if (models::family(model_->config().family).objective == models::Objective::CausalLm)
+      rec.scalar("perplexity", std::exp(eval));
+    else
+      rec.scalar("mlm_accuracy", mlm_accuracy(ctx));
     rec.scalar("corpus_documents", static_cast<double>(corpus_.documents));
     rec.scalar("corpus_heldout_documents", static_cast<double>(corpus_.heldout_documents));
     rec.scalar("corpus_train_tokens", static_cast<double>(corpus_.train_tokens));
