@@ -3,8 +3,8 @@
 # make_finetune_demo.py, written to a temporary folder): suite/finetune.toml fine-tunes
 # bert-tiny on labelled JSONL one-process and under full_shard on 2 ranks and exports a
 # folder; suite/finetune-infer.toml serves that folder under each quantization. Asserted:
-# every point is done; full_shard's validation accuracy equals the one-process fine-tune's
-# within 0.5 points (the engine is equal to the reference, so they agree to rounding); fp32
+# every point is done; every strategy's fp32 validation accuracy on 2 ranks equals the
+# one-process fine-tune's within 0.5 points (the engine is equal to the reference); fp32
 # inference of the exported folder scores exactly what training scored; the report's
 # accuracy table has a row per quantization. Usage: finetune.sh build/shardbench
 set -euo pipefail
@@ -32,13 +32,16 @@ def points(name):
             out.append((cfg, {k: float(v) for k, v in h["scalars"].attrs.items()}))
     return out
 train = points("finetune")
-assert len(train) == 3, len(train)
-base = next(s for c, s in train if c["strategy"] == "no_shard")
+assert len(train) == 8, len(train)
+base = next(s for c, s in train if c["world"] == 1)
 fs = next(s for c, s in train if c["strategy"] == "full_shard" and c["dtype"] == "fp32")
 for c, s in train:
     assert s["validation_examples"] == 300 and 0.5 < s["classification_accuracy"] <= 1, s
     assert 0 < s["macro_f1"] <= 1, s
-assert abs(fs["classification_accuracy"] - base["classification_accuracy"]) <= 0.005, (fs, base)
+    # Every fp32 strategy on 2 ranks equals the one-process fine-tune (the engine is equal
+    # to the reference up to reduction order): within 0.5 points of accuracy.
+    if c["dtype"] == "fp32":
+        assert abs(s["classification_accuracy"] - base["classification_accuracy"]) <= 0.005, (c, s, base)
 infer = points("finetune-infer")
 assert len(infer) == 5, len(infer)
 none = next(s for c, s in infer if c["quantization"] == "none")
