@@ -254,6 +254,61 @@ std::vector<torch::Tensor> CheckpointReader::unit(int u) {
   return out;
 }
 
+namespace {
+
+// Elements [a, b) of a tensor stored row-major in the file (width bytes each), as fp32.
+torch::Tensor read_elements(std::ifstream& f, const StEntry& e, std::int64_t width, std::int64_t a,
+                            std::int64_t b) {
+  auto t = torch::empty({b - a}, torch::TensorOptions().dtype(e.dtype));
+  f.seekg(e.begin + a * width);
+  f.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>((b - a) * width));
+  SB_CHECK(f.good(), "safetensors '{}': short read of {} bytes at {}", e.file, (b - a) * width,
+           e.begin + a * width);
+  return t.to(torch::kFloat32);
+}
+
+}  // namespace
+
+torch::Tensor CheckpointReader::slice(int u, std::int64_t offset, std::int64_t size) {
+  const auto& units = model_.units();
+  SB_CHECK(u >= 0 && u < static_cast<int>(units.size()) && offset >= 0 && size >= 0,
+           "CheckpointReader::slice({}, {}, {}): the model has {} units", u, offset, size,
+           units.size());
+  std::vector<torch::Tensor> parts;
+  std::int64_t at = 0;  // the parameter's first element in the unit's flat layout
+  const std::int64_t end = offset + size;
+  for (std::size_t i = 0; i < units[u].params.size() && at < end; ++i) {
+    const auto& spec = units[u].params[i];
+    const std::int64_t n = spec.numel(), a = std::max(offset, at) - at, b = std::min(end, at + n) - at;
+    at += n;
+    if (a >= b) continue;
+    auto it = entries_.find(spec.name);
+    if (it == entries_.end()) {  // a task head the constructor allowed to be missing
+      parts.push_back(models::init_param(spec, opt_.seed, u, static_cast<int>(i)).reshape({-1}).slice(0, a, b));
+      continue;
+    }
+    const StEntry& e = it->second;
+    std::ifstream f(e.file, std::ios::binary);
+    SB_CHECK(f.good(), "cannot open safetensors '{}'", e.file);
+    const std::int64_t width = e.bytes / n;
+    if (!is_conv1d(model_.config(), spec.name)) {  // our flat order is the file's
+      parts.push_back(read_elements(f, e, width, a, b));
+      bytes_read_ += (b - a) * width;
+      continue;
+    }
+    // Conv1D: ours (O, I), the file's (I, O). Elements [a, b) touch our rows o0..o1, i.e. the
+    // file's columns o0..o1: one run of them per file row, then transposed back.
+    const std::int64_t O = spec.shape[0], I = spec.shape[1], o0 = a / I, o1 = (b - 1) / I;
+    auto block = torch::empty({I, o1 - o0 + 1});
+    for (std::int64_t r = 0; r < I; ++r)
+      block[r].copy_(read_elements(f, e, width, r * O + o0, r * O + o1 + 1));
+    bytes_read_ += I * (o1 - o0 + 1) * width;
+    parts.push_back(block.t().reshape({-1}).slice(0, a - o0 * I, b - o0 * I));
+  }
+  if (at < end) parts.push_back(torch::zeros({end - std::max(at, offset)}));  // shard padding
+  return parts.empty() ? torch::zeros({0}) : torch::cat(parts);
+}
+
 models::UnitTensors load_checkpoint(const models::Model& model, const std::string& path,
                                     const CheckpointLoadOptions& opt) {
   CheckpointReader r(model, path, opt);

@@ -48,16 +48,21 @@ struct CheckpointLoadOptions {
 std::map<std::string, StEntry> checkpoint_entries(const std::string& path,
                                                   std::string* described = nullptr);
 
-// A checkpoint read one unit at a time: the constructor reads the headers only and checks
-// every name and shape against the model (errors before any data is read); unit(u) reads the
-// byte ranges of that unit's tensors alone. The FSDP engine builds from it unit by unit, so
-// no rank holds the whole model at once (tests/mpi/fsdp_lazy_load.cpp).
+// A checkpoint read piece by piece: the constructor reads the headers only and checks every
+// name and shape against the model (errors before any data is read); unit(u) reads that
+// unit's tensors, slice() only a range of them. The FSDP engine builds from slices, so each
+// rank reads its own shard and none holds the whole model (tests/mpi/fsdp_lazy_load.cpp).
 class CheckpointReader {
  public:
   CheckpointReader(const models::Model& model, const std::string& path,
                    CheckpointLoadOptions opt = {});
   // fp32, spec shapes; Conv1D weights as transposed views of the file's (in, out) layout.
   std::vector<torch::Tensor> unit(int u);
+  // Elements [offset, offset + size) of unit u's parameters flattened in spec order (fp32,
+  // 1-D, zeros past the unit's end), reading only their bytes: a byte range per tensor, and
+  // for a Conv1D weight (stored transposed) one run per stored row of the columns the range
+  // touches. The FSDP engine's slice source: each rank reads its own shard.
+  torch::Tensor slice(int u, std::int64_t offset, std::int64_t size);
   std::int64_t bytes_read() const { return bytes_read_; }
 
  private:

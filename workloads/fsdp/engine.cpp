@@ -140,12 +140,38 @@ std::function<std::vector<torch::Tensor>(int)> from_vector(
 }
 }  // namespace
 
+std::function<torch::Tensor(int, std::int64_t, std::int64_t)> unit_slices(
+    const models::Model& model, std::function<std::vector<torch::Tensor>(int)> initial_unit) {
+  return [&model, initial_unit](int u, std::int64_t offset, std::int64_t size) {
+    const auto& spec = model.units()[static_cast<std::size_t>(u)];
+    const auto initial = initial_unit(u);  // this unit only
+    SB_CHECK(initial.size() == spec.params.size(),
+             "unit {} ('{}'): {} initial tensors for {} parameters", u, spec.name,
+             initial.size(), spec.params.size());
+    std::vector<torch::Tensor> flat;
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < spec.params.size(); ++i) {
+      const auto& p = spec.params[i];
+      SB_CHECK(initial[i].numel() == p.numel(), "initial value of {} has {} elements, spec {}",
+               p.name, initial[i].numel(), p.numel());
+      flat.push_back(initial[i].detach().to(torch::kCPU, torch::kFloat32).reshape({-1}));
+      n += p.numel();
+    }
+    if (offset + size > n) flat.push_back(torch::zeros({offset + size - n}));  // padding
+    return torch::cat(flat).narrow(0, offset, size).clone();
+  };
+}
+
 Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
                const std::vector<std::vector<torch::Tensor>>& initial)
     : Engine(model, comm, std::move(cfg), from_vector(initial, model.units().size())) {}
 
 Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
                const std::function<std::vector<torch::Tensor>(int)>& initial_unit)
+    : Engine(model, comm, std::move(cfg), unit_slices(model, initial_unit)) {}
+
+Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
+               const std::function<torch::Tensor(int, std::int64_t, std::int64_t)>& initial_slice)
     : model_(model), comm_(comm), cfg_(std::move(cfg)), strategy_(make_strategy(cfg_.strategy)),
       layout_(strategy_->layout()) {
   coll_ = std::make_unique<Collectives>(comm_, cfg_.compression);
@@ -164,18 +190,10 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     auto U = std::make_unique<Unit>();
     U->key = fmt::format("unit{}", u);
     std::vector<std::int64_t> numels;
-    std::vector<torch::Tensor> flat_parts, decay_parts;
-    const auto initial = initial_unit(static_cast<int>(u));  // this unit only
-    SB_CHECK(initial.size() == specs[u].params.size(),
-             "unit {} ('{}'): {} initial tensors for {} parameters", u, specs[u].name,
-             initial.size(), specs[u].params.size());
-    for (std::size_t i = 0; i < specs[u].params.size(); ++i) {
-      const auto& p = specs[u].params[i];
-      SB_CHECK(initial[i].numel() == p.numel(), "initial value of {} has {} elements, spec {}",
-               p.name, initial[i].numel(), p.numel());
+    std::vector<torch::Tensor> decay_parts;
+    for (const auto& p : specs[u].params) {
       numels.push_back(p.numel());
       U->shapes.push_back(p.shape);
-      flat_parts.push_back(initial[i].detach().to(torch::kFloat32).reshape({-1}));
       decay_parts.push_back(torch::full({p.numel()}, p.decay ? 1.0f : 0.0f));
     }
     U->flat = flat_layout(numels);
@@ -183,18 +201,24 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     const std::int64_t pad = U->range.padded - U->flat.numel;
     U->split_sizes = numels;
     U->split_sizes.push_back(pad);
-    flat_parts.push_back(torch::zeros({pad}));
     decay_parts.push_back(torch::zeros({pad}));
-    auto full = torch::cat(flat_parts).to(cfg_.device);    // (padded) fp32
     auto decay = torch::cat(decay_parts).to(cfg_.device);  // (padded) 1 = weight decay applies
     const auto on = torch::TensorOptions().device(cfg_.device);  // fp32 on the engine's device
+    // Only what this rank keeps: its shard where parameters are sharded, else the whole unit.
+    const std::int64_t off = layout_.params_sharded ? U->range.offset : 0;
+    const std::int64_t n = layout_.params_sharded ? U->range.size : U->range.padded;
+    auto values = initial_slice(static_cast<int>(u), off, n);
+    SB_CHECK(values.dim() == 1 && values.numel() == n,
+             "initial slice of unit {} ('{}'): {} elements for [{}, {})", u, specs[u].name,
+             values.numel(), off, off + n);
+    values = values.to(cfg_.device, torch::kFloat32).contiguous();
 
     if (layout_.params_sharded) {
-      U->master = full.narrow(0, U->range.offset, U->range.size).clone();  // (S)
+      U->master = values;  // (S)
       U->opt_off = 0;
       U->opt_n = U->range.size;
     } else {
-      U->master = full;  // (padded)
+      U->master = values;  // (padded)
       U->opt_off = layout_.optim_sharded ? U->range.offset : 0;
       U->opt_n = layout_.optim_sharded ? U->range.size : U->range.padded;
     }

@@ -27,6 +27,10 @@ namespace sb::fsdp {
 
 // "fp32" | "bf16" | "fp16" (name set "dtype"); unknown: error listing them.
 torch::ScalarType dtype_from_name(const std::string& name);
+// Slices of whole units: element ranges of each unit's flattened initial values (the slice
+// source of an Engine) cut from a source of whole units.
+std::function<torch::Tensor(int, std::int64_t, std::int64_t)> unit_slices(
+    const models::Model& model, std::function<std::vector<torch::Tensor>(int)> initial_unit);
 std::string dtype_name(torch::ScalarType t);
 // The `dtype` key of training: a dtype name, or "auto" = bf16 where the device has bf16
 // matrix units (models::missing_fast_units), else fp32; `why` receives the reason.
@@ -130,6 +134,12 @@ class Engine final : public models::ParamProvider {
   // models::init_unit) never puts the whole model in a rank's memory at once.
   Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
          const std::function<std::vector<torch::Tensor>(int)>& initial_unit);
+  // initial_slice(u, offset, size): elements [offset, offset + size) of unit u's parameters
+  // flattened in spec order (fp32, 1-D, zeros past the unit's end: the shard padding), asked
+  // once per unit: the rank's own shard where parameters are sharded, the whole unit where
+  // not. A checkpoint (data::CheckpointReader::slice) then reads only the rank's bytes.
+  Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
+         const std::function<torch::Tensor(int, std::int64_t, std::int64_t)>& initial_slice);
   ~Engine() override;
 
   // One optimizer step. micro: this rank's micro-batches (gradient accumulation: no

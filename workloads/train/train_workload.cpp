@@ -77,18 +77,18 @@ double measure_peak_gflops(const torch::Device& device, torch::ScalarType dtype)
 
 // The `init` key: a checkpoint (file or folder) to start from; "" starts from the model
 // folder's weights when `model` is a folder, else from seeded weights; "seed" always seeded.
-// Unit by unit, as the engine asks: a checkpoint's headers are checked first, then each unit's
-// tensors are read alone, so no rank holds the whole model (tests/mpi/fsdp_lazy_load.cpp).
-std::function<std::vector<torch::Tensor>(int)> initial_weights(const Point& p,
-                                                               const models::Model& m) {
+// Slice by slice, as the engine asks: a checkpoint's headers are checked first, then each rank
+// reads only its shard's bytes, so no rank holds the whole model (tests/mpi/fsdp_lazy_load.cpp).
+std::function<torch::Tensor(int, std::int64_t, std::int64_t)> initial_weights(
+    const Point& p, const models::Model& m) {
   std::string from = p.get_string("init");
   if (from.empty() && models::is_model_path(p.get_string("model"))) from = p.get_string("model");
   if (from.empty() || from == "seed") {
     const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
-    return [&m, seed](int u) { return models::init_unit(m.units(), u, seed); };
+    return fsdp::unit_slices(m, [&m, seed](int u) { return models::init_unit(m.units(), u, seed); });
   }
   auto reader = std::make_shared<data::CheckpointReader>(m, from);
-  return [reader](int u) { return reader->unit(u); };
+  return [reader](int u, std::int64_t off, std::int64_t n) { return reader->slice(u, off, n); };
 }
 
 // `dtype_why` receives how the `dtype` key (auto) became the compute dtype on `device`.
