@@ -17,22 +17,15 @@
 #include <string>
 #include <vector>
 
+#include "suite/micro/bench_util.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
 
 namespace {
 
-std::string arg(int argc, char** argv, const char* name, const char* fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  return fallback;
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+using sb::bench::arg;
+using sb::bench::now_s;
 
 // The file's bytes into a newly allocated tensor: what any loader must at least do (the same
 // CPU allocator as the loader's tensors, so both pay, or both skip, the first touch of memory).

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "suite/micro/bench_util.h"
 #include "harness/core/machine.h"
 #include "harness/core/mpi_context.h"
 #include "workloads/comm/communicator.h"
@@ -32,16 +33,8 @@
 
 namespace {
 
-std::string arg(int argc, char** argv, const char* name, const char* fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  return fallback;
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+using sb::bench::arg;
+using sb::bench::now_s;
 
 // GFLOP/s: the best of 30 1024^3 at::mm in `dtype` (the train task's peak on the host).
 double gemm_peak_gflops(torch::ScalarType dtype) {

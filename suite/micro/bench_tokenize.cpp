@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "suite/micro/bench_util.h"
 #include "workloads/data/token_file.h"
 #include "workloads/data/tokenizer.h"
 
@@ -29,16 +30,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string arg(int argc, char** argv, const char* name, const char* fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  return fallback;
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+using sb::bench::arg;
+using sb::bench::now_s;
 
 std::string slurp(const std::string& p) {
   std::ifstream f(p, std::ios::binary);

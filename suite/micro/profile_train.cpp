@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "suite/micro/bench_util.h"
 #include "harness/core/machine.h"
 #include "harness/core/mpi_context.h"
 #include "workloads/comm/communicator.h"
@@ -37,6 +38,9 @@
 #include "workloads/models/params.h"
 
 namespace {
+
+using sb::bench::arg;
+using sb::bench::now_s;
 
 // The class of an op by name; "" when it has none (then its ancestor's counts).
 std::string op_class(const std::string& n) {
@@ -107,12 +111,6 @@ void attribute(std::vector<Ev>& evs, std::map<std::string, double>& by_class,
     close(stack.back());
     stack.pop_back();
   }
-}
-
-std::string arg(int argc, char** argv, const char* name, const char* def) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  return def;
 }
 
 }  // namespace

@@ -230,6 +230,15 @@ bool is_labelled_path(const std::string& path) {
   return ends_with(path, ".jsonl") || ends_with(path, ".json") || ends_with(path, ".csv");
 }
 
+models::Batch LabelledSplit::select(const torch::Tensor& idx) const {
+  models::Batch b;
+  b.input_ids = input_ids.index_select(0, idx);
+  b.token_type_ids = token_type_ids.index_select(0, idx);
+  b.attention_mask = attention_mask.index_select(0, idx);
+  b.labels = labels.index_select(0, idx);
+  return b;
+}
+
 models::Batch LabelledSplit::rows(std::int64_t begin, std::int64_t end) const {
   models::Batch b;
   b.input_ids = input_ids.slice(0, begin, end);
@@ -295,26 +304,12 @@ Batch LabelledBatches::train(std::int64_t step) const {
     }
     rows.push_back(perm[static_cast<std::size_t>(k % n)]);
   }
-  auto idx = torch::tensor(rows, torch::kLong);
-  const auto& t = data_->train;
-  Batch b;
-  b.input_ids = t.input_ids.index_select(0, idx);
-  b.token_type_ids = t.token_type_ids.index_select(0, idx);
-  b.attention_mask = t.attention_mask.index_select(0, idx);
-  b.labels = t.labels.index_select(0, idx);
-  return b;
+  return data_->train.select(torch::tensor(rows, torch::kLong));
 }
 
 Batch LabelledBatches::heldout(std::int64_t i) const {
   const std::int64_t n = data_->validation.size();
-  auto idx = torch::arange(i * batch_, (i + 1) * batch_, torch::kLong).remainder(n);
-  const auto& v = data_->validation;
-  Batch b;
-  b.input_ids = v.input_ids.index_select(0, idx);
-  b.token_type_ids = v.token_type_ids.index_select(0, idx);
-  b.attention_mask = v.attention_mask.index_select(0, idx);
-  b.labels = v.labels.index_select(0, idx);
-  return b;
+  return data_->validation.select(torch::arange(i * batch_, (i + 1) * batch_, torch::kLong).remainder(n));
 }
 
 ClassificationScore classification_score(const torch::Tensor& predicted, const torch::Tensor& truth,

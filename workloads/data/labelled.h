@@ -41,7 +41,8 @@ struct LabelledSplit {
   torch::Tensor input_ids, token_type_ids, attention_mask;  // (N, seq) int64
   torch::Tensor labels;                                     // (N) int64
   std::int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
-  models::Batch rows(std::int64_t begin, std::int64_t end) const;
+  models::Batch rows(std::int64_t begin, std::int64_t end) const;  // views
+  models::Batch select(const torch::Tensor& idx) const;            // copies of rows idx
 };
 
 struct LabelledData {

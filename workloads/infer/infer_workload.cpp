@@ -215,12 +215,10 @@ void InferWorkload::draw_samples(RunContext& ctx) {
   if (data::is_labelled_path(ctx.point.get_string("data"))) {
     labelled_ = data::load_labelled_for(ctx.point, model_->config());
     const auto& v = labelled_->validation;
-    auto idx = torch::arange(total_samples(lg_), torch::kLong)
-                   .add(static_cast<I>(ctx.rank) * total_samples(lg_)).remainder(v.size());
-    models::Batch b;
-    b.input_ids = v.input_ids.index_select(0, idx);
-    b.token_type_ids = v.token_type_ids.index_select(0, idx);
-    b.attention_mask = v.attention_mask.index_select(0, idx);
+    auto b = v.select(torch::arange(total_samples(lg_), torch::kLong)
+                          .add(static_cast<I>(ctx.rank) * total_samples(lg_))
+                          .remainder(v.size()));
+    b.labels = torch::Tensor();  // served, not scored: the scenario times forwards only
     samples_ = data::to_device(b, device_);
     return;
   }
