@@ -34,13 +34,7 @@ std::string read_file(const std::string& path) {
   struct stat st;
   SB_CHECK(::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode),
            "labelled dataset '{}' does not exist (data = a .jsonl or .csv file)", path);
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string s = ss.str();
-  const std::int64_t bad = first_invalid_utf8(s);
-  SB_CHECK(bad < 0, "{}: byte {} is not valid UTF-8", path, bad);
-  return s;
+  return read_utf8_file(path);
 }
 
 // A label as JSON gives it: a string, or an integer written in decimal.
@@ -310,6 +304,14 @@ Batch LabelledBatches::train(std::int64_t step) const {
 Batch LabelledBatches::heldout(std::int64_t i) const {
   const std::int64_t n = data_->validation.size();
   return data_->validation.select(torch::arange(i * batch_, (i + 1) * batch_, torch::kLong).remainder(n));
+}
+
+torch::Tensor predicted_classes(const LabelledSplit& split, std::int64_t batch,
+                                const std::function<torch::Tensor(const models::Batch&)>& classify) {
+  std::vector<torch::Tensor> out;
+  for (std::int64_t i = 0; i < split.size(); i += batch)
+    out.push_back(classify(split.rows(i, std::min(split.size(), i + batch))).argmax(-1).cpu());
+  return out.empty() ? torch::zeros({0}, torch::kLong) : torch::cat(out);
 }
 
 ClassificationScore classification_score(const torch::Tensor& predicted, const torch::Tensor& truth,

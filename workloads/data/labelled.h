@@ -7,6 +7,7 @@
 // Validation: a separate file, or a seeded split of the training file by example.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,12 +76,21 @@ class LabelledBatches final : public BatchSource {
 
 // Accuracy and macro-F1 of predicted against true ids: F1 of a label = 2 TP / (2 TP + FP + FN),
 // averaged over the labels that occur in the truth or the predictions (scikit-learn's macro).
+// The class each row of `split` gets from `classify` ((rows, num_labels) logits on any device),
+// asked `batch` rows at a time, in row order: (N) int64 on the CPU.
+torch::Tensor predicted_classes(const LabelledSplit& split, std::int64_t batch,
+                                const std::function<torch::Tensor(const models::Batch&)>& classify);
+
 struct ClassificationScore {
   double accuracy = 0, macro_f1 = 0;
   std::int64_t examples = 0;
 };
 ClassificationScore classification_score(const torch::Tensor& predicted, const torch::Tensor& truth,
                                          std::int64_t num_labels);
+
+// The folder of the tokenizer's files: the tokenizer_dir key, else the model folder (a Hugging
+// Face folder keeps vocab.txt / vocab.json + merges.txt beside config.json), else "".
+std::string tokenizer_dir_for(const Point& p);
 
 // The labelled dataset a point names (data = .jsonl/.csv; keys validation,
 // validation_fraction, tokenizer_dir, truncate, seq, seed), for model configuration m: BERT

@@ -17,15 +17,6 @@ void key(KeySpec ks) {
   register_key(std::move(ks));
 }
 
-// The folder holding vocab.txt: tokenizer_dir, else the model folder (a Hugging Face BERT
-// folder has its vocab.txt beside config.json).
-std::string tokenizer_dir(const Point& p) {
-  const std::string t = p.get_string("tokenizer_dir");
-  if (!t.empty()) return t;
-  const std::string m = p.get_string("model");
-  return models::is_model_path(m) ? m : "";
-}
-
 void validate(const Point& p, std::vector<Diagnostic>& out) {
   if (!p.has("task")) return;
   const std::string task = p.get_string("task");
@@ -40,7 +31,7 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                                    "or .csv dataset"});
     return;
   }
-  if (tokenizer_dir(p).empty())
+  if (tokenizer_dir_for(p).empty())
     out.push_back({"tokenizer_dir", fmt::format("data = \"{}\" is tokenized with BERT's "
                                                 "WordPiece: set tokenizer_dir to a folder with "
                                                 "vocab.txt (or model to a BERT folder that has one)", d)});
@@ -78,6 +69,13 @@ const sb::Registrar reg([] {
 
 }  // namespace
 
+std::string tokenizer_dir_for(const Point& p) {
+  const std::string t = p.get_string("tokenizer_dir");
+  if (!t.empty()) return t;
+  const std::string m = p.get_string("model");
+  return models::is_model_path(m) ? m : "";
+}
+
 std::shared_ptr<const LabelledData> load_labelled_for(const Point& p, const models::ModelConfig& m) {
   SB_CHECK(m.family == "bert", "data = \"{}\" is labelled text for sequence classification, "
                                "which model '{}' ({}) has no head for; use a BERT model",
@@ -89,7 +87,7 @@ std::shared_ptr<const LabelledData> load_labelled_for(const Point& p, const mode
   c.seq = p.get_int("seq");
   c.truncate = p.get_bool("truncate");
   c.seed = static_cast<std::uint64_t>(p.get_int("seed"));
-  auto tok = make_tokenizer("bert-wordpiece", tokenizer_dir(p));
+  auto tok = make_tokenizer("bert-wordpiece", tokenizer_dir_for(p));
   SB_CHECK(tok->vocab_size() <= m.vocab, "tokenizer_dir's vocab.txt has {} tokens, model '{}' "
                                          "{} (vocab_size): they do not belong together",
            tok->vocab_size(), m.preset, m.vocab);

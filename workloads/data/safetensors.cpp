@@ -186,13 +186,6 @@ std::map<std::string, StEntry> checkpoint_entries(const std::string& path, std::
   return out;
 }
 
-std::map<std::string, torch::Tensor> read_checkpoint_tensors(const std::string& path,
-                                                             std::string* described) {
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& [name, e] : checkpoint_entries(path, described)) out[name] = read_entry(e);
-  return out;
-}
-
 CheckpointReader::CheckpointReader(const models::Model& model, const std::string& path,
                                    CheckpointLoadOptions opt)
     : model_(model), opt_(opt) {

@@ -30,13 +30,6 @@ std::map<std::string, torch::Tensor> read_safetensors(const std::string& path);
 void write_safetensors(const std::string& path,
                        const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
 
-// The tensors of a checkpoint as stored (Hugging Face names): a .safetensors file, or a folder
-// with model.safetensors or with model.safetensors.index.json and the shards it names
-// (model-0000i-of-0000n.safetensors). `described`, when given, receives the file that errors
-// should name (the file, or the index).
-std::map<std::string, torch::Tensor> read_checkpoint_tensors(const std::string& path,
-                                                             std::string* described = nullptr);
-
 struct CheckpointLoadOptions {
   // Task heads absent from the file (BERT's cls.* / classifier.*, e.g. a BertModel
   // checkpoint) are initialised from `seed` instead of being an error.
@@ -44,7 +37,10 @@ struct CheckpointLoadOptions {
   std::uint64_t seed = 1234;
 };
 
-// The entries of a checkpoint (file, folder or sharded folder) without reading data.
+// The entries of a checkpoint without reading data: a .safetensors file, or a folder with
+// model.safetensors or with model.safetensors.index.json and the shards it names
+// (model-0000i-of-0000n.safetensors). `described`, when given, receives the file that errors
+// should name (the file, or the index).
 std::map<std::string, StEntry> checkpoint_entries(const std::string& path,
                                                   std::string* described = nullptr);
 
@@ -73,7 +69,7 @@ class CheckpointReader {
   std::int64_t bytes_read_ = 0;
 };
 
-// path: a .safetensors file, or a folder (read_checkpoint_tensors). Accepts GPT-2 names
+// path: a .safetensors file, or a folder (checkpoint_entries). Accepts GPT-2 names
 // with or without "transformer.", BERT names with or without "bert.", LayerNorm gamma/beta;
 // GPT-2 Conv1D weights (stored (in, out)) are transposed to (out, in). Buffers and tied
 // copies (attn.bias, lm_head.weight, cls.predictions.decoder.*, position_ids, NSP head) are

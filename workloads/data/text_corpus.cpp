@@ -79,6 +79,7 @@ std::vector<std::string> paragraphs(const std::string& text) {
 }  // namespace
 
 bool is_text_path(const std::string& path) {
+  if (path == "markov") return false;  // the synthetic data's name, even beside a folder of it
   return (path.size() > 4 && path.compare(path.size() - 4, 4, ".txt") == 0) ||
          (!path.empty() && fs::is_directory(path));
 }
@@ -91,10 +92,7 @@ TextCorpus prepare_text_corpus(const TextCorpusConfig& c) {
   h.add(fmt::format("{} {}", c.heldout_fraction, c.seed));
   std::vector<std::string> texts;
   for (const auto& f : files) {
-    texts.push_back(slurp(f));
-    const std::int64_t bad = first_invalid_utf8(texts.back());
-    SB_CHECK(bad < 0, "text dataset '{}' is not valid UTF-8 at byte {}; convert it (iconv -t "
-                      "UTF-8)", f, bad);
+    texts.push_back(read_utf8_file(f));
     h.add(fs::path(f).filename().string());
     h.add(texts.back());
   }

@@ -37,7 +37,7 @@ struct TextCorpus {
   std::int64_t documents = 0, heldout_documents = 0, train_tokens = 0, heldout_tokens = 0;
 };
 
-// Whether a `data` value names text (a .txt file or a directory).
+// Whether a `data` value names text (a .txt file or a directory; never "markov").
 bool is_text_path(const std::string& path);
 
 // Tokenizes (or finds in the cache) the corpus. Errors name the file: missing, empty, not

@@ -27,12 +27,6 @@ std::string tokenizer_name(const Point& p, const models::ModelConfig& m) {
                                                                             : "gpt2-bpe";
 }
 
-std::string tokenizer_folder(const Point& p) {
-  const std::string t = p.get_string("tokenizer_dir");
-  if (!t.empty()) return t;
-  return models::is_model_path(p.get_string("model")) ? p.get_string("model") : "";
-}
-
 void validate(const Point& p, std::vector<Diagnostic>& out) {
   if (!p.has("task")) return;
   const std::string task = p.get_string("task");
@@ -41,8 +35,8 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   if (!(hf > 0 && hf < 1))
     out.push_back({"heldout_fraction", fmt::format("heldout_fraction {} must lie in (0, 1)", hf)});
   const std::string d = p.get_string("data");
-  if (d == "markov" || !is_text_path(d)) return;
-  if (p.get_string("tokenizer") != "byte" && tokenizer_folder(p).empty())
+  if (!is_text_path(d)) return;
+  if (p.get_string("tokenizer") != "byte" && tokenizer_dir_for(p).empty())
     out.push_back({"tokenizer_dir", fmt::format("data = \"{}\" is text: set tokenizer_dir to the "
                                                 "tokenizer's files (GPT-2: vocab.json + "
                                                 "merges.txt; BERT: vocab.txt), or tokenizer = "
@@ -70,7 +64,7 @@ TextSource text_source_for(const Point& p, const models::ModelConfig& m, MPI_Com
   c.source = p.get_string("data");
   c.cache_dir = p.get_string("token_cache");
   c.tokenizer = tokenizer_name(p, m);
-  c.tokenizer_dir = tokenizer_folder(p);
+  c.tokenizer_dir = tokenizer_dir_for(p);
   c.heldout_fraction = p.get_double("heldout_fraction");
   c.seed = static_cast<std::uint64_t>(p.get_int("seed"));
   int rank = 0;

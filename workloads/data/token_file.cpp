@@ -74,15 +74,19 @@ std::int64_t first_invalid_utf8(const std::string& s) {
   return -1;
 }
 
-std::vector<std::int32_t> read_text_tokens(const std::string& path, const Tokenizer& tok) {
+std::string read_utf8_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   SB_CHECK(f.good(), "cannot open text dataset '{}'", path);
   std::stringstream ss;
   ss << f.rdbuf();
-  const std::string text = ss.str();
+  std::string text = ss.str();
   const auto bad = first_invalid_utf8(text);
   SB_CHECK(bad < 0, "text dataset '{}' is not valid UTF-8 at byte {}; convert it (iconv -t UTF-8)", path, bad);
-  return tok.encode(text);
+  return text;
+}
+
+std::vector<std::int32_t> read_text_tokens(const std::string& path, const Tokenizer& tok) {
+  return tok.encode(read_utf8_file(path));
 }
 
 }  // namespace sb::data

@@ -17,8 +17,10 @@ std::vector<std::int32_t> read_token_file(const std::string& path);
 // Writes atomically (temporary name, then rename). Tokens must fit in uint16.
 void write_token_file(const std::string& path, const std::vector<std::int32_t>& tokens);
 
-// The file's bytes, checked to be valid UTF-8 (error with the byte offset of the first bad
-// sequence), tokenized as one stream.
+// The file's bytes, checked to be valid UTF-8: errors name the file and, for bad text, the
+// byte offset of the first invalid sequence. Every reader of text datasets goes through here.
+std::string read_utf8_file(const std::string& path);
+// read_utf8_file, tokenized as one stream.
 std::vector<std::int32_t> read_text_tokens(const std::string& path, const Tokenizer& tok);
 // Offset of the first invalid UTF-8 sequence, or -1.
 std::int64_t first_invalid_utf8(const std::string& s);

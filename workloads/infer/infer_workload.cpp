@@ -165,6 +165,7 @@ class InferWorkload final : public sb::Workload {
   std::unique_ptr<fsdp::Engine> engine_;        // sharded (world > 1)
   std::unique_ptr<quant::QuantizedWeights> q_;  // one rank
   std::shared_ptr<const data::LabelledData> labelled_;  // data = a labelled .jsonl/.csv
+  std::unique_ptr<data::BatchSource> text_;  // data = text: held-out batches of max_batch rows
   std::optional<c10::InferenceMode> inference_;  // from build() on
   LoadgenConfig lg_;
   torch::Device device_ = torch::kCPU;  // the `device` key (models/device.h)
@@ -208,6 +209,7 @@ void InferWorkload::build(RunContext& ctx) {
 
 // Drawn before timing starts: held-out rows of the chain `train` uses for this seed (stream
 // "heldout", from index 0), each rank its own rows.
+// Text (data = a corpus): its held-out batches, see the branch below.
 // With labelled data (data = .jsonl/.csv) the timed samples are its validation examples, in
 // order from this rank's first, cycled as needed.
 void InferWorkload::draw_samples(RunContext& ctx) {
@@ -222,12 +224,19 @@ void InferWorkload::draw_samples(RunContext& ctx) {
     samples_ = data::to_device(b, device_);
     return;
   }
-  const std::string d = ctx.point.get_string("data");
-  // Held-out text when data names a corpus: the timed rows and the scored ones are its
-  // held-out documents' tokens, never the training stream.
-  auto src = d != "markov" && data::is_text_path(d)
-                 ? data::text_source_for(ctx.point, model_->config(), ctx.world, 1).source
-                 : data::markov_source(model_->config(), 1, ctx.point.get_int("seq"), seed, seed);
+  if (data::is_text_path(ctx.point.get_string("data"))) {
+    // A text corpus is read once, as batches of max_batch held-out rows (never the training
+    // stream): record_model scores batches [0, accuracy_batches), the timed rows are the
+    // batches after those, each rank its own.
+    text_ = data::text_source_for(ctx.point, model_->config(), ctx.world, lg_.max_batch).source;
+    const I need = total_samples(lg_), per_rank = (need + lg_.max_batch - 1) / lg_.max_batch;
+    const I first = ctx.point.get_int("accuracy_batches") + static_cast<I>(ctx.rank) * per_rank;
+    std::vector<models::Batch> batches;
+    for (I k = 0; k < per_rank; ++k) batches.push_back(text_->heldout(first + k));
+    samples_ = data::to_device(data::slice_rows(cat_rows(batches), 0, need), device_);
+    return;
+  }
+  auto src = data::markov_source(model_->config(), 1, ctx.point.get_int("seq"), seed, seed);
   std::vector<models::Batch> rows;
   const I first_row = static_cast<I>(ctx.rank) * total_samples(lg_);
   for (I i = 0; i < total_samples(lg_); ++i) rows.push_back(src->heldout(first_row + i));
@@ -241,16 +250,14 @@ void InferWorkload::record_classification(RunContext& ctx) {
   const auto& v = labelled_->validation;
   const I B = lg_.max_batch, labels = model_->config().num_labels;
   models::PersistentParams fp32(weights_, /*requires_grad=*/false);
-  std::vector<torch::Tensor> served, ref;
-  for (I i = 0; i < v.size(); i += B) {
-    auto b = v.rows(i, std::min(v.size(), i + B));
-    torch::NoGradGuard ng;
-    ref.push_back(model_->classify(fp32, b).argmax(-1));
-    auto on = data::to_device(b, device_);
-    auto q = engine_ ? engine_->forward_classify(on) : model_->classify(*q_, on);
-    served.push_back(q.to(torch::kCPU, torch::kFloat).argmax(-1));
-  }
-  const auto pq = torch::cat(served), pf = torch::cat(ref);
+  torch::NoGradGuard ng;
+  const auto pf = data::predicted_classes(v, B, [&](const models::Batch& b) {
+    return model_->classify(fp32, b);
+  });
+  const auto pq = data::predicted_classes(v, B, [&](const models::Batch& b) {
+    const auto on = data::to_device(b, device_);
+    return (engine_ ? engine_->forward_classify(on) : model_->classify(*q_, on)).to(torch::kFloat);
+  });
   const auto sq = data::classification_score(pq, v.labels, labels);
   const auto sf = data::classification_score(pf, v.labels, labels);
   auto& rec = ctx.recorder;
@@ -335,16 +342,14 @@ void InferWorkload::record_model(RunContext& ctx) {
     record_classification(ctx);
   } else if (const I batches = p.get_int("accuracy_batches"); batches > 0) {
     models::PersistentParams fp32(weights_, /*requires_grad=*/false);
-    // Same chain, another stream: never the scenario's rows (text: the held-out documents,
-    // whose batch index i draws other rows than the timed ones' batches of 1).
-    const std::string d = p.get_string("data");
-    auto src = d != "markov" && data::is_text_path(d)
-                   ? data::text_source_for(p, model_->config(), ctx.world, lg_.max_batch).source
-                   : data::markov_source(model_->config(), lg_.max_batch, p.get_int("seq"),
-                                         lg_.seed, lg_.seed + 7919);
+    // Same chain, another stream: never the scenario's rows (text: draw_samples keeps them
+    // apart).
+    auto markov = text_ ? nullptr
+                        : data::markov_source(model_->config(), lg_.max_batch, p.get_int("seq"),
+                                              lg_.seed, lg_.seed + 7919);
     auto a = accuracy(*model_, fp32,
-                      [this](const models::Batch& b) { return serve(b).to(torch::kCPU, torch::kFloat); }, *src,
-                      batches);
+                      [this](const models::Batch& b) { return serve(b).to(torch::kCPU, torch::kFloat); },
+                      text_ ? *text_ : *markov, batches);
     rec.scalar("top1_agreement", a.top1);
     const std::string& metric = models::family(model_->config().family).eval_metric;
     rec.scalar(metric, a.metric);

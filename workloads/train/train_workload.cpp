@@ -45,7 +45,7 @@ std::unique_ptr<data::BatchSource> make_source(RunContext& ctx, const models::Mo
   const std::string d = p.get_string("data");
   if (data::is_labelled_path(d))
     return std::make_unique<data::LabelledBatches>(data::load_labelled_for(p, m), B, seed);
-  if (d != "markov" && data::is_text_path(d)) {
+  if (data::is_text_path(d)) {
     auto text = data::text_source_for(p, m, ctx.world, B);
     *corpus = text.corpus;
     return std::move(text.source);
@@ -300,14 +300,10 @@ double TrainWorkload::evaluate(RunContext& ctx) {
 // the same rows: the sharded forward is collective), and what the dataset was.
 void TrainWorkload::record_labelled(RunContext& ctx, const data::LabelledBatches& src) {
   const auto& v = src.data().validation;
-  const I B = ctx.point.get_int("batch");
-  std::vector<torch::Tensor> pred;
-  for (I i = 0; i < v.size(); i += B) {
-    auto b = v.rows(i, std::min(v.size(), i + B));
-    pred.push_back(engine_->forward_classify(data::to_device(b, device_)).argmax(-1).cpu());
-  }
-  const auto s = data::classification_score(torch::cat(pred), v.labels,
-                                            model_->config().num_labels);
+  const auto pred = data::predicted_classes(v, ctx.point.get_int("batch"), [&](const models::Batch& b) {
+    return engine_->forward_classify(data::to_device(b, device_));
+  });
+  const auto s = data::classification_score(pred, v.labels, model_->config().num_labels);
   auto& rec = ctx.recorder;
   rec.scalar("classification_accuracy", s.accuracy);
   rec.scalar("macro_f1", s.macro_f1);
