@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "harness/core/check.h"
+#include "tests/unit/test_tmp.h"
 #include "workloads/data/labelled.h"
 #include "workloads/data/tokenizer.h"
 
@@ -20,7 +21,7 @@ const std::vector<std::string> kVocab = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[M
 // ids: [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, good 5, bad 6, film 7, plot 8, ',' 9, '"' 10, very 11
 
 std::string dir() {
-  const std::string d = testing::TempDir() + "labelled";
+  const std::string d = sb::test::tmp() + "labelled";
   ::mkdir(d.c_str(), 0755);
   std::ofstream f(d + "/vocab.txt");
   for (const auto& t : kVocab) f << t << "\n";

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "harness/core/check.h"
+#include "tests/unit/test_tmp.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
@@ -17,7 +18,7 @@ TEST(Safetensors, RoundTripGpt2AndBert) {
   for (const char* preset : {"gpt2-tiny", "bert-tiny"}) {
     auto m = models::make_model(preset);
     auto w = models::init_params(m->units(), 4);
-    const std::string path = testing::TempDir() + preset + ".safetensors";
+    const std::string path = sb::test::tmp() + preset + ".safetensors";
     data::save_checkpoint(*m, w, path);
     auto back = data::load_checkpoint(*m, path);
     for (std::size_t u = 0; u < w.size(); ++u)
@@ -32,7 +33,7 @@ TEST(Safetensors, RoundTripGpt2AndBert) {
 }
 
 TEST(Safetensors, PythonWrittenGpt2Fixture) {
-  const std::string path = testing::TempDir() + "python_gpt2.safetensors";
+  const std::string path = sb::test::tmp() + "python_gpt2.safetensors";
   const std::string cmd = "/usr/bin/python3 " SB_SOURCE_DIR "/tests/data/make_gpt2_safetensors.py " + path;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   auto m = models::make_model("gpt2-tiny");
@@ -75,7 +76,7 @@ TEST(Safetensors, BertModelCheckpointWithoutHeads) {
       if (n == "embeddings.LayerNorm.weight") n = "embeddings.LayerNorm.gamma";
       named.emplace_back(n, w[u][i]);
     }
-  const std::string path = testing::TempDir() + "bertmodel.safetensors";
+  const std::string path = sb::test::tmp() + "bertmodel.safetensors";
   data::write_safetensors(path, named);
   data::CheckpointLoadOptions opt;
   opt.seed = 4;
@@ -94,7 +95,7 @@ TEST(Safetensors, BertModelCheckpointWithoutHeads) {
 
 TEST(Safetensors, WrongPresetIsAnError) {
   auto tiny = models::make_model("gpt2-tiny");
-  const std::string path = testing::TempDir() + "tiny.safetensors";
+  const std::string path = sb::test::tmp() + "tiny.safetensors";
   data::save_checkpoint(*tiny, models::init_params(tiny->units(), 1), path);
   try {
     data::load_checkpoint(*models::make_model("bert-tiny"), path);
@@ -115,7 +116,7 @@ TEST(Safetensors, TransformersLoadsAnExportWithTheSameLogits) {
   for (const char* preset : {"gpt2-tiny", "bert-tiny"}) {
     auto m = models::make_model(preset);
     auto w = models::init_params(m->units(), 9);
-    const std::string dir = testing::TempDir() + "hf_export_" + preset;
+    const std::string dir = sb::test::tmp() + "hf_export_" + preset;
     data::export_hf_folder(*m, w, dir);
     models::Batch b;
     b.input_ids = torch::arange(16, torch::kLong).mul(7).remainder(m->config().vocab).view({2, 8});

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "harness/core/check.h"
+#include "tests/unit/test_tmp.h"
 #include "workloads/data/batches.h"
 #include "workloads/data/markov.h"
 #include "workloads/data/token_file.h"
@@ -93,7 +94,7 @@ TEST(Mlm, MaskingRatesAndSpecialTokens) {
 }
 
 TEST(TokenFile, RoundTripAndValidation) {
-  const std::string path = testing::TempDir() + "tokens.bin";
+  const std::string path = sb::test::tmp() + "tokens.bin";
   std::vector<std::int32_t> toks = {0, 1, 50256, 65535, 7};
   write_token_file(path, toks);
   EXPECT_EQ(read_token_file(path), toks);
@@ -119,7 +120,7 @@ TEST(TokenFile, RoundTripAndValidation) {
 }
 
 TEST(TextDataset, Utf8CheckedAndTokenized) {
-  const std::string path = testing::TempDir() + "text.txt";
+  const std::string path = sb::test::tmp() + "text.txt";
   { std::ofstream(path) << "h\xc3\xa9llo w\xc3\xb6rld, hello world. " << std::string(300, 'a'); }
   auto tok = make_tokenizer("byte");
   auto ids = read_text_tokens(path, *tok);

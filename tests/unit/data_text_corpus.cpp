@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "harness/core/check.h"
+#include "tests/unit/test_tmp.h"
 #include "workloads/data/text_corpus.h"
 #include "workloads/data/batches.h"
 #include "workloads/data/token_file.h"
@@ -16,7 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 std::string fresh(const std::string& name) {
-  const std::string d = testing::TempDir() + "corpus_" + name;
+  const std::string d = sb::test::tmp() + "corpus_" + name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

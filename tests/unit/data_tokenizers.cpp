@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "harness/core/check.h"
+#include "tests/unit/test_tmp.h"
 #include "workloads/data/tokenizer.h"
 
 using namespace sb::data;
@@ -37,7 +38,7 @@ const char* kVocab = R"({"h": 0, "e": 1, "l": 2, "o": 3, "\u0120": 4, "w": 5, "r
 const char* kMerges = "#version: 0.2\nh e\nl l\nhe ll\nhell o\n\xc4\xa0 hello\nw o\nr l\nwo rl\n";
 
 std::string write_dir(const std::string& name, const char* vocab_file, const char* merges_file) {
-  const std::string dir = testing::TempDir() + name;
+  const std::string dir = sb::test::tmp() + name;
   ::mkdir(dir.c_str(), 0755);
   std::ofstream(dir + "/" + vocab_file) << kVocab;
   std::ofstream(dir + "/" + merges_file) << kMerges;
@@ -62,7 +63,7 @@ TEST(Gpt2Bpe, KnownMergesBothLayouts) {
 
 TEST(Gpt2Bpe, Errors) {
   try {
-    make_tokenizer("gpt2-bpe", testing::TempDir() + "nowhere");
+    make_tokenizer("gpt2-bpe", sb::test::tmp() + "nowhere");
     FAIL();
   } catch (const sb::Error& e) {
     EXPECT_NE(std::string(e.what()).find("holds neither vocab.json + merges.txt"), std::string::npos) << e.what();
@@ -88,7 +89,7 @@ namespace {
 // A vocab.txt in a fresh folder: one token per line, ids by line.
 std::string wordpiece_dir(const std::vector<std::string>& tokens) {
   static int n = 0;
-  const std::string dir = testing::TempDir() + "wordpiece" + std::to_string(n++);
+  const std::string dir = sb::test::tmp() + "wordpiece" + std::to_string(n++);
   ::mkdir(dir.c_str(), 0755);
   std::ofstream f(dir + "/vocab.txt");
   for (const auto& t : tokens) f << t << "\n";

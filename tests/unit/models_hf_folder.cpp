@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/core/check.h"
+#include "tests/unit/test_tmp.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/models/model.h"
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string fresh_dir(const std::string& name) {
-  const std::string d = testing::TempDir() + "hf_" + name;
+  const std::string d = sb::test::tmp() + "hf_" + name;
   fs::remove_all(d);
   return d;
 }
