@@ -135,7 +135,7 @@ KeySpec key_spec(const char* key, KeyType type, Value def, const char* name_set,
 Registrar base_keys([] {
   using I = std::int64_t;
   using Tasks = std::vector<std::string>;
-  const Tasks model_tasks{"train", "infer"};  // the tasks that build a model
+  const Tasks model_tasks{"train", "infer", "serve"};  // the tasks that build a model
   auto name = [](const char* k, const char* set, const char* def, const char* doc,
                  Tasks tasks = {}, bool accepts_path = false) {
     KeySpec ks = key_spec(k, KeyType::Name, std::string(def), set, doc);
@@ -151,13 +151,13 @@ Registrar base_keys([] {
     register_key(std::move(ks));
   };
   const I int_max = std::numeric_limits<std::int32_t>::max();
-  name("task", "task", "train", "what runs: train, infer or micro (registered workloads)");
+  name("task", "task", "train", "what runs: train, infer, serve or micro (registered workloads)");
   name("model", "model", "gpt2-tiny",
        "model architecture and size: a preset, or a local Hugging Face folder (config.json + "
        "model.safetensors; a value with '/')", model_tasks, true);
   name("strategy", "strategy", "no_shard", "sharding strategy (ZeRO stage)", model_tasks);
   name("compression", "compression", "none", "communication compression policy", {"train"});
-  name("quantization", "quantization", "none", "inference quantization", {"infer"});
+  name("quantization", "quantization", "none", "inference quantization", {"infer", "serve"});
   name("attention", "attention", "naive", "attention kernel", model_tasks);
   name("dtype", "dtype", "fp32", "parameter and compute dtype: fp32, bf16, fp16, or auto (bf16 "
        "where the device has bf16 matrix units, else fp32)", {"train"});

@@ -138,7 +138,73 @@ struct Table<QueryRecord> {
       field("tokens", &R::tokens, "", "tokens in the query"));
 };
 
+struct RequestRecord {  // serving: one request (workloads/serve)
+  std::int64_t request = 0;
+  double arrival_s = 0;
+  std::int64_t prompt_tokens = 0, output_tokens = 0;
+  bool refused = false, slo_met = false;
+  double queue_s = 0, ttft_s = 0, tpot_s = 0, e2e_s = 0;
+};
+
+template <>
+struct Table<RequestRecord> {
+  using R = RequestRecord;
+  static constexpr const char* group = "requests";
+  static constexpr const char* doc =
+      "serve: one row per request; times on the server's clock (docs/METRICS.md, Serving)";
+  static constexpr bool from_every_rank = false;
+  static constexpr auto fields = std::make_tuple(
+      field("request", &R::request, "", "index of the request in arrival order"),
+      field("arrival_s", &R::arrival_s, "s", "arrival time, relative to the run's start"),
+      field("prompt_tokens", &R::prompt_tokens, "tokens", "prompt length"),
+      field("output_tokens", &R::output_tokens, "tokens", "tokens generated (0 if refused)"),
+      field("refused", &R::refused, "",
+            "1 if refused: prompt + output longer than the model's context"),
+      field("slo_met", &R::slo_met, "", "1 if ttft_s <= slo_ttft and tpot_s <= slo_tpot"),
+      field("queue_s", &R::queue_s, "s", "from arrival to the start of its prefill"),
+      field("ttft_s", &R::ttft_s, "s", "time to first token: from arrival to the first token"),
+      field("tpot_s", &R::tpot_s, "s",
+            "time per output token after the first: (e2e_s - ttft_s) / (output_tokens - 1); "
+            "0 for one token"),
+      field("e2e_s", &R::e2e_s, "s", "from arrival to the last token"));
+};
+
+struct ServeStepRecord {  // serving: one scheduler step
+  std::int64_t step = 0;
+  double start_s = 0, duration_s = 0, schedule_s = 0, prefill_s = 0, decode_s = 0;
+  std::int64_t prefill_requests = 0, prefill_tokens = 0, decode_rows = 0, running = 0,
+               waiting = 0;
+  std::uint64_t kv_bytes_in_use = 0;
+};
+
+template <>
+struct Table<ServeStepRecord> {
+  using R = ServeStepRecord;
+  static constexpr const char* group = "serve_steps";
+  static constexpr const char* doc = "serve: one row per scheduler step (prefill and/or decode)";
+  static constexpr bool from_every_rank = false;
+  static constexpr auto fields = std::make_tuple(
+      field("step", &R::step, "", "index of the step"),
+      field("start_s", &R::start_s, "s", "start on the server's clock"),
+      field("duration_s", &R::duration_s, "s", "schedule_s + prefill_s + decode_s"),
+      field("schedule_s", &R::schedule_s, "s",
+            "scheduling and bookkeeping: the policy's decision, admitting, finished rows leaving"),
+      field("prefill_s", &R::prefill_s, "s", "prefill of the requests admitted this step"),
+      field("decode_s", &R::decode_s, "s", "one decode step of the rows running before it"),
+      field("prefill_requests", &R::prefill_requests, "", "requests admitted (prefilled)"),
+      field("prefill_tokens", &R::prefill_tokens, "tokens",
+            "prompt tokens prefilled, padding included (requests x longest prompt)"),
+      field("decode_rows", &R::decode_rows, "",
+            "rows decoded: the batch size of the decode step (static: padding rows included)"),
+      field("running", &R::running, "", "requests holding a KV row after the step"),
+      field("waiting", &R::waiting, "", "requests arrived and waiting after the step"),
+      field("kv_bytes_in_use", &R::kv_bytes_in_use, "bytes",
+            "KV-cache bytes of the tokens the rows hold at the end of the step, before "
+            "finished requests leave"));
+};
+
 // Every record type, in the order of the result file's groups.
-using RecordTypes = RecordList<StepRecord, RankMemory, CommEvent, QueryRecord>;
+using RecordTypes =
+    RecordList<StepRecord, RankMemory, CommEvent, QueryRecord, RequestRecord, ServeStepRecord>;
 
 }  // namespace sb

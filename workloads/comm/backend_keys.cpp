@@ -74,13 +74,13 @@ const sb::Registrar kRegister([] {
   sb::KeySpec backend{"comm_backend", sb::KeyType::Name, std::string("mpi"), "comm_backend",
                       "library of the plain collectives: mpi, gloo, nccl or auto "
                       "(docs/FSDP.md \"Backends\")"};
-  backend.tasks = {"train", "infer", "micro"};
+  backend.tasks = {"train", "infer", "serve", "micro"};
   sb::register_key(std::move(backend));
   sb::KeySpec tuning{"comm_tuning", sb::KeyType::String,
                      std::string("results/tune-backends/backend-table.toml"), "",
                      "the tuning table comm_backend = \"auto\" reads and micro.impl = \"tune\" "
                      "writes (relative to the working directory)"};
-  tuning.tasks = {"train", "infer", "micro"};
+  tuning.tasks = {"train", "infer", "serve", "micro"};
   sb::register_key(std::move(tuning));
   sb::register_validator(validate);
 });

@@ -495,31 +495,25 @@ void Engine::optimizer_step(StepStats& s) {
 }
 
 // ---- inference and inspection ------------------------------------------------------------
-torch::Tensor Engine::forward_logits(const models::Batch& b) {
+torch::Tensor Engine::forward_with(const std::function<torch::Tensor(models::ParamProvider&)>& f) {
   torch::NoGradGuard ng;
   refresh_replicas();
   begin_forward();
-  auto out = model_.logits(*this, b);
+  auto out = f(*this);
   end_forward();
   return out;
+}
+
+torch::Tensor Engine::forward_logits(const models::Batch& b) {
+  return forward_with([&](models::ParamProvider& p) { return model_.logits(p, b); });
 }
 
 torch::Tensor Engine::forward_classify(const models::Batch& b) {
-  torch::NoGradGuard ng;
-  refresh_replicas();
-  begin_forward();
-  auto out = model_.classify(*this, b);
-  end_forward();
-  return out;
+  return forward_with([&](models::ParamProvider& p) { return model_.classify(p, b); });
 }
 
 torch::Tensor Engine::forward_loss(const models::Batch& b) {
-  torch::NoGradGuard ng;
-  refresh_replicas();
-  begin_forward();
-  auto out = model_.loss(*this, b);
-  end_forward();
-  return out;
+  return forward_with([&](models::ParamProvider& p) { return model_.loss(p, b); });
 }
 
 std::vector<std::vector<torch::Tensor>> Engine::full_params() {

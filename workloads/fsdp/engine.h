@@ -149,6 +149,9 @@ class Engine final : public models::ParamProvider {
   StepStats step(const std::vector<models::Batch>& micro, std::int64_t global_terms);
   // Forward without gradients on this rank's batch (sharded inference and evaluation).
   torch::Tensor forward_logits(const models::Batch& b);  // (B, T, vocab)
+  // Any other forward of the model (serving's KV-cached steps), under the same protocol:
+  // no gradients, units gathered as f acquires them and freed after.
+  torch::Tensor forward_with(const std::function<torch::Tensor(models::ParamProvider&)>& f);
   torch::Tensor forward_loss(const models::Batch& b);    // () mean over b's terms
   torch::Tensor forward_classify(const models::Batch& b);  // (B, num_labels)
 

@@ -423,9 +423,14 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                                              "export_safetensors); check the path", ckpt), true});
 }
 
-// Every key here is read by the infer task only (a point of another task may not set it).
+// Every key here is read by the infer task only (a point of another task may not set it),
+// except the weights' ones, which serve reads too.
 void key(KeySpec ks) {
   ks.tasks = {"infer"};
+  register_key(std::move(ks));
+}
+void weights_key(KeySpec ks) {
+  ks.tasks = {"infer", "serve"};
   register_key(std::move(ks));
 }
 
@@ -443,7 +448,7 @@ const sb::Registrar registrar([] {
   key({"target_qps", KeyType::Float, 10.0, "", "infer: server scenario's mean Poisson arrival rate"});
   key({"server_latency_ms", KeyType::Float, 100.0, "",
        "infer: server scenario's p99 latency bound; a point above it is INVALID (LoadGen's rule)"});
-  key({"checkpoint", KeyType::String, std::string(""), "",
+  weights_key({"checkpoint", KeyType::String, std::string(""), "",
        "infer: safetensors checkpoint (file or folder) to load (empty: the model folder's "
        "weights when model is a folder, else seeded initial weights)"});
   key(integer("accuracy_batches", 2, 0, I{1} << 20,
@@ -452,7 +457,7 @@ const sb::Registrar registrar([] {
   register_name("quant_compute", "fp32", "fp32 activations; weights dequantized to fp32 on the fly");
   register_name("quant_compute", "bf16", "bf16 activations and GEMMs (bf16, int8-weight, int8-weight-channel)");
   register_name("quant_compute", "fp16", "fp16 activations and GEMMs (fp16)");
-  key({"quant_compute", KeyType::Name, std::string("auto"), "quant_compute",
+  weights_key({"quant_compute", KeyType::Name, std::string("auto"), "quant_compute",
        "infer: the dtype a quantized model's forward computes in: auto (the format's low dtype, "
        "bf16 for bf16 and int8-weight*, fp16 for fp16, where the device has fast units for it; "
        "else fp32), fp32, bf16 or fp16"});
@@ -461,7 +466,7 @@ const sb::Registrar registrar([] {
   register_name("int8_engine", "fbgemm", "FBGEMM");
   register_name("int8_engine", "onednn", "oneDNN (VNNI/AMX where the CPU has them)");
   register_name("int8_engine", "qnnpack", "QNNPACK (mobile kernels)");
-  key({"int8_engine", KeyType::Name, std::string("auto"), "int8_engine",
+  weights_key({"int8_engine", KeyType::Name, std::string("auto"), "int8_engine",
        "infer: LibTorch's int8 engine for int8-dynamic: auto (the fastest this LibTorch has, "
        "measured at start-up), x86, fbgemm, onednn or qnnpack"});
   register_validator(validate);

@@ -1,6 +1,7 @@
 // GPT-2 forward (training, evaluation and KV-cached decoding) and generation.
 #include "workloads/models/gpt2.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -62,25 +63,17 @@ double Gpt2::train_flops_per_token(std::int64_t seq_len) const {
   return 6.0 * n + 12.0 * cfg_.n_layer * static_cast<double>(seq_len) * cfg_.d_model;
 }
 
-torch::Tensor Gpt2::forward(ParamProvider& p, const torch::Tensor& ids, KVCache* cache,
-                            bool release_head_with_logits) {
-  SB_CHECK(ids.dim() == 2, "GPT-2 input_ids must be (B, T), got {} dims", ids.dim());
-  const std::int64_t B = ids.size(0), T = ids.size(1), d = cfg_.d_model, H = cfg_.n_head,
-                     Dh = d / H, L = cfg_.n_layer;
-  const std::int64_t past = cache ? cache->length : 0;
-  SB_CHECK(past + T <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
-           cfg_.preset, past + T, cfg_.max_pos);
-  if (cache) SB_CHECK(past + T <= cache->max_len, "KV cache holds {} tokens, {} needed", cache->max_len, past + T);
-
+torch::Tensor Gpt2::embed(ParamProvider& p, const torch::Tensor& ids, const torch::Tensor& pos) {
   auto e = p.acquire(0);  // wte (V, d), wpe (P, d)
-  auto pos = torch::arange(past, past + T, ids.options().dtype(torch::kLong));
-  auto x = (at::embedding(e[0], ids) + at::embedding(e[1], pos)).view({B * T, d});  // (B*T, d)
+  auto x = (at::embedding(e[0], ids) + at::embedding(e[1], pos)).view({-1, cfg_.d_model});
   p.release(0, x);
+  return x;  // (B*T, d)
+}
 
-  AttentionMask mask;
-  mask.causal = true;
-  mask.q_offset = past;
-  for (std::int64_t l = 0; l < L; ++l) {
+torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, std::int64_t T,
+                           const KeysValues& kv, const AttentionMask& mask) {
+  const std::int64_t d = cfg_.d_model, H = cfg_.n_head, Dh = d / H;
+  for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
     const int u = static_cast<int>(l + 1);
     auto w = p.acquire(u);
     auto h = at::layer_norm(x, {d}, w[kLn1W], w[kLn1B], cfg_.ln_eps);
@@ -88,12 +81,7 @@ torch::Tensor Gpt2::forward(ParamProvider& p, const torch::Tensor& ids, KVCache*
     auto q = qkv.select(2, 0).transpose(1, 2);  // (B, H, T, Dh)
     auto k = qkv.select(2, 1).transpose(1, 2);
     auto v = qkv.select(2, 2).transpose(1, 2);
-    if (cache) {
-      cache->k[l].narrow(2, past, T).copy_(k);
-      cache->v[l].narrow(2, past, T).copy_(v);
-      k = cache->k[l].narrow(2, 0, past + T);  // (B, H, past+T, Dh)
-      v = cache->v[l].narrow(2, 0, past + T);
-    }
+    if (kv) std::tie(k, v) = kv(l, k, v);
     auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, d});  // (B*T, d)
     x = x + p.linear(u, kProjW, a, w[kProjW], w[kProjB]);
     h = at::layer_norm(x, {d}, w[kLn2W], w[kLn2B], cfg_.ln_eps);
@@ -101,18 +89,97 @@ torch::Tensor Gpt2::forward(ParamProvider& p, const torch::Tensor& ids, KVCache*
     x = x + p.linear(u, kMlpW, h, w[kMlpW], w[kMlpB]);
     p.release(u, x);
   }
-  if (cache) cache->length = past + T;
+  return x;
+}
 
-  const int head = static_cast<int>(L + 1);
+torch::Tensor Gpt2::head(ParamProvider& p, torch::Tensor x, bool release_head_with_logits) {
+  const int head = static_cast<int>(cfg_.n_layer + 1);
   auto wf = p.acquire(head);
-  x = at::layer_norm(x, {d}, wf[0], wf[1], cfg_.ln_eps);
+  x = at::layer_norm(x, {cfg_.d_model}, wf[0], wf[1], cfg_.ln_eps);
   auto wte = p.acquire(0)[0];
-  auto logits = p.linear(0, 0, x, wte, torch::Tensor());  // (B*T, V), tied LM head
+  auto logits = p.linear(0, 0, x, wte, torch::Tensor());  // (rows, V), tied LM head
   if (release_head_with_logits) {
     p.release(0, logits);
     p.release(head, logits);
   }
   return logits;
+}
+
+torch::Tensor Gpt2::forward(ParamProvider& p, const torch::Tensor& ids, KVCache* cache,
+                            bool release_head_with_logits) {
+  SB_CHECK(ids.dim() == 2, "GPT-2 input_ids must be (B, T), got {} dims", ids.dim());
+  const std::int64_t B = ids.size(0), T = ids.size(1);
+  const std::int64_t past = cache ? cache->length : 0;
+  SB_CHECK(past + T <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
+           cfg_.preset, past + T, cfg_.max_pos);
+  if (cache) SB_CHECK(past + T <= cache->max_len, "KV cache holds {} tokens, {} needed", cache->max_len, past + T);
+
+  auto x = embed(p, ids, torch::arange(past, past + T, ids.options().dtype(torch::kLong)));
+  AttentionMask mask;
+  mask.causal = true;
+  mask.q_offset = past;
+  KeysValues kv;
+  if (cache)
+    kv = [&](std::int64_t l, const torch::Tensor& k, const torch::Tensor& v) {
+      cache->k[l].narrow(2, past, T).copy_(k);
+      cache->v[l].narrow(2, past, T).copy_(v);
+      return std::make_pair(cache->k[l].narrow(2, 0, past + T),  // (B, H, past+T, Dh)
+                            cache->v[l].narrow(2, 0, past + T));
+    };
+  x = blocks(p, x, B, T, kv, mask);
+  if (cache) cache->length = past + T;
+  return head(p, x, release_head_with_logits);
+}
+
+torch::Tensor Gpt2::forward_rows(ParamProvider& p, const torch::Tensor& ids, KVCache& cache,
+                                 std::int64_t first_row, const std::vector<std::int64_t>& past,
+                                 const std::vector<std::int64_t>& last) {
+  SB_CHECK(ids.dim() == 2, "GPT-2 input_ids must be (B, T), got {} dims", ids.dim());
+  const std::int64_t B = ids.size(0), T = ids.size(1), H = cfg_.n_head;
+  const std::int64_t rows = cache.k.at(0).size(0), cap = cache.max_len;
+  SB_CHECK(static_cast<std::int64_t>(past.size()) == B && static_cast<std::int64_t>(last.size()) == B,
+           "forward_rows: {} rows but {} lengths and {} last positions", B, past.size(), last.size());
+  SB_CHECK(first_row >= 0 && first_row + B <= rows, "forward_rows: rows [{}, {}) outside the cache's {}",
+           first_row, first_row + B, rows);
+  const bool prefill = std::all_of(past.begin(), past.end(), [](auto n) { return n == 0; });
+  SB_CHECK(prefill || T == 1, "forward_rows: a step is a prefill (every row empty) or one token per row");
+  const std::int64_t longest = *std::max_element(past.begin(), past.end()) + T;
+  SB_CHECK(longest <= cap, "KV cache rows hold {} tokens, {} needed", cap, longest);
+  SB_CHECK(longest <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
+           cfg_.preset, longest, cfg_.max_pos);
+  const auto lopt = ids.options().dtype(torch::kLong);
+  auto past_t = torch::tensor(past, torch::kLong).to(ids.device());  // (B)
+  auto pos = past_t.unsqueeze(1) + torch::arange(T, lopt);           // (B, T)
+  auto x = embed(p, ids, pos);
+
+  AttentionMask mask;
+  KeysValues kv;
+  if (prefill) {  // rows are empty: write the T new keys at 0..T-1, attend causally among them
+    mask.causal = true;
+    kv = [&](std::int64_t l, const torch::Tensor& k, const torch::Tensor& v) {
+      auto kr = cache.k[l].narrow(0, first_row, B).narrow(2, 0, T);
+      auto vr = cache.v[l].narrow(0, first_row, B).narrow(2, 0, T);
+      kr.copy_(k), vr.copy_(v);
+      return std::make_pair(kr, vr);
+    };
+  } else {  // one token per row at position past[b]: each row sees its own keys 0..past[b]
+    const std::int64_t Tk = longest;
+    mask.key_keep = torch::arange(Tk, lopt).unsqueeze(0) <= past_t.unsqueeze(1);  // (B, Tk)
+    // Row-major (rows, H, cap) index of each (b, h)'s new key: one index_copy_ per layer.
+    auto slot = (torch::arange(first_row, first_row + B, lopt).unsqueeze(1) * H +
+                 torch::arange(H, lopt).unsqueeze(0)) * cap + past_t.unsqueeze(1);  // (B, H)
+    slot = slot.reshape({-1});
+    kv = [&, Tk, slot](std::int64_t l, const torch::Tensor& k, const torch::Tensor& v) {
+      const std::int64_t Dh = k.size(3);
+      cache.k[l].view({-1, Dh}).index_copy_(0, slot, k.reshape({B * H, Dh}));
+      cache.v[l].view({-1, Dh}).index_copy_(0, slot, v.reshape({B * H, Dh}));
+      return std::make_pair(cache.k[l].narrow(0, first_row, B).narrow(2, 0, Tk),
+                            cache.v[l].narrow(0, first_row, B).narrow(2, 0, Tk));
+    };
+  }
+  x = blocks(p, x, B, T, kv, mask);  // (B*T, d)
+  auto at_last = torch::tensor(last, torch::kLong).to(ids.device()) + torch::arange(B, lopt) * T;
+  return head(p, x.index_select(0, at_last), true);  // (B, V)
 }
 
 torch::Tensor Gpt2::loss(ParamProvider& p, const Batch& b) {

@@ -4,7 +4,9 @@
 // Units: 0 "embed" (wte, wpe), 1..L "block.i", L+1 "head" (ln_f; re-acquires unit 0 for wte).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "workloads/models/attention.h"
@@ -36,10 +38,28 @@ class Gpt2 final : public Model {
   // new keys/values to the cache. Run under torch::NoGradGuard.
   torch::Tensor forward_cached(ParamProvider& p, const torch::Tensor& ids, KVCache& cache);
 
+ // Serving (workloads/serve): rows [first_row, first_row + B) of a cache of many rows, each
+  // with its own length. ids (B, T): row b's new tokens, at positions past[b] .. past[b]+T-1
+  // (right padding past a row's real tokens is allowed: causal attention keeps real tokens
+  // from seeing it, and later tokens overwrite its keys). Either a prefill (every past[b] is
+  // 0) or a decode step (T == 1). Returns the logits (B, V) at each row's position last[b]
+  // of the T new ones: the LM head runs on those rows only. Run under torch::NoGradGuard.
+  torch::Tensor forward_rows(ParamProvider& p, const torch::Tensor& ids, KVCache& cache,
+                             std::int64_t first_row, const std::vector<std::int64_t>& past,
+                             const std::vector<std::int64_t>& last);
+
  private:
   // ids (B, T) -> logits (B*T, V); cache may be null (full causal forward).
   torch::Tensor forward(ParamProvider& p, const torch::Tensor& ids, KVCache* cache,
                         bool release_head_with_logits);
+  // The pieces forward and forward_rows share. kv (may be empty) turns a layer's new keys and
+  // values (B, H, T, Dh) into the ones its queries attend to (a cache's).
+  using KeysValues = std::function<std::pair<torch::Tensor, torch::Tensor>(
+      std::int64_t layer, const torch::Tensor& k, const torch::Tensor& v)>;
+  torch::Tensor embed(ParamProvider& p, const torch::Tensor& ids, const torch::Tensor& pos);
+  torch::Tensor blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, std::int64_t T,
+                       const KeysValues& kv, const AttentionMask& mask);
+  torch::Tensor head(ParamProvider& p, torch::Tensor x, bool release_head_with_logits);
   ModelConfig cfg_;
   std::vector<UnitSpec> units_;
   std::unique_ptr<Attention> attn_;

@@ -1,0 +1,344 @@
+// The "serve" task: GPT-2 generation for requests that arrive over time (requests.h), batched
+// by a policy (policy.h) on rows of a KV cache (server.h, gpt2_executor.h). Records every
+// request (TTFT, TPOT, queueing), every step (batch size, KV bytes) and their percentiles.
+// world > 1: the model is sharded (full_shard) and rank 0's scheduler drives every rank
+// (sharded.h).
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "harness/core/check.h"
+#include "harness/core/fault.h"
+#include "harness/core/mpi_context.h"
+#include "harness/trace/recorder.h"
+#include "harness/workload.h"
+#include "workloads/comm/communicator.h"
+#include "workloads/data/batches.h"
+#include "workloads/data/safetensors.h"
+#include "workloads/fsdp/engine.h"
+#include "workloads/infer/loadgen.h"
+#include "workloads/models/cpu_allocator.h"
+#include "workloads/models/device.h"
+#include "workloads/models/gpt2.h"
+#include "workloads/models/hf_config.h"
+#include "workloads/models/params.h"
+#include "workloads/quant/quantizer.h"
+#include "workloads/serve/gpt2_executor.h"
+#include "workloads/serve/metrics.h"
+#include "workloads/serve/sharded.h"
+
+namespace sb::serve {
+namespace {
+
+using I = std::int64_t;
+
+bool is_serve(const Point& p) { return p.has("task") && p.get_string("task") == "serve"; }
+
+ArrivalConfig arrival_config(const Point& p) {
+  ArrivalConfig a;
+  a.arrival = p.get_string("arrival");
+  a.request_rate = p.get_double("request_rate");
+  a.requests = p.get_int("requests");
+  a.prompt_min = p.get_int("prompt_len_min"), a.prompt_max = p.get_int("prompt_len_max");
+  a.output_min = p.get_int("output_len_min"), a.output_max = p.get_int("output_len_max");
+  a.trace = p.get_string("request_trace");
+  a.seed = static_cast<std::uint64_t>(p.get_int("seed"));
+  return a;
+}
+
+class ServeWorkload final : public sb::Workload {
+ public:
+  void run(RunContext& ctx) override {
+    build(ctx);
+    make_executor(ctx);
+    warm_up(ctx);
+    auto on_step = [&](I step) {
+      sb::fault_set_step(step);
+      sb::fault_point("step");  // tests/harness/serve_kill.sh
+      if (ctx.stop_agreed()) throw sb::Stopped(ctx.stop.reason);
+    };
+    if (ctx.rank != 0) {
+      follow(*executor_, ctx.world, on_step);
+      return;
+    }
+    Executor* ex = executor_.get();
+    std::optional<Leader> leader;
+    if (ctx.size > 1) ex = &leader.emplace(*executor_, ctx.world);
+    ServerConfig sc;
+    sc.context = model_->config().max_pos;
+    sc.eos_token = ctx.point.get_int("eos_token");
+    auto result = run_server(requests_, *policy_, *ex, sc, [&](I step) {
+      if (leader) leader->begin_step(step);
+      on_step(step);
+    });
+    if (leader) leader->finish();
+    record(ctx, result);
+  }
+
+ private:
+  void build(RunContext& ctx);
+  void make_executor(RunContext& ctx);
+  void warm_up(RunContext& ctx);
+  void record(RunContext& ctx, const ServeResult& r);
+  std::vector<I> prompt(I request) const;
+
+  std::unique_ptr<models::Model> model_;
+  models::Gpt2* gpt2_ = nullptr;
+  std::vector<std::vector<torch::Tensor>> weights_;
+  std::unique_ptr<comm::Communicator> comm_;
+  std::unique_ptr<fsdp::Engine> engine_;        // sharded (world > 1)
+  std::unique_ptr<quant::QuantizedWeights> q_;  // one rank
+  std::optional<c10::InferenceMode> inference_;
+  std::unique_ptr<data::BatchSource> prompts_;
+  std::vector<RequestSpec> requests_;
+  std::unique_ptr<Policy> policy_;
+  std::unique_ptr<Gpt2Executor> executor_;
+  torch::Device device_ = torch::kCPU;
+  torch::ScalarType compute_ = torch::kFloat;
+  std::string compute_why_ = "sharded serving computes in fp32";
+  quant::Int8EngineChoice int8_engine_;
+};
+
+void ServeWorkload::build(RunContext& ctx) {
+  const Point& p = ctx.point;
+  at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
+  device_ = models::resolve_device(p.get_string("device"), sb::node_local_rank(ctx.world));
+  model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
+  gpt2_ = dynamic_cast<models::Gpt2*>(model_.get());
+  SB_CHECK(gpt2_, "serve generates text with GPT-2; model '{}' is a {} model", p.get_string("model"),
+           model_->config().family);
+  std::string ckpt = p.get_string("checkpoint");
+  if (ckpt.empty() && models::is_model_path(p.get_string("model"))) ckpt = p.get_string("model");
+  weights_ = ckpt.empty() ? models::init_params(model_->units(), static_cast<std::uint64_t>(p.get_int("seed")))
+                          : data::load_checkpoint(*model_, ckpt);
+  if (ctx.size > 1) {
+    comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size, true, comm::backend_choice(p));
+    fsdp::EngineConfig ec;
+    ec.strategy = "full_shard";
+    ec.device = device_;
+    engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, ec, weights_);
+  }
+  inference_.emplace();
+  if (!engine_) {
+    auto served = weights_;
+    if (!device_.is_cpu())
+      for (auto& unit : served)
+        for (auto& t : unit) t = t.to(device_);
+    const std::string qname = p.get_string("quantization");
+    if (qname == "int8-dynamic") int8_engine_ = quant::select_int8_engine(p.get_string("int8_engine"));
+    compute_ = quant::compute_dtype(qname, p.get_string("quant_compute"), device_, &compute_why_);
+    q_ = quant::quantize(qname, *model_, served, compute_);
+  }
+  weights_.clear();  // the served copy (or the engine's shards) is all that is kept
+  requests_ = draw_requests(arrival_config(p));
+  I longest = 1;
+  for (const auto& r : requests_) longest = std::max(longest, r.prompt_len);
+  // Prompts: held-out rows of the Markov chain `train` uses for this seed, one per request.
+  const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
+  prompts_ = data::markov_source(model_->config(), 1, longest, seed, seed);
+  PolicyConfig pc;
+  pc.max_batch = p.get_int("batch");
+  pc.max_queue_delay_s = p.get_double("max_queue_delay_ms") / 1e3;
+  pc.max_prefill_tokens = p.get_int("max_prefill_tokens");
+  policy_ = make_policy(p.get_string("serve_policy"), pc);
+}
+
+// Request r's prompt; warm-up uses negative ids (-1 - r: request r's prompt, never sampled).
+std::vector<I> ServeWorkload::prompt(I request) const {
+  const I r = request < 0 ? -1 - request : request;
+  auto ids = prompts_->heldout(r).input_ids[0].narrow(0, 0, requests_.at(r).prompt_len).contiguous();
+  return {ids.data_ptr<I>(), ids.data_ptr<I>() + ids.numel()};
+}
+
+// KV rows: `batch` (sequential: 1), each for the longest request that fits the context, and
+// as many as kv_cache_bytes holds when it is set.
+void ServeWorkload::make_executor(RunContext& ctx) {
+  const Point& p = ctx.point;
+  const I context = model_->config().max_pos;
+  I capacity = 1;
+  for (const auto& r : requests_)
+    if (r.prompt_len + r.output_len <= context) capacity = std::max(capacity, r.prompt_len + r.output_len);
+  I rows = p.get_string("serve_policy") == "sequential" ? 1 : p.get_int("batch");
+  const I per_token = kv_bytes_per_token(model_->config(), engine_ ? torch::kFloat : compute_);
+  if (const I budget = p.get_int("kv_cache_bytes"); budget > 0) {
+    SB_CHECK(budget >= capacity * per_token,
+             "kv_cache_bytes {} holds no KV row of {} tokens ({} bytes each: the longest request's "
+             "prompt + output at {} bytes per token); raise kv_cache_bytes or shorten the requests",
+             budget, capacity, capacity * per_token, per_token);
+    rows = std::min(rows, budget / (capacity * per_token));
+  }
+  RunForward run = [this](const std::function<torch::Tensor(models::ParamProvider&)>& f) {
+    return engine_ ? engine_->forward_with(f) : f(*q_);
+  };
+  SamplingConfig s;
+  s.temperature = p.get_double("temperature");
+  s.top_k = p.get_int("top_k");
+  s.seed = static_cast<std::uint64_t>(p.get_int("seed"));
+  executor_ = std::make_unique<Gpt2Executor>(*gpt2_, run, [this](I r) { return prompt(r); }, rows,
+                                             capacity, s);
+  SB_CHECK(executor_->kv_bytes_per_token() == per_token, "serve: KV bytes per token {} != {}",
+           executor_->kv_bytes_per_token(), per_token);
+}
+
+// `warmup` decode steps of a full batch of request 0's prompt (greedy, ids < 0), through the
+// same leader/follower calls as the run; excluded from every figure.
+void ServeWorkload::warm_up(RunContext& ctx) {
+  const auto& r0 = requests_.front();
+  if (r0.prompt_len + r0.output_len > executor_->row_capacity()) return;  // refused anyway
+  const I steps = std::min<I>(ctx.point.get_int("warmup"), r0.output_len - 1);
+  const I rows = executor_->rows();
+  std::vector<I> ids(rows, -1), last, lengths(rows, r0.prompt_len);
+  if (ctx.rank != 0) {
+    follow(*executor_, ctx.world, {});
+    return;
+  }
+  std::optional<Leader> leader;
+  Executor* ex = executor_.get();
+  if (ctx.size > 1) ex = &leader.emplace(*executor_, ctx.world);
+  last = ex->prefill(0, ids);
+  for (I s = 0; s < steps; ++s) {
+    last = ex->decode(ids, last, lengths);
+    for (auto& l : lengths) ++l;
+  }
+  if (leader) leader->finish();
+}
+
+void ServeWorkload::record(RunContext& ctx, const ServeResult& r) {
+  const Point& p = ctx.point;
+  Slo slo{p.get_double("slo_ttft_ms") / 1e3, p.get_double("slo_tpot_ms") / 1e3};
+  auto& rec = ctx.recorder;
+  const auto rows = request_records(requests_, r, slo);
+  for (const auto& row : rows) rec.add(row);
+  for (const auto& s : r.steps) rec.add(step_record(s));
+  for (const auto& [k, v] : summarize(requests_, r, rows)) rec.scalar(k, v);
+  for (double gap : inter_token_gaps(r)) rec.series("itl_s", gap);
+  rec.scalar("kv_cache_bytes", static_cast<double>(executor_->cache_bytes()));
+  rec.scalar("kv_cache_rows", static_cast<double>(executor_->rows()));
+  rec.scalar("kv_row_tokens", static_cast<double>(executor_->row_capacity()));
+  rec.scalar("kv_bytes_per_token", static_cast<double>(executor_->kv_bytes_per_token()));
+  const double model_bytes = engine_ ? static_cast<double>(engine_->memory().param)
+                                     : static_cast<double>(q_->model_bytes());
+  rec.scalar("model_bytes", model_bytes);
+  sb::RankMemory m = sb::rank_memory_now(ctx.rank);
+  if (engine_) {
+    fsdp::add_engine_memory(engine_->memory(), m);
+  } else {
+    m.param_bytes = static_cast<std::uint64_t>(q_->resident_bytes());
+    m.model_state_bytes = m.peak_model_state_bytes = m.param_bytes;
+  }
+  rec.memory(m);
+  rec.text("serve_policy", policy_->name());
+  rec.text("torch_version", TORCH_VERSION);
+  rec.text("cpu_allocator", models::cpu_allocator_name());
+  rec.text("quantization", p.get_string("quantization"));
+  rec.text("sharding", engine_ ? "full_shard" : "none");
+  rec.text("compute_dtype", compute_ == torch::kBFloat16 ? "bf16" : compute_ == torch::kHalf ? "fp16" : "fp32");
+  rec.text("compute_dtype_reason", compute_why_);
+  if (!int8_engine_.engine.empty()) rec.text("int8_engine", int8_engine_.engine);
+  rec.text("device", device_.str());
+  rec.text("clock", "virtual: arrivals from the request list, steps advance it by their measured "
+                    "wall time, idle time skipped (docs/METRICS.md, Serving)");
+}
+
+void validate(const Point& p, std::vector<Diagnostic>& out) {
+  if (!is_serve(p)) return;
+  try {
+    const auto m = models::preset_config(p.get_string("model"));
+    if (m.family != "gpt2")
+      out.push_back({"model", fmt::format("serve generates text with GPT-2; model {} is a {} model "
+                                          "(use a gpt2 preset or a GPT-2 folder)", m.preset, m.family)});
+    else if (p.get_string("arrival") != "trace" &&
+             p.get_int("prompt_len_max") + p.get_int("output_len_max") > m.max_pos)
+      out.push_back({"prompt_len_max",
+                     fmt::format("prompt_len_max {} + output_len_max {} exceeds model {}'s {} "
+                                 "positions: requests longer than that will be refused (and counted)",
+                                 p.get_int("prompt_len_max"), p.get_int("output_len_max"), m.preset,
+                                 m.max_pos), true});
+  } catch (const sb::Error&) {
+    // an unknown model is reported by the name check
+  }
+  if (p.get_int("world") > 1) {
+    if (p.has("strategy") && p.get_string("strategy") != "full_shard")
+      out.push_back({"strategy", fmt::format("serve on {} ranks shards the weights with full_shard; "
+                                             "set strategy = \"full_shard\" (or world = 1)", p.get_int("world"))});
+    if (p.get_string("quantization") != "none")
+      out.push_back({"quantization", fmt::format("quantized serving runs on one rank; set world = 1 "
+                                                 "or quantization = \"none\" (world is {})", p.get_int("world"))});
+  }
+  if (const std::string bad = quant::check_compute_choice(p.get_string("quantization"), p.get_string("quant_compute"));
+      !bad.empty())
+    out.push_back({"quant_compute", bad});
+  for (const char* k : {"prompt_len", "output_len"}) {
+    const std::string lo = std::string(k) + "_min", hi = std::string(k) + "_max";
+    if (p.get_int(lo) > p.get_int(hi))
+      out.push_back({lo, fmt::format("{} {} is above {} {}: lengths are drawn uniformly from "
+                                     "[{}, {}] (equal for a fixed length)", lo, p.get_int(lo), hi,
+                                     p.get_int(hi), lo, hi)});
+  }
+  const std::string arrival = p.get_string("arrival");
+  if (arrival == "poisson" && !(p.get_double("request_rate") > 0))
+    out.push_back({"request_rate", "poisson arrivals need request_rate > 0 (requests per second)"});
+  if (arrival == "trace" && p.get_string("request_trace").empty())
+    out.push_back({"request_trace", "arrival = \"trace\" needs request_trace = a JSONL file of "
+                                    "{\"arrival_s\", \"prompt_len\", \"output_len\"} lines"});
+  if (arrival != "trace" && !p.get_string("request_trace").empty())
+    out.push_back({"request_trace", fmt::format("request_trace is read only with arrival = \"trace\" "
+                                                "(arrival is \"{}\")", arrival)});
+}
+
+void key(KeySpec ks) {
+  ks.tasks = {"serve"};
+  register_key(std::move(ks));
+}
+KeySpec integer(const char* k, I def, I lo, I hi, const char* doc) {
+  KeySpec ks{k, KeyType::Int, def, "", doc};
+  ks.min_int = lo, ks.max_int = hi;
+  return ks;
+}
+KeySpec real(const char* k, double def, double lo, double hi, const char* doc) {
+  KeySpec ks{k, KeyType::Float, def, "", doc};
+  ks.min_float = lo, ks.max_float = hi;
+  return ks;
+}
+
+const sb::Registrar registrar([] {
+  constexpr I kLen = I{1} << 20;
+  key({"serve_policy", KeyType::Name, std::string("continuous"), "serve_policy",
+       "serve: batching policy (sequential, static, continuous; docs/SERVING.md)"});
+  register_name("arrival", "poisson", "exponential gaps at request_rate per second");
+  register_name("arrival", "offline", "every request at time 0");
+  register_name("arrival", "trace", "arrival times and lengths from request_trace (JSONL)");
+  key({"arrival", KeyType::Name, std::string("poisson"), "arrival",
+       "serve: how requests arrive: poisson (at request_rate), offline (all at 0) or trace"});
+  key(real("request_rate", 4.0, 0.0, 1e9, "serve: mean Poisson arrival rate, requests per second"));
+  key(integer("requests", 64, 1, I{1} << 24, "serve: requests in the run (poisson, offline)"));
+  key(integer("prompt_len_min", 32, 1, kLen, "serve: shortest prompt (tokens; uniform on [min, max])"));
+  key(integer("prompt_len_max", 32, 1, kLen, "serve: longest prompt (tokens)"));
+  key(integer("output_len_min", 16, 1, kLen, "serve: fewest output tokens (uniform on [min, max])"));
+  key(integer("output_len_max", 16, 1, kLen, "serve: most output tokens"));
+  key({"request_trace", KeyType::String, std::string(""), "",
+       "serve: arrival = trace: JSONL, one {\"arrival_s\", \"prompt_len\", \"output_len\"} per line"});
+  key(real("max_queue_delay_ms", 10.0, 0.0, 1e9,
+           "serve: static policy: longest wait (from the oldest request's arrival) for a fuller batch"));
+  key(integer("max_prefill_tokens", 1024, 1, kLen,
+              "serve: continuous policy: prompt tokens prefilled per step (at least one request)"));
+  key(integer("kv_cache_bytes", 0, 0, I{1} << 50,
+              "serve: bound on the KV cache; rows = min(batch, bytes / row bytes); 0 = batch rows"));
+  key(real("temperature", 0.0, 0.0, 1e6, "serve: 0 = greedy, else sampling temperature"));
+  key(integer("top_k", 0, 0, I{1} << 24, "serve: sample among the top_k tokens (0 = all)"));
+  key(integer("eos_token", -1, -1, I{1} << 24, "serve: a request ends at this token (-1: at its output length)"));
+  key(real("slo_ttft_ms", 1000.0, 0.0, 1e9, "serve: time-to-first-token objective of the SLO attainment"));
+  key(real("slo_tpot_ms", 200.0, 0.0, 1e9, "serve: time-per-output-token objective of the SLO attainment"));
+  register_validator(validate);
+  register_task({"serve", [] { return std::make_unique<ServeWorkload>(); }, [](const Point& p) {
+                   auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
+                   return static_cast<double>(
+                       quant::quantized_model_bytes(p.get_string("quantization"), model->units()));
+                 }});
+});
+
+}  // namespace
+}  // namespace sb::serve
