@@ -3,11 +3,12 @@
 # rank, a throw inside a collective's completion, SIGKILL of one rank during a step, and
 # SIGKILL of one rank between two Gloo collectives (comm_backend = "gloo": the others are
 # inside the next one when it dies), at 2 and 4 ranks under each communication progress mode
-# (thread, poll, inline). For each: every
+# (thread, poll, inline); and SIGKILL of one rank in the middle of sharded serving (task =
+# "serve": rank 0's scheduler and the followers). For each: every
 # rank is gone within 10 s of the fault, the point is recorded failed with the fault's
 # message, and the sweep goes on to the next point. Prints the seconds it measured.
 # Usage: failure_paths.sh SHARDBENCH WORKDIR [FAULT...]
-#   (FAULT: backward | collective | kill | gloo-kill)
+#   (FAULT: backward | collective | kill | gloo-kill | serve-kill)
 set -euo pipefail
 exe=$1
 work=$2
@@ -19,6 +20,7 @@ mkdir -p "$work"
 
 shopt -s extglob  # gloo-kill's expectation has alternatives
 suite() {  # suite FILE EXTRA-BASE-LINE
+if [ "$fault" = serve-kill ]; then serve_suite "$1"; return; fi
 cat >"$1" <<TOML
 [suite]
 name = "failure"
@@ -38,6 +40,28 @@ comm_progress = ["thread", "poll", "inline"]
 TOML
 }
 
+serve_suite() {  # 2 points: a sharded gpt2-tiny server at 2 and 4 ranks
+cat >"$1" <<TOML
+[suite]
+name = "failure-serve"
+[base]
+task = "serve"
+model = "gpt2-tiny"
+strategy = "full_shard"
+serve_policy = "continuous"
+arrival = "offline"
+requests = 64
+batch = 8
+prompt_len_min = 8
+prompt_len_max = 32
+output_len_min = 8
+output_len_max = 32
+time_limit = 300
+[axes]
+world = [2, 4]
+TOML
+}
+
 fails=0
 check() {  # check CONDITION-RESULT MESSAGE
   if [ "$1" != 0 ]; then echo "FAIL: $2"; fails=$((fails + 1)); fi
@@ -52,6 +76,7 @@ for fault in "${faults[@]}"; do
     # error (its peer's sockets closed).
     gloo-kill) spec="collective:1:2:kill"; extra='comm_backend = "gloo"'
       expect='@(process rank 1 with PID*exited on signal 9 ?Killed?|*gloo * failed*)' ;;
+    serve-kill) spec="step:1:3:kill"; expect="process rank 1 with PID*exited on signal 9 (Killed)" ;;
     *) echo "unknown fault $fault"; exit 2 ;;
   esac
   res="$work/$fault"
@@ -64,8 +89,10 @@ for fault in "${faults[@]}"; do
   set -e
   cat "$work/$fault.out"
   check $((rc == 1 ? 0 : 1)) "$fault: sweep exit code $rc, expected 1 (points failed, sweep finished)"
-  grep -q "6 ran, 0 skipped, 6 failed" "$work/$fault.out"
-  check $? "$fault: the sweep did not run all 6 points to a failure"
+  points=6
+  [ "$fault" = serve-kill ] && points=2
+  grep -q "$points ran, 0 skipped, $points failed" "$work/$fault.out"
+  check $? "$fault: the sweep did not run all $points points to a failure"
   for log in "$res"/logs/*.log; do
     point=$(basename "$log" .log)
     t_fault=$(sed -n 's/.*shardbench fault: .* unix time \([0-9.]*\)$/\1/p' "$log" | head -1)
