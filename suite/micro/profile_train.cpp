@@ -28,6 +28,7 @@
 #include <fmt/ranges.h>
 
 #include "suite/micro/bench_util.h"
+#include "suite/micro/op_profile.h"
 #include "harness/core/machine.h"
 #include "harness/core/mpi_context.h"
 #include "workloads/comm/communicator.h"
@@ -41,77 +42,6 @@ namespace {
 
 using sb::bench::arg;
 using sb::bench::now_s;
-
-// The class of an op by name; "" when it has none (then its ancestor's counts).
-std::string op_class(const std::string& n) {
-  auto any = [&](std::initializer_list<const char*> names) {
-    return std::any_of(names.begin(), names.end(), [&](const char* x) { return n == x; });
-  };
-  if (n == "sb::adamw") return "AdamW (sb::adamw)";
-  if (any({"aten::bmm", "aten::baddbmm", "aten::softmax", "aten::_softmax", "aten::masked_fill",
-           "aten::masked_fill_", "aten::_softmax_backward_data", "BmmBackward0",
-           "BaddbmmBackward0", "SoftmaxBackward0", "MaskedFillBackward0",
-           "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention_for_cpu",
-           "ScaledDotProductFlashAttentionForCpuBackward0"}))
-    return "attention (bmm, softmax, mask)";
-  if (any({"aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "MmBackward0",
-           "AddmmBackward0", "LinearBackward0"}))
-    return "linear matmuls (mm, addmm)";
-  if (any({"aten::layer_norm", "aten::native_layer_norm", "aten::native_layer_norm_backward",
-           "NativeLayerNormBackward0"}))
-    return "layer norm";
-  if (any({"aten::gelu", "aten::gelu_backward", "GeluBackward0"})) return "GELU";
-  if (any({"aten::cross_entropy_loss", "aten::log_softmax", "aten::_log_softmax",
-           "aten::nll_loss", "aten::nll_loss_nd", "aten::nll_loss_forward",
-           "aten::nll_loss_backward", "aten::_log_softmax_backward_data", "LogSoftmaxBackward0",
-           "NllLossBackward0"}))
-    return "softmax + cross-entropy (vocab)";
-  if (any({"aten::embedding", "aten::embedding_backward", "aten::embedding_dense_backward",
-           "EmbeddingBackward0"}))
-    return "embedding";
-  if (any({"aten::to", "aten::_to_copy", "aten::copy_", "ToCopyBackward0"})) return "casts and copies";
-  return "";
-}
-
-struct Ev {
-  std::string name;
-  std::uint64_t start, end, thread;
-};
-
-// Self time per class, in ns, over events of one thread sorted by start.
-// by_op: self time per op name (the "which op" behind a class).
-void attribute(std::vector<Ev>& evs, std::map<std::string, double>& by_class,
-               std::map<std::string, double>& by_op, double& ops_ns) {
-  std::sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
-    return a.start != b.start ? a.start < b.start : a.end > b.end;  // parents first
-  });
-  struct Open {
-    const Ev* e;
-    std::string cls;  // its own class or its nearest classed ancestor's
-    double child_ns = 0;
-  };
-  std::vector<Open> stack;
-  auto close = [&](const Open& o) {
-    const double self = static_cast<double>(o.e->end - o.e->start) - o.child_ns;
-    by_class[o.cls.empty() ? "other elementwise and views" : o.cls] += std::max(0.0, self);
-    by_op[o.e->name] += std::max(0.0, self);
-  };
-  for (const Ev& e : evs) {
-    while (!stack.empty() && stack.back().e->end <= e.start) {
-      close(stack.back());
-      stack.pop_back();
-    }
-    if (stack.empty()) ops_ns += static_cast<double>(e.end - e.start);
-    else stack.back().child_ns += static_cast<double>(e.end - e.start);
-    std::string cls = op_class(e.name);
-    if (cls.empty() && !stack.empty()) cls = stack.back().cls;
-    stack.push_back({&e, cls});
-  }
-  while (!stack.empty()) {
-    close(stack.back());
-    stack.pop_back();
-  }
-}
 
 }  // namespace
 
@@ -157,28 +87,13 @@ int profile(int argc, char** argv) {
   const double plain_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / steps;
 
-  using namespace torch::autograd::profiler;
-  using torch::profiler::impl::ActivityType;
-  using torch::profiler::impl::ProfilerConfig;
-  using torch::profiler::impl::ProfilerState;
-  const ProfilerConfig pc(ProfilerState::KINETO);
-  const std::set<ActivityType> acts{ActivityType::CPU};
-  prepareProfiler(pc, acts);
-  enableProfiler(pc, acts);
-  t0 = std::chrono::steady_clock::now();
-  for (int s = 0; s < steps; ++s) run(1 + steps + s);
-  const double prof_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / steps;
-  const auto result = disableProfiler();
-
-  std::map<std::uint64_t, std::vector<Ev>> per_thread;
-  for (const auto& e : result->events())
-    if (e.durationNs() > 0)
-      per_thread[e.startThreadId()].push_back(
-          {e.name(), e.startNs(), e.startNs() + e.durationNs(), e.startThreadId()});
   std::map<std::string, double> by_class, by_op;
-  double ops_ns = 0;
-  for (auto& [t, evs] : per_thread) attribute(evs, by_class, by_op, ops_ns);
+  double ops_ns = 0, prof_s = 0;
+  sb::bench::profile_ops([&] {
+    const auto t1 = std::chrono::steady_clock::now();
+    for (int s = 0; s < steps; ++s) run(1 + steps + s);
+    prof_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count() / steps;
+  }, by_class, by_op, ops_ns);
 
   const auto m = sb::machine_now(sb::host_name());
   std::vector<std::string> bf16_units;
