@@ -18,7 +18,9 @@ FILE_RE = re.compile(r"^(\d+)-([^.]+)\.h5(\.tmp(?:\.\d+)?)?$")
 # listed here: every dataset of the group, in the order of the group's `columns` attribute
 # (the writer's table order; `shardbench schema` prints it), each with its `unit` and `doc`
 # attributes (Results.schema).
-RECORD_GROUPS = ["steps", "ranks", "comm", "queries"]
+RECORD_GROUPS = ["steps", "ranks", "comm", "queries", "requests", "serve_steps"]
+# Groups a file from before the serve task lacks: read as empty tables, not as a defect.
+OPTIONAL_GROUPS = {"requests", "serve_steps"}
 # The columns the analysis (metrics, plots, report) reads from each group. A file without one
 # of them is listed as unreadable, naming the column, rather than failing inside a metric:
 # "datasets missing" when the file's `columns` say it was written (a damaged file), "the
@@ -32,6 +34,8 @@ REQUIRED_COLUMNS = {
               "model_state_bytes", "peak_model_state_bytes", "peak_rss_bytes"],
     "comm": ["step", "op", "kind", "logical_bytes", "wire_bytes", "duration_s"],
     "queries": ["scenario", "issue_s", "latency_s", "samples"],
+    "requests": ["request", "arrival_s", "output_tokens", "refused", "ttft_s", "tpot_s"],
+    "serve_steps": ["start_s", "decode_rows"],
 }
 SCHEMA_COLUMNS = ["group", "column", "dtype", "unit", "doc"]
 PROBLEM_COLUMNS = ["point_index", "point_id", "file", "kind", "reason"]
@@ -55,6 +59,8 @@ class Results:
     # The record columns as the files describe them (SCHEMA_COLUMNS): group, column, dtype
     # ("string" or numpy's name), unit and doc ("" in files written before they were stored).
     schema: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SCHEMA_COLUMNS))
+    requests: pd.DataFrame = field(default_factory=pd.DataFrame)     # serve: one row per request
+    serve_steps: pd.DataFrame = field(default_factory=pd.DataFrame)  # serve: one row per step
 
     def done(self):
         """Points whose file is complete and whose status is `done`: the only ones measured."""
@@ -102,6 +108,9 @@ def _column_order(g, group):
 def _read_group(f, group, pid):
     """(table, schema rows) of one record group: every column the file has."""
     if group not in f:
+        if group in OPTIONAL_GROUPS:  # written before the serve task existed: no rows
+            empty = pd.DataFrame(columns=["point_id"] + REQUIRED_COLUMNS[group])
+            return empty, []
         raise ValueError(f"/{group}: group missing (docs/HDF5_SCHEMA.md: always present)")
     g = f[group]
     order, declared = _column_order(g, group)
@@ -260,6 +269,8 @@ def load_results(root):
         root=root, points=points,
         steps=frame(tables["steps"], "steps"), ranks=frame(tables["ranks"], "ranks"),
         comm=frame(tables["comm"], "comm"), queries=frame(tables["queries"], "queries"),
+        requests=frame(tables["requests"], "requests"),
+        serve_steps=frame(tables["serve_steps"], "serve_steps"),
         scalars=pd.DataFrame(scalars, columns=["point_id", "name", "value"]),
         series=pd.DataFrame(series, columns=["point_id", "name", "i", "value"]),
         texts=pd.DataFrame(texts, columns=["point_id", "name", "value"]),

@@ -11,7 +11,7 @@ import sys
 import pandas as pd
 
 from analysis import conditions as cond_mod
-from analysis import paper, render
+from analysis import paper, render, serving
 from analysis.compare import Groups, compare
 from analysis.load import load_results
 from analysis.metrics import query_summary, summarize
@@ -34,6 +34,8 @@ def build(results_dir, out_dir):
     seed_list = paper.seed_summary(seed)
     compression = paper.compression_tables(groups, summary)
     queries = query_summary(res)
+    serve_points = serving.serving_points(res)
+    goodput = serving.goodput(serve_points)
     _, fits = alpha_beta_fits(res)
     names = (res.points.set_index("point_id")["point_name"] if len(res.points)
              else pd.Series(dtype=str))
@@ -52,6 +54,8 @@ def build(results_dir, out_dir):
         "queries": res.queries, "query_summary": queries, "scalars": res.scalars,
         "series": res.series, "alpha_beta": fits, "conditions": conds,
         "reference_checks": checks,
+        "serving": serve_points.drop(columns=["series"]), "goodput": goodput,
+        "requests": res.requests, "serve_steps": res.serve_steps,
     }
     if len(seed_list):
         csv["paper_results"] = seed_list
@@ -61,7 +65,8 @@ def build(results_dir, out_dir):
         df.to_csv(os.path.join(tables_dir, name + ".csv"), index=False)
 
     blocks = _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression,
-                     queries, fits, plots, sorted(csv), conds, checks)
+                     queries, fits, plots, sorted(csv), conds, checks,
+                     serving_blocks(serve_points, goodput))
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))
@@ -141,6 +146,25 @@ def _validity_blocks(queries):
                   f"{'s' if len(bad) > 1 else ''}, whose latencies are not results: {lines}.")]
 
 
+def serving_blocks(points, goodput):
+    """Serve points: each point's latencies, then each policy's goodput over its rate sweep."""
+    if not len(points):
+        return []
+    shown = points.drop(columns=["point_id", "series"])
+    B = [("h2", "Serving (task = serve)"),
+         ("p", "Latencies on the server's clock (docs/METRICS.md, \"Serving\"): TTFT from "
+               "arrival to the first token, TPOT = (last - first token) / (tokens - 1), "
+               "p50/p99 over served requests; slo_attainment = requests meeting both SLOs / "
+               "all requests."), ("table", shown)]
+    if len(goodput):
+        B += [("h3", "Goodput per policy"),
+              ("p", f"Goodput = the highest request_rate at which SLO attainment >= "
+                    f"{serving.GOODPUT_ATTAINMENT:g} there and at every lower rate of the same "
+                    f"sweep; x_static = goodput / static batching's goodput on the same line."),
+              ("table", goodput)]
+    return B
+
+
 def provenance(points):
     """Distinct (suite file hash, commit, versions, hosts) with how many points each."""
     keys = ["suite", "suite_sha256", "git_commit", "shardbench_version", "versions", "hosts"]
@@ -150,7 +174,7 @@ def provenance(points):
 
 
 def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression, queries, fits,
-            plots, csv_names, conds, checks):
+            plots, csv_names, conds, checks, serving_section=()):
     suites = ", ".join(sorted(set(res.points["suite"]))) if len(res.points) else "(none)"
     done = len(res.done())
     B = [("h1", f"shardbench report: {suites}"),
@@ -207,6 +231,7 @@ def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression
     if len(queries):
         B += [("h2", "Inference query latency by scenario")] + _validity_blocks(queries)
         B.append(("table", queries.drop(columns=["point_id"])))
+    B += list(serving_section)
     if len(fits):
         B += [("h2", "Alpha-beta fits of collective time (t = alpha + beta x bytes)"),
               ("p", "Collective micro-benchmarks only (task = micro). " + PREDICT_ASSUMPTIONS),

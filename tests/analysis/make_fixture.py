@@ -77,7 +77,8 @@ def _column(group, name, values, dtype):
 
 def point_record(path, *, index, point_id, name, config, baseline_id="", reference=None,
                  status="done", failure_reason="", steps=(), ranks=(), comm=(), queries=(),
-                 scalars=None, series=None, texts=None, suite="fixture"):
+                 scalars=None, series=None, texts=None, suite="fixture", requests=(),
+                 serve_steps=()):
     """One point as plain data: root attributes and complete records (every column of the
     schema present; omitted fields take DEFAULTS or 0). Either writer takes it."""
     world = int(config.get("world", 1))
@@ -93,7 +94,8 @@ def point_record(path, *, index, point_id, name, config, baseline_id="", referen
         command_line="make_fixture.py", start_time="2026-12-02T10:00:00Z",
         end_time="2026-12-02T10:01:00Z", elapsed_s=60.0)
     return dict(path=path, meta=meta,
-                **_records(dict(steps=steps, ranks=ranks, comm=comm, queries=queries)),
+                **_records(dict(steps=steps, ranks=ranks, comm=comm, queries=queries,
+                                requests=requests, serve_steps=serve_steps)),
                 scalars={k: float(v) for k, v in (scalars or {}).items()},
                 series={k: [float(x) for x in v] for k, v in (series or {}).items()},
                 texts=dict(texts or {}))
@@ -326,6 +328,21 @@ def fixture_points():
                                logical_bytes=n, wire_bytes=n, start_s=float(i),
                                duration_s=alpha + beta * n))
     add("f0000000", "micro/collectives/w2", _cfg(task="micro", model="none"), comm=ev)
+
+    # Serving: static and continuous batching at one rate (tests/analysis/test_serving.py
+    # checks goodput on its own sweeps).
+    for k, policy in enumerate(["static", "continuous"]):
+        reqs = [dict(request=i, arrival_s=0.1 * i, prompt_tokens=16, output_tokens=8,
+                     ttft_s=0.02 * (i + 1 + k), tpot_s=0.004 * (1 + k), e2e_s=0.05)
+                for i in range(6)]
+        add(f"90000{k:03d}", f"gpt2-tiny/serve/{policy}",
+            _cfg(task="serve", serve_policy=policy, request_rate=10.0, world=1,
+                 strategy="no_shard", slo_ttft_ms=100.0, slo_tpot_ms=10.0),
+            requests=reqs, serve_steps=[dict(step=i, start_s=0.01 * i, decode_rows=1 + i % 4)
+                                        for i in range(10)],
+            scalars=dict(slo_attainment=1.0 - 0.1 * k, ttft_p50_s=0.05, ttft_p99_s=0.1,
+                         tpot_p50_s=0.004, tpot_p99_s=0.006, output_tokens_per_s=80.0,
+                         requests_served=6, requests_refused=0))
     return P
 
 

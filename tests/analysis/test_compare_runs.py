@@ -104,4 +104,4 @@ def test_index_follows_the_files(fixture_dir, tmp_path):
     assert index.query(str(root), "SELECT COUNT(*) AS n FROM points")["n"][0] == done
     # config is JSON: json_extract filters on any key.
     m = index.query(str(root), "SELECT DISTINCT json_extract(config, '$.task') AS task FROM points")
-    assert set(m["task"]) <= {"train", "infer", "micro"}
+    assert set(m["task"]) <= {"train", "infer", "serve", "micro"}

@@ -16,13 +16,13 @@ def test_problems_of_the_mirror_are_listed_exactly(fixture_dir):
     got = [(int(i) if i == i else None, pid, f, k, why) for i, pid, f, k, why in
            r.problems.itertuples(index=False)]
     assert got == [
-        (18, "f0000bad", "18-f0000bad.h5", "failed",
+        (20, "f0000bad", "20-f0000bad.h5", "failed",
          "rank 3 on localhost: out of memory (workloads/fsdp/full_shard.cpp:88)"),
-        (19, "c0ffee00", "19-c0ffee00.h5", "unreadable",
+        (21, "c0ffee00", "21-c0ffee00.h5", "unreadable",
          "OSError: Unable to open file (bad byte number in an address)"),
-        (20, "7e3a0000", "20-7e3a0000.h5.tmp.4242", "unfinished",
+        (22, "7e3a0000", "22-7e3a0000.h5.tmp.4242", "unfinished",
          "temporary file only: the write never completed"),
-        (21, "", "", "missing", "no result file for this index"),
+        (23, "", "", "missing", "no result file for this index"),
     ]
     # The failed point is known (its config is readable) but not measured.
     assert "f0000bad" in set(r.points["point_id"])
@@ -36,7 +36,8 @@ def test_record_tables_equal_the_raw_datasets(results):
     for pid, fname in r.done()[["point_id", "file"]].itertuples(index=False):
         with h5py.File(os.path.join(folder, "points", fname), "r") as f:
             for group, table in (("steps", r.steps), ("ranks", r.ranks), ("comm", r.comm),
-                                 ("queries", r.queries)):
+                                 ("queries", r.queries), ("requests", r.requests),
+                                 ("serve_steps", r.serve_steps)):
                 mine = table[table["point_id"] == pid]
                 for col, ds in f[group].items():
                     raw = ds.asstr()[()] if h5py.check_string_dtype(ds.dtype) else ds[()]

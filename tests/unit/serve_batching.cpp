@@ -209,3 +209,15 @@ TEST(ServePolicy, StaticWaitsForAFullerBatchUntilItsDelay) {
   EXPECT_EQ(p->decide(v).admit, 0);  // a batch runs to completion before the next
   EXPECT_THROW(make_policy("fifo", pc), sb::Error);
 }
+
+TEST(Serve, StaticPaddingRowsNeverOutgrowTheirKvRow) {
+  // Row capacity is the longest request (102 tokens); the long prompt finishes first and is
+  // decoded as padding while the long output runs 58 more steps.
+  Fixture f(mixed("offline", 2));
+  f.requests[0].prompt_len = 100, f.requests[0].output_len = 2;
+  f.requests[1].prompt_len = 5, f.requests[1].output_len = 60;
+  f.prompts[0].assign(100, 9), f.prompts[1].assign(5, 4);
+  const auto r = f.serve("static", 2);
+  for (const auto& q : f.requests) EXPECT_EQ(r.requests[q.id].tokens, f.alone(q.id));
+  EXPECT_EQ(max_decode_rows(r), 2);  // the finished request was computed as padding
+}

@@ -133,11 +133,11 @@ class Loop {
     s.decode_rows = static_cast<std::int64_t>(n);
     const double at = clock + s.schedule_s + s.prefill_s + s.decode_s;
     for (std::size_t r = 0; r < n; ++r) {
+      // A finished row (static padding) is computed but does not grow: it feeds the same
+      // position again, so it never outgrows its KV row however long its batch runs.
+      if (rows_[r].finished) continue;
       ++rows_[r].length;  // the fed token's keys are now cached
-      if (rows_[r].finished)
-        rows_[r].last = tokens[r];
-      else
-        emit(rows_[r], tokens[r], at);
+      emit(rows_[r], tokens[r], at);
     }
   }
 
