@@ -156,8 +156,8 @@ struct Table<RequestRecord> {
   static constexpr auto fields = std::make_tuple(
       field("request", &R::request, "", "index of the request in arrival order"),
       field("arrival_s", &R::arrival_s, "s", "arrival time, relative to the run's start"),
-      field("prompt_tokens", &R::prompt_tokens, "tokens", "prompt length"),
-      field("output_tokens", &R::output_tokens, "tokens", "tokens generated (0 if refused)"),
+      field("prompt_tokens", &R::prompt_tokens, "", "prompt length in tokens"),
+      field("output_tokens", &R::output_tokens, "", "tokens generated (0 if refused)"),
       field("refused", &R::refused, "",
             "1 if refused: prompt + output longer than the model's context"),
       field("slo_met", &R::slo_met, "", "1 if ttft_s <= slo_ttft and tpot_s <= slo_tpot"),
@@ -174,7 +174,7 @@ struct ServeStepRecord {  // serving: one scheduler step
   double start_s = 0, duration_s = 0, schedule_s = 0, prefill_s = 0, decode_s = 0;
   std::int64_t prefill_requests = 0, prefill_tokens = 0, decode_rows = 0, running = 0,
                waiting = 0;
-  std::uint64_t kv_bytes_in_use = 0;
+  std::uint64_t kv_in_use_bytes = 0;
 };
 
 template <>
@@ -192,13 +192,13 @@ struct Table<ServeStepRecord> {
       field("prefill_s", &R::prefill_s, "s", "prefill of the requests admitted this step"),
       field("decode_s", &R::decode_s, "s", "one decode step of the rows running before it"),
       field("prefill_requests", &R::prefill_requests, "", "requests admitted (prefilled)"),
-      field("prefill_tokens", &R::prefill_tokens, "tokens",
+      field("prefill_tokens", &R::prefill_tokens, "",
             "prompt tokens prefilled, padding included (requests x longest prompt)"),
       field("decode_rows", &R::decode_rows, "",
             "rows decoded: the batch size of the decode step (static: padding rows included)"),
       field("running", &R::running, "", "requests holding a KV row after the step"),
       field("waiting", &R::waiting, "", "requests arrived and waiting after the step"),
-      field("kv_bytes_in_use", &R::kv_bytes_in_use, "bytes",
+      field("kv_in_use_bytes", &R::kv_in_use_bytes, "bytes",
             "KV-cache bytes of the tokens the rows hold at the end of the step, before "
             "finished requests leave"));
 };

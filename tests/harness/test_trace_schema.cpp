@@ -140,7 +140,8 @@ TEST(TraceSchema, JsonListsEveryGroupAndColumnInFileOrder) {
   EXPECT_EQ(doc.at("schema_version"), sb::kSchemaVersion);
   std::vector<std::string> groups;
   for (const auto& g : doc.at("groups")) groups.push_back(g.at("name"));
-  EXPECT_EQ(groups, (std::vector<std::string>{"steps", "ranks", "comm", "queries"}));
+  EXPECT_EQ(groups, (std::vector<std::string>{"steps", "ranks", "comm", "queries", "requests",
+                                             "serve_steps"}));
   size_t i = 0;
   each_record([&](auto* tag) {
     using Rec = std::remove_pointer_t<decltype(tag)>;

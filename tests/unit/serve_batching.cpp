@@ -143,8 +143,8 @@ TEST(Serve, KvRowsBoundTheRunningBatch) {
   for (const auto& s : r.steps) {
     EXPECT_LE(s.decode_rows, 3);
     EXPECT_LE(s.running, 3);
-    EXPECT_LE(s.kv_bytes_in_use, ex->cache_bytes());
-    peak = std::max(peak, s.kv_bytes_in_use);
+    EXPECT_LE(s.kv_in_use_bytes, ex->cache_bytes());
+    peak = std::max(peak, s.kv_in_use_bytes);
   }
   EXPECT_EQ(max_decode_rows(r), 3);
   EXPECT_GT(peak, 0);

@@ -28,6 +28,8 @@
 #include "workloads/models/family.h"
 #include "workloads/infer/loadgen.h"
 #include "workloads/models/params.h"
+#include "workloads/prune/pruner.h"
+#include "workloads/prune/sparse_weights.h"
 #include "workloads/quant/quantizer.h"
 
 namespace sb::infer {
@@ -154,13 +156,17 @@ class InferWorkload final : public sb::Workload {
   // Logits on device_; b may be on the host (moved) or there already (the timed samples).
   torch::Tensor serve(const models::Batch& b) {
     if (engine_) return engine_->forward_logits(data::to_device(b, device_));
-    return model_->logits(*q_, data::to_device(b, device_));
+    return served_->logits(*q_, data::to_device(b, device_));
   }
 
   // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
   // every rank before these are destroyed (their destructors wait on peers).
-  std::unique_ptr<models::Model> model_;
+  std::unique_ptr<models::Model> model_;              // as configured: the accuracy reference
   std::vector<std::vector<torch::Tensor>> weights_;  // fp32, the reference for accuracy
+  std::unique_ptr<models::Model> served_;  // what runs: model_, or its pruned form (pruning)
+  prune::Pruned pruned_info_;              // counts of the pruning (its model moved to served_)
+  prune::SparseChoice sparse_;             // magnitude pruning: the kernels chosen
+  std::int64_t params_nonzero_ = 0;        // of the served model
   std::unique_ptr<comm::Communicator> comm_;
   std::unique_ptr<fsdp::Engine> engine_;        // sharded (world > 1)
   std::unique_ptr<quant::QuantizedWeights> q_;  // one rank
@@ -186,23 +192,34 @@ void InferWorkload::build(RunContext& ctx) {
   weights_ = ckpt.empty() ? models::init_params(model_->units(),
                                                 static_cast<std::uint64_t>(p.get_int("seed")))
                           : data::load_checkpoint(*model_, ckpt);
+  // Pruning (Modelcomp) converts the model first; weights_ stay the unpruned reference.
+  const std::string pname = p.get_string("pruning");
+  pruned_info_ = prune::prune(pname, *model_, weights_,
+                              {p.get_double("pruning.sparsity"), p.get_string("pruning.scope")});
+  served_ = std::move(pruned_info_.model);
+  auto pruned = std::move(pruned_info_.weights);
+  params_nonzero_ = prune::count_nonzero(pruned);
   if (ctx.size > 1) {  // built outside inference mode: the engine's buffers are ordinary tensors
     comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size, true, comm::backend_choice(p));
     fsdp::EngineConfig ec;
     ec.strategy = "full_shard";
     ec.device = device_;
-    engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, ec, weights_);
+    engine_ = std::make_unique<fsdp::Engine>(*served_, *comm_, ec, pruned);
   }
   inference_.emplace();
   if (!engine_) {  // the served copy on device_; weights_ stay the host fp32 reference
-    auto served = weights_;
+    auto served = std::move(pruned);
     if (!device_.is_cpu())
       for (auto& unit : served)
         for (auto& t : unit) t = t.to(device_);
     const std::string qname = p.get_string("quantization");
     if (qname == "int8-dynamic") int8_engine_ = quant::select_int8_engine(p.get_string("int8_engine"));
     compute_ = quant::compute_dtype(qname, p.get_string("quant_compute"), device_, &compute_why_);
-    q_ = quant::quantize(qname, *model_, served, compute_);
+    if (pname == "magnitude" && qname == "none" && device_.is_cpu())  // sparse where it pays
+      q_ = prune::sparse_weights(*served_, served, p.get_string("pruning.kernel"),
+                                 p.get_int("batch") * p.get_int("seq"), &sparse_);
+    else
+      q_ = quant::quantize(qname, *served_, served, compute_);
   }
   lg_ = loadgen_config(p);
 }
@@ -256,7 +273,7 @@ void InferWorkload::record_classification(RunContext& ctx) {
   });
   const auto pq = data::predicted_classes(v, B, [&](const models::Batch& b) {
     const auto on = data::to_device(b, device_);
-    return (engine_ ? engine_->forward_classify(on) : model_->classify(*q_, on)).to(torch::kFloat);
+    return (engine_ ? engine_->forward_classify(on) : served_->classify(*q_, on)).to(torch::kFloat);
   });
   const auto sq = data::classification_score(pq, v.labels, labels);
   const auto sf = data::classification_score(pf, v.labels, labels);
@@ -338,6 +355,26 @@ void InferWorkload::record_model(RunContext& ctx) {
              engine_ ? model_bytes : static_cast<double>(q_->resident_bytes()));
   rec.scalar("model_bytes_fp32", fp32_bytes);
   rec.scalar("model_bytes_ratio", model_bytes / fp32_bytes);
+  rec.scalar("params", static_cast<double>(models::count_params(served_->units())));
+  rec.scalar("params_nonzero", static_cast<double>(params_nonzero_));
+  rec.text("pruning", p.get_string("pruning"));
+  if (p.get_string("pruning") != "none") {
+    rec.scalar("pruning_eligible", static_cast<double>(pruned_info_.eligible));
+    rec.scalar("pruning_removed", static_cast<double>(pruned_info_.removed));
+    rec.scalar("pruning_sparsity", p.get_double("pruning.sparsity"));
+    rec.scalar("d_ff", static_cast<double>(served_->config().d_ff));
+    if (sparse_.csr_matrices + sparse_.dense_matrices > 0) {
+      rec.scalar("csr_matrices", static_cast<double>(sparse_.csr_matrices));
+      rec.scalar("dense_matrices", static_cast<double>(sparse_.dense_matrices));
+      rec.text("pruning_kernel", fmt::format(
+          "{}: {} CSR and {} dense matrices{}", p.get_string("pruning.kernel"), sparse_.csr_matrices,
+          sparse_.dense_matrices,
+          sparse_.csr_seconds > 0 ? fmt::format(" (timed at start-up on batch x seq rows: CSR {:.1f} ms, "
+                                                "dense {:.1f} ms over all matrices)",
+                                                1e3 * sparse_.csr_seconds, 1e3 * sparse_.dense_seconds)
+                                  : std::string()));
+    }
+  }
   if (labelled_ && p.get_int("accuracy_batches") > 0) {
     record_classification(ctx);
   } else if (const I batches = p.get_int("accuracy_batches"); batches > 0) {

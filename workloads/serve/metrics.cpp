@@ -39,7 +39,7 @@ ServeStepRecord step_record(const StepStats& s) {
   r.prefill_s = s.prefill_s, r.decode_s = s.decode_s;
   r.prefill_requests = s.prefill_requests, r.prefill_tokens = s.prefill_tokens;
   r.decode_rows = s.decode_rows, r.running = s.running, r.waiting = s.waiting;
-  r.kv_bytes_in_use = static_cast<std::uint64_t>(s.kv_bytes_in_use);
+  r.kv_in_use_bytes = static_cast<std::uint64_t>(s.kv_in_use_bytes);
   return r;
 }
 
@@ -99,7 +99,7 @@ std::map<std::string, double> summarize(const std::vector<RequestSpec>& specs, c
       ++decode_steps;
       batch_max = std::max(batch_max, static_cast<double>(s.decode_rows));
     }
-    kv_peak = std::max(kv_peak, static_cast<double>(s.kv_bytes_in_use));
+    kv_peak = std::max(kv_peak, static_cast<double>(s.kv_in_use_bytes));
   }
   m["steps"] = static_cast<double>(r.steps.size());
   if (busy > 0) m["schedule_overhead"] = sched / busy;

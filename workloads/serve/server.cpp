@@ -70,7 +70,7 @@ class Loop {
       if (!admit.empty()) prefill(admit, clock, s);
       if (decoding > 0) decode(decoding, clock, s);
       const auto t3 = Clock::now();
-      s.kv_bytes_in_use = kv_bytes();
+      s.kv_in_use_bytes = kv_bytes();
       leave();
       s.schedule_s += since(t3);
       s.running = static_cast<std::int64_t>(rows_.size());

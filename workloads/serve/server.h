@@ -55,7 +55,7 @@ struct StepStats {
   double start_s = 0, schedule_s = 0, prefill_s = 0, decode_s = 0;
   std::int64_t prefill_requests = 0, prefill_tokens = 0;  // prefill_tokens: padded (B x T)
   std::int64_t decode_rows = 0, running = 0, waiting = 0;
-  std::int64_t kv_bytes_in_use = 0;  // tokens held in rows x kv_bytes_per_token
+  std::int64_t kv_in_use_bytes = 0;  // tokens held in rows x kv_bytes_per_token
   double duration_s() const { return schedule_s + prefill_s + decode_s; }
 };
 

@@ -1,0 +1,86 @@
+// "ffn": structured pruning of FFN channels. In every block, channel j of the FFN is row j of
+// the first matrix (with bias j) and column j of the second; it is removed whole, so the
+// result is a smaller dense model (d_ff' = d_ff - round(sparsity x d_ff), the same in every
+// block) whose matmuls really are smaller. Importance of channel j (weight magnitude):
+// ||W_out[:, j]|| x sqrt(||W_in[j, :]||^2 + b_j^2); a channel whose output column is zero
+// contributes exactly nothing and goes first (tests/unit/prune_models.cpp builds one).
+#include <cmath>
+
+#include "harness/core/check.h"
+#include "harness/workload.h"
+#include "workloads/models/family.h"
+#include "workloads/prune/pruner.h"
+
+namespace sb::prune {
+namespace {
+
+struct FfnParams {
+  int in_w = -1, in_b = -1, out_w = -1;  // indices within the block unit
+};
+
+// GPT-2: mlp.c_fc.{weight,bias}, mlp.c_proj.weight; BERT: intermediate.dense.{weight,bias},
+// output.dense.weight (not attention.output.dense.weight).
+FfnParams ffn_params(const models::UnitSpec& u) {
+  FfnParams f;
+  for (int i = 0; i < static_cast<int>(u.params.size()); ++i) {
+    const std::string& n = u.params[i].name;
+    using models::ends_with;
+    if (ends_with(n, "mlp.c_fc.weight") || ends_with(n, "intermediate.dense.weight")) f.in_w = i;
+    if (ends_with(n, "mlp.c_fc.bias") || ends_with(n, "intermediate.dense.bias")) f.in_b = i;
+    if (ends_with(n, "mlp.c_proj.weight") ||
+        (ends_with(n, ".output.dense.weight") && n.find("attention.") == std::string::npos))
+      f.out_w = i;
+  }
+  return f;
+}
+
+Pruned ffn(const models::Model& model, const models::UnitTensors& weights, const PruneConfig& c) {
+  const auto& cfg = model.config();
+  const std::int64_t drop = static_cast<std::int64_t>(std::llround(c.sparsity * static_cast<double>(cfg.d_ff)));
+  SB_CHECK(drop < cfg.d_ff, "pruning ffn: sparsity {} removes all {} FFN channels", c.sparsity, cfg.d_ff);
+  models::ModelConfig small = cfg;
+  small.d_ff = cfg.d_ff - drop;
+  Pruned p;
+  p.model = models::family(cfg.family).make(small);
+  const auto& units = model.units();
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    auto& dst = p.weights.emplace_back();
+    for (const auto& t : weights[u]) dst.push_back(t.detach().to(torch::kFloat).clone());
+    const FfnParams f = ffn_params(units[u]);
+    if (f.in_w < 0) continue;  // not a block
+    SB_CHECK(f.in_b >= 0 && f.out_w >= 0, "pruning ffn: unit {} has an FFN input matrix but no bias "
+             "or output matrix", units[u].name);
+    const auto& w_in = dst[f.in_w];    // (d_ff, d)
+    const auto& b_in = dst[f.in_b];    // (d_ff)
+    const auto& w_out = dst[f.out_w];  // (d, d_ff)
+    auto importance = w_out.norm(2, {0}) * (w_in.pow(2).sum(1) + b_in.pow(2)).sqrt();  // (d_ff)
+    // The most important channels, kept in their original order.
+    auto keep = std::get<0>(std::get<1>(importance.sort(/*stable=*/true, 0, /*descending=*/true))
+                                .narrow(0, 0, small.d_ff)
+                                .sort());
+    dst[f.in_w] = w_in.index_select(0, keep).contiguous();
+    dst[f.in_b] = b_in.index_select(0, keep).contiguous();
+    dst[f.out_w] = w_out.index_select(1, keep).contiguous();
+    p.eligible += cfg.d_ff;
+    p.removed += drop;
+  }
+  SB_CHECK(p.eligible > 0, "pruning ffn: model {} has no FFN blocks it knows", cfg.preset);
+  // The new model's spec shapes are the pruned tensors' (checked here, not at first use).
+  const auto& small_units = p.model->units();
+  for (std::size_t u = 0; u < small_units.size(); ++u)
+    for (std::size_t i = 0; i < small_units[u].params.size(); ++i)
+      SB_CHECK(p.weights[u][i].sizes() == torch::IntArrayRef(small_units[u].params[i].shape),
+               "pruning ffn: {} has shape {}, the pruned model expects {}", small_units[u].params[i].name,
+               c10::str(p.weights[u][i].sizes()), c10::str(torch::IntArrayRef(small_units[u].params[i].shape)));
+  return p;
+}
+
+const sb::Registrar kRegister([] {
+  register_pruner("ffn",
+                  "structured: remove the least important FFN channels (pruning.sparsity of d_ff "
+                  "in every block): a smaller dense model",
+                  ffn);
+});
+
+}  // namespace
+}  // namespace sb::prune

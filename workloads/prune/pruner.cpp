@@ -1,0 +1,59 @@
+// The pruning registry (pruner.h).
+#include "workloads/prune/pruner.h"
+
+#include <map>
+
+#include "harness/core/check.h"
+#include "harness/workload.h"
+#include "workloads/models/family.h"
+
+namespace sb::prune {
+namespace {
+
+std::map<std::string, Pruner>& registry() {
+  static std::map<std::string, Pruner> r;
+  return r;
+}
+
+Pruned none(const models::Model& model, const models::UnitTensors& weights, const PruneConfig&) {
+  Pruned p;
+  p.model = models::family(model.config().family).make(model.config());
+  p.weights = weights;
+  return p;
+}
+
+const sb::Registrar kNone([] {
+  register_pruner("none", "no pruning", none);
+});
+
+}  // namespace
+
+void register_pruner(const std::string& name, const std::string& doc, Pruner p) {
+  registry()[name] = p;
+  sb::register_name("pruning", name, doc);
+}
+
+Pruned prune(const std::string& name, const models::Model& model, const models::UnitTensors& weights,
+             const PruneConfig& c) {
+  auto it = registry().find(name);
+  SB_CHECK(it != registry().end(), "pruning '{}' is unknown (`shardbench keys` lists them)", name);
+  SB_CHECK(c.sparsity >= 0 && c.sparsity < 1, "pruning.sparsity must lie in [0, 1), got {}", c.sparsity);
+  SB_CHECK(weights.size() == model.units().size(), "prune {}: weights for {} units, model has {}",
+           name, weights.size(), model.units().size());
+  return it->second(model, weights, c);
+}
+
+bool is_prunable(const std::string& name, const std::vector<std::int64_t>& shape) {
+  const bool embedding = name.find("embeddings.") != std::string::npos ||
+                         models::starts_with(name, "wte.") || models::starts_with(name, "wpe.");
+  return shape.size() == 2 && !embedding;
+}
+
+std::int64_t count_nonzero(const models::UnitTensors& w) {
+  std::int64_t n = 0;
+  for (const auto& u : w)
+    for (const auto& t : u) n += t.count_nonzero().item<std::int64_t>();
+  return n;
+}
+
+}  // namespace sb::prune

@@ -1,0 +1,46 @@
+// Pruning as a conversion of a model and its weights, like quantization (the Modelcomp
+// issue): one file per method (prune_<name>.cpp), chosen by the `pruning` key.
+//   magnitude  unstructured: zero the smallest-magnitude weights of the linear layers, to an
+//              exact sparsity, over all of them (scope "global") or per matrix ("layer")
+//   ffn        structured: remove whole FFN channels (a row of the first FFN matrix, its bias
+//              and the matching column of the second) in every block, the least important by
+//              weight magnitude; the result is a smaller dense model (d_ff shrinks)
+// Embedding tables (GPT-2's wte is also its LM head), biases and LayerNorm are never pruned.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "workloads/models/model.h"
+#include "workloads/models/params.h"
+
+namespace sb::prune {
+
+struct PruneConfig {
+  double sparsity = 0.5;          // fraction of the eligible weights (magnitude) or channels (ffn)
+  std::string scope = "global";  // magnitude: "global" or "layer"
+};
+
+struct Pruned {
+  std::unique_ptr<models::Model> model;  // the model to run (ffn: a smaller configuration)
+  models::UnitTensors weights;           // its weights, fp32, spec shapes
+  std::int64_t eligible = 0;             // weights (magnitude) or channels (ffn) considered
+  std::int64_t removed = 0;              // of those, zeroed or removed
+};
+
+using Pruner = Pruned (*)(const models::Model& model, const models::UnitTensors& weights,
+                          const PruneConfig& c);
+// Registers `name` in the harness name set "pruning" too.
+void register_pruner(const std::string& name, const std::string& doc, Pruner p);
+// "none" returns a copy of the model's configuration with the same weights.
+Pruned prune(const std::string& name, const models::Model& model, const models::UnitTensors& weights,
+             const PruneConfig& c);
+
+// Whether parameter `name` (a Hugging Face name) is a linear layer's weight that pruning may
+// touch: 2-D and not an embedding table.
+bool is_prunable(const std::string& name, const std::vector<std::int64_t>& shape);
+// Parameters (all) and non-zero parameters of a model's weights.
+std::int64_t count_nonzero(const models::UnitTensors& w);
+
+}  // namespace sb::prune
