@@ -188,7 +188,8 @@ def _read_manifest(root):
 
 def load_results(root):
     """Loads root/points. Returns Results; problems lists failed, incomplete, unreadable,
-    unfinished (.h5.tmp[.pid]) and missing points (index gaps, baselines without a file)."""
+    unfinished (.h5.tmp[.pid]), stale (an earlier expansion's index) and missing points (index
+    gaps, baselines without a file)."""
     pdir = os.path.join(root, "points")
     if not os.path.isdir(pdir) and os.path.isdir(root):
         pdir = root  # RESULTS/points itself was given
@@ -198,12 +199,22 @@ def load_results(root):
     schema = {}  # (group, column) -> schema row, the first file that has it
     scalars, series, texts = [], [], []
     seen_index, seen_id, final_names = set(), set(), set(n for n in names if n.endswith(".h5"))
+    manifest = _read_manifest(root)
+    # A point's file from an earlier expansion of an edited suite, whose index has changed: the
+    # manifest (the latest expansion) lists the same id at another index. It is listed, not
+    # read twice (one point, one row).
+    now_at = {mp.get("id", ""): int(mp["index"]) for mp in manifest or []}
 
     for name in names:
         m = FILE_RE.match(name)
         if not m:
             continue
         index, pid, tmp = int(m.group(1)), m.group(2), bool(m.group(3))
+        if pid in now_at and now_at[pid] != index:
+            problems.append((index, pid, name, "stale",
+                             f"an earlier expansion's file: the suite now has this point at index "
+                             f"{now_at[pid]}; delete {name}"))
+            continue
         seen_index.add(index)
         seen_id.add(pid)
         if tmp:
@@ -235,7 +246,6 @@ def load_results(root):
     # Missing: the suite's points that have no file at all. sweep and submit write every
     # point to RESULTS/manifest.json; without it, indices below the highest one seen (the
     # expansion order has no holes). Then baselines named by a point that have no file.
-    manifest = _read_manifest(root)
     if manifest:
         for mp in manifest:
             if int(mp["index"]) not in seen_index:

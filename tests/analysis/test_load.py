@@ -130,3 +130,19 @@ def test_manifest_lists_points_that_never_ran(tmp_path):
         index=False, name=None)) == [
         (1, "bbbb", "missing", "no result file for p1 (manifest.json)"),
         (2, "cccc", "missing", "no result file for p2 (manifest.json)")]
+
+
+def test_an_earlier_expansions_file_of_the_same_point_is_listed_not_read(tmp_path):
+    # An edited suite moved point "aaaa" from index 0 to 1: the manifest says 1; the old file
+    # is a "stale" problem and the point is read once.
+    cfg = make_fixture._cfg()
+    for i in (0, 1):
+        make_fixture.write_point(str(tmp_path / "points" / f"{i}-aaaa.h5"), index=i, point_id="aaaa",
+                                 name="p", config=cfg, steps=make_fixture._train_steps(10, 8, [1.0]))
+    make_fixture.write_point(str(tmp_path / "points" / "0-bbbb.h5"), index=0, point_id="bbbb",
+                             name="q", config=cfg, steps=make_fixture._train_steps(10, 8, [1.0]))
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"points": [{"index": 0, "id": "bbbb", "name": "q"}, {"index": 1, "id": "aaaa", "name": "p"}]}))
+    r = load_results(str(tmp_path))
+    assert sorted(r.points["point_id"]) == ["aaaa", "bbbb"]
+    assert [(k, f) for k, f in zip(r.problems["kind"], r.problems["file"])] == [("stale", "0-aaaa.h5")]

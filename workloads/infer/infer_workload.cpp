@@ -27,6 +27,7 @@
 #include "workloads/models/device.h"
 #include "workloads/models/family.h"
 #include "workloads/infer/loadgen.h"
+#include "workloads/infer/served_model.h"
 #include "workloads/models/params.h"
 #include "workloads/prune/pruner.h"
 #include "workloads/prune/sparse_weights.h"
@@ -153,74 +154,27 @@ class InferWorkload final : public sb::Workload {
   void record_latency(RunContext& ctx, const ScenarioResult& result);
   void record_model(RunContext& ctx);
   void record_classification(RunContext& ctx);
-  // Logits on device_; b may be on the host (moved) or there already (the timed samples).
+  // Logits on m_.device; b may be on the host (moved) or there already (the timed samples).
   torch::Tensor serve(const models::Batch& b) {
-    if (engine_) return engine_->forward_logits(data::to_device(b, device_));
-    return served_->logits(*q_, data::to_device(b, device_));
+    if (m_.engine) return m_.engine->forward_logits(data::to_device(b, m_.device));
+    return m_.served->logits(*m_.q, data::to_device(b, m_.device));
   }
 
   // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
   // every rank before these are destroyed (their destructors wait on peers).
-  std::unique_ptr<models::Model> model_;              // as configured: the accuracy reference
-  std::vector<std::vector<torch::Tensor>> weights_;  // fp32, the reference for accuracy
-  std::unique_ptr<models::Model> served_;  // what runs: model_, or its pruned form (pruning)
-  prune::Pruned pruned_info_;              // counts of the pruning (its model moved to served_)
-  prune::SparseChoice sparse_;             // magnitude pruning: the kernels chosen
-  std::int64_t params_nonzero_ = 0;        // of the served model
-  std::unique_ptr<comm::Communicator> comm_;
-  std::unique_ptr<fsdp::Engine> engine_;        // sharded (world > 1)
-  std::unique_ptr<quant::QuantizedWeights> q_;  // one rank
+  ServedModel m_;
   std::shared_ptr<const data::LabelledData> labelled_;  // data = a labelled .jsonl/.csv
   std::unique_ptr<data::BatchSource> text_;  // data = text: held-out batches of max_batch rows
   std::optional<c10::InferenceMode> inference_;  // from build() on
   LoadgenConfig lg_;
-  torch::Device device_ = torch::kCPU;  // the `device` key (models/device.h)
-  torch::ScalarType compute_ = torch::kFloat;  // the forward's dtype (key quant_compute)
-  std::string compute_why_ = "sharded inference computes in fp32";
-  quant::Int8EngineChoice int8_engine_;  // int8-dynamic only
-  models::Batch samples_;  // (S, T): every sample the scenario touches, on device_
+  models::Batch samples_;  // (S, T): every sample the scenario touches, on m_.device
   I step_ = 0;
 };
 
 void InferWorkload::build(RunContext& ctx) {
   const Point& p = ctx.point;
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
-  device_ = models::resolve_device(p.get_string("device"), sb::node_local_rank(ctx.world));
-  model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
-  std::string ckpt = p.get_string("checkpoint");
-  if (ckpt.empty() && models::is_model_path(p.get_string("model"))) ckpt = p.get_string("model");
-  weights_ = ckpt.empty() ? models::init_params(model_->units(),
-                                                static_cast<std::uint64_t>(p.get_int("seed")))
-                          : data::load_checkpoint(*model_, ckpt);
-  // Pruning (Modelcomp) converts the model first; weights_ stay the unpruned reference.
-  const std::string pname = p.get_string("pruning");
-  pruned_info_ = prune::prune(pname, *model_, weights_,
-                              {p.get_double("pruning.sparsity"), p.get_string("pruning.scope")});
-  served_ = std::move(pruned_info_.model);
-  auto pruned = std::move(pruned_info_.weights);
-  params_nonzero_ = prune::count_nonzero(pruned);
-  if (ctx.size > 1) {  // built outside inference mode: the engine's buffers are ordinary tensors
-    comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size, true, comm::backend_choice(p));
-    fsdp::EngineConfig ec;
-    ec.strategy = "full_shard";
-    ec.device = device_;
-    engine_ = std::make_unique<fsdp::Engine>(*served_, *comm_, ec, pruned);
-  }
-  inference_.emplace();
-  if (!engine_) {  // the served copy on device_; weights_ stay the host fp32 reference
-    auto served = std::move(pruned);
-    if (!device_.is_cpu())
-      for (auto& unit : served)
-        for (auto& t : unit) t = t.to(device_);
-    const std::string qname = p.get_string("quantization");
-    if (qname == "int8-dynamic") int8_engine_ = quant::select_int8_engine(p.get_string("int8_engine"));
-    compute_ = quant::compute_dtype(qname, p.get_string("quant_compute"), device_, &compute_why_);
-    if (pname == "magnitude" && qname == "none" && device_.is_cpu())  // sparse where it pays
-      q_ = prune::sparse_weights(*served_, served, p.get_string("pruning.kernel"),
-                                 p.get_int("batch") * p.get_int("seq"), &sparse_);
-    else
-      q_ = quant::quantize(qname, *served_, served, compute_);
-  }
+  build_served(m_, ctx, inference_, p.get_int("batch") * p.get_int("seq"));
   lg_ = loadgen_config(p);
 }
 
@@ -232,32 +186,32 @@ void InferWorkload::build(RunContext& ctx) {
 void InferWorkload::draw_samples(RunContext& ctx) {
   const auto seed = lg_.seed;
   if (data::is_labelled_path(ctx.point.get_string("data"))) {
-    labelled_ = data::load_labelled_for(ctx.point, model_->config());
+    labelled_ = data::load_labelled_for(ctx.point, m_.model->config());
     const auto& v = labelled_->validation;
     auto b = v.select(torch::arange(total_samples(lg_), torch::kLong)
                           .add(static_cast<I>(ctx.rank) * total_samples(lg_))
                           .remainder(v.size()));
     b.labels = torch::Tensor();  // served, not scored: the scenario times forwards only
-    samples_ = data::to_device(b, device_);
+    samples_ = data::to_device(b, m_.device);
     return;
   }
   if (data::is_text_path(ctx.point.get_string("data"))) {
     // A text corpus is read once, as batches of max_batch held-out rows (never the training
     // stream): record_model scores batches [0, accuracy_batches), the timed rows are the
     // batches after those, each rank its own.
-    text_ = data::text_source_for(ctx.point, model_->config(), ctx.world, lg_.max_batch).source;
+    text_ = data::text_source_for(ctx.point, m_.model->config(), ctx.world, lg_.max_batch).source;
     const I need = total_samples(lg_), per_rank = (need + lg_.max_batch - 1) / lg_.max_batch;
     const I first = ctx.point.get_int("accuracy_batches") + static_cast<I>(ctx.rank) * per_rank;
     std::vector<models::Batch> batches;
     for (I k = 0; k < per_rank; ++k) batches.push_back(text_->heldout(first + k));
-    samples_ = data::to_device(data::slice_rows(cat_rows(batches), 0, need), device_);
+    samples_ = data::to_device(data::slice_rows(cat_rows(batches), 0, need), m_.device);
     return;
   }
-  auto src = data::markov_source(model_->config(), 1, ctx.point.get_int("seq"), seed, seed);
+  auto src = data::markov_source(m_.model->config(), 1, ctx.point.get_int("seq"), seed, seed);
   std::vector<models::Batch> rows;
   const I first_row = static_cast<I>(ctx.rank) * total_samples(lg_);
   for (I i = 0; i < total_samples(lg_); ++i) rows.push_back(src->heldout(first_row + i));
-  samples_ = data::to_device(cat_rows(rows), device_);
+  samples_ = data::to_device(cat_rows(rows), m_.device);
 }
 
 // Labelled data: the served model's and the fp32 model's class predictions on every
@@ -265,15 +219,15 @@ void InferWorkload::draw_samples(RunContext& ctx) {
 // (top1_agreement).
 void InferWorkload::record_classification(RunContext& ctx) {
   const auto& v = labelled_->validation;
-  const I B = lg_.max_batch, labels = model_->config().num_labels;
-  models::PersistentParams fp32(weights_, /*requires_grad=*/false);
+  const I B = lg_.max_batch, labels = m_.model->config().num_labels;
+  models::PersistentParams fp32(m_.weights, /*requires_grad=*/false);
   torch::NoGradGuard ng;
   const auto pf = data::predicted_classes(v, B, [&](const models::Batch& b) {
-    return model_->classify(fp32, b);
+    return m_.model->classify(fp32, b);
   });
   const auto pq = data::predicted_classes(v, B, [&](const models::Batch& b) {
-    const auto on = data::to_device(b, device_);
-    return (engine_ ? engine_->forward_classify(on) : served_->classify(*q_, on)).to(torch::kFloat);
+    const auto on = data::to_device(b, m_.device);
+    return (m_.engine ? m_.engine->forward_classify(on) : m_.served->classify(*m_.q, on)).to(torch::kFloat);
   });
   const auto sq = data::classification_score(pq, v.labels, labels);
   const auto sf = data::classification_score(pf, v.labels, labels);
@@ -305,7 +259,7 @@ double InferWorkload::forward(RunContext& ctx, I first, I n) {
   const auto b = data::slice_rows(samples_, first, first + n);
   const auto t0 = std::chrono::steady_clock::now();
   auto logits = serve(b);
-  models::synchronize(device_);  // GPU kernels run asynchronously: wait for the result
+  models::synchronize(m_.device);  // GPU kernels run asynchronously: wait for the result
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, ctx.world),
                 "MPI_Allreduce (forward time)");
@@ -346,93 +300,28 @@ void InferWorkload::record_latency(RunContext& ctx, const ScenarioResult& result
 void InferWorkload::record_model(RunContext& ctx) {
   auto& rec = ctx.recorder;
   const Point& p = ctx.point;
-  // Sharded: this rank's fp32 shard is its model bytes (full_shard: about 1/N).
-  const double fp32_bytes = static_cast<double>(4 * models::count_params(model_->units()));
-  const double model_bytes = engine_ ? static_cast<double>(engine_->memory().param)
-                                     : static_cast<double>(q_->model_bytes());
-  rec.scalar("model_bytes", model_bytes);
-  rec.scalar("model_resident_bytes",
-             engine_ ? model_bytes : static_cast<double>(q_->resident_bytes()));
-  rec.scalar("model_bytes_fp32", fp32_bytes);
-  rec.scalar("model_bytes_ratio", model_bytes / fp32_bytes);
-  rec.scalar("params", static_cast<double>(models::count_params(served_->units())));
-  rec.scalar("params_nonzero", static_cast<double>(params_nonzero_));
-  rec.text("pruning", p.get_string("pruning"));
-  if (p.get_string("pruning") != "none") {
-    rec.scalar("pruning_eligible", static_cast<double>(pruned_info_.eligible));
-    rec.scalar("pruning_removed", static_cast<double>(pruned_info_.removed));
-    rec.scalar("pruning_sparsity", p.get_double("pruning.sparsity"));
-    rec.scalar("d_ff", static_cast<double>(served_->config().d_ff));
-    if (sparse_.csr_matrices + sparse_.dense_matrices > 0) {
-      rec.scalar("csr_matrices", static_cast<double>(sparse_.csr_matrices));
-      rec.scalar("dense_matrices", static_cast<double>(sparse_.dense_matrices));
-      rec.text("pruning_kernel", fmt::format(
-          "{}: {} CSR and {} dense matrices{}", p.get_string("pruning.kernel"), sparse_.csr_matrices,
-          sparse_.dense_matrices,
-          sparse_.csr_seconds > 0 ? fmt::format(" (timed at start-up on batch x seq rows: CSR {:.1f} ms, "
-                                                "dense {:.1f} ms over all matrices)",
-                                                1e3 * sparse_.csr_seconds, 1e3 * sparse_.dense_seconds)
-                                  : std::string()));
-    }
-  }
+  m_.record(rec, p, ctx.rank);
   if (labelled_ && p.get_int("accuracy_batches") > 0) {
     record_classification(ctx);
   } else if (const I batches = p.get_int("accuracy_batches"); batches > 0) {
-    models::PersistentParams fp32(weights_, /*requires_grad=*/false);
+    models::PersistentParams fp32(m_.weights, /*requires_grad=*/false);
     // Same chain, another stream: never the scenario's rows (text: draw_samples keeps them
     // apart).
     auto markov = text_ ? nullptr
-                        : data::markov_source(model_->config(), lg_.max_batch, p.get_int("seq"),
+                        : data::markov_source(m_.model->config(), lg_.max_batch, p.get_int("seq"),
                                               lg_.seed, lg_.seed + 7919);
-    auto a = accuracy(*model_, fp32,
+    auto a = accuracy(*m_.model, fp32,
                       [this](const models::Batch& b) { return serve(b).to(torch::kCPU, torch::kFloat); },
                       text_ ? *text_ : *markov, batches);
     rec.scalar("top1_agreement", a.top1);
-    const std::string& metric = models::family(model_->config().family).eval_metric;
+    const std::string& metric = models::family(m_.model->config().family).eval_metric;
     rec.scalar(metric, a.metric);
     rec.scalar(metric + "_fp32", a.metric_fp32);
   }
-  sb::RankMemory m = sb::rank_memory_now(ctx.rank);
-  if (engine_) {
-    fsdp::add_engine_memory(engine_->memory(), m);
-  } else {
-    m.param_bytes = static_cast<std::uint64_t>(q_->resident_bytes());
-    m.model_state_bytes = m.peak_model_state_bytes = m.param_bytes;
-  }
-  rec.memory(m);  // host memory; on a GPU the weights' bytes are the device's:
-  if (device_.is_cuda())
-    rec.scalar("device_peak_allocated_bytes",
-               static_cast<double>(models::device_peak_allocated_bytes(device_)));
-  rec.text("torch_version", TORCH_VERSION);
-  rec.text("cpu_allocator", models::cpu_allocator_name());
-  rec.text("quantization", p.get_string("quantization"));
-  rec.text("sharding", engine_ ? "full_shard" : "none");
-  rec.text("compute_dtype", compute_ == torch::kBFloat16 ? "bf16" : compute_ == torch::kHalf ? "fp16" : "fp32");
-  rec.text("compute_dtype_reason", compute_why_);
-  if (!int8_engine_.engine.empty()) {
-    rec.text("int8_engine", int8_engine_.engine);
-    rec.text("int8_engine_reason", int8_engine_.why);
-  }
-  rec.text("qengine", c10::toString(at::globalContext().qEngine()));
-  rec.text("device", device_.str());
 }
 
 void validate(const Point& p, std::vector<Diagnostic>& out) {
   if (!is_infer(p)) return;
-  if (p.get_int("world") > 1) {  // sharded inference: fp32 full_shard only
-    if (p.has("strategy") && p.get_string("strategy") != "full_shard")
-      out.push_back({"strategy", fmt::format("infer on {} ranks shards the weights with "
-                                             "full_shard; set strategy = \"full_shard\" (or "
-                                             "world = 1)", p.get_int("world"))});
-    if (p.get_string("quantization") != "none")
-      out.push_back({"quantization", fmt::format("quantized inference runs on one rank; set "
-                                                 "world = 1 or quantization = \"none\" (world "
-                                                 "is {})", p.get_int("world"))});
-  }
-  if (const std::string bad = quant::check_compute_choice(p.get_string("quantization"),
-                                                          p.get_string("quant_compute"));
-      !bad.empty())
-    out.push_back({"quant_compute", bad});
   const std::string sc = p.get_string("scenario");
   if (sc == "server" && p.get_double("target_qps") <= 0)
     out.push_back({"target_qps", "the server scenario needs target_qps > 0"});
@@ -452,22 +341,12 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   } catch (const sb::Error&) {
     // an unknown model is reported by the name check
   }
-  // Only a warning: an earlier suite (quant-accuracy-train) may write the checkpoint.
-  const std::string& ckpt = p.get_string("checkpoint");
-  if (!ckpt.empty() && !std::filesystem::exists(ckpt))
-    out.push_back({"checkpoint", fmt::format("checkpoint '{}' does not exist (yet): the point will "
-                                             "fail unless an earlier suite writes it (e.g. with "
-                                             "export_safetensors); check the path", ckpt), true});
 }
 
-// Every key here is read by the infer task only (a point of another task may not set it),
-// except the weights' ones, which serve reads too.
+// Every key here is read by the infer task only (a point of another task may not set it);
+// the weights' keys, which serve reads too, are served_model.cpp's.
 void key(KeySpec ks) {
   ks.tasks = {"infer"};
-  register_key(std::move(ks));
-}
-void weights_key(KeySpec ks) {
-  ks.tasks = {"infer", "serve"};
   register_key(std::move(ks));
 }
 
@@ -485,27 +364,8 @@ const sb::Registrar registrar([] {
   key({"target_qps", KeyType::Float, 10.0, "", "infer: server scenario's mean Poisson arrival rate"});
   key({"server_latency_ms", KeyType::Float, 100.0, "",
        "infer: server scenario's p99 latency bound; a point above it is INVALID (LoadGen's rule)"});
-  weights_key({"checkpoint", KeyType::String, std::string(""), "",
-       "infer: safetensors checkpoint (file or folder) to load (empty: the model folder's "
-       "weights when model is a folder, else seeded initial weights)"});
   key(integer("accuracy_batches", 2, 0, I{1} << 20,
               "infer: held-out batches (of `batch` samples) scored against the fp32 model"));
-  register_name("quant_compute", "auto", "the format's low dtype where the device has its units, else fp32");
-  register_name("quant_compute", "fp32", "fp32 activations; weights dequantized to fp32 on the fly");
-  register_name("quant_compute", "bf16", "bf16 activations and GEMMs (bf16, int8-weight, int8-weight-channel)");
-  register_name("quant_compute", "fp16", "fp16 activations and GEMMs (fp16)");
-  weights_key({"quant_compute", KeyType::Name, std::string("auto"), "quant_compute",
-       "infer: the dtype a quantized model's forward computes in: auto (the format's low dtype, "
-       "bf16 for bf16 and int8-weight*, fp16 for fp16, where the device has fast units for it; "
-       "else fp32), fp32, bf16 or fp16"});
-  register_name("int8_engine", "auto", "the fastest engine this LibTorch has, timed at start-up");
-  register_name("int8_engine", "x86", "PyTorch's x86 engine (FBGEMM or oneDNN per op)");
-  register_name("int8_engine", "fbgemm", "FBGEMM");
-  register_name("int8_engine", "onednn", "oneDNN (VNNI/AMX where the CPU has them)");
-  register_name("int8_engine", "qnnpack", "QNNPACK (mobile kernels)");
-  weights_key({"int8_engine", KeyType::Name, std::string("auto"), "int8_engine",
-       "infer: LibTorch's int8 engine for int8-dynamic: auto (the fastest this LibTorch has, "
-       "measured at start-up), x86, fbgemm, onednn or qnnpack"});
   register_validator(validate);
   register_task({"infer", [] { return std::make_unique<InferWorkload>(); }, [](const Point& p) {
                    auto model = models::make_model(p.get_string("model"), p.get_string("attention"));

@@ -26,6 +26,7 @@
 #include "workloads/models/hf_config.h"
 #include "workloads/models/params.h"
 #include "workloads/quant/quantizer.h"
+#include "workloads/infer/served_model.h"
 #include "workloads/serve/gpt2_executor.h"
 #include "workloads/serve/metrics.h"
 #include "workloads/serve/sharded.h"
@@ -34,6 +35,8 @@ namespace sb::serve {
 namespace {
 
 using I = std::int64_t;
+using infer::build_served;
+using infer::ServedModel;
 
 bool is_serve(const Point& p) { return p.has("task") && p.get_string("task") == "serve"; }
 
@@ -68,7 +71,7 @@ class ServeWorkload final : public sb::Workload {
     std::optional<Leader> leader;
     if (ctx.size > 1) ex = &leader.emplace(*executor_, ctx.world);
     ServerConfig sc;
-    sc.context = model_->config().max_pos;
+    sc.context = m_.served->config().max_pos;
     sc.eos_token = ctx.point.get_int("eos_token");
     auto result = run_server(requests_, *policy_, *ex, sc, [&](I step) {
       if (leader) leader->begin_step(step);
@@ -85,60 +88,29 @@ class ServeWorkload final : public sb::Workload {
   void record(RunContext& ctx, const ServeResult& r);
   std::vector<I> prompt(I request) const;
 
-  std::unique_ptr<models::Model> model_;
-  models::Gpt2* gpt2_ = nullptr;
-  std::vector<std::vector<torch::Tensor>> weights_;
-  std::unique_ptr<comm::Communicator> comm_;
-  std::unique_ptr<fsdp::Engine> engine_;        // sharded (world > 1)
-  std::unique_ptr<quant::QuantizedWeights> q_;  // one rank
+  ServedModel m_;
+  models::Gpt2* gpt2_ = nullptr;  // m_.served
   std::optional<c10::InferenceMode> inference_;
   std::unique_ptr<data::BatchSource> prompts_;
   std::vector<RequestSpec> requests_;
   std::unique_ptr<Policy> policy_;
   std::unique_ptr<Gpt2Executor> executor_;
-  torch::Device device_ = torch::kCPU;
-  torch::ScalarType compute_ = torch::kFloat;
-  std::string compute_why_ = "sharded serving computes in fp32";
-  quant::Int8EngineChoice int8_engine_;
 };
 
 void ServeWorkload::build(RunContext& ctx) {
   const Point& p = ctx.point;
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
-  device_ = models::resolve_device(p.get_string("device"), sb::node_local_rank(ctx.world));
-  model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
-  gpt2_ = dynamic_cast<models::Gpt2*>(model_.get());
+  build_served(m_, ctx, inference_, p.get_int("batch"));
+  m_.weights.clear();  // serving keeps only the served copy (or the engine's shards)
+  gpt2_ = dynamic_cast<models::Gpt2*>(m_.served.get());
   SB_CHECK(gpt2_, "serve generates text with GPT-2; model '{}' is a {} model", p.get_string("model"),
-           model_->config().family);
-  std::string ckpt = p.get_string("checkpoint");
-  if (ckpt.empty() && models::is_model_path(p.get_string("model"))) ckpt = p.get_string("model");
-  weights_ = ckpt.empty() ? models::init_params(model_->units(), static_cast<std::uint64_t>(p.get_int("seed")))
-                          : data::load_checkpoint(*model_, ckpt);
-  if (ctx.size > 1) {
-    comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size, true, comm::backend_choice(p));
-    fsdp::EngineConfig ec;
-    ec.strategy = "full_shard";
-    ec.device = device_;
-    engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, ec, weights_);
-  }
-  inference_.emplace();
-  if (!engine_) {
-    auto served = weights_;
-    if (!device_.is_cpu())
-      for (auto& unit : served)
-        for (auto& t : unit) t = t.to(device_);
-    const std::string qname = p.get_string("quantization");
-    if (qname == "int8-dynamic") int8_engine_ = quant::select_int8_engine(p.get_string("int8_engine"));
-    compute_ = quant::compute_dtype(qname, p.get_string("quant_compute"), device_, &compute_why_);
-    q_ = quant::quantize(qname, *model_, served, compute_);
-  }
-  weights_.clear();  // the served copy (or the engine's shards) is all that is kept
+           m_.served->config().family);
   requests_ = draw_requests(arrival_config(p));
   I longest = 1;
   for (const auto& r : requests_) longest = std::max(longest, r.prompt_len);
   // Prompts: held-out rows of the Markov chain `train` uses for this seed, one per request.
   const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
-  prompts_ = data::markov_source(model_->config(), 1, longest, seed, seed);
+  prompts_ = data::markov_source(m_.served->config(), 1, longest, seed, seed);
   PolicyConfig pc;
   pc.max_batch = p.get_int("batch");
   pc.max_queue_delay_s = p.get_double("max_queue_delay_ms") / 1e3;
@@ -157,12 +129,12 @@ std::vector<I> ServeWorkload::prompt(I request) const {
 // as many as kv_cache_bytes holds when it is set.
 void ServeWorkload::make_executor(RunContext& ctx) {
   const Point& p = ctx.point;
-  const I context = model_->config().max_pos;
+  const I context = m_.served->config().max_pos;
   I capacity = 1;
   for (const auto& r : requests_)
     if (r.prompt_len + r.output_len <= context) capacity = std::max(capacity, r.prompt_len + r.output_len);
   I rows = p.get_string("serve_policy") == "sequential" ? 1 : p.get_int("batch");
-  const I per_token = kv_bytes_per_token(model_->config(), engine_ ? torch::kFloat : compute_);
+  const I per_token = kv_bytes_per_token(m_.served->config(), m_.engine ? torch::kFloat : m_.compute);
   if (const I budget = p.get_int("kv_cache_bytes"); budget > 0) {
     SB_CHECK(budget >= capacity * per_token,
              "kv_cache_bytes {} holds no KV row of {} tokens ({} bytes each: the longest request's "
@@ -171,7 +143,7 @@ void ServeWorkload::make_executor(RunContext& ctx) {
     rows = std::min(rows, budget / (capacity * per_token));
   }
   RunForward run = [this](const std::function<torch::Tensor(models::ParamProvider&)>& f) {
-    return engine_ ? engine_->forward_with(f) : f(*q_);
+    return m_.run(f);
   };
   SamplingConfig s;
   s.temperature = p.get_double("temperature");
@@ -219,26 +191,8 @@ void ServeWorkload::record(RunContext& ctx, const ServeResult& r) {
   rec.scalar("kv_cache_rows", static_cast<double>(executor_->rows()));
   rec.scalar("kv_row_tokens", static_cast<double>(executor_->row_capacity()));
   rec.scalar("kv_bytes_per_token", static_cast<double>(executor_->kv_bytes_per_token()));
-  const double model_bytes = engine_ ? static_cast<double>(engine_->memory().param)
-                                     : static_cast<double>(q_->model_bytes());
-  rec.scalar("model_bytes", model_bytes);
-  sb::RankMemory m = sb::rank_memory_now(ctx.rank);
-  if (engine_) {
-    fsdp::add_engine_memory(engine_->memory(), m);
-  } else {
-    m.param_bytes = static_cast<std::uint64_t>(q_->resident_bytes());
-    m.model_state_bytes = m.peak_model_state_bytes = m.param_bytes;
-  }
-  rec.memory(m);
+  m_.record(rec, p, ctx.rank);
   rec.text("serve_policy", policy_->name());
-  rec.text("torch_version", TORCH_VERSION);
-  rec.text("cpu_allocator", models::cpu_allocator_name());
-  rec.text("quantization", p.get_string("quantization"));
-  rec.text("sharding", engine_ ? "full_shard" : "none");
-  rec.text("compute_dtype", compute_ == torch::kBFloat16 ? "bf16" : compute_ == torch::kHalf ? "fp16" : "fp32");
-  rec.text("compute_dtype_reason", compute_why_);
-  if (!int8_engine_.engine.empty()) rec.text("int8_engine", int8_engine_.engine);
-  rec.text("device", device_.str());
   rec.text("clock", "virtual: arrivals from the request list, steps advance it by their measured "
                     "wall time, idle time skipped (docs/METRICS.md, Serving)");
 }
@@ -260,17 +214,6 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   } catch (const sb::Error&) {
     // an unknown model is reported by the name check
   }
-  if (p.get_int("world") > 1) {
-    if (p.has("strategy") && p.get_string("strategy") != "full_shard")
-      out.push_back({"strategy", fmt::format("serve on {} ranks shards the weights with full_shard; "
-                                             "set strategy = \"full_shard\" (or world = 1)", p.get_int("world"))});
-    if (p.get_string("quantization") != "none")
-      out.push_back({"quantization", fmt::format("quantized serving runs on one rank; set world = 1 "
-                                                 "or quantization = \"none\" (world is {})", p.get_int("world"))});
-  }
-  if (const std::string bad = quant::check_compute_choice(p.get_string("quantization"), p.get_string("quant_compute"));
-      !bad.empty())
-    out.push_back({"quant_compute", bad});
   for (const char* k : {"prompt_len", "output_len"}) {
     const std::string lo = std::string(k) + "_min", hi = std::string(k) + "_max";
     if (p.get_int(lo) > p.get_int(hi))

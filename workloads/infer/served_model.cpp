@@ -1,0 +1,169 @@
+// The model an inference point serves (served_model.h).
+#include "workloads/infer/served_model.h"
+
+#include <torch/version.h>
+
+#include <filesystem>
+
+#include "harness/core/mpi_context.h"
+#include "workloads/data/safetensors.h"
+#include "workloads/models/cpu_allocator.h"
+#include "workloads/models/device.h"
+#include "workloads/models/hf_config.h"
+
+namespace sb::infer {
+
+void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceMode>& inference,
+                  std::int64_t rows) {
+  const Point& p = ctx.point;
+  s.device = models::resolve_device(p.get_string("device"), sb::node_local_rank(ctx.world));
+  s.model = models::make_model(p.get_string("model"), p.get_string("attention"));
+  std::string ckpt = p.get_string("checkpoint");
+  if (ckpt.empty() && models::is_model_path(p.get_string("model"))) ckpt = p.get_string("model");
+  s.weights = ckpt.empty() ? models::init_params(s.model->units(), static_cast<std::uint64_t>(p.get_int("seed")))
+                           : data::load_checkpoint(*s.model, ckpt);
+  // Pruning converts the model first; s.weights stay the unpruned reference.
+  const std::string pname = p.get_string("pruning");
+  s.pruning = prune::prune(pname, *s.model, s.weights,
+                           {p.get_double("pruning.sparsity"), p.get_string("pruning.scope")});
+  s.served = std::move(s.pruning.model);
+  auto served = std::move(s.pruning.weights);
+  s.params_nonzero = prune::count_nonzero(served);
+  if (ctx.size > 1) {  // built outside inference mode: the engine's buffers are ordinary tensors
+    s.comm = std::make_unique<comm::Communicator>(ctx.world, ctx.size, true, comm::backend_choice(p));
+    fsdp::EngineConfig ec;
+    ec.strategy = "full_shard";
+    ec.device = s.device;
+    s.engine = std::make_unique<fsdp::Engine>(*s.served, *s.comm, ec, served);
+  }
+  inference.emplace();
+  if (s.engine) return;
+  if (!s.device.is_cpu())  // the served copy on the device; s.weights stay on the host
+    for (auto& unit : served)
+      for (auto& t : unit) t = t.to(s.device);
+  const std::string qname = p.get_string("quantization");
+  if (qname == "int8-dynamic") s.int8_engine = quant::select_int8_engine(p.get_string("int8_engine"));
+  s.compute = quant::compute_dtype(qname, p.get_string("quant_compute"), s.device, &s.compute_why);
+  if (pname == "magnitude" && qname == "none" && s.device.is_cpu())  // sparse where it pays
+    s.q = prune::sparse_weights(*s.served, served, p.get_string("pruning.kernel"), rows, &s.sparse);
+  else
+    s.q = quant::quantize(qname, *s.served, served, s.compute);
+}
+
+double ServedModel::model_bytes() const {
+  return engine ? static_cast<double>(engine->memory().param) : static_cast<double>(q->model_bytes());
+}
+
+void ServedModel::record(Recorder& rec, const Point& p, int rank) const {
+  // Sharded: this rank's fp32 shard is its model bytes (full_shard: about 1/N).
+  const double fp32_bytes = static_cast<double>(4 * models::count_params(model->units()));
+  rec.scalar("model_bytes", model_bytes());
+  rec.scalar("model_resident_bytes", engine ? model_bytes() : static_cast<double>(q->resident_bytes()));
+  rec.scalar("model_bytes_fp32", fp32_bytes);
+  rec.scalar("model_bytes_ratio", model_bytes() / fp32_bytes);
+  rec.scalar("params", static_cast<double>(models::count_params(served->units())));
+  rec.scalar("params_nonzero", static_cast<double>(params_nonzero));
+  rec.text("pruning", p.get_string("pruning"));
+  if (p.get_string("pruning") != "none") {
+    rec.scalar("pruning_eligible", static_cast<double>(pruning.eligible));
+    rec.scalar("pruning_removed", static_cast<double>(pruning.removed));
+    rec.scalar("pruning_sparsity", p.get_double("pruning.sparsity"));
+    rec.scalar("d_ff", static_cast<double>(served->config().d_ff));
+    if (sparse.csr_matrices + sparse.dense_matrices > 0) {
+      rec.scalar("csr_matrices", static_cast<double>(sparse.csr_matrices));
+      rec.scalar("dense_matrices", static_cast<double>(sparse.dense_matrices));
+      rec.text("pruning_kernel", fmt::format(
+          "{}: {} CSR and {} dense matrices{}", p.get_string("pruning.kernel"), sparse.csr_matrices,
+          sparse.dense_matrices,
+          sparse.csr_seconds > 0 ? fmt::format(" (timed at start-up: CSR {:.1f} ms, dense {:.1f} ms "
+                                               "over all matrices)", 1e3 * sparse.csr_seconds,
+                                               1e3 * sparse.dense_seconds)
+                                 : std::string()));
+    }
+  }
+  sb::RankMemory m = sb::rank_memory_now(rank);
+  if (engine) {
+    fsdp::add_engine_memory(engine->memory(), m);
+  } else {
+    m.param_bytes = static_cast<std::uint64_t>(q->resident_bytes());
+    m.model_state_bytes = m.peak_model_state_bytes = m.param_bytes;
+  }
+  rec.memory(m);  // host memory; on a GPU the weights' bytes are the device's:
+  if (device.is_cuda())
+    rec.scalar("device_peak_allocated_bytes", static_cast<double>(models::device_peak_allocated_bytes(device)));
+  rec.text("torch_version", TORCH_VERSION);
+  rec.text("cpu_allocator", models::cpu_allocator_name());
+  rec.text("quantization", p.get_string("quantization"));
+  rec.text("sharding", engine ? "full_shard" : "none");
+  rec.text("compute_dtype", compute == torch::kBFloat16 ? "bf16" : compute == torch::kHalf ? "fp16" : "fp32");
+  rec.text("compute_dtype_reason", compute_why);
+  if (!int8_engine.engine.empty()) {
+    rec.text("int8_engine", int8_engine.engine);
+    rec.text("int8_engine_reason", int8_engine.why);
+  }
+  rec.text("qengine", c10::toString(at::globalContext().qEngine()));
+  rec.text("device", device.str());
+}
+
+namespace {
+
+bool serves(const Point& p) {
+  return p.has("task") && (p.get_string("task") == "infer" || p.get_string("task") == "serve");
+}
+
+// The served model's cross-key rules, for both tasks.
+void validate(const Point& p, std::vector<Diagnostic>& out) {
+  if (!serves(p)) return;
+  const std::string task = p.get_string("task");
+  if (p.get_int("world") > 1) {  // sharded: fp32 full_shard only
+    if (p.has("strategy") && p.get_string("strategy") != "full_shard")
+      out.push_back({"strategy", fmt::format("{} on {} ranks shards the weights with full_shard; "
+                                             "set strategy = \"full_shard\" (or world = 1)", task,
+                                             p.get_int("world"))});
+    if (p.get_string("quantization") != "none")
+      out.push_back({"quantization", fmt::format("quantized {} runs on one rank; set world = 1 or "
+                                                 "quantization = \"none\" (world is {})", task,
+                                                 p.get_int("world"))});
+  }
+  if (const std::string bad = quant::check_compute_choice(p.get_string("quantization"),
+                                                          p.get_string("quant_compute"));
+      !bad.empty())
+    out.push_back({"quant_compute", bad});
+  // Only a warning: an earlier suite (quant-accuracy-train) may write the checkpoint.
+  const std::string& ckpt = p.get_string("checkpoint");
+  if (!ckpt.empty() && !std::filesystem::exists(ckpt))
+    out.push_back({"checkpoint", fmt::format("checkpoint '{}' does not exist (yet): the point will "
+                                             "fail unless an earlier suite writes it (e.g. with "
+                                             "export_safetensors); check the path", ckpt), true});
+}
+
+void weights_key(KeySpec ks) {
+  ks.tasks = {"infer", "serve"};
+  register_key(std::move(ks));
+}
+
+const sb::Registrar registrar([] {
+  weights_key({"checkpoint", KeyType::String, std::string(""), "",
+       "infer, serve: safetensors checkpoint (file or folder) to load (empty: the model folder's "
+       "weights when model is a folder, else seeded initial weights)"});
+  register_name("quant_compute", "auto", "the format's low dtype where the device has its units, else fp32");
+  register_name("quant_compute", "fp32", "fp32 activations; weights dequantized to fp32 on the fly");
+  register_name("quant_compute", "bf16", "bf16 activations and GEMMs (bf16, int8-weight, int8-weight-channel)");
+  register_name("quant_compute", "fp16", "fp16 activations and GEMMs (fp16)");
+  weights_key({"quant_compute", KeyType::Name, std::string("auto"), "quant_compute",
+       "infer, serve: the dtype a quantized model's forward computes in: auto (the format's low dtype, "
+       "bf16 for bf16 and int8-weight*, fp16 for fp16, where the device has fast units for it; "
+       "else fp32), fp32, bf16 or fp16"});
+  register_name("int8_engine", "auto", "the fastest engine this LibTorch has, timed at start-up");
+  register_name("int8_engine", "x86", "PyTorch's x86 engine (FBGEMM or oneDNN per op)");
+  register_name("int8_engine", "fbgemm", "FBGEMM");
+  register_name("int8_engine", "onednn", "oneDNN (VNNI/AMX where the CPU has them)");
+  register_name("int8_engine", "qnnpack", "QNNPACK (mobile kernels)");
+  weights_key({"int8_engine", KeyType::Name, std::string("auto"), "int8_engine",
+       "infer, serve: LibTorch's int8 engine for int8-dynamic: auto (the fastest this LibTorch has, "
+       "measured at start-up), x86, fbgemm, onednn or qnnpack"});
+  register_validator(validate);
+});
+
+}  // namespace
+}  // namespace sb::infer
