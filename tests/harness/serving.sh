@@ -12,6 +12,11 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+# plan warns when the length ranges allow requests longer than the context (refused, counted).
+printf '[base]\ntask = "serve"\nmodel = "gpt2-tiny"\noutput_len_max = 120\n' > "$d/long.toml"
+out=$("$sb" plan "$d/long.toml" 2>&1) || fail "plan refused a suite it should only warn about: $out"
+grep -qF "prompt_len_max (default): warning: prompt_len_max 32 + output_len_max 120 exceeds model gpt2-tiny's 128 positions" <<<"$out" ||
+  fail "plan did not warn about requests longer than the context: $out"
 "$sb" sweep "$src/suite/serving-small.toml" --results "$d/r" > "$d/sweep.log" 2>&1 ||
   { cat "$d/sweep.log"; fail "sweep"; }
 "$sb" report "$d/r" > "$d/report.log" 2>&1 || { cat "$d/report.log"; fail "report"; }

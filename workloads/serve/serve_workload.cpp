@@ -60,7 +60,7 @@ class ServeWorkload final : public sb::Workload {
     warm_up(ctx);
     auto on_step = [&](I step) {
       sb::fault_set_step(step);
-      sb::fault_point("step");  // tests/harness/serve_kill.sh
+      sb::fault_point("step");  // tests/failure/failure_paths.sh serve-kill
       if (ctx.stop_agreed()) throw sb::Stopped(ctx.stop.reason);
     };
     if (ctx.rank != 0) {
