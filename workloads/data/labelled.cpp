@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/core/check.h"
+#include "workloads/data/jsonl.h"
 #include "workloads/data/token_file.h"
 
 namespace sb::data {
@@ -45,18 +46,8 @@ std::string label_text(const nlohmann::json& v, const std::string& where) {
 }
 
 std::vector<Example> read_jsonl(const std::string& path) {
-  std::istringstream in(read_file(path));
   std::vector<Example> out;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines
-    const std::string where = path + ":" + std::to_string(n);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const std::exception& e) {
-      SB_FAIL("{}: not a JSON object ({})", where, e.what());
-    }
+  for_each_jsonl_line(path, read_file(path), [&](const nlohmann::json& j, const std::string& where) {
     SB_CHECK(j.is_object(), "{}: a line must be a JSON object with \"text\" and \"label\"", where);
     SB_CHECK(j.contains("text") && j["text"].is_string(), "{}: missing string field \"text\"", where);
     SB_CHECK(j.contains("label") && !j["label"].is_null(), "{}: missing field \"label\"", where);
@@ -66,7 +57,7 @@ std::vector<Example> read_jsonl(const std::string& path) {
       e.pair = j["text_pair"].get<std::string>();
     }
     out.push_back(std::move(e));
-  }
+  });
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/core/check.h"
+#include "workloads/data/jsonl.h"
 #include "workloads/data/rng.h"
 
 namespace sb::serve {
@@ -54,18 +55,11 @@ std::vector<RequestSpec> draw_requests(const ArrivalConfig& c) {
 std::vector<RequestSpec> read_request_trace(const std::string& path) {
   std::ifstream f(path);
   SB_CHECK(f.good(), "request trace '{}' cannot be read (set request_trace to a JSONL file)", path);
+  std::stringstream text;
+  text << f.rdbuf();
   std::vector<RequestSpec> out;
-  std::string line;
   double last = 0;
-  for (int n = 1; std::getline(f, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path + ":" + std::to_string(n);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const std::exception& e) {
-      SB_FAIL("{}: not a JSON object ({})", where, e.what());
-    }
+  data::for_each_jsonl_line(path, text.str(), [&](const nlohmann::json& j, const std::string& where) {
     SB_CHECK(j.is_object(), "{}: a line must be a JSON object with arrival_s, prompt_len, output_len", where);
     SB_CHECK(j.contains("arrival_s") && j["arrival_s"].is_number() && j["arrival_s"].get<double>() >= 0,
              "{}: \"arrival_s\" must be a number of seconds >= 0", where);
@@ -75,7 +69,7 @@ std::vector<RequestSpec> read_request_trace(const std::string& path) {
              where, r.arrival_s, last);
     last = r.arrival_s;
     out.push_back(r);
-  }
+  });
   SB_CHECK(!out.empty(), "request trace '{}' has no requests", path);
   return out;
 }
