@@ -14,13 +14,14 @@ import pandas as pd  # noqa: E402
 GOODPUT_ATTAINMENT = 0.9  # DistServe's: at least 90% of requests meet both SLOs
 # Config keys that identify a sweep's line: everything but the swept rate and the repetition.
 _NOT_SERIES = {"request_rate", "repetition"}
-POINT_COLUMNS = [
-    "point_id", "point_name", "serve_policy", "request_rate", "batch", "model", "quantization",
+# The workload's scalars shown per point (the serve task records them; docs/METRICS.md).
+SCALARS = [
     "requests_served", "requests_refused", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
     "itl_p99_s", "e2e_p99_s", "output_tokens_per_s", "decode_batch_mean", "slo_attainment",
-    "schedule_overhead", "slo_ttft_ms", "slo_tpot_ms",
+    "schedule_overhead",
 ]
-_SCALARS = [c for c in POINT_COLUMNS[7:19]]
+POINT_COLUMNS = (["point_id", "point_name", "serve_policy", "request_rate", "batch", "model",
+                  "quantization"] + SCALARS + ["slo_ttft_ms", "slo_tpot_ms"])
 
 
 def serving_points(res):
@@ -36,7 +37,7 @@ def serving_points(res):
         for k in ("serve_policy", "request_rate", "batch", "model", "quantization", "slo_ttft_ms",
                   "slo_tpot_ms"):
             row[k] = cfg.get(k)
-        for k in _SCALARS:
+        for k in SCALARS:
             row[k] = res.scalar(pid, k)
         row["series"] = json.dumps({k: v for k, v in cfg.items() if k not in _NOT_SERIES},
                                    sort_keys=True)

@@ -3,12 +3,10 @@
 // and records queries, per-batch latency, latency percentiles, throughput, model bytes and
 // accuracy against the fp32 model (top-1 agreement; perplexity for GPT-2, MLM accuracy for BERT).
 #include <ATen/Parallel.h>
-#include <torch/version.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -19,19 +17,11 @@
 #include "workloads/data/batches.h"
 #include "workloads/data/labelled.h"
 #include "workloads/data/text_corpus.h"
-#include "workloads/comm/communicator.h"
-#include "workloads/data/safetensors.h"
-#include "workloads/fsdp/engine.h"
-#include "workloads/models/hf_config.h"
-#include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
 #include "workloads/models/family.h"
 #include "workloads/infer/loadgen.h"
 #include "workloads/infer/served_model.h"
 #include "workloads/models/params.h"
-#include "workloads/prune/pruner.h"
-#include "workloads/prune/sparse_weights.h"
-#include "workloads/quant/quantizer.h"
 
 namespace sb::infer {
 namespace {
@@ -156,8 +146,8 @@ class InferWorkload final : public sb::Workload {
   void record_classification(RunContext& ctx);
   // Logits on m_.device; b may be on the host (moved) or there already (the timed samples).
   torch::Tensor serve(const models::Batch& b) {
-    if (m_.engine) return m_.engine->forward_logits(data::to_device(b, m_.device));
-    return m_.served->logits(*m_.q, data::to_device(b, m_.device));
+    const auto on = data::to_device(b, m_.device);
+    return m_.run([&](models::ParamProvider& w) { return m_.served->logits(w, on); });
   }
 
   // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
@@ -227,7 +217,7 @@ void InferWorkload::record_classification(RunContext& ctx) {
   });
   const auto pq = data::predicted_classes(v, B, [&](const models::Batch& b) {
     const auto on = data::to_device(b, m_.device);
-    return (m_.engine ? m_.engine->forward_classify(on) : m_.served->classify(*m_.q, on)).to(torch::kFloat);
+    return m_.run([&](models::ParamProvider& w) { return m_.served->classify(w, on); }).to(torch::kFloat);
   });
   const auto sq = data::classification_score(pq, v.labels, labels);
   const auto sf = data::classification_score(pf, v.labels, labels);

@@ -126,6 +126,11 @@ bool is_task_head(const std::string& name) {
   return name.rfind("cls.", 0) == 0 || name.rfind("classifier.", 0) == 0;
 }
 
+bool is_embedding_table(const std::string& name) {
+  return name.find("embeddings.") != std::string::npos || name.rfind("wte.", 0) == 0 ||
+         name.rfind("wpe.", 0) == 0;
+}
+
 std::unique_ptr<Model> make_model(const std::string& preset, const std::string& attention) {
   ModelConfig c = preset_config(preset);
   c.attention = attention;

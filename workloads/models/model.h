@@ -90,6 +90,9 @@ std::int64_t count_params(const std::vector<UnitSpec>& units);
 // Task heads (parameters named cls.* or classifier.*, BERT's): not in the published counts, and
 // initialised fresh when a checkpoint lacks them.
 bool is_task_head(const std::string& param_name);
+// Tables the model indexes rather than multiplies (GPT-2 wte/wpe, BERT *_embeddings; GPT-2's
+// wte is also its tied LM head): quantizers hand them out as values, pruning leaves them.
+bool is_embedding_table(const std::string& param_name);
 // Parameters without task heads: the published figure
 // (gpt2 124,439,808; bert-base 109,482,240).
 std::int64_t count_backbone_params(const std::vector<UnitSpec>& units);

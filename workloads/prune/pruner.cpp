@@ -44,9 +44,7 @@ Pruned prune(const std::string& name, const models::Model& model, const models::
 }
 
 bool is_prunable(const std::string& name, const std::vector<std::int64_t>& shape) {
-  const bool embedding = name.find("embeddings.") != std::string::npos ||
-                         models::starts_with(name, "wte.") || models::starts_with(name, "wpe.");
-  return shape.size() == 2 && !embedding;
+  return shape.size() == 2 && !models::is_embedding_table(name);
 }
 
 std::int64_t count_nonzero(const models::UnitTensors& w) {

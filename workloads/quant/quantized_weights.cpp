@@ -31,12 +31,6 @@ std::map<std::string, Entry>& registry() {
   return r;
 }
 
-// Tables the model indexes rather than multiplies (GPT-2 wte/wpe, BERT *_embeddings): they
-// must come out of acquire() as real values. A tied LM head reaches them through linear().
-bool is_embedding(const std::string& name) {
-  return name.find("embeddings.") != std::string::npos || name.rfind("wte.", 0) == 0 ||
-         name.rfind("wpe.", 0) == 0;
-}
 
 class ConvertedWeights final : public QuantizedWeights {
  public:
@@ -60,7 +54,9 @@ class ConvertedWeights final : public QuantizedWeights {
         Param& p = dst[i];
         if (make && w.dim() == 2) {
           p.q = make(w);
-          p.embedding = is_embedding(spec[i].name);
+          // Embedding tables must come out of acquire() as real values (the model indexes
+          // them); a tied LM head reaches them through linear().
+          p.embedding = models::is_embedding_table(spec[i].name);
           // Zero bytes, spec shape: reading it would give zeros, so a model that used a
           // linear weight outside linear() fails the accuracy tests instead of passing.
           if (!p.embedding) p.placeholder = torch::zeros({1}).expand(spec[i].shape);

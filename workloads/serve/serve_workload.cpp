@@ -4,29 +4,18 @@
 // world > 1: the model is sharded (full_shard) and rank 0's scheduler drives every rank
 // (sharded.h).
 #include <ATen/Parallel.h>
-#include <torch/version.h>
 
 #include <algorithm>
-#include <chrono>
 #include <optional>
 
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
 #include "harness/core/mpi_context.h"
-#include "harness/trace/recorder.h"
 #include "harness/workload.h"
-#include "workloads/comm/communicator.h"
 #include "workloads/data/batches.h"
-#include "workloads/data/safetensors.h"
-#include "workloads/fsdp/engine.h"
-#include "workloads/infer/loadgen.h"
-#include "workloads/models/cpu_allocator.h"
-#include "workloads/models/device.h"
-#include "workloads/models/gpt2.h"
-#include "workloads/models/hf_config.h"
-#include "workloads/models/params.h"
-#include "workloads/quant/quantizer.h"
 #include "workloads/infer/served_model.h"
+#include "workloads/models/gpt2.h"
+#include "workloads/quant/quantizer.h"
 #include "workloads/serve/gpt2_executor.h"
 #include "workloads/serve/metrics.h"
 #include "workloads/serve/sharded.h"
@@ -57,19 +46,21 @@ class ServeWorkload final : public sb::Workload {
   void run(RunContext& ctx) override {
     build(ctx);
     make_executor(ctx);
-    warm_up(ctx);
     auto on_step = [&](I step) {
       sb::fault_set_step(step);
       sb::fault_point("step");  // tests/failure/failure_paths.sh serve-kill
       if (ctx.stop_agreed()) throw sb::Stopped(ctx.stop.reason);
     };
-    if (ctx.rank != 0) {
+    if (ctx.rank != 0) {  // rank 0's calls: the warm-up's, then the run's
+      follow(*executor_, ctx.world, {});
       follow(*executor_, ctx.world, on_step);
       return;
     }
     Executor* ex = executor_.get();
     std::optional<Leader> leader;
     if (ctx.size > 1) ex = &leader.emplace(*executor_, ctx.world);
+    warm_up(*ex, ctx.point.get_int("warmup"));
+    if (leader) leader->finish();
     ServerConfig sc;
     sc.context = m_.served->config().max_pos;
     sc.eos_token = ctx.point.get_int("eos_token");
@@ -84,7 +75,7 @@ class ServeWorkload final : public sb::Workload {
  private:
   void build(RunContext& ctx);
   void make_executor(RunContext& ctx);
-  void warm_up(RunContext& ctx);
+  void warm_up(Executor& ex, I steps);
   void record(RunContext& ctx, const ServeResult& r);
   std::vector<I> prompt(I request) const;
 
@@ -155,27 +146,18 @@ void ServeWorkload::make_executor(RunContext& ctx) {
            executor_->kv_bytes_per_token(), per_token);
 }
 
-// `warmup` decode steps of a full batch of request 0's prompt (greedy, ids < 0), through the
-// same leader/follower calls as the run; excluded from every figure.
-void ServeWorkload::warm_up(RunContext& ctx) {
+// `steps` (the warmup key) decode steps of a full batch of request 0's prompt (greedy, ids < 0),
+// through the executor the run uses (rank 0's leader when sharded); excluded from every figure.
+void ServeWorkload::warm_up(Executor& ex, I steps) {
   const auto& r0 = requests_.front();
-  if (r0.prompt_len + r0.output_len > executor_->row_capacity()) return;  // refused anyway
-  const I steps = std::min<I>(ctx.point.get_int("warmup"), r0.output_len - 1);
-  const I rows = executor_->rows();
-  std::vector<I> ids(rows, -1), last, lengths(rows, r0.prompt_len);
-  if (ctx.rank != 0) {
-    follow(*executor_, ctx.world, {});
-    return;
-  }
-  std::optional<Leader> leader;
-  Executor* ex = executor_.get();
-  if (ctx.size > 1) ex = &leader.emplace(*executor_, ctx.world);
-  last = ex->prefill(0, ids);
+  if (r0.prompt_len + r0.output_len > ex.row_capacity()) return;  // refused anyway
+  steps = std::min<I>(steps, r0.output_len - 1);
+  std::vector<I> ids(ex.rows(), -1), lengths(ex.rows(), r0.prompt_len);
+  auto last = ex.prefill(0, ids);
   for (I s = 0; s < steps; ++s) {
-    last = ex->decode(ids, last, lengths);
+    last = ex.decode(ids, last, lengths);
     for (auto& l : lengths) ++l;
   }
-  if (leader) leader->finish();
 }
 
 void ServeWorkload::record(RunContext& ctx, const ServeResult& r) {
