@@ -17,8 +17,8 @@ _NOT_SERIES = {"request_rate", "repetition"}
 # The workload's scalars shown per point (the serve task records them; docs/METRICS.md).
 SCALARS = [
     "requests_served", "requests_refused", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
-    "itl_p99_s", "e2e_p99_s", "output_tokens_per_s", "decode_batch_mean", "slo_attainment",
-    "schedule_overhead",
+    "itl_p99_s", "e2e_p99_s", "output_tokens_per_s", "decode_batch_mean", "prefill_batch_mean",
+    "prefill_efficiency", "slo_attainment", "schedule_overhead",
 ]
 POINT_COLUMNS = (["point_id", "point_name", "serve_policy", "request_rate", "batch", "model",
                   "quantization"] + SCALARS + ["slo_ttft_ms", "slo_tpot_ms"])
@@ -142,7 +142,8 @@ def plot_latency_cdfs(results, summary, groups):
 
 def plot_batch_over_time(results, summary, groups):
     """Rows decoded per step against the server's clock, one panel per policy, at each
-    policy's highest request rate (where batching matters most)."""
+    policy's highest request rate (where batching matters most). Points that never decode
+    (BERT requests end at their prefill) show the requests prefilled per step instead."""
     pts = serving_points(results)
     st = results.serve_steps
     if not len(pts) or not len(st):
@@ -151,9 +152,12 @@ def plot_batch_over_time(results, summary, groups):
     fig, axes = _panels(len(top))
     for ax, p in zip(axes, top.itertuples()):
         s = st[st["point_id"] == p.point_id]
-        ax.step(s["start_s"].astype(float), s["decode_rows"].astype(int), where="post", lw=0.8,
+        col, what = "decode_rows", "decode batch (rows)"
+        if not (s[col].astype(int) > 0).any():
+            col, what = "prefill_requests", "requests prefilled per step"
+        ax.step(s["start_s"].astype(float), s[col].astype(int), where="post", lw=0.8,
                 label=f"batch limit {p.batch}")
-        ax.set(xlabel="server clock (s)", ylabel="decode batch (rows)",
+        ax.set(xlabel="server clock (s)", ylabel=what,
                title=f"{p.serve_policy} at {p.request_rate:g} req/s")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
@@ -164,6 +168,7 @@ PLOTS = [
     ("serving_latency_vs_rate", "Serving: TTFT and TPOT (p50, p99) against request rate per "
      "policy", plot_latency_vs_rate),
     ("serving_cdfs", "Serving: TTFT and TPOT CDFs per point", plot_latency_cdfs),
-    ("serving_batch", "Serving: decode batch size over time at each policy's highest rate",
+    ("serving_batch", "Serving: batch size over time (decode rows; BERT: requests prefilled) at "
+     "each policy's highest rate",
      plot_batch_over_time),
 ]

@@ -172,8 +172,8 @@ struct Table<RequestRecord> {
 struct ServeStepRecord {  // serving: one scheduler step
   std::int64_t step = 0;
   double start_s = 0, duration_s = 0, schedule_s = 0, prefill_s = 0, decode_s = 0;
-  std::int64_t prefill_requests = 0, prefill_tokens = 0, decode_rows = 0, running = 0,
-               waiting = 0;
+  std::int64_t prefill_requests = 0, prompt_tokens = 0, prefill_tokens = 0, decode_rows = 0,
+               running = 0, waiting = 0;
   std::uint64_t kv_in_use_bytes = 0;
 };
 
@@ -192,8 +192,10 @@ struct Table<ServeStepRecord> {
       field("prefill_s", &R::prefill_s, "s", "prefill of the requests admitted this step"),
       field("decode_s", &R::decode_s, "s", "one decode step of the rows running before it"),
       field("prefill_requests", &R::prefill_requests, "", "requests admitted (prefilled)"),
+      field("prompt_tokens", &R::prompt_tokens, "", "the admitted requests' prompt tokens"),
       field("prefill_tokens", &R::prefill_tokens, "",
-            "prompt tokens prefilled, padding included (requests x longest prompt)"),
+            "token positions the prefill computed, padding included (padded: requests x longest "
+            "prompt; packed BERT rows: rows x longest prompt)"),
       field("decode_rows", &R::decode_rows, "",
             "rows decoded: the batch size of the decode step (static: padding rows included)"),
       field("running", &R::running, "", "requests holding a KV row after the step"),

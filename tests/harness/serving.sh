@@ -4,7 +4,8 @@
 # Asserted: every point is done and served every request with exactly its drawn output length
 # (one /requests row each, one /serve_steps row per step, the steps' decoded rows adding up
 # to the tokens after the first); the sequential floor never decodes more than one row; the
-# report has the section, a goodput row per policy line and the three serving plots.
+# report has the section, a goodput row per policy line and the three serving plots. BERT
+# requests (bert-tiny): one label each, no decode, packed rows computing fewer positions.
 # Usage: serving.sh build/shardbench
 set -euo pipefail
 sb=$(realpath "$1")
@@ -56,4 +57,28 @@ for p in serving_latency_vs_rate serving_cdfs serving_batch; do
   [ -s "$d/r/report/plots/$p.png" ] || fail "plot $p missing"
 done
 cat "$d/r/report/tables/goodput.csv"
+
+# BERT requests: one label each, at the end of the prefill (no decode); static pads each
+# batch to its longest prompt, continuous packs prompts into shared rows (fewer positions).
+printf '[base]\ntask = "serve"\nmodel = "bert-tiny"\nbatch = 8\narrival = "offline"\nrequests = 32\nprompt_len_min = 4\nprompt_len_max = 100\nwarmup = 1\n[axes]\nserve_policy = ["static", "continuous"]\n' > "$d/bert.toml"
+"$sb" sweep "$d/bert.toml" --results "$d/b" > "$d/bert.log" 2>&1 || { cat "$d/bert.log"; fail "bert sweep"; }
+"$sb" report "$d/b" > "$d/bert-report.log" 2>&1 || { cat "$d/bert-report.log"; fail "bert report"; }
+/usr/bin/python3 - "$d/b" <<'PY'
+import glob, json, sys, h5py
+cost = {}
+for f in sorted(glob.glob(f"{sys.argv[1]}/points/*.h5")):
+    with h5py.File(f) as h:
+        assert h.attrs["status"] == "done", (f, h.attrs["failure_reason"])
+        policy = json.loads(h.attrs["config"])["serve_policy"]
+        r, st = h["requests"], h["serve_steps"]
+        assert len(r["output_tokens"]) == 32 and (r["output_tokens"][()] == 1).all()
+        assert (r["e2e_s"][()] == r["ttft_s"][()]).all() and st["decode_rows"][()].sum() == 0
+        want = {"static": "padded", "continuous": "packed"}[policy]
+        assert h["texts"].attrs["prefill_batching"] == want, dict(h["texts"].attrs)
+        cost[policy] = (int(st["prompt_tokens"][()].sum()), int(st["prefill_tokens"][()].sum()))
+print("BERT prompt tokens, positions computed:", cost)
+assert cost["static"][0] == cost["continuous"][0], cost
+assert cost["continuous"][1] < cost["static"][1], cost
+PY
+grep -q "prefill_efficiency" "$d/b/report/report.md" || fail "BERT report lacks prefill_efficiency"
 echo "serving suite: OK"

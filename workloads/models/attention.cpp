@@ -60,6 +60,13 @@ torch::Tensor attention_keep_mask(const AttentionMask& mask, std::int64_t q_begi
     auto kk = mask.key_keep.narrow(1, k_begin, nk).view({mask.key_keep.size(0), 1, 1, nk});
     keep = keep.defined() ? (keep & kk) : kk;  // (B, 1, nq|1, nk)
   }
+  if (mask.segment_ids.defined()) {
+    const auto B = mask.segment_ids.size(0);
+    auto sq = mask.segment_ids.narrow(1, q_begin, nq).view({B, 1, nq, 1});
+    auto sk = mask.segment_ids.narrow(1, k_begin, nk).view({B, 1, 1, nk});
+    auto same = sq == sk;  // (B, 1, nq, nk)
+    keep = keep.defined() ? (keep & same) : same;
+  }
   return keep;
 }
 

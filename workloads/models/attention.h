@@ -16,6 +16,10 @@ struct AttentionMask {
   bool causal = false;
   std::int64_t q_offset = 0;  // tokens already in a KV cache before these queries
   torch::Tensor key_keep;     // (B, Tk) bool, true = real key; undefined = all real
+  // Packed sequences (self-attention, Tq == Tk): (B, T) int64; a query sees only keys of
+  // its own segment, so several requests share a row without seeing each other (block-
+  // diagonal attention). Undefined = one segment per row.
+  torch::Tensor segment_ids;
 };
 
 class Attention {

@@ -71,11 +71,11 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b) {
   const auto& ids = b.input_ids;
   SB_CHECK(ids.dim() == 2, "BERT input_ids must be (B, T), got {} dims", ids.dim());
   const std::int64_t B = ids.size(0), T = ids.size(1), d = cfg_.d_model, H = cfg_.n_head, Dh = d / H;
-  SB_CHECK(T <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
-           cfg_.preset, T, cfg_.max_pos);
+  SB_CHECK(b.position_ids.defined() || T <= cfg_.max_pos,
+           "model '{}': sequence of {} tokens exceeds its {} positions", cfg_.preset, T, cfg_.max_pos);
 
   auto e = p.acquire(0);
-  auto pos = torch::arange(T, ids.options().dtype(torch::kLong));
+  auto pos = b.position_ids.defined() ? b.position_ids : torch::arange(T, ids.options().dtype(torch::kLong));
   auto x = at::embedding(e[kWord], ids) + at::embedding(e[kPos], pos);  // (B, T, d)
   x = b.token_type_ids.defined() ? x + at::embedding(e[kType], b.token_type_ids) : x + e[kType][0];
   x = at::layer_norm(x.view({B * T, d}), {d}, e[kEmbLnW], e[kEmbLnB], cfg_.ln_eps);  // (B*T, d)
@@ -83,6 +83,7 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b) {
 
   AttentionMask mask;
   if (b.attention_mask.defined()) mask.key_keep = b.attention_mask.to(torch::kBool);  // (B, T)
+  mask.segment_ids = b.segment_ids;
   auto heads = [&](const torch::Tensor& t) { return t.view({B, T, H, Dh}).transpose(1, 2); };
   for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
     const int u = static_cast<int>(l + 1);
@@ -107,10 +108,12 @@ torch::Tensor mlm_logits(ParamProvider& p, int head, const std::vector<torch::Te
   t = at::layer_norm(t, {t.size(-1)}, w[kTrLnW], w[kTrLnB], eps);
   return p.linear(0, 0, t, word, w[kDecB]);  // decoder tied to the word embeddings
 }
-// Pooled [CLS] -> classification logits: x (B*T, d) -> (B, num_labels).
+// Pooled [CLS] -> classification logits: x (B*T, d) -> (B, num_labels), or (N, num_labels)
+// for the N packed sequences starting at rows cls_index of x.
 torch::Tensor cls_logits(ParamProvider& p, int head, const std::vector<torch::Tensor>& w,
-                         const torch::Tensor& x, std::int64_t B, std::int64_t T) {
-  auto first = x.view({B, T, x.size(-1)}).select(1, 0);  // (B, d)
+                         const torch::Tensor& x, std::int64_t B, std::int64_t T,
+                         const torch::Tensor& cls_index) {
+  auto first = cls_index.defined() ? x.index_select(0, cls_index) : x.view({B, T, x.size(-1)}).select(1, 0);
   auto pooled = torch::tanh(p.linear(head, kPoolW, first, w[kPoolW], w[kPoolB]));
   return p.linear(head, kClsW, pooled, w[kClsW], w[kClsB]);
 }
@@ -136,7 +139,7 @@ torch::Tensor Bert::loss(ParamProvider& p, const Batch& b) {
     loss = at::cross_entropy_loss(logits, t.index_select(0, idx), {}, at::Reduction::Mean, -100, 0.0);
   }
   if (b.labels.defined()) {
-    auto c = at::cross_entropy_loss(cls_logits(p, head, w, x, B, T), b.labels, {}, at::Reduction::Mean, -100, 0.0);
+    auto c = at::cross_entropy_loss(cls_logits(p, head, w, x, B, T, b.cls_index), b.labels, {}, at::Reduction::Mean, -100, 0.0);
     loss = loss.defined() ? loss + c : c;
   }
   if (used_word) p.release(0, loss);
@@ -161,7 +164,7 @@ torch::Tensor Bert::classify(ParamProvider& p, const Batch& b) {
   auto x = encode(p, b);
   const int head = static_cast<int>(cfg_.n_layer + 1);
   auto w = p.acquire(head);
-  auto out = cls_logits(p, head, w, x, B, T);  // (B, num_labels)
+  auto out = cls_logits(p, head, w, x, B, T, b.cls_index);  // (B, num_labels)
   p.release(head, out);
   return out;
 }

@@ -52,6 +52,11 @@ struct Batch {
   torch::Tensor attention_mask;  // (B, T) int64 1 = real token, 0 = padding; undefined = all real
   torch::Tensor token_type_ids;  // (B, T) int64 (BERT); undefined = zeros
   torch::Tensor labels;          // (B) int64 sequence-classification labels; undefined = none
+  // Packed rows (BERT serving, workloads/serve/bert_executor.h): several sequences share a row.
+  torch::Tensor position_ids;    // (B, T) int64 position of each token in its sequence; undefined = 0..T-1
+  torch::Tensor segment_ids;     // (B, T) int64 sequence of each token (attention stays inside it)
+  torch::Tensor cls_index;       // (N) int64 flat index (into B*T) of each sequence's first token;
+                                 // undefined = token 0 of each row. classify returns (N, labels).
   std::int64_t tokens() const { return input_ids.numel(); }
 };
 

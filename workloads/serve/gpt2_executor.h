@@ -1,13 +1,13 @@
 // The serve task's model: GPT-2 on rows of a KV cache (Gpt2::forward_rows), greedy or sampled.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <vector>
 
 #include <ATen/core/Generator.h>
 
 #include "workloads/models/gpt2.h"
+#include "workloads/serve/forward.h"
 #include "workloads/serve/server.h"
 
 namespace sb::serve {
@@ -20,12 +20,6 @@ struct SamplingConfig {
   std::int64_t top_k = 0;
   std::uint64_t seed = 0;
 };
-
-// Runs one forward: f on the weights (a plain or quantized provider, or the FSDP engine's
-// forward_with, which gathers and frees the sharded units around it).
-using RunForward = std::function<torch::Tensor(const std::function<torch::Tensor(models::ParamProvider&)>&)>;
-// The prompt tokens of a request.
-using PromptOf = std::function<std::vector<std::int64_t>(std::int64_t request)>;
 
 // Keys and values of one token in every layer: 2 x n_layer x d_model elements.
 std::int64_t kv_bytes_per_token(const models::ModelConfig& c, torch::ScalarType dtype);

@@ -37,7 +37,8 @@ ServeStepRecord step_record(const StepStats& s) {
   r.step = s.step;
   r.start_s = s.start_s, r.duration_s = s.duration_s(), r.schedule_s = s.schedule_s;
   r.prefill_s = s.prefill_s, r.decode_s = s.decode_s;
-  r.prefill_requests = s.prefill_requests, r.prefill_tokens = s.prefill_tokens;
+  r.prefill_requests = s.prefill_requests, r.prompt_tokens = s.prompt_tokens;
+  r.prefill_tokens = s.prefill_tokens;
   r.decode_rows = s.decode_rows, r.running = s.running, r.waiting = s.waiting;
   r.kv_in_use_bytes = static_cast<std::uint64_t>(s.kv_in_use_bytes);
   return r;
@@ -91,8 +92,15 @@ std::map<std::string, double> summarize(const std::vector<RequestSpec>& specs, c
     m["arrival_rate_measured"] =
         static_cast<double>(specs.size() - 1) / (specs.back().arrival_s - specs.front().arrival_s);
   double sched = 0, busy = 0, rows_decoded = 0, decode_s = 0, decode_steps = 0, kv_peak = 0, batch_max = 0;
+  double prompt_tokens = 0, prefill_tokens = 0, prefills = 0, prefilled = 0;
   for (const auto& s : r.steps) {
     sched += s.schedule_s, busy += s.duration_s();
+    if (s.prefill_requests > 0) {
+      ++prefills;
+      prefilled += static_cast<double>(s.prefill_requests);
+      prompt_tokens += static_cast<double>(s.prompt_tokens);
+      prefill_tokens += static_cast<double>(s.prefill_tokens);
+    }
     if (s.decode_rows > 0) {
       rows_decoded += static_cast<double>(s.decode_rows);
       decode_s += s.decode_s;
@@ -107,6 +115,10 @@ std::map<std::string, double> summarize(const std::vector<RequestSpec>& specs, c
     m["decode_batch_mean"] = rows_decoded / decode_steps;
     m["decode_batch_max"] = batch_max;
     m["decode_rows_per_s"] = rows_decoded / decode_s;
+  }
+  if (prefills > 0) {
+    m["prefill_batch_mean"] = prefilled / prefills;
+    m["prefill_efficiency"] = prompt_tokens / prefill_tokens;  // real / computed positions
   }
   m["kv_bytes_peak"] = kv_peak;
   return m;

@@ -1,5 +1,7 @@
 // The "serve" task: GPT-2 generation for requests that arrive over time (requests.h), batched
-// by a policy (policy.h) on rows of a KV cache (server.h, gpt2_executor.h). Records every
+// by a policy (policy.h) on rows of a KV cache (server.h, gpt2_executor.h), or BERT
+// classification of such requests (bert_executor.h: padded for static and sequential,
+// packed for continuous batching). Records every
 // request (TTFT, TPOT, queueing), every step (batch size, KV bytes) and their percentiles.
 // world > 1: the model is sharded (full_shard) and rank 0's scheduler drives every rank
 // (sharded.h).
@@ -16,6 +18,7 @@
 #include "workloads/infer/served_model.h"
 #include "workloads/models/gpt2.h"
 #include "workloads/quant/quantizer.h"
+#include "workloads/serve/bert_executor.h"
 #include "workloads/serve/gpt2_executor.h"
 #include "workloads/serve/metrics.h"
 #include "workloads/serve/sharded.h"
@@ -85,7 +88,7 @@ class ServeWorkload final : public sb::Workload {
   std::unique_ptr<data::BatchSource> prompts_;
   std::vector<RequestSpec> requests_;
   std::unique_ptr<Policy> policy_;
-  std::unique_ptr<Gpt2Executor> executor_;
+  std::unique_ptr<Executor> executor_;
 };
 
 void ServeWorkload::build(RunContext& ctx) {
@@ -94,14 +97,15 @@ void ServeWorkload::build(RunContext& ctx) {
   build_served(m_, ctx, inference_, p.get_int("batch"));
   m_.weights.clear();  // serving keeps only the served copy (or the engine's shards)
   gpt2_ = dynamic_cast<models::Gpt2*>(m_.served.get());
-  SB_CHECK(gpt2_, "serve generates text with GPT-2; model '{}' is a {} model", p.get_string("model"),
-           m_.served->config().family);
   requests_ = draw_requests(arrival_config(p));
+  if (!gpt2_)  // BERT: one result per request, at the end of its prefill
+    for (auto& r : requests_) r.output_len = 1;
   I longest = 1;
   for (const auto& r : requests_) longest = std::max(longest, r.prompt_len);
-  // Prompts: held-out rows of the Markov chain `train` uses for this seed, one per request.
+  // Prompts: held-out rows of the Markov chain `train` uses for this seed, one per request
+  // (BERT's rows are at least half their length: twice the longest prompt covers every prompt).
   const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
-  prompts_ = data::markov_source(m_.served->config(), 1, longest, seed, seed);
+  prompts_ = data::markov_source(m_.served->config(), 1, gpt2_ ? longest : std::max<I>(4, 2 * longest), seed, seed);
   PolicyConfig pc;
   pc.max_batch = p.get_int("batch");
   pc.max_queue_delay_s = p.get_double("max_queue_delay_ms") / 1e3;
@@ -112,8 +116,14 @@ void ServeWorkload::build(RunContext& ctx) {
 // Request r's prompt; warm-up uses negative ids (-1 - r: request r's prompt, never sampled).
 std::vector<I> ServeWorkload::prompt(I request) const {
   const I r = request < 0 ? -1 - request : request;
-  auto ids = prompts_->heldout(r).input_ids[0].narrow(0, 0, requests_.at(r).prompt_len).contiguous();
-  return {ids.data_ptr<I>(), ids.data_ptr<I>() + ids.numel()};
+  const I len = requests_.at(r).prompt_len;
+  auto row = prompts_->heldout(r);
+  auto ids = row.input_ids[0];
+  if (!gpt2_) ids = torch::where(row.targets[0] != -100, row.targets[0], ids);  // BERT: unmasked text
+  ids = ids.narrow(0, 0, len).contiguous();
+  std::vector<I> out(ids.data_ptr<I>(), ids.data_ptr<I>() + len);
+  if (!gpt2_ && len >= 2) out.back() = data::MlmConfig{}.sep_id;  // [CLS] text [SEP]
+  return out;
 }
 
 // KV rows: `batch` (sequential: 1), each for the longest request that fits the context, and
@@ -125,6 +135,15 @@ void ServeWorkload::make_executor(RunContext& ctx) {
   for (const auto& r : requests_)
     if (r.prompt_len + r.output_len <= context) capacity = std::max(capacity, r.prompt_len + r.output_len);
   I rows = p.get_string("serve_policy") == "sequential" ? 1 : p.get_int("batch");
+  RunForward run = [this](const std::function<torch::Tensor(models::ParamProvider&)>& f) {
+    return m_.run(f);
+  };
+  PromptOf prompt = [this](I r) { return this->prompt(r); };
+  if (!gpt2_) {  // packing joins requests of different lengths; a static batch pads them
+    executor_ = std::make_unique<BertExecutor>(*m_.served, run, prompt, rows,
+                                               !policy_->batch_runs_to_completion() && rows > 1);
+    return;
+  }
   const I per_token = kv_bytes_per_token(m_.served->config(), m_.engine ? torch::kFloat : m_.compute);
   if (const I budget = p.get_int("kv_cache_bytes"); budget > 0) {
     SB_CHECK(budget >= capacity * per_token,
@@ -133,15 +152,11 @@ void ServeWorkload::make_executor(RunContext& ctx) {
              budget, capacity, capacity * per_token, per_token);
     rows = std::min(rows, budget / (capacity * per_token));
   }
-  RunForward run = [this](const std::function<torch::Tensor(models::ParamProvider&)>& f) {
-    return m_.run(f);
-  };
   SamplingConfig s;
   s.temperature = p.get_double("temperature");
   s.top_k = p.get_int("top_k");
   s.seed = static_cast<std::uint64_t>(p.get_int("seed"));
-  executor_ = std::make_unique<Gpt2Executor>(*gpt2_, run, [this](I r) { return prompt(r); }, rows,
-                                             capacity, s);
+  executor_ = std::make_unique<Gpt2Executor>(*gpt2_, run, prompt, rows, capacity, s);
   SB_CHECK(executor_->kv_bytes_per_token() == per_token, "serve: KV bytes per token {} != {}",
            executor_->kv_bytes_per_token(), per_token);
 }
@@ -169,24 +184,44 @@ void ServeWorkload::record(RunContext& ctx, const ServeResult& r) {
   for (const auto& s : r.steps) rec.add(step_record(s));
   for (const auto& [k, v] : summarize(requests_, r, rows)) rec.scalar(k, v);
   for (double gap : inter_token_gaps(r)) rec.series("itl_s", gap);
-  rec.scalar("kv_cache_bytes", static_cast<double>(executor_->cache_bytes()));
-  rec.scalar("kv_cache_rows", static_cast<double>(executor_->rows()));
-  rec.scalar("kv_row_tokens", static_cast<double>(executor_->row_capacity()));
-  rec.scalar("kv_bytes_per_token", static_cast<double>(executor_->kv_bytes_per_token()));
+  const auto& ex = *executor_;
+  rec.scalar("kv_cache_bytes", static_cast<double>(ex.rows() * ex.row_capacity() * ex.kv_bytes_per_token()));
+  rec.scalar("kv_cache_rows", static_cast<double>(ex.rows()));
+  rec.scalar("kv_row_tokens", static_cast<double>(ex.row_capacity()));
+  rec.scalar("kv_bytes_per_token", static_cast<double>(ex.kv_bytes_per_token()));
   m_.record(rec, p, ctx.rank);
   rec.text("serve_policy", policy_->name());
+  if (const auto* bert = dynamic_cast<const BertExecutor*>(executor_.get()))
+    rec.text("prefill_batching", bert->packed() ? "packed" : "padded");
   rec.text("clock", "virtual: arrivals from the request list, steps advance it by their measured "
                     "wall time, idle time skipped (docs/METRICS.md, Serving)");
+}
+
+// BERT requests return one label at the end of their prefill: the generation keys do nothing.
+void validate_bert(const Point& p, const models::ModelConfig& m, std::vector<Diagnostic>& out) {
+  if (p.get_string("arrival") != "trace" && p.get_int("prompt_len_max") > m.max_pos)
+    out.push_back({"prompt_len_max", fmt::format("prompt_len_max {} exceeds model {}'s {} positions: "
+                                                 "longer requests will be refused (and counted)",
+                                                 p.get_int("prompt_len_max"), m.preset, m.max_pos), true});
+  const bool set[] = {p.get_double("temperature") > 0, p.get_int("top_k") > 0, p.get_int("eos_token") >= 0,
+                      p.get_int("kv_cache_bytes") > 0};
+  const char* keys[] = {"temperature", "top_k", "eos_token", "kv_cache_bytes"};
+  for (int i = 0; i < 4; ++i)
+    if (set[i])
+      out.push_back({keys[i], fmt::format("{} is ignored for BERT requests (one label each, no "
+                                          "generation, no KV cache)", keys[i]), true});
 }
 
 void validate(const Point& p, std::vector<Diagnostic>& out) {
   if (!is_serve(p)) return;
   try {
     const auto m = models::preset_config(p.get_string("model"));
-    if (m.family != "gpt2")
-      out.push_back({"model", fmt::format("serve generates text with GPT-2; model {} is a {} model "
-                                          "(use a gpt2 preset or a GPT-2 folder)", m.preset, m.family)});
-    else if (p.get_string("arrival") != "trace" &&
+    if (m.family == "bert") {
+      validate_bert(p, m, out);
+    } else if (m.family != "gpt2") {
+      out.push_back({"model", fmt::format("serve runs GPT-2 (generation) or BERT (classification); "
+                                          "model {} is a {} model", m.preset, m.family)});
+    } else if (p.get_string("arrival") != "trace" &&
              p.get_int("prompt_len_max") + p.get_int("output_len_max") > m.max_pos)
       out.push_back({"prompt_len_max",
                      fmt::format("prompt_len_max {} + output_len_max {} exceeds model {}'s {} "
@@ -242,7 +277,7 @@ const sb::Registrar registrar([] {
   key(integer("requests", 64, 1, I{1} << 24, "serve: requests in the run (poisson, offline)"));
   key(integer("prompt_len_min", 32, 1, kLen, "serve: shortest prompt (tokens; uniform on [min, max])"));
   key(integer("prompt_len_max", 32, 1, kLen, "serve: longest prompt (tokens)"));
-  key(integer("output_len_min", 16, 1, kLen, "serve: fewest output tokens (uniform on [min, max])"));
+  key(integer("output_len_min", 16, 1, kLen, "serve: fewest output tokens (uniform on [min, max]; BERT requests return one label)"));
   key(integer("output_len_max", 16, 1, kLen, "serve: most output tokens"));
   key({"request_trace", KeyType::String, std::string(""), "",
        "serve: arrival = trace: JSONL, one {\"arrival_s\", \"prompt_len\", \"output_len\"} per line"});

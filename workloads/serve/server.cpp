@@ -108,16 +108,17 @@ class Loop {
     const auto tokens = ex_.prefill(first, admit);
     s.prefill_s = since(t);
     const double at = clock + s.schedule_s + s.prefill_s;
-    std::int64_t longest = 0;
+    std::vector<std::int64_t> lens;
     for (std::size_t i = 0; i < admit.size(); ++i) {
       const auto& r = reqs_[admit[i]];
       out_.requests[r.id].start_s = clock + s.schedule_s;
       rows_.push_back({r.id, r.prompt_len, 0, false});
       emit(rows_.back(), tokens[i], at);
-      longest = std::max(longest, r.prompt_len);
+      lens.push_back(r.prompt_len);
+      s.prompt_tokens += r.prompt_len;
     }
     s.prefill_requests = static_cast<std::int64_t>(admit.size());
-    s.prefill_tokens = s.prefill_requests * longest;
+    s.prefill_tokens = ex_.prefill_cost(lens);
   }
 
   void decode(std::size_t n, double clock, StepStats& s) {
@@ -177,6 +178,12 @@ class Loop {
 };
 
 }  // namespace
+
+std::int64_t Executor::prefill_cost(const std::vector<std::int64_t>& prompt_lens) const {
+  std::int64_t longest = 0;
+  for (auto l : prompt_lens) longest = std::max(longest, l);
+  return static_cast<std::int64_t>(prompt_lens.size()) * longest;
+}
 
 ServeResult run_server(const std::vector<RequestSpec>& requests, const Policy& policy,
                        Executor& ex, const ServerConfig& cfg,

@@ -35,6 +35,9 @@ class Executor {
                                            const std::vector<std::int64_t>& lengths) = 0;
   // Row `from` (holding `length` tokens) moves to row `to`.
   virtual void move_row(std::int64_t from, std::int64_t to, std::int64_t length) = 0;
+  // Token positions a prefill of prompts of these lengths computes: padded to the longest
+  // (n x longest), unless the executor packs prompts into fewer rows.
+  virtual std::int64_t prefill_cost(const std::vector<std::int64_t>& prompt_lens) const;
 };
 
 struct ServerConfig {
@@ -53,7 +56,9 @@ struct RequestResult {
 struct StepStats {
   std::int64_t step = 0;
   double start_s = 0, schedule_s = 0, prefill_s = 0, decode_s = 0;
-  std::int64_t prefill_requests = 0, prefill_tokens = 0;  // prefill_tokens: padded (B x T)
+  std::int64_t prefill_requests = 0;
+  std::int64_t prompt_tokens = 0;   // the admitted prompts' tokens
+  std::int64_t prefill_tokens = 0;  // token positions computed (Executor::prefill_cost)
   std::int64_t decode_rows = 0, running = 0, waiting = 0;
   std::int64_t kv_in_use_bytes = 0;  // tokens held in rows x kv_bytes_per_token
   double duration_s() const { return schedule_s + prefill_s + decode_s; }

@@ -23,6 +23,9 @@ class Leader final : public Executor {
                                    const std::vector<std::int64_t>& last,
                                    const std::vector<std::int64_t>& lengths) override;
   void move_row(std::int64_t from, std::int64_t to, std::int64_t length) override;
+  std::int64_t prefill_cost(const std::vector<std::int64_t>& prompt_lens) const override {
+    return inner_.prefill_cost(prompt_lens);
+  }
   void begin_step(std::int64_t step);  // the followers call on_step(step) too
   void finish();                       // the followers return
 
