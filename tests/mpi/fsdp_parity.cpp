@@ -141,7 +141,8 @@ class TinyUnits final : public sb::models::Model {
     p.release(2, y);
     return y;
   }
-  torch::Tensor loss(sb::models::ParamProvider& p, const sb::models::Batch& b) override {
+  torch::Tensor loss_with(sb::models::ParamProvider& p, const sb::models::Batch& b,
+                          const sb::models::LossCombiner&) override {
     auto y = logits(p, b);
     return at::cross_entropy_loss(y.reshape({-1, 32}), b.targets.reshape({-1}));
   }

@@ -224,9 +224,11 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     }
     U->decay = decay.narrow(0, layout_.params_sharded ? U->range.offset : U->opt_off, U->opt_n)
                    .clone();
-    U->exp_avg = torch::zeros({U->opt_n}, on);
-    U->exp_avg_sq = torch::zeros({U->opt_n}, on);
-    U->grad = torch::zeros({layout_.grads_sharded ? U->range.size : U->range.padded}, on);
+    if (!cfg_.forward_only) {  // a teacher or a served model never steps: no moments, no grads
+      U->exp_avg = torch::zeros({U->opt_n}, on);
+      U->exp_avg_sq = torch::zeros({U->opt_n}, on);
+      U->grad = torch::zeros({layout_.grads_sharded ? U->range.size : U->range.padded}, on);
+    }
 
     if (!layout_.params_sharded && cfg_.param_dtype == torch::kFloat32) {
       U->alias = true;  // the model computes on the fp32 replica itself
@@ -400,6 +402,7 @@ void Engine::finish_grads() {
 // ---- the step ----------------------------------------------------------------------------
 StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t global_terms) {
   SB_CHECK(!micro.empty(), "a step needs at least one micro-batch");
+  SB_CHECK(!cfg_.forward_only, "Engine::step on a forward-only engine (EngineConfig::forward_only)");
   SB_CHECK(global_terms > 0, "the step's global batch has {} loss terms", global_terms);
   StepStats s;
   comm_.reset_exposed();
@@ -415,7 +418,7 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
              "use a larger batch", i, comm_.rank());
     const double t0 = MPI_Wtime();
     begin_forward();
-    auto loss = model_.loss(*this, micro[i]);
+    auto loss = loss_fn_ ? loss_fn_(*this, micro[i]) : model_.loss(*this, micro[i]);
     end_forward();
     // Weighted so that summing over ranks and micro-steps gives the global mean (times the
     // loss scale, 1 without scaling: the same bits).
@@ -537,8 +540,8 @@ MemoryStats Engine::memory() const {
   MemoryStats m;
   for (const auto& U : units_) {
     m.param += U->master.nbytes();
-    m.grad += U->grad.nbytes() + (U->acc.defined() ? U->acc.nbytes() : 0);
-    m.optim += U->exp_avg.nbytes() + U->exp_avg_sq.nbytes();
+    if (U->grad.defined()) m.grad += U->grad.nbytes() + (U->acc.defined() ? U->acc.nbytes() : 0);
+    if (U->exp_avg.defined()) m.optim += U->exp_avg.nbytes() + U->exp_avg_sq.nbytes();
     if (U->gathered && !U->alias) m.gathered += U->W.numel() * U->W.element_size();
   }
   m.compression = static_cast<std::uint64_t>(coll_->state_bytes());

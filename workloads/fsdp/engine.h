@@ -55,6 +55,9 @@ struct EngineConfig {
   // Adam's step count unchanged) and the scale halved; after `growth_interval` good steps in
   // a row it doubles (torch.cuda.amp.GradScaler's rule and defaults).
   bool loss_scaling = false;
+  // Forward only (a distillation teacher, sharded serving): no gradients or Adam moments are
+  // allocated, and step() refuses.
+  bool forward_only = false;
   double loss_scale_init = 65536.0;
   std::int64_t loss_scale_growth_interval = 2000;
 };
@@ -147,6 +150,12 @@ class Engine final : public models::ParamProvider {
   // step's global batch (every rank, every micro-batch), so that the summed gradient is the
   // gradient of the global mean loss whatever each rank's share of the terms.
   StepStats step(const std::vector<models::Batch>& micro, std::int64_t global_terms);
+  // The loss a step trains on, per micro-batch (default: the model's loss). It must come from
+  // one model.loss_with call on the engine (the units are released against its result), and
+  // be a mean over the micro-batch's loss terms like the model's (the step weights it by
+  // them). Distillation's (workloads/distill/distill.h) is one.
+  using LossFn = std::function<torch::Tensor(models::ParamProvider&, const models::Batch&)>;
+  void set_loss(LossFn f) { loss_fn_ = std::move(f); }
   // Forward without gradients on this rank's batch (sharded inference and evaluation).
   torch::Tensor forward_logits(const models::Batch& b);  // (B, T, vocab)
   // Any other forward of the model (serving's KV-cached steps), under the same protocol:
@@ -196,6 +205,7 @@ class Engine final : public models::ParamProvider {
   void refresh_replicas();
 
   models::Model& model_;
+  LossFn loss_fn_;  // set_loss; empty: model_.loss
   comm::Communicator& comm_;
   EngineConfig cfg_;
   std::unique_ptr<Strategy> strategy_;

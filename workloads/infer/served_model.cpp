@@ -33,6 +33,7 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
     s.comm = std::make_unique<comm::Communicator>(ctx.world, ctx.size, true, comm::backend_choice(p));
     fsdp::EngineConfig ec;
     ec.strategy = "full_shard";
+    ec.forward_only = true;
     ec.device = s.device;
     s.engine = std::make_unique<fsdp::Engine>(*s.served, *s.comm, ec, served);
   }

@@ -119,7 +119,7 @@ torch::Tensor cls_logits(ParamProvider& p, int head, const std::vector<torch::Te
 }
 }  // namespace
 
-torch::Tensor Bert::loss(ParamProvider& p, const Batch& b) {
+torch::Tensor Bert::loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) {
   SB_CHECK(b.targets.defined() || b.labels.defined(),
            "BERT loss needs MLM targets (B, T) or classification labels (B), or both");
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
@@ -127,6 +127,8 @@ torch::Tensor Bert::loss(ParamProvider& p, const Batch& b) {
   const int head = static_cast<int>(cfg_.n_layer + 1);
   auto w = p.acquire(head);
   torch::Tensor loss;
+  LossParts parts;
+  if (c.hidden) parts.hidden = x;
   bool used_word = false;
   if (b.targets.defined()) {
     // Only masked positions reach the V-wide decoder: same mean cross-entropy as full
@@ -137,10 +139,17 @@ torch::Tensor Bert::loss(ParamProvider& p, const Batch& b) {
     used_word = true;
     auto logits = mlm_logits(p, head, w, word, x.index_select(0, idx), cfg_.ln_eps);  // (N, V)
     loss = at::cross_entropy_loss(logits, t.index_select(0, idx), {}, at::Reduction::Mean, -100, 0.0);
+    parts.logits = logits;  // the loss terms are the masked positions
   }
   if (b.labels.defined()) {
-    auto c = at::cross_entropy_loss(cls_logits(p, head, w, x, B, T, b.cls_index), b.labels, {}, at::Reduction::Mean, -100, 0.0);
-    loss = loss.defined() ? loss + c : c;
+    auto logits = cls_logits(p, head, w, x, B, T, b.cls_index);  // (B, num_labels)
+    auto ce = at::cross_entropy_loss(logits, b.labels, {}, at::Reduction::Mean, -100, 0.0);
+    loss = loss.defined() ? loss + ce : ce;
+    if (!parts.logits.defined()) parts.logits = logits;  // labels only: the rows are the terms
+  }
+  if (c.combine) {
+    parts.loss = loss;
+    loss = c.combine(parts);
   }
   if (used_word) p.release(0, loss);
   p.release(head, loss);

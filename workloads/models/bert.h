@@ -20,7 +20,7 @@ class Bert final : public Model {
   const std::vector<UnitSpec>& units() const override { return units_; }
   // MLM mean cross-entropy over targets != -100 (if targets defined) plus the classification
   // cross-entropy (if labels defined).
-  torch::Tensor loss(ParamProvider& p, const Batch& b) override;
+  torch::Tensor loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) override;
   torch::Tensor logits(ParamProvider& p, const Batch& b) override;    // MLM (B, T, V)
   torch::Tensor classify(ParamProvider& p, const Batch& b) override;  // (B, num_labels)
   double train_flops_per_token(std::int64_t seq_len) const override;

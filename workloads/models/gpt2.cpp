@@ -106,7 +106,7 @@ torch::Tensor Gpt2::head(ParamProvider& p, torch::Tensor x, bool release_head_wi
 }
 
 torch::Tensor Gpt2::forward(ParamProvider& p, const torch::Tensor& ids, KVCache* cache,
-                            bool release_head_with_logits) {
+                            bool release_head_with_logits, torch::Tensor* hidden) {
   SB_CHECK(ids.dim() == 2, "GPT-2 input_ids must be (B, T), got {} dims", ids.dim());
   const std::int64_t B = ids.size(0), T = ids.size(1);
   const std::int64_t past = cache ? cache->length : 0;
@@ -127,6 +127,7 @@ torch::Tensor Gpt2::forward(ParamProvider& p, const torch::Tensor& ids, KVCache*
                             cache->v[l].narrow(2, 0, past + T));
     };
   x = blocks(p, x, B, T, kv, mask);
+  if (hidden) *hidden = x;
   if (cache) cache->length = past + T;
   return head(p, x, release_head_with_logits);
 }
@@ -182,10 +183,17 @@ torch::Tensor Gpt2::forward_rows(ParamProvider& p, const torch::Tensor& ids, KVC
   return head(p, x.index_select(0, at_last), true);  // (B, V)
 }
 
-torch::Tensor Gpt2::loss(ParamProvider& p, const Batch& b) {
+torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) {
   SB_CHECK(b.targets.defined(), "GPT-2 loss needs targets (B, T)");
-  auto logits = forward(p, b.input_ids, nullptr, false);  // (B*T, V)
-  auto loss = at::cross_entropy_loss(logits, b.targets.reshape({-1}), {}, at::Reduction::Mean, -100, 0.0);
+  LossParts parts;
+  auto logits = forward(p, b.input_ids, nullptr, false, c.hidden ? &parts.hidden : nullptr);  // (B*T, V)
+  const auto t = b.targets.reshape({-1});
+  auto loss = at::cross_entropy_loss(logits, t, {}, at::Reduction::Mean, -100, 0.0);
+  if (c.combine) {
+    parts.loss = loss;
+    parts.logits = logits.index_select(0, (t != -100).nonzero().squeeze(1));  // (terms, V)
+    loss = c.combine(parts);
+  }
   p.release(0, loss);
   p.release(static_cast<int>(cfg_.n_layer + 1), loss);
   return loss;

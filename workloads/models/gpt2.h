@@ -27,7 +27,7 @@ class Gpt2 final : public Model {
   explicit Gpt2(ModelConfig cfg);
   const ModelConfig& config() const override { return cfg_; }
   const std::vector<UnitSpec>& units() const override { return units_; }
-  torch::Tensor loss(ParamProvider& p, const Batch& b) override;
+  torch::Tensor loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) override;
   torch::Tensor logits(ParamProvider& p, const Batch& b) override;  // (B, T, V)
   double train_flops_per_token(std::int64_t seq_len) const override;
 
@@ -50,8 +50,9 @@ class Gpt2 final : public Model {
 
  private:
   // ids (B, T) -> logits (B*T, V); cache may be null (full causal forward).
+  // hidden (optional) receives the last block's output (B*T, d).
   torch::Tensor forward(ParamProvider& p, const torch::Tensor& ids, KVCache* cache,
-                        bool release_head_with_logits);
+                        bool release_head_with_logits, torch::Tensor* hidden = nullptr);
   // The pieces forward and forward_rows share. kv (may be empty) turns a layer's new keys and
   // values (B, H, T, Dh) into the ones its queries attend to (a cache's).
   using KeysValues = std::function<std::pair<torch::Tensor, torch::Tensor>(

@@ -44,6 +44,10 @@ const std::vector<Preset>& presets() {
       {bert("bert-tiny", 128, 128, 64, 2, 4), "BERT for tests: vocab 128, d 64, 2 layers, 4 heads, 128 positions"},
       {bert("bert-base", 30522, 512, 768, 12, 12), "BERT-Base 110M: d 768, 12 layers, 12 heads"},
       {bert("bert-large", 30522, 512, 1024, 24, 16), "BERT-Large 340M: d 1024, 24 layers, 16 heads"},
+      // Distillation students (docs/DISTILLATION.md): a teacher's widths, half its layers.
+      {gpt2("gpt2-6l", 50257, 1024, 768, 6, 12), "GPT-2 124M's widths, 6 layers (DistilGPT2's depth): a student"},
+      {bert("bert-tiny-1l", 128, 128, 64, 1, 4), "bert-tiny with 1 layer: a student for tests"},
+      {bert("bert-base-6l", 30522, 512, 768, 6, 12), "BERT-Base's widths, 6 layers (DistilBERT's depth): a student"},
   };
   return p;
 }

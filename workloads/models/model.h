@@ -5,6 +5,7 @@
 // plain persistent tensors (reference) and on FSDP-gathered flat buffers (sharded).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,9 @@ struct Batch {
   torch::Tensor attention_mask;  // (B, T) int64 1 = real token, 0 = padding; undefined = all real
   torch::Tensor token_type_ids;  // (B, T) int64 (BERT); undefined = zeros
   torch::Tensor labels;          // (B) int64 sequence-classification labels; undefined = none
+  // Distillation (workloads/distill/): the teacher's LossParts on this batch.
+  torch::Tensor teacher_logits;  // (terms, classes)
+  torch::Tensor teacher_hidden;  // (B*T, d_teacher); undefined = not asked for
   // Packed rows (BERT serving, workloads/serve/bert_executor.h): several sequences share a row.
   torch::Tensor position_ids;    // (B, T) int64 position of each token in its sequence; undefined = 0..T-1
   torch::Tensor segment_ids;     // (B, T) int64 sequence of each token (attention stays inside it)
@@ -71,6 +75,23 @@ struct ModelConfig {
   std::int64_t attention_chunk = 128;
 };
 
+// The training loss and the tensors it is computed from, for losses built on top of it
+// (distillation, workloads/distill/). Rows of `logits` are the loss terms (fsdp::loss_terms):
+// GPT-2 the positions with a target, BERT the masked positions (MLM) or, with labels only,
+// the rows (classification).
+struct LossParts {
+  torch::Tensor loss;    // () the training loss, as Model::loss returns it
+  torch::Tensor logits;  // (terms, classes)
+  torch::Tensor hidden;  // (B*T, d) the last layer's hidden states (when asked for)
+};
+// Builds the loss backward starts from out of the parts. The model releases its units
+// against the tensor it returns (the engine re-gathers them when its gradient arrives), so
+// the whole loss has to be formed inside the model's forward.
+struct LossCombiner {
+  std::function<torch::Tensor(const LossParts&)> combine;
+  bool hidden = false;  // LossParts::hidden is needed
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -78,7 +99,9 @@ class Model {
   virtual const std::vector<UnitSpec>& units() const = 0;
   // Training objective: mean cross-entropy over non-ignored targets (GPT-2: next token,
   // targets already shifted by the data loader; BERT: MLM, plus classification if labels).
-  virtual torch::Tensor loss(ParamProvider& p, const Batch& b) = 0;
+  torch::Tensor loss(ParamProvider& p, const Batch& b) { return loss_with(p, b, {}); }
+  // The same loss, turned into another by c.combine (none: the loss itself).
+  virtual torch::Tensor loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) = 0;
   // (B, T, vocab) for GPT-2 / BERT-MLM; (B, num_labels) for BERT classification via classify().
   virtual torch::Tensor logits(ParamProvider& p, const Batch& b) = 0;
   // Model FLOPs per token for one forward+backward (docs/METRICS.md): 6N + attention.

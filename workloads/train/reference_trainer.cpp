@@ -56,7 +56,7 @@ StepResult ReferenceTrainer::step(const std::vector<models::Batch>& micro_batche
   double loss_sum = 0;
   for (const auto& mb : micro_batches) {
     auto t0 = Clock::now();
-    auto loss = model_.loss(*params_, mb);
+    auto loss = cfg_.loss ? cfg_.loss(*params_, mb) : model_.loss(*params_, mb);
     r.forward_s += since(t0);
     t0 = Clock::now();
     (loss * inv).backward();

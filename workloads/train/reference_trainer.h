@@ -4,6 +4,7 @@
 // same seed and batches, same losses bit for bit.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -19,6 +20,8 @@ struct TrainConfig {
   std::uint64_t seed = 1234;  // parameter init (models::init_params)
   int threads = 0;            // at::set_num_threads when > 0
   std::string device = "cpu";
+  // The training loss per micro-batch (default: the model's loss), as fsdp::Engine::set_loss.
+  std::function<torch::Tensor(models::ParamProvider&, const models::Batch&)> loss;
 };
 
 struct StepResult {

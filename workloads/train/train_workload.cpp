@@ -24,6 +24,7 @@
 #include "workloads/data/text_corpus.h"
 #include "workloads/data/token_file.h"
 #include "workloads/data/safetensors.h"
+#include "workloads/distill/distill.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
@@ -135,8 +136,12 @@ class TrainWorkload final : public sb::Workload {
   void resume(RunContext& ctx);
   void step_loop(RunContext& ctx);
   sb::StepRecord step_record(RunContext& ctx, I s, const fsdp::StepStats& st, double wall) const;
-  double evaluate(RunContext& ctx);
+  void build_teacher(RunContext& ctx);
+  double evaluate(RunContext& ctx, fsdp::Engine& engine);
+  double classification_accuracy(RunContext& ctx, fsdp::Engine& engine, const data::LabelledBatches& src,
+                                 double* macro_f1);
   void record_labelled(RunContext& ctx, const data::LabelledBatches& src);
+  void record_teacher(RunContext& ctx);
   double mlm_accuracy(RunContext& ctx);
   void record_results(RunContext& ctx);
   void export_weights(RunContext& ctx);
@@ -147,6 +152,10 @@ class TrainWorkload final : public sb::Workload {
   std::unique_ptr<models::Model> model_;
   std::unique_ptr<comm::Communicator> comm_;
   std::unique_ptr<fsdp::Engine> engine_;
+  // Distillation (teacher set): the teacher, forward only, sharded like the student.
+  std::unique_ptr<models::Model> teacher_;
+  std::unique_ptr<fsdp::Engine> teacher_engine_;
+  distill::DistillConfig distill_;
   std::unique_ptr<data::BatchSource> source_;
   fsdp::EngineConfig cfg_;
   torch::Device device_ = torch::kCPU;  // the `device` key (models/device.h)
@@ -171,7 +180,11 @@ void TrainWorkload::build(RunContext& ctx) {
   if (progress == "auto")  // train_task.cpp says why
     progress = fsdp::strategy_layout(cfg_.strategy).params_sharded ? "poll" : "inline";
   comm_->set_progress(comm::progress_from_name(progress));
-  engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_, initial_weights(p, *model_));
+  if (!p.get_string("teacher").empty()) {
+    build_teacher(ctx);
+  } else {
+    engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_, initial_weights(p, *model_));
+  }
   if (p.get_bool("resume")) resume(ctx);
   source_ = make_source(ctx, model_->config(), &corpus_);
 
@@ -198,6 +211,37 @@ void TrainWorkload::build(RunContext& ctx) {
   peak_gflops_ = given ? p.get_double("peak_gflops") : peaks[0];
   flops_per_token_ = model_->train_flops_per_token(p.get_int("seq"));
   engine_->reset_peak();
+}
+
+// Distillation (docs/DISTILLATION.md): the teacher's weights (teacher_init, the teacher folder's,
+// or seeded), the student's from them when distill.student_init = every_other, the teacher's
+// forward-only engine (the student's strategy and compute dtype, uncompressed gathers), and
+// the student's loss: distill::combiner on the teacher outputs each micro-batch carries.
+void TrainWorkload::build_teacher(RunContext& ctx) {
+  const Point& p = ctx.point;
+  const std::string teacher = p.get_string("teacher");
+  teacher_ = models::make_model(teacher, p.get_string("attention"));
+  std::string from = p.get_string("teacher_init");
+  if (from.empty() && models::is_model_path(teacher)) from = teacher;
+  auto weights = from.empty() ? models::init_params(teacher_->units(), static_cast<std::uint64_t>(p.get_int("seed")))
+                              : data::load_checkpoint(*teacher_, from);
+  if (p.get_string("distill.student_init") == "every_other")
+    engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_,
+                                             distill::student_from_teacher(*model_, *teacher_, weights));
+  else
+    engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_, initial_weights(p, *model_));
+  fsdp::EngineConfig tc = cfg_;
+  tc.forward_only = true;
+  tc.loss_scaling = false;
+  tc.compression = comm::policy_preset("none");
+  teacher_engine_ = std::make_unique<fsdp::Engine>(*teacher_, *comm_, tc, weights);
+  distill_.temperature = p.get_double("distill.temperature");
+  distill_.soft_weight = p.get_double("distill.soft_weight");
+  distill_.hard_weight = p.get_double("distill.hard_weight");
+  distill_.hidden_weight = p.get_double("distill.hidden_weight");
+  engine_->set_loss([this](models::ParamProvider& pp, const models::Batch& b) {
+    return model_->loss_with(pp, b, distill::combiner(b, distill_));
+  });
 }
 
 // resume = true continues from the newest committed checkpoint set of checkpoint_dir, or
@@ -239,8 +283,14 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     auto micro = data::split_rows(data::rank_rows(global, ctx.rank, ctx.size), accum);
     for (auto& m : micro) m = data::to_device(m, device_);
     const double t0 = MPI_Wtime();
+    if (teacher_engine_) {  // the teacher's outputs ride in each micro-batch (distill.h)
+      for (auto& m : micro)
+        distill::attach_teacher(*teacher_, [&](const auto& f) { return teacher_engine_->forward_with(f); },
+                                m, distill_.hidden_weight > 0);
+      ctx.recorder.series("teacher_forward_s", MPI_Wtime() - t0);
+    }
     const auto st = engine_->step(micro, fsdp::loss_terms(global));
-    const double wall = MPI_Wtime() - t0;
+    const double wall = MPI_Wtime() - t0;  // the teacher's forward included
     SB_CHECK(st.skipped || std::isfinite(st.loss), "step {}: the loss is {} (diverged); lower lr "
              "(now {}) or raise grad_clip's effect by lowering it (now {})", s, st.loss,
              cfg_.adamw.lr, cfg_.adamw.grad_clip);
@@ -248,7 +298,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     ctx.recorder.step(step_record(ctx, s, st, wall));
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
     if (eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps)
-      ctx.recorder.series("eval_loss", evaluate(ctx));
+      ctx.recorder.series("eval_loss", evaluate(ctx, *engine_));
     if (ctx.stop_agreed()) break;  // every rank gets the same answer: all leave together
   }
   ctx.progress.end();
@@ -282,14 +332,14 @@ sb::StepRecord TrainWorkload::step_record(RunContext& ctx, I s, const fsdp::Step
 }
 
 // Held-out loss over eval_batches global batches: every rank its rows, weighted by terms.
-double TrainWorkload::evaluate(RunContext& ctx) {
+double TrainWorkload::evaluate(RunContext& ctx, fsdp::Engine& engine) {
   double sum = 0;
   I terms_total = 0;
   for (I i = 0; i < ctx.point.get_int("eval_batches"); ++i) {
     auto g = source_->heldout(i);
     auto mine = data::rank_rows(g, ctx.rank, ctx.size);
     const I terms = fsdp::loss_terms(mine);
-    sum += engine_->forward_loss(data::to_device(mine, device_)).item<double>() *
+    sum += engine.forward_loss(data::to_device(mine, device_)).item<double>() *
            static_cast<double>(terms);
     terms_total += fsdp::loss_terms(g);
   }
@@ -298,15 +348,23 @@ double TrainWorkload::evaluate(RunContext& ctx) {
 
 // Accuracy and macro-F1 of the trained model on every validation example (each rank scores
 // the same rows: the sharded forward is collective), and what the dataset was.
-void TrainWorkload::record_labelled(RunContext& ctx, const data::LabelledBatches& src) {
+double TrainWorkload::classification_accuracy(RunContext& ctx, fsdp::Engine& engine,
+                                              const data::LabelledBatches& src, double* macro_f1) {
   const auto& v = src.data().validation;
   const auto pred = data::predicted_classes(v, ctx.point.get_int("batch"), [&](const models::Batch& b) {
-    return engine_->forward_classify(data::to_device(b, device_));
+    return engine.forward_classify(data::to_device(b, device_));
   });
   const auto s = data::classification_score(pred, v.labels, model_->config().num_labels);
+  if (macro_f1) *macro_f1 = s.macro_f1;
+  return s.accuracy;
+}
+
+void TrainWorkload::record_labelled(RunContext& ctx, const data::LabelledBatches& src) {
+  const auto& v = src.data().validation;
+  double f1 = 0;
   auto& rec = ctx.recorder;
-  rec.scalar("classification_accuracy", s.accuracy);
-  rec.scalar("macro_f1", s.macro_f1);
+  rec.scalar("classification_accuracy", classification_accuracy(ctx, *engine_, src, &f1));
+  rec.scalar("macro_f1", f1);
   rec.scalar("validation_examples", static_cast<double>(v.size()));
   rec.scalar("train_examples", static_cast<double>(src.data().train.size()));
   rec.scalar("truncated_examples", static_cast<double>(src.data().truncated));
@@ -334,10 +392,11 @@ void TrainWorkload::record_results(RunContext& ctx) {
   fsdp::add_engine_memory(engine_->memory(), m);
   rec.memory(m);
 
-  const double eval = evaluate(ctx);
+  const double eval = evaluate(ctx, *engine_);
   rec.scalar("final_eval_loss", eval);
   rec.series("eval_loss", eval);
   if (auto* lb = dynamic_cast<const data::LabelledBatches*>(source_.get())) record_labelled(ctx, *lb);
+  if (teacher_engine_) record_teacher(ctx);
   if (!corpus_.key.empty()) {  // held-out text: perplexity = exp(mean cross-entropy)
     if (models::family(model_->config().family).objective == models::Objective::CausalLm)
       rec.scalar("perplexity", std::exp(eval));
@@ -384,6 +443,18 @@ void TrainWorkload::record_results(RunContext& ctx) {
     rec.scalar("device_peak_allocated_bytes",
                static_cast<double>(models::device_peak_allocated_bytes(device_)));
   if (!comm_->backend_source().empty()) rec.text("comm_tuning_source", comm_->backend_source());
+}
+
+// The teacher's figures on the same held-out data, for "the student keeps x% of the teacher's
+// accuracy" (docs/DISTILLATION.md): its held-out loss (the hard loss, as final_eval_loss),
+// classification accuracy on labelled data, and size.
+void TrainWorkload::record_teacher(RunContext& ctx) {
+  auto& rec = ctx.recorder;
+  rec.scalar("teacher_eval_loss", evaluate(ctx, *teacher_engine_));
+  if (auto* lb = dynamic_cast<const data::LabelledBatches*>(source_.get()))
+    rec.scalar("teacher_classification_accuracy", classification_accuracy(ctx, *teacher_engine_, *lb, nullptr));
+  rec.scalar("teacher_params", static_cast<double>(models::count_params(teacher_->units())));
+  rec.text("teacher", ctx.point.get_string("teacher"));
 }
 
 void TrainWorkload::export_weights(RunContext& ctx) {

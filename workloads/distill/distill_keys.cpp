@@ -1,0 +1,103 @@
+// The distillation keys (the train task reads them; train/train_workload.cpp) and their
+// cross-key rules, checked at plan time against both models' configurations.
+#include <filesystem>
+
+#include "harness/core/check.h"
+#include "harness/workload.h"
+#include "workloads/models/hf_config.h"
+#include "workloads/models/model.h"
+
+namespace sb::distill {
+namespace {
+
+bool is_train(const Point& p) { return p.has("task") && p.get_string("task") == "train"; }
+
+void validate(const Point& p, std::vector<Diagnostic>& out) {
+  if (!is_train(p)) return;
+  const std::string teacher = p.get_string("teacher"), init = p.get_string("distill.student_init");
+  if (teacher.empty()) {
+    if (init != "none")
+      out.push_back({"distill.student_init", fmt::format("distill.student_init = \"{}\" copies a teacher's "
+                                                         "layers; set teacher", init)});
+    if (!p.get_string("teacher_init").empty())
+      out.push_back({"teacher_init", "teacher_init gives the teacher's weights; set teacher"});
+    return;
+  }
+  if (p.get_double("distill.soft_weight") == 0 && p.get_double("distill.hard_weight") == 0 &&
+      p.get_double("distill.hidden_weight") == 0)
+    out.push_back({"distill.soft_weight", "every distillation weight is 0: the loss would be 0"});
+  if (!p.get_string("init").empty() && init != "none")
+    out.push_back({"init", fmt::format("init and distill.student_init = \"{}\" both set the student's "
+                                       "first weights; keep one", init)});
+  const std::string ti = p.get_string("teacher_init");
+  if (!ti.empty() && !std::filesystem::exists(ti))
+    out.push_back({"teacher_init", fmt::format("teacher_init '{}' does not exist (yet): the point will fail "
+                                               "unless an earlier point or suite writes it", ti), true});
+  models::ModelConfig s, t;
+  try {
+    s = models::preset_config(p.get_string("model"));
+  } catch (const sb::Error&) {
+    return;  // the model's own check reports it
+  }
+  try {
+    t = models::preset_config(teacher);
+  } catch (const sb::Error& e) {
+    // A folder an earlier point exports (export_folder) may not exist yet: a warning.
+    const bool later = models::is_model_path(teacher) && !std::filesystem::exists(teacher + "/config.json");
+    out.push_back({"teacher", later ? fmt::format("teacher folder '{}' has no config.json (yet): the point "
+                                                  "will fail unless an earlier point writes it", teacher)
+                                    : std::string(e.what()), later});
+    return;
+  }
+  auto differ = [&](const char* what, std::int64_t a, std::int64_t b) {
+    if (a != b)
+      out.push_back({"teacher", fmt::format("the student {} has {} {}, the teacher {} {}: distillation "
+                                            "matches their logits, which need the same", s.preset, a, what,
+                                            t.preset, b)});
+  };
+  if (s.family != t.family)
+    out.push_back({"teacher", fmt::format("the student {} is a {} model, the teacher {} a {} model: "
+                                          "distillation needs one family", s.preset, s.family, t.preset, t.family)});
+  differ("vocabulary entries", s.vocab, t.vocab);
+  if (s.family == "bert") differ("labels", s.num_labels, t.num_labels);
+  if (p.get_double("distill.hidden_weight") > 0 && s.d_model != t.d_model)
+    out.push_back({"distill.hidden_weight", fmt::format("the hidden-state loss compares widths {} (student) "
+                                                        "and {} (teacher); a learned projection is not "
+                                                        "implemented: use distill.hidden_weight = 0",
+                                                        s.d_model, t.d_model)});
+  if (init == "every_other" && (s.d_model != t.d_model || s.d_ff != t.d_ff || s.n_layer > t.n_layer))
+    out.push_back({"distill.student_init", fmt::format("every_other copies teacher layers into the student: "
+                                                       "it needs the teacher's widths (d {} vs {}, d_ff {} vs "
+                                                       "{}) and at most its {} layers (student: {})", s.d_model,
+                                                       t.d_model, s.d_ff, t.d_ff, t.n_layer, s.n_layer)});
+}
+
+void key(KeySpec ks) {
+  ks.tasks = {"train"};
+  register_key(std::move(ks));
+}
+KeySpec real(const char* k, double def, double lo, const char* doc) {
+  KeySpec ks{k, KeyType::Float, def, "", doc};
+  ks.min_float = lo, ks.max_float = 1e6;
+  return ks;
+}
+
+const sb::Registrar kRegister([] {
+  key({"teacher", KeyType::String, std::string(""), "",
+       "train: distil from this teacher (a preset or a model folder; \"\" = no distillation; docs/DISTILLATION.md)"});
+  key({"teacher_init", KeyType::String, std::string(""), "",
+       "train: the teacher's weights (checkpoint file or folder); \"\" = the teacher folder's, or seeded"});
+  key(real("distill.temperature", 2.0, 1e-3, "train: softmax temperature T of the soft targets"));
+  key(real("distill.soft_weight", 0.5, 0.0, "train: weight of T^2 x KL(teacher || student) on the logits"));
+  key(real("distill.hard_weight", 0.5, 0.0, "train: weight of the student's own loss"));
+  key(real("distill.hidden_weight", 0.0, 0.0, "train: weight of the last hidden states' squared error (equal widths)"));
+  register_name("student_init", "none", "the student starts from its own init (seed, init or model folder)");
+  register_name("student_init", "every_other",
+                "DistilBERT: embeddings and head from the teacher, student layer i from teacher layer i x L_t / L_s");
+  key({"distill.student_init", KeyType::Name, std::string("none"), "student_init",
+       "train: the student's first weights from the teacher's (every_other) or not (none)"});
+  register_validator(validate);
+});
+
+}  // namespace
+}  // namespace sb::distill
