@@ -19,7 +19,7 @@ from analysis.compare import Groups  # noqa: E402
 from analysis.load import load_results  # noqa: E402
 from analysis.metrics import summarize, timed_comm, timed_steps  # noqa: E402
 from analysis.paper import policy_order_key  # noqa: E402
-from analysis import serving  # noqa: E402
+from analysis import modelcomp, serving  # noqa: E402
 
 MAX_SCATTER = 3000  # measured events drawn per collective in the alpha-beta plot
 MEMORY_PARTS = [("param_bytes", "parameters"), ("grad_bytes", "gradients"),
@@ -443,7 +443,7 @@ PLOTS = [
     ("alpha_beta", "Collective micro-benchmarks: time against message size with the fitted "
      "alpha-beta model and its R\u00b2, and the 192-worker prediction. " + PREDICT_ASSUMPTIONS,
      plot_alpha_beta),
-] + serving.PLOTS
+] + serving.PLOTS + modelcomp.PLOTS
 
 
 def make_plots(results, summary, groups, out_dir):

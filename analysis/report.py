@@ -11,7 +11,7 @@ import sys
 import pandas as pd
 
 from analysis import conditions as cond_mod
-from analysis import paper, render, serving
+from analysis import modelcomp, paper, render, serving
 from analysis.compare import Groups, compare
 from analysis.load import load_results
 from analysis.metrics import query_summary, summarize
@@ -36,6 +36,8 @@ def build(results_dir, out_dir):
     queries = query_summary(res)
     serve_points = serving.serving_points(res)
     goodput = serving.goodput(serve_points)
+    distilled = modelcomp.distillation_table(res)
+    frontier = modelcomp.accuracy_latency_points(res)
     _, fits = alpha_beta_fits(res)
     names = (res.points.set_index("point_id")["point_name"] if len(res.points)
              else pd.Series(dtype=str))
@@ -56,6 +58,7 @@ def build(results_dir, out_dir):
         "reference_checks": checks,
         "serving": serve_points.drop(columns=["series"]), "goodput": goodput,
         "requests": res.requests, "serve_steps": res.serve_steps,
+        "distillation": distilled, "accuracy_latency": frontier.drop(columns=["setting"]),
     }
     if len(seed_list):
         csv["paper_results"] = seed_list
@@ -66,7 +69,7 @@ def build(results_dir, out_dir):
 
     blocks = _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression,
                      queries, fits, plots, sorted(csv), conds, checks,
-                     serving_blocks(serve_points, goodput))
+                     serving_blocks(serve_points, goodput) + modelcomp.blocks(distilled, frontier))
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "harness/core/check.h"
+#include "workloads/models/family.h"
 #include "workloads/models/params.h"
 #include "workloads/prune/pruner.h"
 #include "workloads/prune/sparse_weights.h"
@@ -26,6 +27,28 @@ models::Batch batch(const models::ModelConfig& c) {
 
 double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a - b).abs().max().item<double>() / b.abs().max().item<double>();
+}
+
+// The LM / MLM loss's gradient on two batches (Taylor importance's input).
+models::UnitTensors gradients(models::Model& m, const models::UnitTensors& w) {
+  models::UnitTensors copy;
+  for (const auto& u : w) {
+    auto& d = copy.emplace_back();
+    for (const auto& t : u) d.push_back(t.clone());
+  }
+  models::PersistentParams p(std::move(copy), true);
+  for (int s = 0; s < 2; ++s) {
+    auto b = batch(m.config());
+    b.targets = b.input_ids.roll(-1, 1);
+    if (m.config().family == "bert") b.targets.narrow(1, 0, 8).fill_(-100);
+    m.loss(p, b).backward();
+  }
+  models::UnitTensors g;
+  for (const auto& u : p.tensors()) {
+    auto& d = g.emplace_back();
+    for (const auto& t : u) d.push_back(t.grad().defined() ? t.grad().clone() : torch::zeros_like(t));
+  }
+  return g;
 }
 
 }  // namespace
@@ -111,15 +134,19 @@ TEST(Prune, RemovingZeroFfnChannelsKeepsTheOutputs) {
         if (in) w[u][i].index_fill_(0, odd, 0.0);
         if (out) w[u][i].index_fill_(1, odd, 0.0);
       }
-    const auto p = sb::prune::prune("ffn", *model, w, {0.5, "global"});
-    EXPECT_EQ(p.model->config().d_ff, f / 2) << preset;
-    EXPECT_EQ(p.removed, model->config().n_layer * f / 2);
-    EXPECT_EQ(models::count_params(p.model->units()),
-              models::count_params(model->units()) - model->config().n_layer * (f / 2) * (2 * model->config().d_model + 1));
-    models::PersistentParams full(w, false), small(p.weights, false);
-    torch::NoGradGuard ng;
-    const auto bt = batch(model->config());
-    EXPECT_LE(rel_diff(p.model->logits(small, bt), model->logits(full, bt)), 1e-5) << preset;
+    const auto g = gradients(*model, w);
+    for (const std::string importance : {"magnitude", "taylor"}) {
+      PruneConfig pc{0.5, "global", importance, &g};
+      const auto p = sb::prune::prune("ffn", *model, w, pc);
+      EXPECT_EQ(p.model->config().d_ff, f / 2) << preset;
+      EXPECT_EQ(p.removed, model->config().n_layer * f / 2);
+      EXPECT_EQ(models::count_params(p.model->units()),
+                models::count_params(model->units()) - model->config().n_layer * (f / 2) * (2 * model->config().d_model + 1));
+      models::PersistentParams full(w, false), small(p.weights, false);
+      torch::NoGradGuard ng;
+      const auto bt = batch(model->config());
+      EXPECT_LE(rel_diff(p.model->logits(small, bt), model->logits(full, bt)), 1e-5) << preset << " " << importance;
+    }
   }
 }
 
@@ -137,4 +164,74 @@ TEST(Prune, BadNamesAndSparsitiesAreErrors) {
   EXPECT_EQ(error("lottery", {0.5, "global"}), "pruning 'lottery' is unknown (`shardbench keys` lists them)");
   EXPECT_EQ(error("magnitude", {1.0, "global"}), "pruning.sparsity must lie in [0, 1), got 1");
   EXPECT_EQ(error("magnitude", {0.5, "row"}), "pruning.scope 'row': use global or layer");
+}
+
+// 2:4: every group of 4 consecutive inputs of every prunable matrix keeps exactly its 2
+// largest |w| (so each matrix is 50% sparse); everything else is untouched.
+TEST(Prune, TwoOfFourKeepsTheTwoLargestOfEveryGroup) {
+  auto model = models::make_model("bert-tiny");
+  const auto w = models::init_params(model->units(), 2);
+  const auto p = sb::prune::prune("2:4", *model, w, {0.5, "global"});
+  I eligible = 0;
+  const auto& units = model->units();
+  for (std::size_t u = 0; u < units.size(); ++u)
+    for (std::size_t i = 0; i < units[u].params.size(); ++i) {
+      const auto& spec = units[u].params[i];
+      const auto& t = p.weights[u][i];
+      if (!is_prunable(spec.name, spec.shape)) {
+        EXPECT_TRUE(torch::equal(t, w[u][i])) << spec.name;
+        continue;
+      }
+      eligible += t.numel();
+      auto g = t.reshape({-1, 4}), o = w[u][i].reshape({-1, 4});
+      EXPECT_TRUE(((g != 0).sum(1) == 2).all().item<bool>()) << spec.name;
+      // The kept pair is the top 2 of |w| in the group: the smallest kept >= the largest dropped.
+      auto kept = o.abs().masked_fill(g == 0, INFINITY).amin(1);
+      auto dropped = o.abs().masked_fill(g != 0, -INFINITY).amax(1);
+      EXPECT_TRUE((kept >= dropped).all().item<bool>()) << spec.name;
+      EXPECT_TRUE(torch::equal(g.masked_select(g != 0), o.masked_select(g != 0))) << spec.name;
+    }
+  EXPECT_EQ(p.eligible, eligible);
+  EXPECT_EQ(p.removed, eligible / 2);
+  try {
+    sb::prune::prune("2:4", *model, w, {0.7, "global"});
+    ADD_FAILURE() << "no error";
+  } catch (const sb::Error& e) {
+    EXPECT_EQ(e.message(), "pruning = \"2:4\" is 50% sparse by construction; pruning.sparsity is 0.7 (set it to 0.5)");
+  }
+}
+
+// Heads whose output-projection columns are zero contribute nothing: pruning half the heads
+// removes exactly those and keeps the logits (GPT-2's fused q/k/v and BERT's separate ones),
+// ranked by magnitude or by Taylor importance (a head without output has no gradient either).
+TEST(Prune, RemovingZeroHeadsKeepsTheOutputs) {
+  for (const std::string preset : {"gpt2-tiny", "bert-tiny"}) {
+    auto model = models::make_model(preset);
+    auto w = models::init_params(model->units(), 5);
+    for (auto& u : w)
+      for (auto& t : u) t.add_(0.01 * torch::randn(t.sizes(), at::detail::createCPUGenerator(10)));
+    const auto& c = model->config();
+    const I H = c.n_head, Dh = c.dh(), d = c.d_model;
+    for (std::size_t u = 0; u < model->units().size(); ++u)
+      for (std::size_t i = 0; i < model->units()[u].params.size(); ++i) {
+        const auto& n = model->units()[u].params[i].name;
+        if (models::ends_with(n, "attn.c_proj.weight") || models::ends_with(n, "attention.output.dense.weight"))
+          for (I h = 1; h < H; h += 2) w[u][i].narrow(1, h * Dh, Dh).zero_();  // heads 1, 3
+      }
+    const auto g = gradients(*model, w);
+    for (const std::string importance : {"magnitude", "taylor"}) {
+      PruneConfig pc{0.5, "global", importance, &g};
+      const auto p = sb::prune::prune("heads", *model, w, pc);
+      EXPECT_EQ(p.model->config().n_head, H / 2) << preset;
+      EXPECT_EQ(p.model->config().dh(), Dh) << preset;
+      EXPECT_EQ(p.removed, c.n_layer * H / 2);
+      // Per layer and removed head: q, k, v rows and biases (3 Dh (d + 1)) and Dh output columns.
+      EXPECT_EQ(models::count_params(p.model->units()),
+                models::count_params(model->units()) - c.n_layer * (H / 2) * (3 * Dh * (d + 1) + Dh * d));
+      models::PersistentParams full(w, false), small(p.weights, false);
+      torch::NoGradGuard ng;
+      const auto bt = batch(c);
+      EXPECT_LE(rel_diff(p.model->logits(small, bt), model->logits(full, bt)), 1e-5) << preset << " " << importance;
+    }
+  }
 }

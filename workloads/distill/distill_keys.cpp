@@ -46,7 +46,7 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
     const bool later = models::is_model_path(teacher) && !std::filesystem::exists(teacher + "/config.json");
     out.push_back({"teacher", later ? fmt::format("teacher folder '{}' has no config.json (yet): the point "
                                                   "will fail unless an earlier point writes it", teacher)
-                                    : std::string(e.what()), later});
+                                    : e.message(), later});
     return;
   }
   auto differ = [&](const char* what, std::int64_t a, std::int64_t b) {

@@ -6,12 +6,56 @@
 #include <filesystem>
 
 #include "harness/core/mpi_context.h"
+#include "workloads/data/batches.h"
+#include "workloads/data/labelled.h"
 #include "workloads/data/safetensors.h"
+#include "workloads/data/text_corpus.h"
 #include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
 #include "workloads/models/hf_config.h"
 
 namespace sb::infer {
+
+namespace {
+
+// Taylor importance's data: n batches of the training split (never the data an infer point
+// scores): labelled examples, text, or the Markov chain of the point's seed.
+std::vector<models::Batch> calibration_batches(const Point& p, const models::ModelConfig& m, MPI_Comm world,
+                                               std::int64_t n) {
+  const std::int64_t B = p.get_int("batch"), T = p.get_int("seq");
+  const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
+  const std::string d = p.get_string("data");
+  std::unique_ptr<data::BatchSource> src;
+  if (data::is_labelled_path(d))
+    src = std::make_unique<data::LabelledBatches>(data::load_labelled_for(p, m), B, seed);
+  else if (data::is_text_path(d))
+    src = data::text_source_for(p, m, world, B).source;
+  else
+    src = data::markov_source(m, B, T, seed, seed);
+  std::vector<models::Batch> out;
+  for (std::int64_t i = 0; i < n; ++i) out.push_back(src->train(i));
+  return out;
+}
+
+// The training loss's gradient w.r.t. every weight, summed over the batches (fp32, host).
+models::UnitTensors loss_gradient(models::Model& model, const models::UnitTensors& weights,
+                                  const std::vector<models::Batch>& batches) {
+  models::UnitTensors copy;
+  for (const auto& u : weights) {
+    auto& dst = copy.emplace_back();
+    for (const auto& t : u) dst.push_back(t.detach().to(torch::kFloat).clone());
+  }
+  models::PersistentParams w(std::move(copy), /*requires_grad=*/true);
+  for (const auto& b : batches) model.loss(w, b).backward();
+  models::UnitTensors g;
+  for (const auto& u : w.tensors()) {
+    auto& dst = g.emplace_back();
+    for (const auto& t : u) dst.push_back(t.grad().defined() ? t.grad().detach() : torch::zeros_like(t));
+  }
+  return g;
+}
+
+}  // namespace
 
 void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceMode>& inference,
                   std::int64_t rows) {
@@ -24,10 +68,20 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
                            : data::load_checkpoint(*s.model, ckpt);
   // Pruning converts the model first; s.weights stay the unpruned reference.
   const std::string pname = p.get_string("pruning");
-  s.pruning = prune::prune(pname, *s.model, s.weights,
-                           {p.get_double("pruning.sparsity"), p.get_string("pruning.scope")});
+  prune::PruneConfig pc{p.get_double("pruning.sparsity"), p.get_string("pruning.scope"),
+                        p.get_string("pruning.importance")};
+  models::UnitTensors grads;
+  if (pc.importance == "taylor") {
+    grads = loss_gradient(*s.model, s.weights, calibration_batches(p, s.model->config(), ctx.world,
+                                                                   p.get_int("pruning.taylor_batches")));
+    pc.gradients = &grads;
+  }
+  s.pruning = prune::prune(pname, *s.model, s.weights, pc);
   s.served = std::move(s.pruning.model);
   auto served = std::move(s.pruning.weights);
+  // The pruned checkpoint, written back out (ffn: its smaller d_ff in config.json).
+  if (const std::string out = p.get_string("pruning.export_folder"); !out.empty() && ctx.rank == 0)
+    data::export_hf_folder(*s.served, served, out);
   s.params_nonzero = prune::count_nonzero(served);
   if (ctx.size > 1) {  // built outside inference mode: the engine's buffers are ordinary tensors
     s.comm = std::make_unique<comm::Communicator>(ctx.world, ctx.size, true, comm::backend_choice(p));

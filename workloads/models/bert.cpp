@@ -26,10 +26,10 @@ enum Head { kPoolW, kPoolB, kTrW, kTrB, kTrLnW, kTrLnB, kDecB, kClsW, kClsB };
 }  // namespace
 
 Bert::Bert(ModelConfig cfg) : cfg_(std::move(cfg)) {
-  SB_CHECK(cfg_.d_model % cfg_.n_head == 0, "model '{}': d_model {} is not divisible by n_head {}",
-           cfg_.preset, cfg_.d_model, cfg_.n_head);
+  SB_CHECK(cfg_.head_dim > 0 || cfg_.d_model % cfg_.n_head == 0,
+           "model '{}': d_model {} is not divisible by n_head {}", cfg_.preset, cfg_.d_model, cfg_.n_head);
   attn_ = make_attention(cfg_.attention, cfg_.attention_chunk);
-  const std::int64_t d = cfg_.d_model, f = cfg_.d_ff;
+  const std::int64_t d = cfg_.d_model, f = cfg_.d_ff, A = cfg_.attn_width();
   const auto Z = ParamSpec::Init::Zeros, O = ParamSpec::Init::Ones;
   const std::string e = "bert.embeddings.";
   units_.push_back({"embed",
@@ -40,10 +40,10 @@ Bert::Bert(ModelConfig cfg) : cfg_(std::move(cfg)) {
   for (std::int64_t i = 0; i < cfg_.n_layer; ++i) {
     const std::string h = "bert.encoder.layer." + std::to_string(i) + ".";
     units_.push_back({"block." + std::to_string(i),
-                      {normal(h + "attention.self.query.weight", {d, d}), fill(h + "attention.self.query.bias", {d}, Z),
-                       normal(h + "attention.self.key.weight", {d, d}), fill(h + "attention.self.key.bias", {d}, Z),
-                       normal(h + "attention.self.value.weight", {d, d}), fill(h + "attention.self.value.bias", {d}, Z),
-                       normal(h + "attention.output.dense.weight", {d, d}), fill(h + "attention.output.dense.bias", {d}, Z),
+                      {normal(h + "attention.self.query.weight", {A, d}), fill(h + "attention.self.query.bias", {A}, Z),
+                       normal(h + "attention.self.key.weight", {A, d}), fill(h + "attention.self.key.bias", {A}, Z),
+                       normal(h + "attention.self.value.weight", {A, d}), fill(h + "attention.self.value.bias", {A}, Z),
+                       normal(h + "attention.output.dense.weight", {d, A}), fill(h + "attention.output.dense.bias", {d}, Z),
                        fill(h + "attention.output.LayerNorm.weight", {d}, O), fill(h + "attention.output.LayerNorm.bias", {d}, Z),
                        normal(h + "intermediate.dense.weight", {f, d}), fill(h + "intermediate.dense.bias", {f}, Z),
                        normal(h + "output.dense.weight", {d, f}), fill(h + "output.dense.bias", {d}, Z),
@@ -64,13 +64,13 @@ double Bert::train_flops_per_token(std::int64_t seq_len) const {
   // token-type embeddings) plus 12 L T d for attention; the MLM decoder counts as if applied
   // to every token (the convention; the loss only evaluates masked positions).
   const double n = static_cast<double>(count_params(units_) - (cfg_.max_pos + cfg_.type_vocab) * cfg_.d_model);
-  return 6.0 * n + 12.0 * cfg_.n_layer * static_cast<double>(seq_len) * cfg_.d_model;
+  return 6.0 * n + 12.0 * cfg_.n_layer * static_cast<double>(seq_len) * cfg_.attn_width();
 }
 
 torch::Tensor Bert::encode(ParamProvider& p, const Batch& b) {
   const auto& ids = b.input_ids;
   SB_CHECK(ids.dim() == 2, "BERT input_ids must be (B, T), got {} dims", ids.dim());
-  const std::int64_t B = ids.size(0), T = ids.size(1), d = cfg_.d_model, H = cfg_.n_head, Dh = d / H;
+  const std::int64_t B = ids.size(0), T = ids.size(1), d = cfg_.d_model, H = cfg_.n_head, Dh = cfg_.dh();
   SB_CHECK(b.position_ids.defined() || T <= cfg_.max_pos,
            "model '{}': sequence of {} tokens exceeds its {} positions", cfg_.preset, T, cfg_.max_pos);
 
@@ -91,7 +91,7 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b) {
     auto q = heads(p.linear(u, kQW, x, w[kQW], w[kQB]));  // (B, H, T, Dh)
     auto k = heads(p.linear(u, kKW, x, w[kKW], w[kKB]));
     auto v = heads(p.linear(u, kVW, x, w[kVW], w[kVB]));
-    auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, d});  // (B*T, d)
+    auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
     x = at::layer_norm(x + p.linear(u, kAoW, a, w[kAoW], w[kAoB]), {d}, w[kAoLnW], w[kAoLnB], cfg_.ln_eps);
     auto h = at::gelu(p.linear(u, kIW, x, w[kIW], w[kIB]));  // (B*T, 4d), erf GELU
     x = at::layer_norm(x + p.linear(u, kOW, h, w[kOW], w[kOB]), {d}, w[kOLnW], w[kOLnB], cfg_.ln_eps);

@@ -35,10 +35,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 Gpt2::Gpt2(ModelConfig cfg) : cfg_(std::move(cfg)) {
-  SB_CHECK(cfg_.d_model % cfg_.n_head == 0, "model '{}': d_model {} is not divisible by n_head {}",
-           cfg_.preset, cfg_.d_model, cfg_.n_head);
+  SB_CHECK(cfg_.head_dim > 0 || cfg_.d_model % cfg_.n_head == 0,
+           "model '{}': d_model {} is not divisible by n_head {}", cfg_.preset, cfg_.d_model, cfg_.n_head);
   attn_ = make_attention(cfg_.attention, cfg_.attention_chunk);
-  const std::int64_t d = cfg_.d_model, f = cfg_.d_ff;
+  const std::int64_t d = cfg_.d_model, f = cfg_.d_ff, A = cfg_.attn_width();
   const auto Z = ParamSpec::Init::Zeros, O = ParamSpec::Init::Ones;
   // GPT-2 scales the residual projections' init by 1/sqrt(2L) (two per block).
   const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg_.n_layer));
@@ -47,8 +47,8 @@ Gpt2::Gpt2(ModelConfig cfg) : cfg_(std::move(cfg)) {
     const std::string h = "h." + std::to_string(i) + ".";
     units_.push_back({"block." + std::to_string(i),
                       {fill(h + "ln_1.weight", {d}, O), fill(h + "ln_1.bias", {d}, Z),
-                       normal(h + "attn.c_attn.weight", {3 * d, d}), fill(h + "attn.c_attn.bias", {3 * d}, Z),
-                       normal(h + "attn.c_proj.weight", {d, d}, proj_std), fill(h + "attn.c_proj.bias", {d}, Z),
+                       normal(h + "attn.c_attn.weight", {3 * A, d}), fill(h + "attn.c_attn.bias", {3 * A}, Z),
+                       normal(h + "attn.c_proj.weight", {d, A}, proj_std), fill(h + "attn.c_proj.bias", {d}, Z),
                        fill(h + "ln_2.weight", {d}, O), fill(h + "ln_2.bias", {d}, Z),
                        normal(h + "mlp.c_fc.weight", {f, d}), fill(h + "mlp.c_fc.bias", {f}, Z),
                        normal(h + "mlp.c_proj.weight", {d, f}, proj_std), fill(h + "mlp.c_proj.bias", {d}, Z)}});
@@ -58,9 +58,10 @@ Gpt2::Gpt2(ModelConfig cfg) : cfg_(std::move(cfg)) {
 
 double Gpt2::train_flops_per_token(std::int64_t seq_len) const {
   // 6N for the matmuls (position embeddings do none; wte counts once, as the LM head) plus
-  // 12 L T d for attention scores and weighted values, forward and backward (PaLM, appendix B).
+  // 12 L T A for attention scores and weighted values, forward and backward (PaLM, appendix B;
+  // A = the attention width, d_model unless heads were pruned).
   const double n = static_cast<double>(count_params(units_) - cfg_.max_pos * cfg_.d_model);
-  return 6.0 * n + 12.0 * cfg_.n_layer * static_cast<double>(seq_len) * cfg_.d_model;
+  return 6.0 * n + 12.0 * cfg_.n_layer * static_cast<double>(seq_len) * cfg_.attn_width();
 }
 
 torch::Tensor Gpt2::embed(ParamProvider& p, const torch::Tensor& ids, const torch::Tensor& pos) {
@@ -72,7 +73,7 @@ torch::Tensor Gpt2::embed(ParamProvider& p, const torch::Tensor& ids, const torc
 
 torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, std::int64_t T,
                            const KeysValues& kv, const AttentionMask& mask) {
-  const std::int64_t d = cfg_.d_model, H = cfg_.n_head, Dh = d / H;
+  const std::int64_t d = cfg_.d_model, H = cfg_.n_head, Dh = cfg_.dh();
   for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
     const int u = static_cast<int>(l + 1);
     auto w = p.acquire(u);
@@ -82,7 +83,7 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
     auto k = qkv.select(2, 1).transpose(1, 2);
     auto v = qkv.select(2, 2).transpose(1, 2);
     if (kv) std::tie(k, v) = kv(l, k, v);
-    auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, d});  // (B*T, d)
+    auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
     x = x + p.linear(u, kProjW, a, w[kProjW], w[kProjB]);
     h = at::layer_norm(x, {d}, w[kLn2W], w[kLn2B], cfg_.ln_eps);
     h = at::gelu(p.linear(u, kFcW, h, w[kFcW], w[kFcB]), "tanh");  // (B*T, 4d)
@@ -208,7 +209,7 @@ KVCache Gpt2::make_cache(std::int64_t batch, std::int64_t max_len, torch::Tensor
            max_len, cfg_.preset, cfg_.max_pos);
   KVCache c;
   c.max_len = max_len;
-  const std::int64_t H = cfg_.n_head, Dh = cfg_.d_model / H;
+  const std::int64_t H = cfg_.n_head, Dh = cfg_.dh();
   for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
     c.k.push_back(torch::zeros({batch, H, max_len, Dh}, opts));
     c.v.push_back(torch::zeros({batch, H, max_len, Dh}, opts));

@@ -155,6 +155,10 @@ ModelConfig hf_folder_config(const std::string& dir) {
 }
 
 std::string hf_config_json(const ModelConfig& c) {
+  SB_CHECK(c.attn_width() == c.d_model, "model {}: {} heads of {} make an attention width of {}, not its "
+           "hidden size {} (heads were pruned): a Hugging Face config has no field for that, so the "
+           "folder could not be loaded; export the model before heads pruning, or prune ffn",
+           c.preset, c.n_head, c.dh(), c.attn_width(), c.d_model);
   Json j;
   if (c.family == "gpt2") {
     j = {{"model_type", "gpt2"},          {"architectures", {"GPT2LMHeadModel"}},

@@ -68,6 +68,11 @@ struct ModelConfig {
   std::string family;  // a registered family (family.h): "gpt2", "bert"
   std::string preset;  // "gpt2-tiny", ...
   std::int64_t vocab = 0, max_pos = 0, d_model = 0, n_layer = 0, n_head = 0, d_ff = 0;
+  // 0: d_model / n_head. Heads pruning (prune/prune_heads.cpp) removes heads and keeps their
+  // width, so the attention width n_head x head_dim may fall below d_model.
+  std::int64_t head_dim = 0;
+  std::int64_t dh() const { return head_dim > 0 ? head_dim : d_model / n_head; }
+  std::int64_t attn_width() const { return n_head * dh(); }
   std::int64_t type_vocab = 2;   // BERT token types
   std::int64_t num_labels = 2;   // BERT classification head
   double ln_eps = 1e-5;

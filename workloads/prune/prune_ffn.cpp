@@ -1,8 +1,9 @@
 // "ffn": structured pruning of FFN channels. In every block, channel j of the FFN is row j of
 // the first matrix (with bias j) and column j of the second; it is removed whole, so the
 // result is a smaller dense model (d_ff' = d_ff - round(sparsity x d_ff), the same in every
-// block) whose matmuls really are smaller. Importance of channel j (weight magnitude):
-// ||W_out[:, j]|| x sqrt(||W_in[j, :]||^2 + b_j^2); a channel whose output column is zero
+// block) whose matmuls really are smaller. Importance of channel j (pruning.importance):
+// magnitude ||W_out[:, j]|| x sqrt(||W_in[j, :]||^2 + b_j^2), or taylor |sum of w x dL/dw
+// over W_in[j, :], b_j and W_out[:, j]|; either way a channel whose output column is zero
 // contributes exactly nothing and goes first (tests/unit/prune_models.cpp builds one).
 #include <cmath>
 
@@ -53,7 +54,15 @@ Pruned ffn(const models::Model& model, const models::UnitTensors& weights, const
     const auto& w_in = dst[f.in_w];    // (d_ff, d)
     const auto& b_in = dst[f.in_b];    // (d_ff)
     const auto& w_out = dst[f.out_w];  // (d, d_ff)
-    auto importance = w_out.norm(2, {0}) * (w_in.pow(2).sum(1) + b_in.pow(2)).sqrt();  // (d_ff)
+    torch::Tensor importance;  // (d_ff)
+    if (c.importance == "taylor") {
+      const auto& g_in = taylor_gradient(c, u, f.in_w);
+      const auto& g_b = taylor_gradient(c, u, f.in_b);
+      const auto& g_out = taylor_gradient(c, u, f.out_w);
+      importance = ((w_in * g_in).sum(1) + b_in * g_b + (w_out * g_out).sum(0)).abs();
+    } else {
+      importance = w_out.norm(2, {0}) * (w_in.pow(2).sum(1) + b_in.pow(2)).sqrt();
+    }
     // The most important channels, kept in their original order.
     auto keep = std::get<0>(std::get<1>(importance.sort(/*stable=*/true, 0, /*descending=*/true))
                                 .narrow(0, 0, small.d_ff)

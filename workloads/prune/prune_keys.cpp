@@ -18,6 +18,15 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
     out.push_back({"pruning.kernel", fmt::format("CSR kernels run fp32 weights; quantization \"{}\" stores "
                                                  "them densely: use pruning.kernel = \"auto\" or quantization "
                                                  "= \"none\"", p.get_string("quantization"))});
+  if (p.get_string("pruning.importance") != "magnitude" && name != "ffn" && name != "heads")
+    out.push_back({"pruning.importance", fmt::format("pruning.importance ranks FFN channels or heads; "
+                                                     "pruning is \"{}\" (use ffn or heads, or remove the key)", name)});
+  if (name == "2:4" && s != 0.5)
+    out.push_back({"pruning.sparsity", fmt::format("pruning = \"2:4\" is 50% sparse by construction; "
+                                                   "pruning.sparsity is {} (set it to 0.5)", s)});
+  if (!p.get_string("pruning.export_folder").empty() && name == "none")
+    out.push_back({"pruning.export_folder", "pruning.export_folder writes the pruned model; pruning is "
+                                            "\"none\" (set a pruning method or remove the key)"});
   if (p.get_string("pruning.scope") != "global" && name != "magnitude")
     out.push_back({"pruning.scope", fmt::format("pruning.scope applies to magnitude pruning; pruning is "
                                                 "\"{}\" (remove the key)", name)});
@@ -30,7 +39,18 @@ void key(KeySpec ks) {
 
 const sb::Registrar kRegister([] {
   key({"pruning", KeyType::Name, std::string("none"), "pruning",
-       "infer, serve: model pruning before serving (none, magnitude, ffn; docs/PRUNING.md)"});
+       "infer, serve: model pruning before serving (none, magnitude, ffn, heads, 2:4; docs/PRUNING.md)"});
+  register_name("pruning_importance", "magnitude", "the weights' norms (no data)");
+  register_name("pruning_importance", "taylor",
+                "|sum of w x dL/dw| over the channel or head, on pruning.taylor_batches training batches");
+  key({"pruning.importance", KeyType::Name, std::string("magnitude"), "pruning_importance",
+       "infer, serve: how ffn and heads pruning rank channels and heads: magnitude or taylor"});
+  KeySpec tb{"pruning.taylor_batches", KeyType::Int, std::int64_t{4}, "",
+             "infer, serve: training batches (batch x seq) the taylor importance's gradient sums over"};
+  tb.min_int = 1, tb.max_int = 1 << 20;
+  key(std::move(tb));
+  key({"pruning.export_folder", KeyType::String, std::string(""), "",
+       "infer, serve: write the pruned fp32 model here as a Hugging Face folder (rank 0), to load as a model"});
   KeySpec sparsity{"pruning.sparsity", KeyType::Float, 0.5, "",
                    "infer, serve: fraction of the linear weights (magnitude) or FFN channels (ffn) removed"};
   sparsity.min_float = 0.0, sparsity.max_float = 1.0;

@@ -28,6 +28,11 @@ const sb::Registrar kNone([] {
 
 }  // namespace
 
+const torch::Tensor& taylor_gradient(const PruneConfig& c, std::size_t u, std::size_t i) {
+  SB_CHECK(c.gradients, "pruning.importance = \"taylor\" needs the loss's gradients (none were computed)");
+  return c.gradients->at(u).at(i);
+}
+
 void register_pruner(const std::string& name, const std::string& doc, Pruner p) {
   registry()[name] = p;
   sb::register_name("pruning", name, doc);

@@ -5,6 +5,9 @@
 //   ffn        structured: remove whole FFN channels (a row of the first FFN matrix, its bias
 //              and the matching column of the second) in every block, the least important by
 //              weight magnitude; the result is a smaller dense model (d_ff shrinks)
+//   heads      structured: remove whole attention heads in every block, likewise (n_head
+//              shrinks, head_dim stays)
+//   2:4        semi-structured: 2 of every 4 consecutive input weights zeroed (runs dense)
 // Embedding tables (GPT-2's wte is also its LM head), biases and LayerNorm are never pruned.
 #pragma once
 #include <cstdint>
@@ -20,7 +23,16 @@ namespace sb::prune {
 struct PruneConfig {
   double sparsity = 0.5;          // fraction of the eligible weights (magnitude) or channels (ffn)
   std::string scope = "global";  // magnitude: "global" or "layer"
+  // Channel and head importance (ffn, heads): "magnitude" (the weights alone) or "taylor":
+  // |sum over the channel's (head's) parameters of w x dL/dw|, the first-order estimate of
+  // the loss change when it is removed (Molchanov et al. 2017), from `gradients`: the loss's
+  // gradient summed over calibration batches, [unit][param] like the weights.
+  std::string importance = "magnitude";
+  const models::UnitTensors* gradients = nullptr;
 };
+
+// The importance rule's name check, and the gradient of parameter [u][i] for "taylor".
+const torch::Tensor& taylor_gradient(const PruneConfig& c, std::size_t u, std::size_t i);
 
 struct Pruned {
   std::unique_ptr<models::Model> model;  // the model to run (ffn: a smaller configuration)

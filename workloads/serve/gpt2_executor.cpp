@@ -12,7 +12,7 @@
 namespace sb::serve {
 
 std::int64_t kv_bytes_per_token(const models::ModelConfig& c, torch::ScalarType dtype) {
-  return 2 * c.n_layer * c.d_model * static_cast<std::int64_t>(c10::elementSize(dtype));
+  return 2 * c.n_layer * c.attn_width() * static_cast<std::int64_t>(c10::elementSize(dtype));
 }
 
 Gpt2Executor::Gpt2Executor(models::Gpt2& model, RunForward run, PromptOf prompt,

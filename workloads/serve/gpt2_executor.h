@@ -21,7 +21,7 @@ struct SamplingConfig {
   std::uint64_t seed = 0;
 };
 
-// Keys and values of one token in every layer: 2 x n_layer x d_model elements.
+// Keys and values of one token in every layer: 2 x n_layer x attention width elements.
 std::int64_t kv_bytes_per_token(const models::ModelConfig& c, torch::ScalarType dtype);
 
 class Gpt2Executor final : public Executor {
