@@ -4,7 +4,8 @@
 # copied from the teacher) and a plain student trains alone; the three folders are served
 # under two quantizations; the report has the Distillation table (the student's accuracy
 # beside the teacher's, as measured in the student's point) and the accuracy-against-latency
-# table and plot with a Pareto front. Then the teacher pruned (ffn) and written back out as a
+# table and plot with a Pareto front. A fourth model prunes gradually while it trains (magnitude
+# to 80% by the cubic schedule, on 2 ranks) and keeps exactly that sparsity. Then the teacher pruned (ffn) and written back out as a
 # folder, which loads as a model with the pruned model's accuracy.
 # Usage: distill.sh build/shardbench
 set -euo pipefail
@@ -28,13 +29,15 @@ min_lr = 2e-4
 lr_warmup = 5
 eval_batches = 2
 [[zip]]
-model = ["bert-tiny", "bert-tiny-1l", "bert-tiny-1l"]
-world = [1, 2, 1]
-threads = [2, 1, 2]
-strategy = ["no_shard", "full_shard", "no_shard"]
-teacher = ["", "$d/teacher", ""]
-"distill.student_init" = ["none", "every_other", "none"]
-export_folder = ["$d/teacher", "$d/student", "$d/alone"]
+model = ["bert-tiny", "bert-tiny-1l", "bert-tiny-1l", "bert-tiny"]
+world = [1, 2, 1, 2]
+threads = [2, 1, 2, 1]
+strategy = ["no_shard", "full_shard", "no_shard", "full_shard"]
+teacher = ["", "$d/teacher", "", ""]
+"distill.student_init" = ["none", "every_other", "none", "none"]
+export_folder = ["$d/teacher", "$d/student", "$d/alone", "$d/sparse"]
+pruning = ["none", "none", "none", "magnitude"]
+"pruning.sparsity" = [0.5, 0.5, 0.5, 0.8]
 EOF
 "$sb" sweep "$d/train.toml" --results "$d/t" > "$d/train.log" 2>&1 || { cat "$d/train.log"; fail "train sweep"; }
 /usr/bin/python3 - "$d/t" <<'PY'
@@ -45,6 +48,12 @@ for f in sorted(glob.glob(f"{sys.argv[1]}/points/*.h5")):
         assert h.attrs["status"] == "done", (f, h.attrs["failure_reason"])
         c = json.loads(h.attrs["config"])
         s = {k: float(v) for k, v in h["scalars"].attrs.items()}
+        if c["pruning"] != "none":  # gradual magnitude pruning to 80%, kept through fine-tuning
+            assert abs(s["pruning_sparsity_final"] - round(0.8 * s["pruning_eligible"]) / s["pruning_eligible"]) < 1e-12, s
+            steps = h["series"]["pruning_step_sparsity"][()]
+            assert len(steps) == 4 and steps[-1] == 0.8 and (steps[1:] > steps[:-1]).all(), steps
+            print("gradually pruned: sparsity", s["pruning_sparsity_final"], "accuracy", s["classification_accuracy"])
+            continue
         seen[(c["model"], bool(c["teacher"]))] = s
         if c["teacher"]:
             assert "teacher_forward_s" in h["series"], list(h["series"])

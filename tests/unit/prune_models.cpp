@@ -11,6 +11,7 @@
 #include "workloads/models/family.h"
 #include "workloads/models/params.h"
 #include "workloads/prune/pruner.h"
+#include "workloads/prune/schedule.h"
 #include "workloads/prune/sparse_weights.h"
 
 using namespace sb;
@@ -234,4 +235,24 @@ TEST(Prune, RemovingZeroHeadsKeepsTheOutputs) {
       EXPECT_LE(rel_diff(p.model->logits(small, bt), model->logits(full, bt)), 1e-5) << preset << " " << importance;
     }
   }
+}
+
+// Gradual pruning's schedule (Zhu & Gupta): cubic from 0 at the first step to the final
+// sparsity at the last, every `every` steps and at the end, never decreasing; oneshot once.
+TEST(Prune, ScheduleIsCubicBetweenItsStepsOrOneShot) {
+  sb::prune::Schedule s;
+  s.kind = "cubic", s.sparsity = 0.8, s.begin = 10, s.end = 45, s.every = 10;
+  std::vector<std::pair<I, double>> events;
+  for (I t = 0; t < 60; ++t)
+    if (const double x = sb::prune::scheduled_sparsity(s, t); x >= 0) events.emplace_back(t, x);
+  ASSERT_EQ(events.size(), 5u);  // 10, 20, 30, 40 and the end, 45
+  EXPECT_EQ(events.front(), (std::pair<I, double>{10, 0.0}));
+  EXPECT_EQ(events.back().first, 45);
+  EXPECT_DOUBLE_EQ(events.back().second, 0.8);
+  const double x = 1.0 - 20.0 / 35.0;
+  EXPECT_DOUBLE_EQ(events[2].second, 0.8 * (1 - x * x * x));  // t = 30
+  for (std::size_t k = 1; k < events.size(); ++k) EXPECT_GT(events[k].second, events[k - 1].second);
+  s.kind = "oneshot";
+  EXPECT_DOUBLE_EQ(sb::prune::scheduled_sparsity(s, 10), 0.8);
+  EXPECT_LT(sb::prune::scheduled_sparsity(s, 20), 0);
 }

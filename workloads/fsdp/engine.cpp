@@ -494,7 +494,27 @@ void Engine::optimizer_step(StepStats& s) {
                         U.decay);
     if (!layout_.params_sharded && layout_.optim_sharded)
       strategy_->after_update(*coll_, U.master, U.range);
+    if (U.mask.defined()) U.master.mul_(U.mask);
   }
+}
+
+void Engine::set_masks(const models::UnitTensors& masks) {
+  if (masks.empty()) {
+    for (auto& U : units_) U->mask = torch::Tensor();
+    return;
+  }
+  SB_CHECK(masks.size() == units_.size(), "set_masks: {} units of masks for {} units", masks.size(), units_.size());
+  const auto slice = unit_slices(model_, from_vector(masks, units_.size()));
+  torch::NoGradGuard ng;
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    Unit& U = *units_[u];
+    // The part of the flat unit this rank's master holds (as the constructor's initial slice).
+    const std::int64_t off = layout_.params_sharded ? U.range.offset : 0;
+    const std::int64_t n = layout_.params_sharded ? U.range.size : U.range.padded;
+    U.mask = slice(static_cast<int>(u), off, n).to(cfg_.device, torch::kFloat32);
+    U.master.mul_(U.mask);
+  }
+  refresh_replicas();  // replicated low-precision copies see the zeros before the next forward
 }
 
 // ---- inference and inspection ------------------------------------------------------------

@@ -156,6 +156,11 @@ class Engine final : public models::ParamProvider {
   // them). Distillation's (workloads/distill/distill.h) is one.
   using LossFn = std::function<torch::Tensor(models::ParamProvider&, const models::Batch&)>;
   void set_loss(LossFn f) { loss_fn_ = std::move(f); }
+  // Pruning during training (the train task's pruning schedule): masks[u][i] (spec shapes,
+  // 1 keep / 0 pruned, identical on every rank) multiply the fp32 master parameters now and
+  // after every later optimizer step, so pruned weights stay zero while the rest fine-tune.
+  // Adam's moments are kept. Empty: no masks. Collective in nothing: each rank masks its part.
+  void set_masks(const models::UnitTensors& masks);
   // Forward without gradients on this rank's batch (sharded inference and evaluation).
   torch::Tensor forward_logits(const models::Batch& b);  // (B, T, vocab)
   // Any other forward of the model (serving's KV-cached steps), under the same protocol:

@@ -87,9 +87,22 @@ StepResult ReferenceTrainer::step(const std::vector<models::Batch>& micro_batche
       auto p = ps[u][i].detach();
       optim::adamw_update(p, g, exp_avg_[u][i], exp_avg_sq_[u][i], step_ + 1, r.lr, cfg_.adamw, decay_[u][i]);
     }
+  apply_masks();
   r.optimizer_s = since(t0);
   ++step_;
   return r;
+}
+
+void ReferenceTrainer::set_masks(models::UnitTensors masks) {
+  masks_ = std::move(masks);
+  apply_masks();
+}
+
+void ReferenceTrainer::apply_masks() {
+  torch::NoGradGuard no_grad;
+  auto& ps = params_->tensors();
+  for (std::size_t u = 0; u < masks_.size(); ++u)
+    for (std::size_t i = 0; i < masks_[u].size(); ++i) ps[u][i].detach().mul_(masks_[u][i].to(ps[u][i].options()));
 }
 
 EvalResult ReferenceTrainer::evaluate(const std::vector<models::Batch>& batches) {

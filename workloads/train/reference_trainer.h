@@ -59,13 +59,16 @@ class ReferenceTrainer {
   const models::UnitTensors& last_grads() const { return grads_; }
   models::ParamProvider& provider() { return *params_; }
   std::int64_t steps_done() const { return step_; }
+  // As fsdp::Engine::set_masks: the parameters multiplied by masks now and after every step.
+  void set_masks(models::UnitTensors masks);
 
  private:
   models::Model& model_;
   TrainConfig cfg_;
   torch::Device device_;
   std::unique_ptr<models::PersistentParams> params_;
-  models::UnitTensors exp_avg_, exp_avg_sq_, decay_, grads_;
+  models::UnitTensors exp_avg_, exp_avg_sq_, decay_, grads_, masks_;
+  void apply_masks();
   std::int64_t step_ = 0;
 };
 

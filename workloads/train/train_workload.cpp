@@ -31,6 +31,8 @@
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/models/params.h"
+#include "workloads/prune/pruner.h"
+#include "workloads/prune/schedule.h"
 
 namespace sb::train {
 namespace {
@@ -137,6 +139,8 @@ class TrainWorkload final : public sb::Workload {
   void step_loop(RunContext& ctx);
   sb::StepRecord step_record(RunContext& ctx, I s, const fsdp::StepStats& st, double wall) const;
   void build_teacher(RunContext& ctx);
+  void prune_step(RunContext& ctx, I s);
+  void record_pruning(RunContext& ctx);
   double evaluate(RunContext& ctx, fsdp::Engine& engine);
   double classification_accuracy(RunContext& ctx, fsdp::Engine& engine, const data::LabelledBatches& src,
                                  double* macro_f1);
@@ -156,6 +160,7 @@ class TrainWorkload final : public sb::Workload {
   std::unique_ptr<models::Model> teacher_;
   std::unique_ptr<fsdp::Engine> teacher_engine_;
   distill::DistillConfig distill_;
+  prune::Schedule schedule_;  // pruning != none: gradual pruning with masks (prune/schedule.h)
   std::unique_ptr<data::BatchSource> source_;
   fsdp::EngineConfig cfg_;
   torch::Device device_ = torch::kCPU;  // the `device` key (models/device.h)
@@ -187,6 +192,12 @@ void TrainWorkload::build(RunContext& ctx) {
   }
   if (p.get_bool("resume")) resume(ctx);
   source_ = make_source(ctx, model_->config(), &corpus_);
+  const I steps = p.get_int("steps");
+  schedule_.kind = p.get_string("pruning.schedule");
+  schedule_.sparsity = p.get_double("pruning.sparsity");
+  schedule_.begin = std::llround(p.get_double("pruning.begin") * static_cast<double>(steps));
+  schedule_.end = std::max<I>(schedule_.begin, std::llround(p.get_double("pruning.end") * static_cast<double>(steps)));
+  schedule_.every = p.get_int("pruning.every");
 
   origin_ = MPI_Wtime();
   comm_->set_trace_hook([&ctx](const sb::CommEvent& e) { ctx.recorder.comm(e); }, origin_);
@@ -279,6 +290,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     comm_->set_step(s);
     sb::fault_set_step(s);
     sb::fault_point("step");  // tests/failure/failure_paths.sh
+    prune_step(ctx, s);
     auto global = source_->train(s);
     auto micro = data::split_rows(data::rank_rows(global, ctx.rank, ctx.size), accum);
     for (auto& m : micro) m = data::to_device(m, device_);
@@ -302,6 +314,47 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     if (ctx.stop_agreed()) break;  // every rank gets the same answer: all leave together
   }
   ctx.progress.end();
+}
+
+// Gradual pruning (docs/PRUNING.md): at the schedule's steps, every rank takes the full
+// parameters (collective), prunes them to the step's sparsity by the point's method, and the
+// engine masks each rank's part from then on. Outside the timed step; a resumed run re-prunes
+// at its first scheduled step (the checkpoint holds the zeros, not the masks).
+void TrainWorkload::prune_step(RunContext& ctx, I s) {
+  const std::string name = ctx.point.get_string("pruning");
+  if (name == "none") return;
+  const double sparsity = prune::scheduled_sparsity(schedule_, s);
+  if (sparsity < 0) return;
+  const auto full = engine_->full_params();
+  const auto pr = prune::prune(name, *model_, full, {sparsity, ctx.point.get_string("pruning.scope")});
+  models::UnitTensors masks;
+  const auto& units = model_->units();
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    auto& m = masks.emplace_back();
+    for (std::size_t i = 0; i < units[u].params.size(); ++i)
+      m.push_back(prune::is_prunable(units[u].params[i].name, units[u].params[i].shape)
+                      ? (pr.weights[u][i] != 0).to(torch::kFloat)
+                      : torch::ones_like(pr.weights[u][i]));
+  }
+  engine_->set_masks(masks);
+  ctx.recorder.series("pruning_step", static_cast<double>(s));
+  ctx.recorder.series("pruning_step_sparsity", sparsity);
+}
+
+// The trained model's sparsity, counted on its final weights (collective).
+void TrainWorkload::record_pruning(RunContext& ctx) {
+  const auto full = engine_->full_params();
+  const auto& units = model_->units();
+  double eligible = 0, zeros = 0;
+  for (std::size_t u = 0; u < units.size(); ++u)
+    for (std::size_t i = 0; i < units[u].params.size(); ++i)
+      if (prune::is_prunable(units[u].params[i].name, units[u].params[i].shape)) {
+        eligible += static_cast<double>(full[u][i].numel());
+        zeros += static_cast<double>(full[u][i].numel() - full[u][i].count_nonzero().item<I>());
+      }
+  ctx.recorder.scalar("pruning_eligible", eligible);
+  ctx.recorder.scalar("pruning_sparsity_final", eligible > 0 ? zeros / eligible : 0.0);
+  ctx.recorder.scalar("params_nonzero", static_cast<double>(prune::count_nonzero(full)));
 }
 
 // Outside the timed region: the slowest rank's times (docs/METRICS.md).
@@ -397,6 +450,7 @@ void TrainWorkload::record_results(RunContext& ctx) {
   rec.series("eval_loss", eval);
   if (auto* lb = dynamic_cast<const data::LabelledBatches*>(source_.get())) record_labelled(ctx, *lb);
   if (teacher_engine_) record_teacher(ctx);
+  if (ctx.point.get_string("pruning") != "none") record_pruning(ctx);
   if (!corpus_.key.empty()) {  // held-out text: perplexity = exp(mean cross-entropy)
     if (models::family(model_->config().family).objective == models::Objective::CausalLm)
       rec.scalar("perplexity", std::exp(eval));
