@@ -106,7 +106,7 @@ def plot_accuracy_vs_latency(results, summary, groups):
         f = pareto_front(g)
         ax.plot(1e3 * f[LATENCY], f["accuracy"], "k--", lw=1, label="Pareto front")
         s = json.loads(setting)
-        ax.set(xlabel="latency p50 per query (ms)", ylabel=acc_name.replace("_", " "),
+        ax.set(xlabel="latency p50 per query (ms)", ylabel=acc_name.replace("_", " ") + " (fraction)",
                title=", ".join(f"{k} {v}" for k, v in s.items() if v is not None))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)

@@ -268,12 +268,14 @@ def fixture_points():
     add("a0000001", "bert-large/infer/none", _cfg(quantization="none", **inf),
         reference={"latency_ms": 185, "memory_gb": 3.2},
         steps=infer_steps(base_lat), ranks=_ranks(1, 1_340_000_000, 0, 0, 0),
-        queries=queries(0.02), scalars={"model_bytes": 1.34e9, "mlm_accuracy": 0.600})
+        queries=queries(0.02), scalars={"model_bytes": 1.34e9, "mlm_accuracy": 0.600,
+                                        "latency_p50_s": 0.185})
     add("a0000002", "bert-large/infer/int8-dynamic", _cfg(quantization="int8-dynamic", **inf),
         baseline_id="a0000001",
         reference={"latency_ms": 42, "memory_gb": 0.8, "accuracy_delta_pct": 0.5},
         steps=infer_steps(opt_lat), ranks=_ranks(1, 402_000_000, 0, 0, 0),
-        queries=queries(0.005), scalars={"model_bytes": 0.402e9, "mlm_accuracy": 0.597})
+        queries=queries(0.005), scalars={"model_bytes": 0.402e9, "mlm_accuracy": 0.597,
+                                         "latency_p50_s": 0.042})
 
     # Paper: training throughput, baseline vs optimized, 4 repetitions each.
     tr = dict(model="bert-large", task="train", world=2, steps=4, repetitions=4)

@@ -67,22 +67,18 @@ assert abs(student["teacher_classification_accuracy"] - teacher["classification_
 print("teacher", teacher["classification_accuracy"], "distilled", student["classification_accuracy"],
       "alone", seen[("bert-tiny-1l", False)]["classification_accuracy"])
 PY
-cat > "$d/infer.toml" <<EOF
-[base]
-task = "infer"
-data = "$d/demo/train.jsonl"
-validation = "$d/demo/validation.jsonl"
-tokenizer_dir = "$d/demo"
-batch = 32
-seq = 32
-scenario = "offline"
-queries = 2
-samples_per_query = 32
-accuracy_batches = 1
+# The [base] of the infer suites below: the demo's validation data, every example scored.
+infer_base() {
+  printf '[base]\ntask = "infer"\ndata = "%s"\nvalidation = "%s"\ntokenizer_dir = "%s"\n' \
+    "$d/demo/train.jsonl" "$d/demo/validation.jsonl" "$d/demo"
+  printf 'batch = 32\nseq = 32\nscenario = "offline"\nqueries = %s\nsamples_per_query = 32\naccuracy_batches = 1\n' "$1"
+}
+{ infer_base 2; cat <<EOF
 [axes]
 model = ["$d/teacher", "$d/student", "$d/alone"]
 quantization = ["none", "bf16"]
 EOF
+} > "$d/infer.toml"
 "$sb" sweep "$d/infer.toml" --results "$d/i" > "$d/infer.log" 2>&1 || { cat "$d/infer.log"; fail "infer sweep"; }
 "$sb" report "$d/t" > /dev/null 2>&1 || fail "report of the training points"
 grep -q "^## Distillation (task = train with a teacher)" "$d/t/report/report.md" || fail "no Distillation section"
@@ -98,23 +94,13 @@ print(t[["model", "quantization", "latency_p50_s", "accuracy", "pareto"]].to_str
 PY
 # Pruning a checkpoint folder and writing it back out: the teacher pruned (ffn, 50%) and
 # exported, then loaded as a model on its own: the same accuracy and parameters, d_ff halved.
-cat > "$d/prune.toml" <<EOF
-[base]
-task = "infer"
-data = "$d/demo/train.jsonl"
-validation = "$d/demo/validation.jsonl"
-tokenizer_dir = "$d/demo"
-batch = 32
-seq = 32
-scenario = "offline"
-queries = 1
-samples_per_query = 32
-accuracy_batches = 1
+{ infer_base 1; cat <<EOF
 [[zip]]
 model = ["$d/teacher", "$d/teacher-ffn"]
 pruning = ["ffn", "none"]
 "pruning.export_folder" = ["$d/teacher-ffn", ""]
 EOF
+} > "$d/prune.toml"
 "$sb" sweep "$d/prune.toml" --results "$d/p" > "$d/prune.log" 2>&1 || { cat "$d/prune.log"; fail "prune sweep"; }
 /usr/bin/python3 - "$d/p" "$d/teacher-ffn/config.json" <<'PY'
 import glob, json, sys, h5py

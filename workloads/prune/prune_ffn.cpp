@@ -63,10 +63,7 @@ Pruned ffn(const models::Model& model, const models::UnitTensors& weights, const
     } else {
       importance = w_out.norm(2, {0}) * (w_in.pow(2).sum(1) + b_in.pow(2)).sqrt();
     }
-    // The most important channels, kept in their original order.
-    auto keep = std::get<0>(std::get<1>(importance.sort(/*stable=*/true, 0, /*descending=*/true))
-                                .narrow(0, 0, small.d_ff)
-                                .sort());
+    const auto keep = most_important(importance, small.d_ff);
     dst[f.in_w] = w_in.index_select(0, keep).contiguous();
     dst[f.in_b] = b_in.index_select(0, keep).contiguous();
     dst[f.out_w] = w_out.index_select(1, keep).contiguous();
@@ -74,13 +71,7 @@ Pruned ffn(const models::Model& model, const models::UnitTensors& weights, const
     p.removed += drop;
   }
   SB_CHECK(p.eligible > 0, "pruning ffn: model {} has no FFN blocks it knows", cfg.preset);
-  // The new model's spec shapes are the pruned tensors' (checked here, not at first use).
-  const auto& small_units = p.model->units();
-  for (std::size_t u = 0; u < small_units.size(); ++u)
-    for (std::size_t i = 0; i < small_units[u].params.size(); ++i)
-      SB_CHECK(p.weights[u][i].sizes() == torch::IntArrayRef(small_units[u].params[i].shape),
-               "pruning ffn: {} has shape {}, the pruned model expects {}", small_units[u].params[i].name,
-               c10::str(p.weights[u][i].sizes()), c10::str(torch::IntArrayRef(small_units[u].params[i].shape)));
+  check_pruned_shapes(p, "ffn");
   return p;
 }
 

@@ -91,9 +91,7 @@ Pruned heads(const models::Model& model, const models::UnitTensors& weights, con
       importance = wo.view({wo.size(0), H, Dh}).pow(2).sum({0, 2}).sqrt() *
                    (wv.reshape({H, -1}).pow(2).sum(1) + bv.view({H, Dh}).pow(2).sum(1)).sqrt();
     }
-    auto keep = std::get<0>(std::get<1>(importance.sort(/*stable=*/true, 0, /*descending=*/true))
-                                .narrow(0, 0, small.n_head)
-                                .sort());
+    const auto keep = most_important(importance, small.n_head);
     if (fused) {  // q, k, v blocks of c_attn, each its kept heads
       std::vector<torch::Tensor> w3, b3;
       for (int k = 0; k < 3; ++k) {
@@ -113,12 +111,7 @@ Pruned heads(const models::Model& model, const models::UnitTensors& weights, con
     p.removed += drop;
   }
   SB_CHECK(p.eligible > 0, "pruning heads: model {} has no attention blocks it knows", cfg.preset);
-  const auto& small_units = p.model->units();
-  for (std::size_t u = 0; u < small_units.size(); ++u)
-    for (std::size_t i = 0; i < small_units[u].params.size(); ++i)
-      SB_CHECK(p.weights[u][i].sizes() == torch::IntArrayRef(small_units[u].params[i].shape),
-               "pruning heads: {} has shape {}, the pruned model expects {}", small_units[u].params[i].name,
-               c10::str(p.weights[u][i].sizes()), c10::str(torch::IntArrayRef(small_units[u].params[i].shape)));
+  check_pruned_shapes(p, "heads");
   return p;
 }
 

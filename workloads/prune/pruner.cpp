@@ -28,6 +28,20 @@ const sb::Registrar kNone([] {
 
 }  // namespace
 
+torch::Tensor most_important(const torch::Tensor& importance, std::int64_t k) {
+  auto order = std::get<1>(importance.sort(/*stable=*/true, 0, /*descending=*/true));
+  return std::get<0>(order.narrow(0, 0, k).sort());
+}
+
+void check_pruned_shapes(const Pruned& p, const std::string& method) {
+  const auto& units = p.model->units();
+  for (std::size_t u = 0; u < units.size(); ++u)
+    for (std::size_t i = 0; i < units[u].params.size(); ++i)
+      SB_CHECK(p.weights[u][i].sizes() == torch::IntArrayRef(units[u].params[i].shape),
+               "pruning {}: {} has shape {}, the pruned model expects {}", method, units[u].params[i].name,
+               c10::str(p.weights[u][i].sizes()), c10::str(torch::IntArrayRef(units[u].params[i].shape)));
+}
+
 const torch::Tensor& taylor_gradient(const PruneConfig& c, std::size_t u, std::size_t i) {
   SB_CHECK(c.gradients, "pruning.importance = \"taylor\" needs the loss's gradients (none were computed)");
   return c.gradients->at(u).at(i);

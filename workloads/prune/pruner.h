@@ -49,6 +49,12 @@ void register_pruner(const std::string& name, const std::string& doc, Pruner p);
 Pruned prune(const std::string& name, const models::Model& model, const models::UnitTensors& weights,
              const PruneConfig& c);
 
+// Structured pruning's shared steps: the indices of the k largest importances, in their
+// original order (ties by position); and the check that the pruned weights have the smaller
+// model's spec shapes (at pruning, not at first use), naming `method` in the message.
+torch::Tensor most_important(const torch::Tensor& importance, std::int64_t k);
+void check_pruned_shapes(const Pruned& p, const std::string& method);
+
 // Whether parameter `name` (a Hugging Face name) is a linear layer's weight that pruning may
 // touch: 2-D and not an embedding table.
 bool is_prunable(const std::string& name, const std::vector<std::int64_t>& shape);
