@@ -7,6 +7,8 @@
 
 #include "harness/core/check.h"
 #include "workloads/distill/distill.h"
+#include "workloads/distill/projected.h"
+#include "workloads/models/family.h"
 #include "workloads/models/params.h"
 #include "workloads/train/reference_trainer.h"
 
@@ -59,8 +61,8 @@ TEST(Distill, SoftLossFollowsItsFormula) {
 
 // d loss / d theta by autograd against (L(theta + h) - L(theta - h)) / 2h, fp64, on entries
 // of every unit, for the full loss: hard + soft + hidden.
-void gradcheck(const std::string& student_preset, const std::string& teacher_preset) {
-  auto student = models::make_model(student_preset), teacher = models::make_model(teacher_preset);
+void gradcheck(std::unique_ptr<models::Model> student, std::unique_ptr<models::Model> teacher) {
+  const std::string student_preset = student->config().preset;
   models::PersistentParams sp(to(models::init_params(student->units(), 3), torch::kDouble), true);
   models::PersistentParams tp(to(models::init_params(teacher->units(), 4), torch::kDouble), false);
   for (auto& u : tp.tensors())
@@ -100,8 +102,21 @@ void gradcheck(const std::string& student_preset, const std::string& teacher_pre
   EXPECT_GT(checked, 20);
 }
 
-TEST(Distill, GradientPassesFiniteDifferencesGpt2) { gradcheck("gpt2-tiny", "gpt2-tiny"); }
-TEST(Distill, GradientPassesFiniteDifferencesBert) { gradcheck("bert-tiny-1l", "bert-tiny"); }
+TEST(Distill, GradientPassesFiniteDifferencesGpt2) {
+  gradcheck(models::make_model("gpt2-tiny"), models::make_model("gpt2-tiny"));
+}
+TEST(Distill, GradientPassesFiniteDifferencesBert) {
+  gradcheck(models::make_model("bert-tiny-1l"), models::make_model("bert-tiny"));
+}
+// A teacher half as wide: the hidden states meet through the student's learned projection,
+// whose gradient is checked with the rest.
+TEST(Distill, GradientPassesFiniteDifferencesThroughAProjection) {
+  auto narrow = models::preset_config("gpt2-tiny");
+  narrow.d_model = 32, narrow.d_ff = 128;
+  auto student = std::make_unique<distill::ProjectedStudent>(models::make_model("gpt2-tiny"), 32);
+  ASSERT_EQ(student->units().back().params.at(0).shape, (std::vector<I>{32, 64}));
+  gradcheck(std::move(student), models::family("gpt2").make(narrow));
+}
 
 // Temperature 1, soft weight 0, hard weight 1: the same losses and parameters, bit for bit,
 // as training on the model's loss, over steps of AdamW (one-process trainer).

@@ -60,11 +60,6 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                                           "distillation needs one family", s.preset, s.family, t.preset, t.family)});
   differ("vocabulary entries", s.vocab, t.vocab);
   if (s.family == "bert") differ("labels", s.num_labels, t.num_labels);
-  if (p.get_double("distill.hidden_weight") > 0 && s.d_model != t.d_model)
-    out.push_back({"distill.hidden_weight", fmt::format("the hidden-state loss compares widths {} (student) "
-                                                        "and {} (teacher); a learned projection is not "
-                                                        "implemented: use distill.hidden_weight = 0",
-                                                        s.d_model, t.d_model)});
   if (init == "every_other" && (s.d_model != t.d_model || s.d_ff != t.d_ff || s.n_layer > t.n_layer))
     out.push_back({"distill.student_init", fmt::format("every_other copies teacher layers into the student: "
                                                        "it needs the teacher's widths (d {} vs {}, d_ff {} vs "

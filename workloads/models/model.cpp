@@ -127,7 +127,8 @@ ModelConfig preset_config(const std::string& preset) {
 }
 
 bool is_task_head(const std::string& name) {
-  return name.rfind("cls.", 0) == 0 || name.rfind("classifier.", 0) == 0;
+  // distill.*: a distillation student's projection (distill/projected.h), trained with it.
+  return name.rfind("cls.", 0) == 0 || name.rfind("classifier.", 0) == 0 || name.rfind("distill.", 0) == 0;
 }
 
 bool is_embedding_table(const std::string& name) {

@@ -120,8 +120,8 @@ class Model {
 std::unique_ptr<Model> make_model(const std::string& preset, const std::string& attention = "naive");
 std::vector<std::string> preset_names();
 std::int64_t count_params(const std::vector<UnitSpec>& units);
-// Task heads (parameters named cls.* or classifier.*, BERT's): not in the published counts, and
-// initialised fresh when a checkpoint lacks them.
+// Task heads (parameters named cls.* or classifier.*, BERT's; distill.*, a distillation
+// projection): not in the published counts, and initialised fresh when a checkpoint lacks them.
 bool is_task_head(const std::string& param_name);
 // Tables the model indexes rather than multiplies (GPT-2 wte/wpe, BERT *_embeddings; GPT-2's
 // wte is also its tied LM head): quantizers hand them out as values, pruning leaves them.

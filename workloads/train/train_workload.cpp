@@ -25,6 +25,7 @@
 #include "workloads/data/token_file.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/distill/distill.h"
+#include "workloads/distill/projected.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
@@ -236,6 +237,9 @@ void TrainWorkload::build_teacher(RunContext& ctx) {
   if (from.empty() && models::is_model_path(teacher)) from = teacher;
   auto weights = from.empty() ? models::init_params(teacher_->units(), static_cast<std::uint64_t>(p.get_int("seed")))
                               : data::load_checkpoint(*teacher_, from);
+  // Hidden states of another width: matched through a projection the student learns (TinyBERT).
+  if (p.get_double("distill.hidden_weight") > 0 && teacher_->config().d_model != model_->config().d_model)
+    model_ = std::make_unique<distill::ProjectedStudent>(std::move(model_), teacher_->config().d_model);
   if (p.get_string("distill.student_init") == "every_other")
     engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_,
                                              distill::student_from_teacher(*model_, *teacher_, weights));
@@ -517,8 +521,13 @@ void TrainWorkload::export_weights(RunContext& ctx) {
   if (out.empty() && folder.empty()) return;
   auto full = engine_->full_params();  // collective: every rank takes part
   if (ctx.rank != 0) return;
-  if (!out.empty()) data::save_checkpoint(*model_, full, out);
-  if (!folder.empty()) data::export_hf_folder(*model_, full, folder);
+  const models::Model* model = model_.get();
+  if (const auto* projected = dynamic_cast<const distill::ProjectedStudent*>(model)) {
+    model = &projected->inner();  // the distillation projection is not part of the model
+    full.resize(model->units().size());
+  }
+  if (!out.empty()) data::save_checkpoint(*model, full, out);
+  if (!folder.empty()) data::export_hf_folder(*model, full, folder);
 }
 
 }  // namespace
