@@ -6,10 +6,8 @@
 #include <filesystem>
 
 #include "harness/core/mpi_context.h"
-#include "workloads/data/batches.h"
-#include "workloads/data/labelled.h"
 #include "workloads/data/safetensors.h"
-#include "workloads/data/text_corpus.h"
+#include "workloads/data/training_source.h"
 #include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
 #include "workloads/models/hf_config.h"
@@ -17,25 +15,6 @@
 namespace sb::infer {
 
 namespace {
-
-// Taylor importance's data: n batches of the training split (never the data an infer point
-// scores): labelled examples, text, or the Markov chain of the point's seed.
-std::vector<models::Batch> calibration_batches(const Point& p, const models::ModelConfig& m, MPI_Comm world,
-                                               std::int64_t n) {
-  const std::int64_t B = p.get_int("batch"), T = p.get_int("seq");
-  const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
-  const std::string d = p.get_string("data");
-  std::unique_ptr<data::BatchSource> src;
-  if (data::is_labelled_path(d))
-    src = std::make_unique<data::LabelledBatches>(data::load_labelled_for(p, m), B, seed);
-  else if (data::is_text_path(d))
-    src = data::text_source_for(p, m, world, B).source;
-  else
-    src = data::markov_source(m, B, T, seed, seed);
-  std::vector<models::Batch> out;
-  for (std::int64_t i = 0; i < n; ++i) out.push_back(src->train(i));
-  return out;
-}
 
 // The training loss's gradient w.r.t. every weight, summed over the batches (fp32, host).
 models::UnitTensors loss_gradient(models::Model& model, const models::UnitTensors& weights,
@@ -72,8 +51,11 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
                         p.get_string("pruning.importance")};
   models::UnitTensors grads;
   if (pc.importance == "taylor") {
-    grads = loss_gradient(*s.model, s.weights, calibration_batches(p, s.model->config(), ctx.world,
-                                                                   p.get_int("pruning.taylor_batches")));
+    // Batches of the training split (never the data an infer point scores).
+    auto src = data::training_source(p, s.model->config(), ctx.world);
+    std::vector<models::Batch> batches;
+    for (std::int64_t i = 0; i < p.get_int("pruning.taylor_batches"); ++i) batches.push_back(src->train(i));
+    grads = loss_gradient(*s.model, s.weights, batches);
     pc.gradients = &grads;
   }
   s.pruning = prune::prune(pname, *s.model, s.weights, pc);

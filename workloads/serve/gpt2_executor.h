@@ -37,7 +37,6 @@ class Gpt2Executor final : public Executor {
                                    const std::vector<std::int64_t>& last,
                                    const std::vector<std::int64_t>& lengths) override;
   void move_row(std::int64_t from, std::int64_t to, std::int64_t length) override;
-  std::int64_t cache_bytes() const { return rows() * row_capacity() * bytes_per_token_; }
 
  private:
   std::vector<std::int64_t> choose(const torch::Tensor& logits, const std::vector<std::int64_t>& requests);

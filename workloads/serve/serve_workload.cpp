@@ -185,7 +185,7 @@ void ServeWorkload::record(RunContext& ctx, const ServeResult& r) {
   for (const auto& [k, v] : summarize(requests_, r, rows)) rec.scalar(k, v);
   for (double gap : inter_token_gaps(r)) rec.series("itl_s", gap);
   const auto& ex = *executor_;
-  rec.scalar("kv_cache_bytes", static_cast<double>(ex.rows() * ex.row_capacity() * ex.kv_bytes_per_token()));
+  rec.scalar("kv_cache_bytes", static_cast<double>(ex.cache_bytes()));
   rec.scalar("kv_cache_rows", static_cast<double>(ex.rows()));
   rec.scalar("kv_row_tokens", static_cast<double>(ex.row_capacity()));
   rec.scalar("kv_bytes_per_token", static_cast<double>(ex.kv_bytes_per_token()));

@@ -25,6 +25,8 @@ class Executor {
   virtual std::int64_t rows() const = 0;          // KV rows (the most requests at once)
   virtual std::int64_t row_capacity() const = 0;  // tokens a row holds (prompt + output)
   virtual std::int64_t kv_bytes_per_token() const = 0;  // all layers, keys and values
+  // What the KV cache allocates: rows x row_capacity x kv_bytes_per_token (0 without one).
+  std::int64_t cache_bytes() const { return rows() * row_capacity() * kv_bytes_per_token(); }
   // Prefills requests into rows [first, first + n) (n = requests.size()): their first tokens.
   virtual std::vector<std::int64_t> prefill(std::int64_t first,
                                             const std::vector<std::int64_t>& requests) = 0;

@@ -22,8 +22,8 @@
 #include "workloads/data/batches.h"
 #include "workloads/data/labelled.h"
 #include "workloads/data/text_corpus.h"
-#include "workloads/data/token_file.h"
 #include "workloads/data/safetensors.h"
+#include "workloads/data/training_source.h"
 #include "workloads/distill/distill.h"
 #include "workloads/distill/projected.h"
 #include "workloads/fsdp/engine.h"
@@ -40,25 +40,6 @@ namespace {
 
 using I = std::int64_t;
 
-
-std::unique_ptr<data::BatchSource> make_source(RunContext& ctx, const models::ModelConfig& m,
-                                               data::TextCorpus* corpus) {
-  const Point& p = ctx.point;
-  const I B = p.get_int("batch"), T = p.get_int("seq");
-  const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
-  const std::string d = p.get_string("data");
-  if (data::is_labelled_path(d))
-    return std::make_unique<data::LabelledBatches>(data::load_labelled_for(p, m), B, seed);
-  if (data::is_text_path(d)) {
-    auto text = data::text_source_for(p, m, ctx.world, B);
-    *corpus = text.corpus;
-    return std::move(text.source);
-  }
-  if (!models::family(m.family).trains_on_token_files || d == "markov")
-    return data::markov_source(m, B, T, seed, seed);
-  auto tokens = std::make_shared<const std::vector<std::int32_t>>(data::read_token_file(d));
-  return std::make_unique<data::TokenLmBatches>(tokens, B, T, seed);
-}
 
 // The best of 30 square GEMMs in `dtype` (docs/METRICS.md "MFU"): n = 1024 on the host, 8192
 // on a GPU (its tensor cores), timed after a device synchronisation.
@@ -192,7 +173,7 @@ void TrainWorkload::build(RunContext& ctx) {
     engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_, initial_weights(p, *model_));
   }
   if (p.get_bool("resume")) resume(ctx);
-  source_ = make_source(ctx, model_->config(), &corpus_);
+  source_ = data::training_source(p, model_->config(), ctx.world, &corpus_);
   const I steps = p.get_int("steps");
   schedule_.kind = p.get_string("pruning.schedule");
   schedule_.sparsity = p.get_double("pruning.sparsity");
