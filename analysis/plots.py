@@ -520,8 +520,10 @@ PLOTS = [
     ("wire_bytes", "Wire bytes per step by collective kind", plot_wire_bytes),
     ("latency_cdf", "Inference latency CDFs by quantization and scenario", plot_latency_cdf),
     ("step_breakdown", "Step-time breakdown", plot_step_breakdown),
-    ("alpha_beta", "Collective micro-benchmarks: time against message size with the fitted "
-     "alpha-beta model and its R\u00b2, and the 192-worker prediction. " + PREDICT_ASSUMPTIONS,
+    ("alpha_beta", "Collective micro-benchmarks, one panel per operation: median time per "
+     "message size with its min-max over the calls, the alpha-beta model fitted to the medians "
+     "(relative error, alpha and beta >= 0) and its R\u00b2, and the 192-worker prediction. "
+     + PREDICT_ASSUMPTIONS,
      plot_alpha_beta),
 ] + serving.PLOTS + modelcomp.PLOTS
 
