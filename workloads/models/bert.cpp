@@ -2,6 +2,7 @@
 #include "workloads/models/bert.h"
 
 #include "harness/core/check.h"
+#include "workloads/models/loss.h"
 
 namespace sb::models {
 namespace {
@@ -138,12 +139,12 @@ torch::Tensor Bert::loss_with(ParamProvider& p, const Batch& b, const LossCombin
     auto word = p.acquire(0)[kWord];
     used_word = true;
     auto logits = mlm_logits(p, head, w, word, x.index_select(0, idx), cfg_.ln_eps);  // (N, V)
-    loss = at::cross_entropy_loss(logits, t.index_select(0, idx), {}, at::Reduction::Mean, -100, 0.0);
+    loss = cross_entropy(logits, t.index_select(0, idx));  // fp32 (loss.h)
     parts.logits = logits;  // the loss terms are the masked positions
   }
   if (b.labels.defined()) {
     auto logits = cls_logits(p, head, w, x, B, T, b.cls_index);  // (B, num_labels)
-    auto ce = at::cross_entropy_loss(logits, b.labels, {}, at::Reduction::Mean, -100, 0.0);
+    auto ce = cross_entropy(logits, b.labels);
     loss = loss.defined() ? loss + ce : ce;
     if (!parts.logits.defined()) parts.logits = logits;  // labels only: the rows are the terms
   }

@@ -8,6 +8,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "harness/core/check.h"
+#include "workloads/models/loss.h"
 
 namespace sb::models {
 namespace {
@@ -189,7 +190,7 @@ torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombin
   LossParts parts;
   auto logits = forward(p, b.input_ids, nullptr, false, c.hidden ? &parts.hidden : nullptr);  // (B*T, V)
   const auto t = b.targets.reshape({-1});
-  auto loss = at::cross_entropy_loss(logits, t, {}, at::Reduction::Mean, -100, 0.0);
+  auto loss = cross_entropy(logits, t);  // fp32 whatever the compute dtype (loss.h)
   if (c.combine) {
     parts.loss = loss;
     parts.logits = logits.index_select(0, (t != -100).nonzero().squeeze(1));  // (terms, V)
