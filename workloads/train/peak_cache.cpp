@@ -35,7 +35,7 @@ std::string peak_cache_file() {
 
 std::string peak_cache_key(const std::string& cpu_model, int threads, int ranks_on_node,
                            const std::string& dtype, const std::string& path) {
-  return fmt::format("{} | threads {} | {} ranks on the node | {} | {} | torch {}", cpu_model, threads,
+  return fmt::format("{} | threads {} | ranks on the node {} | {} | {} | torch {}", cpu_model, threads,
                      ranks_on_node, dtype, path, TORCH_VERSION);
 }
 
