@@ -18,6 +18,7 @@ struct StepRecord {  // one optimizer step (train) or one batch (infer)
   double wall_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0, comm_exposed_s = 0;
   double loss = 0, grad_norm = 0;
   double tokens_per_s = 0, samples_per_s = 0, mfu = 0;
+  double mfu_isa = 0;  // last: aggregate initializers keep their meaning
 };
 
 template <>
@@ -44,7 +45,9 @@ struct Table<StepRecord> {
       field("samples_per_s", &R::samples_per_s, "samples/s",
             "samples of the global batch / wall_s"),
       field("mfu", &R::mfu, "",
-            "model FLOPs utilisation, a fraction of the measured peak (docs/METRICS.md)"));
+            "model FLOPs utilisation, a fraction of the measured peak (docs/METRICS.md)"),
+      field("mfu_isa", &R::mfu_isa, "",
+            "model FLOPs utilisation against the ISA's theoretical peak (train; NaN: unknown)"));
 };
 
 struct RankMemory {  // per rank

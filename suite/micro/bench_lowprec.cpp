@@ -3,7 +3,7 @@
 // dtype, interleaved round by round (this machine's speed drifts 10-25% within minutes, so a
 // ratio is only honest between neighbouring steps), each dtype's tokens/s and MFU against the
 // GEMM peak of the dtype its matmuls ran in, measured in this run the way the train task
-// measures it (best of 30 1024^3 at::mm, docs/METRICS.md "MFU").
+// measures it (at::mm at growing sizes, train/gemm_peak.h, docs/METRICS.md "MFU").
 //   mpirun -np 1 build/micro/micro_bench_lowprec [--dtype bf16|fp16] [--model gpt2]
 //          [--batch 4] [--seq 128] [--rounds 3] [--attention naive]   (SB_THREADS, default 2)
 // Targets: low / fp32 tokens/s >= 3, low MFU >= 0.5, fp32 MFU >= 0.6; on a CPU without the low
@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,24 +31,18 @@
 #include "workloads/models/device.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
+#include "workloads/train/gemm_peak.h"
 
 namespace {
 
 using sb::bench::arg;
 using sb::bench::now_s;
 
-// GFLOP/s: the best of 30 1024^3 at::mm in `dtype` (the train task's peak on the host).
+// GFLOP/s: the train task's peak on the host (at::mm at growing sizes, this process alone).
 double gemm_peak_gflops(torch::ScalarType dtype) {
-  const std::int64_t n = 1024;
-  auto a = torch::randn({n, n}).to(dtype), b = torch::randn({n, n}).to(dtype);
-  auto c = torch::mm(a, b);  // warm-up: kernel selection, first touch
-  double best = 1e30;
-  for (int r = 0; r < 30; ++r) {
-    const double t0 = now_s();
-    c = torch::mm(a, b);
-    best = std::min(best, now_s() - t0);
-  }
-  return 2.0 * n * n * n / best / 1e9;
+  const auto c = sb::train::measure_gemm_curve(sb::train::gemm_path("at::mm"), torch::kCPU, dtype,
+                                               sb::train::default_sweep(torch::kCPU), MPI_COMM_NULL);
+  return c.best().gflops;
 }
 
 double median(std::vector<double> v) {
@@ -94,10 +89,10 @@ int bench(int argc, char** argv) {
     cfg.adamw.total_steps = 1000;
     r.engine = std::make_unique<sb::fsdp::Engine>(*model, comm, cfg,
                                                   sb::models::init_params(model->units(), 1));
-    // A CPU without the units runs a low GEMM at ~1 GFLOP/s: its peak would be meaningless
-    // and take minutes; MFU then divides by the fp32 peak, as the train task does.
+    // A CPU without the units runs a low GEMM at ~1 GFLOP/s: it has no peak in that dtype and
+    // so no MFU (NaN, printed as such), as the train task says.
     r.peak_gflops = r.dtype == torch::kFloat32 || missing.empty() ? gemm_peak_gflops(r.dtype)
-                                                                  : runs[0].peak_gflops;
+                                                                  : std::nan("");
   }
   sb::data::MarkovConfig mk;
   mk.vocab = model->config().vocab, mk.branching = 8;
@@ -108,11 +103,12 @@ int bench(int argc, char** argv) {
     r.engine->step({b}, sb::fsdp::loss_terms(b));
     return now_s() - t0;
   };
+  const auto b0 = src.train(0);
   for (auto& r : runs) step(r, 0);  // warm-up: allocator, first touch of optimizer state
   for (int i = 0; i < rounds; ++i)
     for (auto& r : runs) r.step_s.push_back(step(r, 1 + i));
 
-  const double flops = model->train_flops_per_token(T);
+  const double flops = model->train_flops(b0).total() / static_cast<double>(B * T);  // per token
   double tps[2], mfu[2];
   std::printf("%-6s %10s %12s %14s %8s\n", "dtype", "step_s", "tokens/s", "peak GFLOP/s", "MFU");
   for (int i = 0; i < 2; ++i) {

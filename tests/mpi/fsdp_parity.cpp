@@ -146,7 +146,7 @@ class TinyUnits final : public sb::models::Model {
     auto y = logits(p, b);
     return at::cross_entropy_loss(y.reshape({-1, 32}), b.targets.reshape({-1}));
   }
-  double train_flops_per_token(std::int64_t) const override { return 0; }
+  sb::models::TrainFlops train_flops(const sb::models::Batch&) const override { return {}; }
 
  private:
   sb::models::ModelConfig cfg_;
