@@ -68,6 +68,14 @@ using Validator = std::function<void(const Point&, std::vector<Diagnostic>&)>;
 void register_validator(Validator v);
 const std::vector<Validator>& registered_validators();
 
+// Derived keys, filled in before a point's id is computed, so that equal configurations get one
+// id however they were written (the mesh's sizes from world, an alias into its key). The
+// harness's own (the mesh, harness/spec/mesh_config.h) run first, then the workloads' in
+// registration order. A canonicalizer only fills in; what is wrong is a validator's to say.
+using Canonicalizer = std::function<void(Point&)>;
+void register_canonicalizer(Canonicalizer c);
+void canonicalize(Point& p);
+
 // ---- Running a point -----------------------------------------------------------------
 
 // Thrown by a workload after stop_agreed() returned true, where it cannot simply return

@@ -37,8 +37,8 @@ class KeyDecl {
  public:
   explicit KeyDecl(KeySpec& spec) : spec_(spec) {}
   // The values a suite may give, in the key's own type (an Int key's bounds are integers).
-  template <class N>
-  KeyDecl& range(N lo, N hi) {
+  template <class L, class H>
+  KeyDecl& range(L lo, H hi) {
     if (spec_.type == KeyType::Int) spec_.min_int = std::int64_t(lo), spec_.max_int = std::int64_t(hi);
     else spec_.min_float = double(lo), spec_.max_float = double(hi);
     return *this;

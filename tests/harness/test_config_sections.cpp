@@ -49,6 +49,7 @@ TEST(ConfigSection, RegistersEveryKeyWithTypeDefaultRangeUnitAndTasks) {
 
 Point point_with(std::int64_t steps, std::int64_t width, const std::string& task = "test_task") {
   Point p;
+  for (const KeySpec& k : registered_keys()) p.set(k.key, k.default_value);  // a full point
   p.set("task", task);
   p.set("cfgtest.steps_left", steps);
   p.set("cfgtest.width", width);
