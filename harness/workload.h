@@ -44,6 +44,7 @@ struct KeySpec {
   // A Name key that also takes a path (any value with a '/', e.g. a local model folder): the
   // name check passes it and the workloads' validators check what it names.
   bool accepts_path = false;
+  std::string unit;  // of Int and Float keys ("tokens", "s", "bytes"); shown by `shardbench keys`
 };
 void register_key(KeySpec spec);
 const std::vector<KeySpec>& registered_keys();
