@@ -97,7 +97,7 @@ TEST_P(DistillParity, EveryStrategyMatchesOneProcess) {
       student = sb::models::make_model(preset == "bert-tiny" ? "bert-tiny-1l" : preset);
       teacher = sb::models::make_model(preset);
     }
-    const int sg = strategy == "hybrid_shard" && world_size() % 2 == 0 ? world_size() / 2 : 0;
+    const int sg = replicates(strategy) && world_size() % 2 == 0 ? world_size() / 2 : 0;
     Communicator comm(MPI_COMM_WORLD, sg);
     const auto c = full_loss();
     const auto got = run_distilled(*student, *teacher, comm, strategy, c, true);
