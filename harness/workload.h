@@ -49,6 +49,7 @@ struct KeySpec {
   // an input check asks point_writing() whether an earlier point of the suite makes what a
   // point reads, before it warns that the input does not exist (yet).
   bool writes_path = false;
+  std::string unit;  // of Int and Float keys ("tokens", "s", "bytes"); shown by `shardbench keys`
 };
 void register_key(KeySpec spec);
 const std::vector<KeySpec>& registered_keys();
@@ -86,6 +87,13 @@ struct PathWriter {
   std::string key;
 };
 std::optional<PathWriter> point_writing(const std::vector<Point>& points, const std::string& path);
+// Derived keys, filled in before a point's id is computed, so that equal configurations get one
+// id however they were written (the mesh's sizes from world, an alias into its key). The
+// harness's own (the mesh, harness/spec/mesh_config.h) run first, then the workloads' in
+// registration order. A canonicalizer only fills in; what is wrong is a validator's to say.
+using Canonicalizer = std::function<void(Point&)>;
+void register_canonicalizer(Canonicalizer c);
+void canonicalize(Point& p);
 
 // ---- Running a point -----------------------------------------------------------------
 
