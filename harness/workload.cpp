@@ -4,6 +4,7 @@
 #include "harness/workload.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include "harness/core/check.h"
@@ -28,6 +29,10 @@ std::map<std::string, std::map<std::string, std::string>>& names() {
 }
 std::vector<Validator>& validators() {
   static std::vector<Validator> v;
+  return v;
+}
+std::vector<SuiteValidator>& suite_validators() {
+  static std::vector<SuiteValidator> v;
   return v;
 }
 std::map<std::string, TaskInfo>& tasks() {
@@ -122,6 +127,26 @@ void canonicalize(Point& p) {
 
 void register_validator(Validator v) { validators().push_back(std::move(v)); }
 const std::vector<Validator>& registered_validators() { return validators(); }
+
+void register_suite_validator(SuiteValidator v) { suite_validators().push_back(std::move(v)); }
+const std::vector<SuiteValidator>& registered_suite_validators() { return suite_validators(); }
+
+std::optional<PathWriter> point_writing(const std::vector<Point>& points, const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  const auto norm = [](const std::string& s) {
+    std::string n = std::filesystem::path(s).lexically_normal().generic_string();
+    while (n.size() > 1 && n.back() == '/') n.pop_back();  // "a/b/" names the folder "a/b"
+    return n;
+  };
+  const std::string want = norm(path);
+  for (std::size_t i = 0; i < points.size(); ++i)
+    for (const KeySpec& ks : registered_keys())
+      if (ks.writes_path && points[i].has(ks.key) && ks.type == KeyType::String) {
+        const std::string& v = points[i].get_string(ks.key);
+        if (!v.empty() && norm(v) == want) return PathWriter{i, ks.key};
+      }
+  return std::nullopt;
+}
 
 void register_task(TaskInfo info) {
   SB_CHECK(!info.task.empty(), "register_task: empty task name");

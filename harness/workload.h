@@ -45,6 +45,10 @@ struct KeySpec {
   // A Name key that also takes a path (any value with a '/', e.g. a local model folder): the
   // name check passes it and the workloads' validators check what it names.
   bool accepts_path = false;
+  // The key names a file or folder the point writes (export_folder, pruning.export_folder):
+  // an input check asks point_writing() whether an earlier point of the suite makes what a
+  // point reads, before it warns that the input does not exist (yet).
+  bool writes_path = false;
   std::string unit;  // of Int and Float keys ("tokens", "s", "bytes"); shown by `shardbench keys`
 };
 void register_key(KeySpec spec);
@@ -69,6 +73,20 @@ using Validator = std::function<void(const Point&, std::vector<Diagnostic>&)>;
 void register_validator(Validator v);
 const std::vector<Validator>& registered_validators();
 
+// A rule that needs the suite's other points (an input an earlier point writes): called for
+// each point with every point of the suite, in run order, and the position of the one to check.
+using SuiteValidator =
+    std::function<void(const std::vector<Point>&, std::size_t, std::vector<Diagnostic>&)>;
+void register_suite_validator(SuiteValidator v);
+const std::vector<SuiteValidator>& registered_suite_validators();
+
+// The first of `points` whose writes_path key names `path`: its position and the key.
+// Paths compare after lexical normalisation ("./a//b/" and "a/b" are one folder).
+struct PathWriter {
+  std::size_t position = 0;
+  std::string key;
+};
+std::optional<PathWriter> point_writing(const std::vector<Point>& points, const std::string& path);
 // Derived keys, filled in before a point's id is computed, so that equal configurations get one
 // id however they were written (the mesh's sizes from world, an alias into its key). The
 // harness's own (the mesh, harness/spec/mesh_config.h) run first, then the workloads' in
@@ -114,6 +132,9 @@ struct TaskInfo {
   // The terms of the task's memory model per rank, (term, bytes) in the task's order, for
   // `shardbench plan --memory` (docs/METRICS.md "Memory model"); empty: none.
   std::function<std::vector<std::pair<std::string, double>>(const Point&)> memory_terms_per_rank;
+  // The keys that lower a rank's memory, each with how ("raise it: smaller micro-batches"):
+  // what an out-of-memory failure tells the user to change (harness/launch/out_of_memory.h).
+  std::vector<std::pair<std::string, std::string>> memory_keys;
 };
 void register_task(TaskInfo info);
 const TaskInfo* find_task(const std::string& task);

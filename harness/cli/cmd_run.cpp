@@ -13,13 +13,16 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/command.h"
+#include "harness/core/activity.h"
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
+#include "harness/core/memory_limits.h"
 #include "harness/core/mpi_context.h"
 #include "harness/core/progress.h"
 #include "harness/core/rank_log.h"
 #include "harness/core/signals.h"
 #include "harness/launch/launcher.h"
+#include "harness/launch/out_of_memory.h"
 #include "harness/launch/results.h"
 #include "harness/spec/base_config.h"
 #include "harness/spec/suite.h"
@@ -44,11 +47,30 @@ std::string own_command_line() {
   return out;
 }
 
-// The message of any exception, with this rank's identity when it does not carry one.
+// The message of any exception, with this rank's identity when it does not carry one. A user
+// error reads as its message alone; where in our code it was raised goes to the rank log.
 std::string describe(const std::exception& e) {
-  if (dynamic_cast<const Error*>(&e) && std::string(e.what()).rfind("[rank", 0) == 0)
-    return e.what();
-  return fmt::format("[{}] {}: {}", rank_identity(), typeid(e).name(), e.what());
+  const std::string what = e.what();
+  const bool named = dynamic_cast<const Error*>(&e) && what.rfind("[rank", 0) == 0;
+  if (const auto* u = dynamic_cast<const UserError*>(&e)) {
+    std::fprintf(stderr, "shardbench run: (the error below was raised at %s)\n", u->origin().c_str());
+    return named ? what : fmt::format("[{}] {}", rank_identity(), what);
+  }
+  if (named) return what;
+  return fmt::format("[{}] {}: {}", rank_identity(), typeid(e).name(), what);
+}
+
+// A workload's failure: out of memory says what ran out, where, the plan's estimate, the
+// limits and the keys to change (out_of_memory.h); anything else as describe() says it.
+std::string describe_failure(const std::exception& e, const Point& p) {
+  const auto kind = out_of_memory_kind(e);
+  if (!kind) return describe(e);
+  std::string detail = e.what();
+  detail = detail.substr(0, detail.find('\n'));  // LibTorch appends a C++ backtrace
+  const std::string at = current_activity();
+  return fmt::format("[{}] {}", rank_identity(),
+                     out_of_memory_message(p, *kind, "", at.empty() ? "" : "in " + at, detail,
+                                           memory_limits()));
 }
 
 // What this process records when it fails. One point per process, so one global: the
@@ -162,7 +184,7 @@ bool run_workload(const Point& p, MpiContext& mpi, Recorder& rec, Progress& prog
     progress.end();
   } catch (const std::exception& e) {
     progress.end();
-    if (watcher.cause() != StopCause::Signal) abort_all(describe(e));
+    if (watcher.cause() != StopCause::Signal) abort_all(describe_failure(e, p));
     g_point.abort_status = "incomplete";
     abort_all(fmt::format("{} after {} steps; the workload ended with: {}", stop.reason,
                           rec.steps().size(), describe(e)));

@@ -1,4 +1,4 @@
-// Error construction for SB_CHECK / SB_FAIL.
+// Error construction for SB_CHECK / SB_FAIL (internal) and SB_REQUIRE / SB_USER_FAIL (user).
 #include "harness/core/check.h"
 
 #include <mutex>
@@ -36,6 +36,16 @@ namespace {
 }  // namespace
 
 void fail(const char* file, int line, const std::string& msg) { throw_error(file, line, msg, msg); }
+
+void fail_user(const char* file, int line, const std::string& msg) {
+  const std::string& id = identity();
+  std::string full = id.empty() ? msg : fmt::format("[{}] {}", id, msg);
+  {
+    std::lock_guard<std::mutex> lk(g_last_mu);
+    g_last = full;
+  }
+  throw UserError(full, msg, fmt::format("{}:{}", file, line));
+}
 
 void fail_check(const char* file, int line, const char* cond, const std::string& msg) {
   throw_error(file, line, fmt::format("check failed: {}: {}", cond, msg), msg);

@@ -16,10 +16,12 @@
 
 #include "harness/core/check.h"
 #include "harness/core/machine.h"
+#include "harness/core/memory_limits.h"
 #include "harness/core/progress.h"
 #include "harness/core/signals.h"
 #include "harness/core/subprocess.h"
 #include "harness/launch/launcher.h"
+#include "harness/launch/out_of_memory.h"
 #include "harness/launch/results.h"
 #include "harness/launch/results_lock.h"
 #include "harness/launch/scheduler.h"
@@ -246,6 +248,7 @@ class LocalScheduler final : public Scheduler {
     append_log(log, fmt::format("==== {} shardbench sweep: {}", iso_time_now(), command_line(argv)));
     const auto t0 = std::chrono::steady_clock::now();
     if (po.should_stop()) return "not started, sweep interrupted";
+    const OomKillWatch oom;  // a rank the kernel kills for memory writes nothing itself
     const ProcessResult r = run_process(argv, po);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -256,7 +259,7 @@ class LocalScheduler final : public Scheduler {
       return fmt::format("interrupted after {:.1f} s before it wrote a result; it reruns on "
                          "resume", secs);
     try {
-      settle_result(suite, p, dir, log, launcher_name, limit, r, secs);
+      settle_result(suite, p, dir, log, launcher_name, limit, r, secs, oom.killed());
     } catch (const std::exception& e) {  // e.g. no space left to record the failure either
       *unrecorded = true;
       return fmt::format("failed in {:.1f} s and the failure could not be recorded: {}", secs,
@@ -267,11 +270,17 @@ class LocalScheduler final : public Scheduler {
 
   // After the launcher ended: make the result file say what happened when the ranks could
   // not (killed, aborted before writing, stopped by a signal the sweep did not send).
+  // `oom_killed`: OomKillWatch::killed() over the point's run ("" when no OOM kill).
   static void settle_result(const Suite& suite, const Point& p, const std::string& dir,
                             const std::string& log, const std::string& launcher_name,
-                            double limit, const ProcessResult& r, double secs) {
+                            double limit, const ProcessResult& r, double secs,
+                            const std::string& oom_killed) {
     const std::string path = result_path(dir, p.index, p.id);
     const ResultSummary s = read_result_summary(path);
+    if (!oom_killed.empty() && s.status != "done") {
+      record_oom_kill(suite, p, dir, log, r, s, oom_killed);
+      return;
+    }
     std::string reason;
     if (r.timed_out && s.status != "done" && s.status != "failed") {
       // The point ignored its own time limit. A point that recorded its own time limit as
@@ -290,6 +299,29 @@ class LocalScheduler final : public Scheduler {
                            r.describe(), rank_death(log));
     }
     if (reason.empty()) return;
+    std::error_code ec;
+    if (s.exists) std::filesystem::remove(path, ec);
+    record_point_failure(dir, suite, p, reason, log);
+  }
+
+  // A rank killed for memory under a cgroup limit: the same message as a rank that caught
+  // its allocation failure. It replaces what the surviving ranks recorded (an MPI error or a
+  // stop: consequences), keeping their partial trace; that reason follows it.
+  static void record_oom_kill(const Suite& suite, const Point& p, const std::string& dir,
+                              const std::string& log, const ProcessResult& r,
+                              const ResultSummary& s, const std::string& killed) {
+    const std::string death = rank_death(log);
+    // The killed rank says nothing; the others' partial trace says how far the point got.
+    const std::string when = s.exists && s.steps > 0 ? fmt::format("after step {}", s.steps - 1) : "";
+    std::string reason = out_of_memory_message(
+        p, MemoryKind::Host, death.empty() ? "" : "a rank" + death, when,
+        killed + "; launcher " + r.describe(), memory_limits());
+    const std::string path = result_path(dir, p.index, p.id);
+    if (s.exists && (s.status == "failed" || s.status == "incomplete")) {
+      mark_result_failed(path, fmt::format("{}\n(the other ranks then recorded: {}; log: {})",
+                                           reason, s.failure_reason, log));
+      return;
+    }
     std::error_code ec;
     if (s.exists) std::filesystem::remove(path, ec);
     record_point_failure(dir, suite, p, reason, log);

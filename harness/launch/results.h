@@ -26,6 +26,11 @@ bool point_needs_run(const std::string& results_dir, const Point& p, bool retry_
 bool record_point_failure(const std::string& results_dir, const Suite& suite, const Point& p,
                           const std::string& reason, const std::string& log_file);
 
+// Turns the result at `path` into a failed one with `reason`; everything else (the partial
+// trace) stays as it was. A copy is changed and renamed over the original: never a
+// half-written file.
+void mark_result_failed(const std::string& path, const std::string& reason);
+
 // RESULTS/manifest.json: the suite's points (index, id, name, world), written by sweep and
 // submit so that `status` knows which points are pending.
 struct ManifestPoint {

@@ -57,11 +57,11 @@ ResultsLock::ResultsLock(const std::string& results_dir, std::FILE* log)
     const std::string text = read_all(path_);
     const auto j = nlohmann::json::parse(text, nullptr, false);
     if (!holder_is_dead(j)) {
-      SB_FAIL("results folder {} is in use by another sweep (pid {}, host {}, since {}; lock "
-              "file {}). Wait for it to finish, stop it, or give this sweep its own --results "
-              "folder; if that sweep is gone (another host), remove the lock file.",
-              results_dir, j.value("pid", 0), j.value("host", std::string("?")),
-              j.value("since", std::string("?")), path_);
+      SB_USER_FAIL("results folder {} is in use by another sweep (pid {}, host {}, since {}; lock "
+                   "file {}). Wait for it to finish, stop it, or give this sweep its own --results "
+                   "folder; if that sweep is gone (another host), remove the lock file.",
+                   results_dir, j.value("pid", 0), j.value("host", std::string("?")),
+                   j.value("since", std::string("?")), path_);
     }
     std::fprintf(log, "shardbench sweep: taking over the stale lock %s (%s): its sweep is gone\n",
                  path_.c_str(), text.empty() ? "empty" : j.dump().c_str());

@@ -2,11 +2,6 @@
 // job script of jobscripts/sbatch-array.sh.in).
 #include "harness/launch/slurm_timeout.h"
 
-#include <hdf5.h>
-#include <unistd.h>
-
-#include <filesystem>
-
 #include <fmt/format.h>
 
 #include "harness/core/check.h"
@@ -19,44 +14,6 @@ namespace {
 // How to avoid the time-out, for every failure message below.
 constexpr const char* kMoreTime =
     "give the job more time (a larger time_limit, or `shardbench submit --time-min`)";
-
-// Replaces string attribute `name` of the open file `f` (a variable-length UTF-8 string, as
-// the HDF5 sink writes them).
-void replace_attr_string(hid_t f, const char* name, const std::string& v) {
-  if (H5Aexists(f, name) > 0)
-    SB_CHECK(H5Adelete(f, name) >= 0, "HDF5: cannot delete attribute {}", name);
-  const hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, H5T_VARIABLE);
-  H5Tset_cset(type, H5T_CSET_UTF8);
-  const hid_t space = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(f, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  const char* p = v.c_str();
-  const bool ok = a >= 0 && H5Awrite(a, type, &p) >= 0;
-  if (a >= 0) H5Aclose(a);
-  H5Sclose(space);
-  H5Tclose(type);
-  SB_CHECK(ok, "HDF5: cannot write attribute {}", name);
-}
-
-// The result at `path` with status failed and `reason`; everything else (the partial trace)
-// as it was. A copy is changed and renamed over the original: never a half-written file.
-void mark_result_failed(const std::string& path, const std::string& reason) {
-  namespace fs = std::filesystem;
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  fs::copy_file(path, tmp, fs::copy_options::overwrite_existing);
-  const hid_t f = H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  SB_CHECK(f >= 0, "HDF5: cannot open {} to record the time-out", tmp);
-  try {
-    replace_attr_string(f, "status", "failed");
-    replace_attr_string(f, "failure_reason", reason);
-  } catch (...) {
-    H5Fclose(f);
-    fs::remove(tmp);
-    throw;
-  }
-  SB_CHECK(H5Fclose(f) >= 0, "HDF5: cannot close {}", tmp);
-  fs::rename(tmp, path);
-}
 
 }  // namespace
 

@@ -53,6 +53,8 @@ class KeyDecl {
   KeyDecl& tasks(std::vector<std::string> t) { spec_.tasks = std::move(t); return *this; }
   // A Name key that also takes a path (a value with '/': a local model folder).
   KeyDecl& accepts_path() { spec_.accepts_path = true; return *this; }
+  // A String key naming a file or folder the point writes (KeySpec::writes_path).
+  KeyDecl& writes_path() { spec_.writes_path = true; return *this; }
   const std::string& key() const { return spec_.key; }
 
  private:

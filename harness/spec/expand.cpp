@@ -323,6 +323,7 @@ std::vector<Candidate> product(const SuiteSpec& spec, Diagnostics& diags) {
     }
     c.point.name = name.empty() ? spec.name : name;
     c.point.suite = spec.name;
+    c.point.file = spec.file;
     canonicalize(c.point);
     ++total;
     bool drop = false;
@@ -424,17 +425,28 @@ void attach_references(const SuiteSpec& spec, std::vector<Point>& points, Diagno
 // 5. Cross-key rules, keys the task ignores, then the workloads' validators, blamed where the
 // key was set.
 void check_points(const std::vector<Point>& points, Diagnostics& diags) {
-  for (const auto& p : points) {
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Point& p = points[i];
     std::vector<Diagnostic> found;
     check_ranges(p, found);
     check_task_keys(p, found);
+    // A validator that throws is a workload bug; report it with the rest, not instead.
+    const auto failed = [&](const std::exception& e) {
+      found.push_back({"validator", fmt::format("a registered validator failed on point '{}': "
+                                                "{}", p.name, e.what())});
+    };
     for (const auto& v : registered_validators()) {
       try {
         v(p, found);
       } catch (const std::exception& e) {
-        // A validator that throws is a workload bug; report it with the rest, not instead.
-        found.push_back({"validator", fmt::format("a registered validator failed on point '{}': "
-                                                  "{}", p.name, e.what())});
+        failed(e);
+      }
+    }
+    for (const auto& v : registered_suite_validators()) {
+      try {
+        v(points, i, found);
+      } catch (const std::exception& e) {
+        failed(e);
       }
     }
     for (const auto& d : found) {

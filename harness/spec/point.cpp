@@ -86,6 +86,12 @@ SourcePos Point::where(const std::string& key) const {
   return it == pos_.end() ? SourcePos{} : it->second;
 }
 
+std::string Point::key_at(const std::string& key) const {
+  const SourcePos pos = where(key);
+  if (pos.line > 0) return fmt::format("{}: {}", pos.str(), key);
+  return file.empty() ? fmt::format("{} (default)", key) : fmt::format("{}: {} (default)", file, key);
+}
+
 std::string Point::canonical() const {
   // nlohmann::json objects are std::maps: keys come out sorted. Doubles print in the
   // shortest form that parses back to the same bits and always with a '.' or exponent

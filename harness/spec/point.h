@@ -25,6 +25,7 @@ class Point {
  public:
   // Identity, filled in by expansion.
   std::string suite;   // suite name
+  std::string file;    // the suite file, as given (key_at names it)
   int index = -1;      // position in expansion order
   std::string name;    // readable: "gpt2-tiny/full_shard/int8/w2"
   std::string id;      // stable short hash of canonical()
@@ -39,6 +40,10 @@ class Point {
   bool get_bool(const std::string& key) const;
   const std::string& get_string(const std::string& key) const;
   SourcePos where(const std::string& key) const;  // line 0 ("(default)") when not set by a file
+  // Where a user error about `key` points, as `plan`'s diagnostics do: "suite.toml:12:5:
+  // kv_cache_bytes", or "suite.toml: kv_cache_bytes (default)" when the file leaves it at its
+  // default (SB_REQUIRE messages at run time start with it).
+  std::string key_at(const std::string& key) const;
   const std::map<std::string, Value>& values() const { return values_; }
 
   // Canonical JSON of the values (sorted keys, no identity fields): hashed into id,

@@ -56,6 +56,29 @@ bool plain_name(const std::string& n) {
          });
 }
 
+// A registered point key written beside a [[reference]]'s figures (`world = 2` next to
+// samples_per_s): meant for match, which would otherwise read as an unknown figure.
+bool point_key_among_figures(const std::string& key) {
+  const auto named = [&](const std::vector<std::pair<std::string, std::string>>& list) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& f) { return f.first == key; });
+  };
+  return find_key(key) && !named(reference_figures()) && !named(reference_checks());
+}
+
+// The value as the user would write it in TOML (for a message's suggested fix).
+std::string literal(const toml::node& n) {
+  if (auto s = n.as_string()) return fmt::format("\"{}\"", printable(s->get()));
+  if (auto i = n.as_integer()) return std::to_string(i->get());
+  if (auto f = n.as_floating_point()) return value_to_string(Value{f->get()});
+  if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
+  if (auto a = n.as_array()) {
+    std::string out;
+    for (auto&& el : *a) out += (out.empty() ? "" : ", ") + literal(el);
+    return "[" + out + "]";
+  }
+  return "...";
+}
+
 std::string describe(const toml::node& n) {
   if (auto s = n.as_string()) return fmt::format("the string \"{}\"", s->get());
   if (auto i = n.as_integer()) return fmt::format("the integer {}", i->get());
@@ -110,6 +133,9 @@ class Reader {
 
   void read(const toml::table& root);
   bool named() const { return named_; }  // [suite] name was given
+  // Whether [base], [axes] or [[zip]] has any key (valid or not): a suite without one
+  // would run a single point of defaults.
+  bool sets_point_keys() const { return point_keys_ > 0; }
   const SlurmTable& slurm() const { return slurm_; }
   const SourcePos& slurm_nodes_pos() const { return nodes_pos_; }
 
@@ -157,13 +183,17 @@ class Reader {
           std::string list;
           for (const auto& [name, doc] : known) list += (list.empty() ? "" : ", ") + name;
           if (ks.accepts_path) list += " (or a path: a value with '/', e.g. \"./my-model\")";
+          std::vector<std::string> names;
+          for (const auto& [name, doc] : known) names.push_back(name);
+          const std::string best = closest(s->get(), names);
+          const std::string hint = best.empty() ? "" : "did you mean '" + best + "'? ";
           if (list.empty())
             d_.add(p, ks.key, fmt::format("unknown {} '{}': no {} names are registered (is the "
                                           "workload that provides them linked in?)",
                                           ks.name_set, s->get(), ks.name_set));
           else
-            d_.add(p, ks.key, fmt::format("unknown {} '{}': known names are {}", ks.name_set,
-                                          s->get(), list));
+            d_.add(p, ks.key, fmt::format("unknown {} '{}': {}known names are {}", ks.name_set,
+                                          s->get(), hint, list));
           return std::nullopt;
         }
         break;
@@ -241,6 +271,7 @@ class Reader {
   Diagnostics& d_;
   std::map<std::string, std::string> varied_by_;  // key -> "[axes]" or "[[zip]] #n"
   bool named_ = false;
+  int point_keys_ = 0;
   SlurmTable slurm_;
   SourcePos nodes_pos_;
 };
@@ -302,6 +333,7 @@ void Reader::read_suite(const toml::table& t) {
 
 void Reader::read_base(const toml::table& t) {
   for (const auto& e : entries(t, file())) {
+    ++point_keys_;
     const KeySpec* ks = key_of(e, true);
     if (!ks) continue;
     if (e.node->is_array()) {
@@ -324,6 +356,7 @@ bool Reader::note_varied(const Entry& e, const std::string& by) {
 
 void Reader::read_axes(const toml::table& t) {
   for (const auto& e : entries(t, file())) {
+    ++point_keys_;
     const KeySpec* ks = key_of(e, true);
     if (!ks) continue;
     auto values = list_of(*ks, e, "axis");
@@ -337,6 +370,7 @@ void Reader::read_axes(const toml::table& t) {
 void Reader::read_zip(const toml::table& t, int n) {
   std::string what = fmt::format("[[zip]] #{}", n);
   auto es = entries(t, file());
+  point_keys_ += int(es.size());
   if (es.empty()) {
     d_.add(at(t), what, "empty [[zip]]: give two or more lists of equal length");
     return;
@@ -381,6 +415,13 @@ std::optional<Matcher> Reader::read_matcher(const toml::table& t, const std::str
         Entry k = e;
         k.key = e.key.substr(6);
         keys.push_back(k);
+      } else if (point_key_among_figures(e.key)) {
+        d_.add(e.key_pos, e.key, fmt::format("{} is a point key, not a reference figure: the "
+                                             "keys that pick the points go in match = {{ {} = "
+                                             "{} }}, the figures beside match are what a "
+                                             "report compares (`shardbench keys` lists both)",
+                                             e.key, e.key, literal(*e.node)));
+        ok = false;
       } else if (e.node->is_integer() || e.node->is_floating_point() || e.node->is_array()) {
         bool key_problem = false;
         const std::string problem = read_reference_figure(e.key, *e.node, &m.figures, &key_problem);
@@ -487,6 +528,16 @@ void Reader::read_slurm_extra(const Entry& e) {
   }
 }
 
+// What an empty suite says: the file has nothing in it, or nothing that makes points.
+std::string empty_suite_message(const toml::table& root) {
+  return fmt::format("the suite is empty: {}, so it would run one point of defaults; give "
+                     "the points' keys under [base] (e.g. task = \"train\" and model = "
+                     "\"gpt2-tiny\") and vary them under [axes] or [[zip]] (docs/SUITES.md; "
+                     "suite/quickstart.toml is a small example)",
+                     root.empty() ? "the file has no tables and no keys"
+                                  : "no [base], [axes] or [[zip]] sets a point key");
+}
+
 std::string stem(const std::string& path) {
   std::size_t slash = path.find_last_of('/');
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -513,6 +564,10 @@ Suite load_suite_text(const std::string& toml_text, const std::string& path) {
   }
   Reader reader(spec, diags);
   reader.read(root);
+  // One point of defaults is never what was meant: said with the name check's finding, and
+  // nothing is expanded. (Keys the reader refused, e.g. outside any section, say more.)
+  const bool empty = !reader.sets_point_keys() && diags.empty();
+  if (empty) diags.add(SourcePos{}, "suite", empty_suite_message(root));
   if (!reader.named() && !plain_name(spec.name)) {
     diags.add(SourcePos{}, "suite",
               fmt::format("the suite is named after the file, \"{}\", but a suite name may use "
@@ -521,6 +576,7 @@ Suite load_suite_text(const std::string& toml_text, const std::string& path) {
                           "file", printable(spec.name)));
     throw SuiteError(diags.lines());  // points would carry the name: do not expand
   }
+  if (empty) throw SuiteError(diags.lines());
   std::vector<Point> points = expand(spec, diags);
   if (diags.empty()) {
     const std::string problem = slurm_nodes_problem(reader.slurm(), points);
@@ -551,8 +607,8 @@ const Point& find_point(const Suite& s, const std::string& index_or_id) {
     long i = std::stol(index_or_id);
     if (i >= 0 && std::size_t(i) < s.points.size()) return s.points[std::size_t(i)];
   }
-  SB_FAIL("no point '{}' in suite '{}' ({}): give an index 0..{} or a 12-digit id (see "
-          "`shardbench plan {}`)", index_or_id, s.name, s.file, s.points.size() - 1, s.file);
+  SB_USER_FAIL("no point '{}' in suite '{}' ({}): give an index 0..{} or a 12-digit id (see "
+               "`shardbench plan {}`)", index_or_id, s.name, s.file, s.points.size() - 1, s.file);
 }
 
 }  // namespace sb

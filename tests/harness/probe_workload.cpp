@@ -1,6 +1,6 @@
 // Task "probe": a workload for testing the harness without LibTorch. Each step is a real
-// MPI_Allreduce (checked), optionally a sleep; keys make a rank fail, crash, produce a NaN
-// loss or ignore the stop flag, so that run/sweep/submit/status can be tested end to end.
+// MPI_Allreduce (checked), optionally a sleep; keys make a rank fail, crash, run out of
+// memory, produce a NaN loss or ignore the stop flag, so that run/sweep/submit/status can be tested end to end.
 // Linked into the test CLI `shardbench_probe` (tests/harness/CMakeLists.txt).
 #include <sys/resource.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/core/activity.h"
 #include "harness/core/check.h"
 #include "harness/core/mpi_context.h"
 #include "harness/trace/recorder.h"
@@ -30,6 +31,7 @@ class ProbeWorkload final : public Workload {
     const std::int64_t n = p.get_int("probe.elements");
     const std::int64_t fail_rank = p.get_int("probe.fail_rank");
     const std::int64_t crash_rank = p.get_int("probe.crash_rank");
+    const std::int64_t oom_rank = p.get_int("probe.oom_rank");
     const std::int64_t fail_step = p.get_int("probe.fail_step");
     const std::int64_t wait_rank = p.get_int("probe.wait_for_stop_rank");
     const std::int64_t nan_at = p.get_int("probe.nan_at");
@@ -44,10 +46,17 @@ class ProbeWorkload final : public Workload {
 
     ctx.progress.begin(fmt::format("probe {}", p.name), static_cast<long>(steps));
     for (std::int64_t step = 0; step < steps; ++step) {
+      set_phase_step(step);
+      set_phase("step");
       const double t0 = MPI_Wtime();
       if (ctx.rank == fail_rank && step == fail_step)
         SB_FAIL("probe.fail_rank: rank {} fails at step {} as the suite asks", ctx.rank, step);
       if (ctx.rank == crash_rank && step == fail_step) std::raise(SIGKILL);  // no result, no message
+      if (ctx.rank == oom_rank && step == fail_step) {
+        // 1 PiB: more than the address space, so operator new fails (std::bad_alloc) as a
+        // real allocation does, overcommit or not. Called as a function: never elided.
+        ::operator delete(::operator new(std::size_t{1} << 50));
+      }
       if (ctx.rank == wait_rank && step == fail_step) {
         // As a rank whose peer aborted: mpirun's SIGTERM sets the stop flag, then its next
         // MPI call fails. Here it throws once the flag is set, without calling MPI.
@@ -108,10 +117,14 @@ class ProbeWorkload final : public Workload {
 
 Registrar reg([] {
   register_task({"probe", [] { return std::make_unique<ProbeWorkload>(); },
-                 [](const Point& p) { return 8.0 * static_cast<double>(p.get_int("probe.elements")); }});
+                 [](const Point& p) { return 8.0 * static_cast<double>(p.get_int("probe.elements")); },
+                 {},
+                 {{"probe.elements", "lower it: fewer float64s per allreduce"}}});
   using I = std::int64_t;
   register_key({"probe.elements", KeyType::Int, I{1024}, "", "float64 elements allreduced per step"});
   register_key({"probe.fail_rank", KeyType::Int, I{-1}, "", "rank that throws sb::Error at probe.fail_step (-1: none)"});
+  register_key({"probe.oom_rank", KeyType::Int, I{-1}, "",
+                "rank whose allocation of 1 PiB fails (std::bad_alloc) at probe.fail_step (-1: none)"});
   register_key({"probe.crash_rank", KeyType::Int, I{-1}, "", "rank that kills itself (SIGKILL) at probe.fail_step (-1: none)"});
   register_key({"probe.wait_for_stop_rank", KeyType::Int, I{-1}, "",
                 "rank that at probe.fail_step waits for a stop request, then throws (-1: none)"});

@@ -1,6 +1,6 @@
 // `sweep`, `run` and `status` end to end with the probe workload (real mpirun, 2 ranks): a
-// failing, crashing or NaN point is recorded failed with its reason while the others
-// complete; an interrupted sweep resumes and redoes only what was missing; time limits.
+// failing, crashing, out-of-memory or NaN point is recorded failed with its reason while the
+// others complete; an interrupted sweep resumes and redoes only what was missing; time limits.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -42,10 +43,12 @@ struct Fixture {
     return sb::result_path(results, i, suite.points.at(static_cast<size_t>(i)).id);
   }
   sb::ResultSummary summary(int i) const { return sb::read_result_summary(path(i)); }
-  sb::ProcessResult cli(std::vector<std::string> args) const {
+  sb::ProcessResult cli(std::vector<std::string> args,
+                        std::map<std::string, std::string> env = {}) const {
     args.insert(args.begin(), SB_PROBE_EXE);
     sb::ProcessOptions po;
     po.capture_stdout = true;
+    po.env = std::move(env);
     return sb::run_process(args, po);
   }
 };
@@ -293,6 +296,93 @@ warmup = 0
   // The other rank did get its signal and did try to record (the log says it kept the first).
   const std::string log = sb::tail_lines(sb::point_log_path(f.results, 0, f.suite.points[0].id), 60);
   EXPECT_TRUE(contains(log, "already records this run's first failure")) << log;
+}
+
+// An allocation that fails on one rank (a real std::bad_alloc: 1 PiB asked of operator new)
+// is recorded as what ran out, where, the plan's estimate beside the limits, and the keys that
+// lower it; not as "St9bad_alloc: std::bad_alloc".
+TEST(Sweep, OutOfMemorySaysWhatRanOutWhereAndWhatToChange) {
+  Fixture f("oom", R"(
+[base]
+task = "probe"
+world = 2
+threads = 1
+steps = 3
+warmup = 0
+"probe.elements" = 8
+"probe.oom_rank" = 1
+)");
+  const auto r = f.cli({"sweep", f.suite_file, "--results", f.results});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const sb::ResultSummary s = f.summary(0);
+  EXPECT_EQ(s.status, "failed") << s.failure_reason;
+  const std::string host = sb::host_name();
+  EXPECT_TRUE(contains(s.failure_reason,
+                       "[rank 1 on " + host + "] out of host memory in point 0 (oom), in step 1: "
+                       "std::bad_alloc. For this point the plan estimates 64 B of model state per "
+                       "rank (`shardbench plan`'s state/rank: weights, gradients and optimizer "
+                       "state; activations and buffers come on top); the limits here: "))
+      << s.failure_reason;
+  EXPECT_TRUE(std::regex_search(s.failure_reason, std::regex("machine [0-9.]+ [KMGT]iB")))
+      << s.failure_reason;
+  EXPECT_TRUE(contains(s.failure_reason, ". Keys that lower it: probe.elements = 8 (lower it: "
+                                         "fewer float64s per allreduce)."))
+      << s.failure_reason;
+  EXPECT_FALSE(contains(s.failure_reason, "St9bad_alloc")) << s.failure_reason;
+}
+
+// A rank the kernel's OOM killer ends (under a cgroup limit, as Slurm sets one) writes nothing:
+// the sweep reads the cgroup's oom_kill count before and after the point and records the same
+// message. The cgroup is a stand-in folder (SB_MEMORY_CGROUP) whose memory.events is a FIFO
+// answering "oom_kill 0" to the read before the point and "oom_kill 1" to the one after; the
+// rank is killed with SIGKILL, as the OOM killer does.
+TEST(Sweep, ARankTheOomKillerEndedIsRecordedAsOutOfMemory) {
+  Fixture f("oomkill", R"(
+[base]
+task = "probe"
+world = 2
+threads = 1
+steps = 3
+warmup = 0
+"probe.elements" = 8
+"probe.crash_rank" = 1
+)");
+  const std::string cgroup = f.dir + "/cgroup";
+  fs::create_directories(cgroup);
+  const std::string events = cgroup + "/memory.events";
+  ASSERT_EQ(mkfifo(events.c_str(), 0600), 0);
+  std::thread writer([&] {
+    for (int kills : {0, 1}) {
+      // Opens once the sweep opens it to read (no reader: ENXIO), for at most 2 minutes.
+      int fd = -1;
+      for (int i = 0; i < 2400 && fd < 0; ++i) {
+        fd = open(events.c_str(), O_WRONLY | O_NONBLOCK);
+        if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (fd < 0) return;
+      const std::string text = fmt::format("oom 0\noom_kill {}\n", kills);
+      EXPECT_EQ(write(fd, text.data(), text.size()), ssize_t(text.size()));
+      close(fd);
+      // The reader reads to the end and closes; the next message must reach the next read.
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  });
+  const auto r = f.cli({"sweep", f.suite_file, "--results", f.results},
+                       {{"SB_MEMORY_CGROUP", cgroup}});
+  writer.join();
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const sb::ResultSummary s = f.summary(0);
+  EXPECT_EQ(s.status, "failed") << s.failure_reason;
+  EXPECT_EQ(s.failure_reason.rfind("out of host memory in point 0 (oomkill), on a rank (process "
+                                   "rank 1 with PID ", 0), 0u)
+      << s.failure_reason;
+  EXPECT_TRUE(contains(s.failure_reason,
+                       "the kernel's OOM killer ended 1 process in the memory cgroup " + cgroup +
+                           " while the point ran (oom_kill 0 -> 1); launcher exit code "))
+      << s.failure_reason;
+  EXPECT_TRUE(contains(s.failure_reason, ". Keys that lower it: probe.elements = 8 (lower it: "
+                                         "fewer float64s per allreduce)."))
+      << s.failure_reason;
 }
 
 // A full disk while the result is written: the point is failed with the system's reason,

@@ -149,7 +149,7 @@ TEST(Expand, DottedKeysAndNestedTablesAreTheSameKey) {
 
 TEST(Expand, IntLiteralForAFloatKeyIsTheSameFloat) {
   Suite a = load_suite_text("[base]\ntime_limit = 600\n", "a.toml");
-  Suite b = load_suite_text("", "b.toml");
+  Suite b = load_suite_text("[base]\ntask = \"train\"\n", "b.toml");  // every key at its default
   EXPECT_TRUE(std::holds_alternative<double>(a.points[0].get("time_limit")));
   EXPECT_EQ(a.points[0].id, b.points[0].id);
 }
@@ -208,6 +208,9 @@ TEST(FindPoint, ByIndexOrId) {
     EXPECT_NE(std::string(e.what()).find("no point '7' in suite 'fp' (fp.toml): give an index "
                                          "0..1 or a 12-digit id (see `shardbench plan fp.toml`)"),
               std::string::npos) << e.what();
+    // A user's mistake: the message alone, not the source line that found it.
+    EXPECT_EQ(std::string(e.what()).rfind("no point '7'", 0), 0u) << e.what();
+    EXPECT_NE(dynamic_cast<const UserError*>(&e), nullptr);
   }
 }
 

@@ -165,7 +165,7 @@ TEST(Count, ExcludesTooIntricateToCountFallBackToTheProduct) {
 }
 
 TEST(SuiteName, TheFileStemFollowsTheNameRule) {
-  EXPECT_EQ(error_of("", "dir/a\nb.toml"),
+  EXPECT_EQ(error_of("[base]\nseed = 2\n", "dir/a\nb.toml"),
             "dir/a\\nb.toml: suite: the suite is named after the file, \"a\\nb\", but a suite "
             "name may use only letters, digits, '-', '_' and '.' (it names the results folder "
             "and the Slurm job): set name = \"...\" under [suite], or rename the file");
@@ -175,8 +175,9 @@ TEST(SuiteName, TheFileStemFollowsTheNameRule) {
   EXPECT_NE(error_of("", "$(reboot).toml").find("set name = \"...\" under [suite]"),
             std::string::npos);
   // A [suite] name makes the file name irrelevant; a plain stem is the name.
-  EXPECT_EQ(load_suite_text("[suite]\nname = \"ok\"\n", "dir/a\nb.toml").name, "ok");
-  EXPECT_EQ(load_suite_text("", "dir/quant-accuracy_2.v1.toml").name, "quant-accuracy_2.v1");
+  EXPECT_EQ(load_suite_text("[suite]\nname = \"ok\"\n[base]\nseed = 2\n", "dir/a\nb.toml").name, "ok");
+  EXPECT_EQ(load_suite_text("[base]\nseed = 2\n", "dir/quant-accuracy_2.v1.toml").name,
+            "quant-accuracy_2.v1");
 }
 
 TEST(Warnings, AMissingInputFileIsAWarningNotAnError) {

@@ -130,6 +130,8 @@ TEST(SweepGuard, ALiveSweepsLockRefusesASecondSweepOnTheFolder) {
   EXPECT_TRUE(contains(r.output, fmt::format("results folder {} is in use by another sweep (pid "
                                              "{}, host {}, since then;", g.results, getpid(),
                                              sb::host_name()))) << r.output;
+  // The user's situation, said without the source line that found it.
+  EXPECT_FALSE(contains(r.output, "results_lock.cpp")) << r.output;
   EXPECT_TRUE(g.result_files().empty());
   EXPECT_TRUE(fs::exists(g.results + "/sweep.lock"));  // not ours to remove
 }

@@ -22,7 +22,7 @@ void for_each_jsonl_line(const std::string& path, const std::string& text, F&& f
     try {
       j = nlohmann::json::parse(line);
     } catch (const std::exception& e) {
-      SB_FAIL("{}: not a JSON object ({})", where, e.what());
+      SB_USER_FAIL("{}: not a JSON object ({})", where, e.what());  // the file is the user's
     }
     f(j, where);
   }

@@ -33,8 +33,8 @@ bool ends_with(const std::string& s, const std::string& suf) {
 
 std::string read_file(const std::string& path) {
   struct stat st;
-  SB_CHECK(::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode),
-           "labelled dataset '{}' does not exist (data = a .jsonl or .csv file)", path);
+  SB_REQUIRE(::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode),
+             "labelled dataset '{}' does not exist (data = a .jsonl or .csv file)", path);
   return read_utf8_file(path);
 }
 
@@ -42,18 +42,18 @@ std::string read_file(const std::string& path) {
 std::string label_text(const nlohmann::json& v, const std::string& where) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
-  SB_FAIL("{}: \"label\" is {}; it must be a string or an integer", where, v.dump());
+  SB_USER_FAIL("{}: \"label\" is {}; it must be a string or an integer", where, v.dump());
 }
 
 std::vector<Example> read_jsonl(const std::string& path) {
   std::vector<Example> out;
   for_each_jsonl_line(path, read_file(path), [&](const nlohmann::json& j, const std::string& where) {
-    SB_CHECK(j.is_object(), "{}: a line must be a JSON object with \"text\" and \"label\"", where);
-    SB_CHECK(j.contains("text") && j["text"].is_string(), "{}: missing string field \"text\"", where);
-    SB_CHECK(j.contains("label") && !j["label"].is_null(), "{}: missing field \"label\"", where);
+    SB_REQUIRE(j.is_object(), "{}: a line must be a JSON object with \"text\" and \"label\"", where);
+    SB_REQUIRE(j.contains("text") && j["text"].is_string(), "{}: missing string field \"text\"", where);
+    SB_REQUIRE(j.contains("label") && !j["label"].is_null(), "{}: missing field \"label\"", where);
     Example e{j["text"].get<std::string>(), "", label_text(j["label"], where), where};
     if (j.contains("text_pair") && !j["text_pair"].is_null()) {
-      SB_CHECK(j["text_pair"].is_string(), "{}: \"text_pair\" must be a string", where);
+      SB_REQUIRE(j["text_pair"].is_string(), "{}: \"text_pair\" must be a string", where);
       e.pair = j["text_pair"].get<std::string>();
     }
     out.push_back(std::move(e));
@@ -92,7 +92,7 @@ std::vector<std::pair<int, std::vector<std::string>>> csv_records(const std::str
       field += c, any = true;
     }
   }
-  SB_CHECK(!quoted, "{}:{}: a quoted field is not closed", path, start);
+  SB_REQUIRE(!quoted, "{}:{}: a quoted field is not closed", path, start);
   if (any || !field.empty()) {
     rec.push_back(std::move(field));
     out.emplace_back(start, std::move(rec));
@@ -102,22 +102,22 @@ std::vector<std::pair<int, std::vector<std::string>>> csv_records(const std::str
 
 std::vector<Example> read_csv(const std::string& path) {
   auto recs = csv_records(read_file(path), path);
-  SB_CHECK(!recs.empty(), "{}: empty (a CSV dataset needs a header: text,label[,text_pair])", path);
+  SB_REQUIRE(!recs.empty(), "{}: empty (a CSV dataset needs a header: text,label[,text_pair])", path);
   const auto& header = recs[0].second;
   auto column = [&](const char* name) {
     auto it = std::find(header.begin(), header.end(), name);
     return it == header.end() ? -1 : static_cast<int>(it - header.begin());
   };
   const int t = column("text"), l = column("label"), p = column("text_pair");
-  SB_CHECK(t >= 0 && l >= 0, "{}:1: the header must name the columns text and label (and "
-                             "optionally text_pair); it has: {}", path, fmt::join(header, ","));
+  SB_REQUIRE(t >= 0 && l >= 0, "{}:1: the header must name the columns text and label (and "
+                               "optionally text_pair); it has: {}", path, fmt::join(header, ","));
   std::vector<Example> out;
   for (std::size_t r = 1; r < recs.size(); ++r) {
     const auto& [line, f] = recs[r];
     const std::string where = path + ":" + std::to_string(line);
-    SB_CHECK(f.size() == header.size(), "{}: {} fields, the header has {}", where, f.size(),
-             header.size());
-    SB_CHECK(!f[static_cast<std::size_t>(l)].empty(), "{}: empty label", where);
+    SB_REQUIRE(f.size() == header.size(), "{}: {} fields, the header has {}", where, f.size(),
+               header.size());
+    SB_REQUIRE(!f[static_cast<std::size_t>(l)].empty(), "{}: empty label", where);
     out.push_back({f[static_cast<std::size_t>(t)], p >= 0 ? f[static_cast<std::size_t>(p)] : "",
                    f[static_cast<std::size_t>(l)], where});
   }
@@ -126,7 +126,7 @@ std::vector<Example> read_csv(const std::string& path) {
 
 std::vector<Example> read_examples(const std::string& path) {
   auto ex = ends_with(path, ".csv") ? read_csv(path) : read_jsonl(path);
-  SB_CHECK(!ex.empty(), "labelled dataset '{}' has no examples", path);
+  SB_REQUIRE(!ex.empty(), "labelled dataset '{}' has no examples", path);
   return ex;
 }
 
@@ -157,10 +157,10 @@ bool encode_row(const Example& e, const Tokenizer& tok, const Special& sp, std::
                 const LabelledConfig& c, LabelledSplit& s, std::int64_t r) {
   auto a = tok.encode(e.text), b = e.pair.empty() ? std::vector<std::int32_t>{} : tok.encode(e.pair);
   const std::int64_t budget = c.seq - (e.pair.empty() ? 2 : 3);
-  SB_CHECK(budget >= 1, "seq {} leaves no room for text beside [CLS]/[SEP]", c.seq);
+  SB_REQUIRE(budget >= 1, "seq {} leaves no room for text beside [CLS]/[SEP]", c.seq);
   const bool cut = static_cast<std::int64_t>(a.size() + b.size()) > budget;
-  SB_CHECK(!cut || c.truncate, "{}: {} tokens exceed seq {} (with [CLS]/[SEP]); set truncate = "
-                               "true to cut them or raise seq", e.where, a.size() + b.size() + (e.pair.empty() ? 2 : 3), c.seq);
+  SB_REQUIRE(!cut || c.truncate, "{}: {} tokens exceed seq {} (with [CLS]/[SEP]); set truncate = "
+                                 "true to cut them or raise seq", e.where, a.size() + b.size() + (e.pair.empty() ? 2 : 3), c.seq);
   while (static_cast<std::int64_t>(a.size() + b.size()) > budget)  // longest first, as HF
     (a.size() >= b.size() ? a : b).pop_back();
   auto all_ids = s.input_ids.accessor<std::int64_t, 2>();
@@ -171,9 +171,9 @@ bool encode_row(const Example& e, const Tokenizer& tok, const Special& sp, std::
   auto mask = all_mask[r];
   std::int64_t k = 0;
   auto put = [&](std::int32_t id, std::int64_t type) {
-    SB_CHECK(id >= 0 && id < vocab, "{}: token id {} is outside the model's vocabulary of {} "
-                                    "(does the tokenizer's vocab.txt belong to this model?)",
-             e.where, id, vocab);
+    SB_REQUIRE(id >= 0 && id < vocab, "{}: token id {} is outside the model's vocabulary of {} "
+                                      "(does the tokenizer's vocab.txt belong to this model?)",
+               e.where, id, vocab);
     ids[k] = id, types[k] = type, mask[k] = 1, ++k;
   };
   put(sp.cls, 0);
@@ -200,9 +200,9 @@ LabelledSplit encode(const std::vector<const Example*>& ex, const std::map<std::
   for (std::int64_t r = 0; r < n; ++r) {
     const Example& e = *ex[static_cast<std::size_t>(r)];
     auto it = id.find(e.label);
-    SB_CHECK(it != id.end(), "{}: {} label \"{}\" never occurs in the training examples (labels: "
-                             "{} of them); fix the label or add training examples of it",
-             e.where, split, e.label, id.size());
+    SB_REQUIRE(it != id.end(), "{}: {} label \"{}\" never occurs in the training examples (labels: "
+                               "{} of them); fix the label or add training examples of it",
+               e.where, split, e.label, id.size());
     s.labels[r] = it->second;
     truncated += encode_row(e, tok, sp, vocab, c, s, r);
   }
@@ -235,9 +235,9 @@ models::Batch LabelledSplit::rows(std::int64_t begin, std::int64_t end) const {
 
 LabelledData load_labelled(const LabelledConfig& c, const Tokenizer& tok, std::int64_t vocab) {
   Special sp{tok.token_id("[CLS]"), tok.token_id("[SEP]"), tok.token_id("[PAD]")};
-  SB_CHECK(sp.cls >= 0 && sp.sep >= 0 && sp.pad >= 0,
-           "tokenizer {} has no [CLS], [SEP] or [PAD]: labelled data needs BERT's vocabulary "
-           "(tokenizer = \"bert-wordpiece\")", tok.name());
+  SB_REQUIRE(sp.cls >= 0 && sp.sep >= 0 && sp.pad >= 0,
+             "tokenizer {} has no [CLS], [SEP] or [PAD]: labelled data needs BERT's vocabulary "
+             "(tokenizer = \"bert-wordpiece\")", tok.name());
   auto all = read_examples(c.train_path);
   std::vector<const Example*> train, val;
   std::vector<Example> val_file;
@@ -252,10 +252,10 @@ LabelledData load_labelled(const LabelledConfig& c, const Tokenizer& tok, std::i
     std::mt19937_64 rng(c.seed * 0x9E3779B97F4A7C15ULL + 17);
     std::shuffle(order.begin(), order.end(), rng);
     const auto nv = static_cast<std::size_t>(c.validation_fraction * static_cast<double>(all.size()));
-    SB_CHECK(nv >= 1 && nv < all.size(), "{}: {} examples leave no {} for validation at "
-                                         "validation_fraction {}; add examples or give a "
-                                         "validation file", c.train_path, all.size(),
-             nv < 1 ? "example" : "training examples", c.validation_fraction);
+    SB_REQUIRE(nv >= 1 && nv < all.size(), "{}: {} examples leave no {} for validation at "
+                                           "validation_fraction {}; add examples or give a "
+                                           "validation file", c.train_path, all.size(),
+               nv < 1 ? "example" : "training examples", c.validation_fraction);
     for (std::size_t i = 0; i < order.size(); ++i) (i < nv ? val : train).push_back(&all[order[i]]);
   }
   std::vector<Example> train_copy;  // label order from the training examples only

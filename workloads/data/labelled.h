@@ -38,6 +38,11 @@ inline constexpr const char* kDataDoc =
 // Whether a `data` value names a labelled dataset (.jsonl, .json or .csv).
 bool is_labelled_path(const std::string& path);
 
+// The keyword `data` = `value` misspells ("markov" for "markvo"), or "" when it reads as a path:
+// it exists, has a '/' or an extension, or is near no keyword. Without this a typo is taken
+// for a file an earlier suite may write, and only warned about.
+std::string data_keyword_typo(const std::string& value);
+
 struct LabelledSplit {
   torch::Tensor input_ids, token_type_ids, attention_mask;  // (N, seq) int64
   torch::Tensor labels;                                     // (N) int64

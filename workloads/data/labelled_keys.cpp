@@ -1,11 +1,14 @@
 // The keys of labelled datasets (train and infer read them alike) and the one function both
 // tasks call to load the dataset a point names.
+#include <algorithm>
 #include <filesystem>
 
 #include "harness/core/check.h"
+#include "harness/spec/reference.h"
 #include "harness/workload.h"
 #include "workloads/data/labelled.h"
 #include "workloads/data/text_corpus.h"
+#include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
 
 namespace sb::data {
@@ -22,6 +25,12 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   const std::string task = p.get_string("task");
   if (task != "train" && task != "infer") return;
   const std::string d = p.get_string("data");
+  if (const std::string typo = data_keyword_typo(d); !typo.empty()) {
+    out.push_back({"data", fmt::format("data = \"{}\" is no file here and no keyword; did you "
+                                       "mean \"{}\"? (a file of that name that an earlier suite "
+                                       "writes: write \"./{}\")", d, typo, d)});
+    return;
+  }
   if (task == "infer" && d != "markov" && !is_labelled_path(d) && !is_text_path(d))
     out.push_back({"data", fmt::format("infer scores data = \"markov\", text (.txt or a folder) "
                                        "or a labelled .jsonl/.csv; \"{}\" is none of them", d)});
@@ -69,6 +78,13 @@ const sb::Registrar reg([] {
 
 }  // namespace
 
+std::string data_keyword_typo(const std::string& value) {
+  static const std::vector<std::string> keywords{"markov"};
+  if (std::find(keywords.begin(), keywords.end(), value) != keywords.end()) return "";
+  if (value.find_first_of("/.") != std::string::npos || std::filesystem::exists(value)) return "";
+  return closest(value, keywords);
+}
+
 std::string tokenizer_dir_for(const Point& p) {
   const std::string t = p.get_string("tokenizer_dir");
   if (!t.empty()) return t;
@@ -77,9 +93,10 @@ std::string tokenizer_dir_for(const Point& p) {
 }
 
 std::shared_ptr<const LabelledData> load_labelled_for(const Point& p, const models::ModelConfig& m) {
-  SB_CHECK(m.family == "bert", "data = \"{}\" is labelled text for sequence classification, "
-                               "which model '{}' ({}) has no head for; use a BERT model",
-           p.get_string("data"), m.preset, m.family);
+  SB_REQUIRE(models::family(m.family).classifies,
+             "{}: data = \"{}\" is labelled text for sequence classification, which model '{}' "
+             "({}) has no head for; use a BERT model", p.key_at("data"), p.get_string("data"),
+             m.preset, m.family);
   LabelledConfig c;
   c.train_path = p.get_string("data");
   c.validation_path = p.get_string("validation");
@@ -88,14 +105,14 @@ std::shared_ptr<const LabelledData> load_labelled_for(const Point& p, const mode
   c.truncate = p.get_bool("truncate");
   c.seed = static_cast<std::uint64_t>(p.get_int("seed"));
   auto tok = make_tokenizer("bert-wordpiece", tokenizer_dir_for(p));
-  SB_CHECK(tok->vocab_size() <= m.vocab, "tokenizer_dir's vocab.txt has {} tokens, model '{}' "
-                                         "{} (vocab_size): they do not belong together",
-           tok->vocab_size(), m.preset, m.vocab);
+  SB_REQUIRE(tok->vocab_size() <= m.vocab, "{}: tokenizer_dir's vocab.txt has {} tokens, model "
+             "'{}' {} (vocab_size): they do not belong together; use the model's own vocab.txt",
+             p.key_at("tokenizer_dir"), tok->vocab_size(), m.preset, m.vocab);
   auto d = std::make_shared<LabelledData>(load_labelled(c, *tok, m.vocab));
-  SB_CHECK(static_cast<std::int64_t>(d->labels.size()) <= m.num_labels,
-           "data '{}' has {} labels, model '{}' classifies into {} (its config.json id2label / "
-           "num_labels, or the preset's 2): use a model with as many labels",
-           c.train_path, d->labels.size(), m.preset, m.num_labels);
+  SB_REQUIRE(static_cast<std::int64_t>(d->labels.size()) <= m.num_labels,
+             "{}: data '{}' has {} labels, model '{}' classifies into {} (its config.json "
+             "id2label / num_labels, or the preset's 2): use a model with as many labels",
+             p.key_at("data"), c.train_path, d->labels.size(), m.preset, m.num_labels);
   return d;
 }
 

@@ -21,7 +21,7 @@ namespace {
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  SB_CHECK(f.good(), "cannot open '{}'", path);
+  SB_REQUIRE(f.good(), "cannot open '{}'", path);
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
@@ -38,14 +38,14 @@ struct Hash {
 };
 
 std::vector<std::string> source_files(const std::string& source) {
-  SB_CHECK(fs::exists(source), "text dataset '{}' does not exist (data = a .txt file or a "
-                               "folder of .txt files)", source);
+  SB_REQUIRE(fs::exists(source), "text dataset '{}' does not exist (data = a .txt file or a "
+                                 "folder of .txt files)", source);
   if (!fs::is_directory(source)) return {source};
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(source))
     if (e.is_regular_file() && e.path().extension() == ".txt") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
-  SB_CHECK(!files.empty(), "text folder '{}' holds no .txt files", source);
+  SB_REQUIRE(!files.empty(), "text folder '{}' holds no .txt files", source);
   return files;
 }
 
@@ -117,9 +117,9 @@ TextCorpus prepare_text_corpus(const TextCorpusConfig& c) {
       docs = paragraphs(t);
     }
   }
-  SB_CHECK(docs.size() >= 2, "text dataset '{}' has {} document(s); a held-out split by document "
-                             "needs at least 2 (files of a folder, or paragraphs of a file "
-                             "separated by blank lines)", c.source, docs.size());
+  SB_REQUIRE(docs.size() >= 2, "text dataset '{}' has {} document(s); a held-out split by document "
+                               "needs at least 2 (files of a folder, or paragraphs of a file "
+                               "separated by blank lines)", c.source, docs.size());
   // Held out by document: a seeded shuffle, the first fraction (at least one document).
   std::vector<std::size_t> order(docs.size());
   std::iota(order.begin(), order.end(), 0);
@@ -131,8 +131,8 @@ TextCorpus prepare_text_corpus(const TextCorpusConfig& c) {
   std::vector<bool> held(docs.size(), false);
   for (std::size_t i = 0; i < nh; ++i) held[order[i]] = true;
   const auto tok = make_tokenizer(c.tokenizer, c.tokenizer_dir);
-  SB_CHECK(tok->vocab_size() <= 65536, "tokenizer {} has {} tokens; token files hold uint16 ids "
-                                       "(at most 65536)", c.tokenizer, tok->vocab_size());
+  SB_REQUIRE(tok->vocab_size() <= 65536, "tokenizer {} has {} tokens; token files hold uint16 ids "
+                                         "(at most 65536)", c.tokenizer, tok->vocab_size());
   std::vector<std::int32_t> train, heldout;
   for (std::size_t i = 0; i < docs.size(); ++i) {  // document order kept within each stream
     const auto ids = tok->encode(docs[i]);

@@ -12,20 +12,20 @@ namespace sb::data {
 
 std::vector<std::int32_t> read_token_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  SB_CHECK(f.good(), "cannot open token file '{}'", path);
+  SB_REQUIRE(f.good(), "cannot open token file '{}'", path);
   std::int32_t header[256];
   f.read(reinterpret_cast<char*>(header), sizeof(header));
-  SB_CHECK(f.gcount() == sizeof(header), "token file '{}' is shorter than its 1024-byte header", path);
-  SB_CHECK(header[0] == kTokenFileMagic,
-           "token file '{}': magic {} is not {} (llm.c .bin layout); is it a token file?", path,
-           header[0], kTokenFileMagic);
-  SB_CHECK(header[1] == kTokenFileVersion, "token file '{}': version {} unsupported (expected {})",
-           path, header[1], kTokenFileVersion);
-  SB_CHECK(header[2] >= 0, "token file '{}': negative token count {}", path, header[2]);
+  SB_REQUIRE(f.gcount() == sizeof(header), "token file '{}' is shorter than its 1024-byte header", path);
+  SB_REQUIRE(header[0] == kTokenFileMagic,
+             "token file '{}': magic {} is not {} (llm.c .bin layout); is it a token file?", path,
+             header[0], kTokenFileMagic);
+  SB_REQUIRE(header[1] == kTokenFileVersion, "token file '{}': version {} unsupported (expected {})",
+             path, header[1], kTokenFileVersion);
+  SB_REQUIRE(header[2] >= 0, "token file '{}': negative token count {}", path, header[2]);
   std::vector<std::uint16_t> raw(static_cast<std::size_t>(header[2]));
   f.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size() * 2));
-  SB_CHECK(static_cast<std::size_t>(f.gcount()) == raw.size() * 2,
-           "token file '{}': header says {} tokens but only {} bytes follow", path, header[2], f.gcount());
+  SB_REQUIRE(static_cast<std::size_t>(f.gcount()) == raw.size() * 2,
+             "token file '{}': header says {} tokens but only {} bytes follow", path, header[2], f.gcount());
   return std::vector<std::int32_t>(raw.begin(), raw.end());  // little-endian host assumed (x86, arm64)
 }
 
@@ -76,12 +76,12 @@ std::int64_t first_invalid_utf8(const std::string& s) {
 
 std::string read_utf8_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  SB_CHECK(f.good(), "cannot open text dataset '{}'", path);
+  SB_REQUIRE(f.good(), "cannot open text dataset '{}'", path);
   std::stringstream ss;
   ss << f.rdbuf();
   std::string text = ss.str();
   const auto bad = first_invalid_utf8(text);
-  SB_CHECK(bad < 0, "text dataset '{}' is not valid UTF-8 at byte {}; convert it (iconv -t UTF-8)", path, bad);
+  SB_REQUIRE(bad < 0, "text dataset '{}' is not valid UTF-8 at byte {}; convert it (iconv -t UTF-8)", path, bad);
   return text;
 }
 

@@ -110,18 +110,18 @@ class Gpt2Bpe final : public Tokenizer {
     } else if (exists(dir + "/encoder.json") && exists(dir + "/vocab.bpe")) {
       vocab = dir + "/encoder.json", merges = dir + "/vocab.bpe";
     } else {
-      SB_FAIL("gpt2-bpe: '{}' holds neither vocab.json + merges.txt (Hugging Face) nor "
-              "encoder.json + vocab.bpe (OpenAI); point tokenizer_dir at one of them", dir);
+      SB_USER_FAIL("gpt2-bpe: '{}' holds neither vocab.json + merges.txt (Hugging Face) nor "
+                   "encoder.json + vocab.bpe (OpenAI); point tokenizer_dir at one of them", dir);
     }
     std::ifstream vf(vocab);
-    SB_CHECK(vf.good(), "gpt2-bpe: cannot open '{}'", vocab);
+    SB_REQUIRE(vf.good(), "gpt2-bpe: cannot open '{}'", vocab);
     nlohmann::json j;
     try {
       vf >> j;
     } catch (const std::exception& e) {
-      SB_FAIL("gpt2-bpe: '{}' is not valid JSON: {}", vocab, e.what());
+      SB_USER_FAIL("gpt2-bpe: '{}' is not valid JSON: {}", vocab, e.what());
     }
-    SB_CHECK(j.is_object(), "gpt2-bpe: '{}' must be a JSON object token -> id", vocab);
+    SB_REQUIRE(j.is_object(), "gpt2-bpe: '{}' must be a JSON object token -> id", vocab);
     for (auto it = j.begin(); it != j.end(); ++it) {
       const int id = it.value().get<int>();
       encoder_[it.key()] = id;
@@ -129,7 +129,7 @@ class Gpt2Bpe final : public Tokenizer {
       decoder_[id] = it.key();
     }
     std::ifstream mf(merges);
-    SB_CHECK(mf.good(), "gpt2-bpe: cannot open '{}'", merges);
+    SB_REQUIRE(mf.good(), "gpt2-bpe: cannot open '{}'", merges);
     std::string line;
     int rank = 0, lineno = 0;
     while (std::getline(mf, line)) {
@@ -137,8 +137,8 @@ class Gpt2Bpe final : public Tokenizer {
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line.empty() || (lineno == 1 && line.rfind("#version", 0) == 0)) continue;
       const auto sp = line.find(' ');
-      SB_CHECK(sp != std::string::npos && sp > 0 && sp + 1 < line.size(),
-               "gpt2-bpe: {}:{}: a merge must be two symbols separated by one space, got '{}'", merges, lineno, line);
+      SB_REQUIRE(sp != std::string::npos && sp > 0 && sp + 1 < line.size(),
+                 "gpt2-bpe: {}:{}: a merge must be two symbols separated by one space, got '{}'", merges, lineno, line);
       ranks_[line.substr(0, sp) + '\x01' + line.substr(sp + 1)] = rank++;
     }
   }
@@ -154,8 +154,8 @@ class Gpt2Bpe final : public Tokenizer {
       merge(sym);
       for (const auto& s : sym) {
         auto it = encoder_.find(s);
-        SB_CHECK(it != encoder_.end(), "gpt2-bpe: symbol '{}' (from '{}') is not in the vocabulary; "
-                 "vocabulary and merges do not belong together", s, piece);
+        SB_REQUIRE(it != encoder_.end(), "gpt2-bpe: symbol '{}' (from '{}') is not in the vocabulary; "
+                   "vocabulary and merges do not belong together", s, piece);
         out.push_back(it->second);
       }
     }

@@ -119,8 +119,8 @@ class WordPiece final : public Tokenizer {
   explicit WordPiece(const std::string& dir) {
     const std::string path = dir + "/vocab.txt";
     std::ifstream f(path);
-    SB_CHECK(f.good(), "bert-wordpiece: cannot open '{}' (a BERT tokenizer folder holds "
-                       "vocab.txt, one token per line)", path);
+    SB_REQUIRE(f.good(), "bert-wordpiece: cannot open '{}' (a BERT tokenizer folder holds "
+                         "vocab.txt, one token per line)", path);
     std::string line;
     std::int32_t id = 0;
     while (std::getline(f, line)) {
@@ -129,10 +129,10 @@ class WordPiece final : public Tokenizer {
       pieces_.push_back(line);
       ++id;
     }
-    SB_CHECK(id > 0, "bert-wordpiece: '{}' is empty", path);
+    SB_REQUIRE(id > 0, "bert-wordpiece: '{}' is empty", path);
     auto need = [&](const char* t) {
       auto it = vocab_.find(t);
-      SB_CHECK(it != vocab_.end(), "bert-wordpiece: '{}' lacks the token {}", path, t);
+      SB_REQUIRE(it != vocab_.end(), "bert-wordpiece: '{}' lacks the token {}", path, t);
       return it->second;
     };
     unk_ = need("[UNK]");

@@ -4,6 +4,8 @@
 
 #include "harness/core/check.h"
 #include "harness/workload.h"
+#include "workloads/models/family.h"
+#include "workloads/models/folder_check.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/models/model.h"
 
@@ -42,11 +44,9 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   try {
     t = models::preset_config(teacher);
   } catch (const sb::Error& e) {
-    // A folder an earlier point exports (export_folder) may not exist yet: a warning.
-    const bool later = models::is_model_path(teacher) && !std::filesystem::exists(teacher + "/config.json");
-    out.push_back({"teacher", later ? fmt::format("teacher folder '{}' has no config.json (yet): the point "
-                                                  "will fail unless an earlier point writes it", teacher)
-                                    : e.message(), later});
+    // A folder not written yet is check_teacher_folder's to report.
+    if (!models::is_model_path(teacher) || std::filesystem::exists(teacher + "/config.json"))
+      out.push_back({"teacher", e.message()});
     return;
   }
   auto differ = [&](const char* what, std::int64_t a, std::int64_t b) {
@@ -59,12 +59,20 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
     out.push_back({"teacher", fmt::format("the student {} is a {} model, the teacher {} a {} model: "
                                           "distillation needs one family", s.preset, s.family, t.preset, t.family)});
   differ("vocabulary entries", s.vocab, t.vocab);
-  if (s.family == "bert") differ("labels", s.num_labels, t.num_labels);
+  if (models::family(s.family).classifies) differ("labels", s.num_labels, t.num_labels);
   if (init == "every_other" && (s.d_model != t.d_model || s.d_ff != t.d_ff || s.n_layer > t.n_layer))
     out.push_back({"distill.student_init", fmt::format("every_other copies teacher layers into the student: "
                                                        "it needs the teacher's widths (d {} vs {}, d_ff {} vs "
                                                        "{}) and at most its {} layers (student: {})", s.d_model,
                                                        t.d_model, s.d_ff, t.d_ff, t.n_layer, s.n_layer)});
+}
+
+// A teacher folder that is not there yet: fine when an earlier point exports it.
+void check_teacher_folder(const std::vector<Point>& points, std::size_t i,
+                          std::vector<Diagnostic>& out) {
+  if (!is_train(points[i]) || points[i].get_string("teacher").empty()) return;
+  if (auto d = models::missing_model_folder(points, i, "teacher", "teacher folder"))
+    out.push_back(*d);
 }
 
 void key(KeySpec ks) {
@@ -92,6 +100,7 @@ const sb::Registrar kRegister([] {
   key({"distill.student_init", KeyType::Name, std::string("none"), "student_init",
        "train: the student's first weights from the teacher's (every_other) or not (none)"});
   register_validator(validate);
+  register_suite_validator(check_teacher_folder);
 });
 
 }  // namespace

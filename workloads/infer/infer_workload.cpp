@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "harness/core/activity.h"
 #include "harness/core/check.h"
 #include "harness/core/mpi_context.h"
 #include "harness/trace/recorder.h"
@@ -121,9 +122,12 @@ LoadgenConfig loadgen_config(const Point& p) {
 class InferWorkload final : public sb::Workload {
  public:
   void run(RunContext& ctx) override {
+    sb::set_phase("build");  // phases and steps: what an out-of-memory message names
     build(ctx);
     draw_samples(ctx);
+    sb::set_phase("warm-up");
     warm_up(ctx);
+    sb::set_phase("query");
     auto result = run_scenario(lg_, [&](I first, I n) {
       // Every rank issues the same query schedule, so every rank asks here; the scenario's
       // clock is the forwards' own durations, so the agreement costs no measured time.
@@ -367,7 +371,11 @@ const sb::Registrar registrar([] {
                    auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
                    return static_cast<double>(
                        quant::quantized_model_bytes(p.get_string("quantization"), model->units()));
-                 }});
+                 },
+                 {},  // memory terms: the plan's total only
+                 {{"batch", "lower it: fewer rows per query"},
+                  {"quantization", "int8 or bf16 weights take 1/4 or 1/2 of fp32's"},
+                  {"world", "raise it: sharded inference keeps 1/world of the weights per rank"}}});
 });
 
 }  // namespace

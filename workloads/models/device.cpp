@@ -30,16 +30,16 @@ int visible_gpus() { return static_cast<int>(torch::cuda::device_count()); }
 
 torch::Device resolve_device(const std::string& name, int local_rank) {
   if (name == "cpu") return torch::Device(torch::kCPU);
-  SB_CHECK(name == "cuda", "device = \"{}\": unknown device; known: cpu, cuda", name);
-  SB_CHECK(built_with_cuda(),
-           "device = \"cuda\": this shardbench was built without CUDA (the default preset); "
-           "build the CUDA one (cmake --preset cuda && cmake --build --preset cuda) and run "
-           "build-cuda/shardbench, or set device = \"cpu\"");
+  SB_REQUIRE(name == "cuda", "device = \"{}\": unknown device; known: cpu, cuda", name);
+  SB_REQUIRE(built_with_cuda(),
+             "device = \"cuda\": this shardbench was built without CUDA (the default preset); "
+             "build the CUDA one (cmake --preset cuda && cmake --build --preset cuda) and run "
+             "build-cuda/shardbench, or set device = \"cpu\"");
   const int n = visible_gpus();
-  SB_CHECK(n > 0,
-           "device = \"cuda\" on local rank {}: no GPU visible to this process (no GPU, no "
-           "driver, or CUDA_VISIBLE_DEVICES empty); run on a GPU node or set device = \"cpu\"",
-           local_rank);
+  SB_REQUIRE(n > 0,
+             "device = \"cuda\" on local rank {}: no GPU visible to this process (no GPU, no "
+             "driver, or CUDA_VISIBLE_DEVICES empty); run on a GPU node or set device = \"cpu\"",
+             local_rank);
   const torch::Device d(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % n));
 #ifdef SB_WITH_CUDA
   c10::cuda::set_device(d.index());  // the context, cuBLAS handles and kCUDA without index

@@ -62,12 +62,12 @@ Reader read(const std::string& dir) {
   Reader r;
   r.file = dir + "/config.json";
   struct stat st;
-  SB_CHECK(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode),
-           "model folder '{}' does not exist (model = a preset name or a local Hugging Face "
-           "folder with config.json and model.safetensors)", dir);
+  SB_REQUIRE(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode),
+             "model folder '{}' does not exist (model = a preset name or a local Hugging Face "
+             "folder with config.json and model.safetensors)", dir);
   std::ifstream f(r.file);
-  SB_CHECK(f.good(), "model folder '{}' has no config.json (a Hugging Face model folder holds "
-                     "config.json and model.safetensors)", dir);
+  SB_REQUIRE(f.good(), "model folder '{}' has no config.json (a Hugging Face model folder holds "
+                       "config.json and model.safetensors)", dir);
   std::stringstream ss;
   ss << f.rdbuf();
   try {

@@ -1,8 +1,6 @@
 // Presets, the model registry and the defaults of the shared model interface.
 #include "workloads/models/model.h"
 
-#include <filesystem>
-
 #include "harness/core/check.h"
 #include "harness/workload.h"
 #include "workloads/models/attention.h"
@@ -52,25 +50,9 @@ const std::vector<Preset>& presets() {
   return p;
 }
 
+// A folder is checked at plan time in folder_check.cpp.
 const sb::Registrar kRegisterNames([] {
   for (const auto& p : presets()) sb::register_name("model", p.cfg.preset, p.doc);
-  // A folder is checked at plan time, by the function that later builds the model from it.
-  sb::register_validator([](const sb::Point& p, std::vector<sb::Diagnostic>& out) {
-    const std::string m = p.get_string("model");
-    if (!is_model_path(m)) return;
-    // A folder an earlier point or suite may still write (export_folder): a warning.
-    if (!std::filesystem::exists(m + "/config.json")) {
-      out.push_back({"model", fmt::format("model folder '{}' has no config.json (yet): the point "
-                                          "will fail unless an earlier point or suite writes it "
-                                          "(export_folder); check the path", m), true});
-      return;
-    }
-    try {
-      hf_folder_config(m);
-    } catch (const sb::Error& e) {
-      out.push_back({"model", e.message()});
-    }
-  });
 });
 
 }  // namespace

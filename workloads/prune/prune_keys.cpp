@@ -84,8 +84,10 @@ const sb::Registrar kRegister([] {
              "infer, serve: training batches (batch x seq) the taylor importance's gradient sums over"};
   tb.min_int = 1, tb.max_int = 1 << 20;
   key(std::move(tb));
-  key({"pruning.export_folder", KeyType::String, std::string(""), "",
-       "infer, serve: write the pruned fp32 model here as a Hugging Face folder (rank 0), to load as a model"});
+  KeySpec ef{"pruning.export_folder", KeyType::String, std::string(""), "",
+             "infer, serve: write the pruned fp32 model here as a Hugging Face folder (rank 0), to load as a model"};
+  ef.writes_path = true;  // an output a later point may read (models/folder_check.h)
+  key(std::move(ef));
   KeySpec sparsity{"pruning.sparsity", KeyType::Float, 0.5, "",
                    "infer, serve: fraction of the linear weights (magnitude) or FFN channels (ffn) removed"};
   sparsity.min_float = 0.0, sparsity.max_float = 1.0;

@@ -22,8 +22,8 @@ std::int64_t uniform_int(data::Rng& r, std::int64_t lo, std::int64_t hi) {
 }
 
 std::int64_t length_field(const nlohmann::json& j, const char* key, const std::string& where) {
-  SB_CHECK(j.contains(key) && j[key].is_number_integer() && j[key].get<std::int64_t>() >= 1,
-           "{}: \"{}\" must be an integer >= 1", where, key);
+  SB_REQUIRE(j.contains(key) && j[key].is_number_integer() && j[key].get<std::int64_t>() >= 1,
+             "{}: \"{}\" must be an integer >= 1", where, key);
   return j[key].get<std::int64_t>();
 }
 
@@ -54,23 +54,23 @@ std::vector<RequestSpec> draw_requests(const ArrivalConfig& c) {
 
 std::vector<RequestSpec> read_request_trace(const std::string& path) {
   std::ifstream f(path);
-  SB_CHECK(f.good(), "request trace '{}' cannot be read (set request_trace to a JSONL file)", path);
+  SB_REQUIRE(f.good(), "request trace '{}' cannot be read (set request_trace to a JSONL file)", path);
   std::stringstream text;
   text << f.rdbuf();
   std::vector<RequestSpec> out;
   double last = 0;
   data::for_each_jsonl_line(path, text.str(), [&](const nlohmann::json& j, const std::string& where) {
-    SB_CHECK(j.is_object(), "{}: a line must be a JSON object with arrival_s, prompt_len, output_len", where);
-    SB_CHECK(j.contains("arrival_s") && j["arrival_s"].is_number() && j["arrival_s"].get<double>() >= 0,
-             "{}: \"arrival_s\" must be a number of seconds >= 0", where);
+    SB_REQUIRE(j.is_object(), "{}: a line must be a JSON object with arrival_s, prompt_len, output_len", where);
+    SB_REQUIRE(j.contains("arrival_s") && j["arrival_s"].is_number() && j["arrival_s"].get<double>() >= 0,
+               "{}: \"arrival_s\" must be a number of seconds >= 0", where);
     RequestSpec r{static_cast<std::int64_t>(out.size()), j["arrival_s"].get<double>(),
                   length_field(j, "prompt_len", where), length_field(j, "output_len", where)};
-    SB_CHECK(r.arrival_s >= last, "{}: arrival_s {} is before the previous request's {} (sort the trace by arrival)",
-             where, r.arrival_s, last);
+    SB_REQUIRE(r.arrival_s >= last, "{}: arrival_s {} is before the previous request's {} (sort the trace by arrival)",
+               where, r.arrival_s, last);
     last = r.arrival_s;
     out.push_back(r);
   });
-  SB_CHECK(!out.empty(), "request trace '{}' has no requests", path);
+  SB_REQUIRE(!out.empty(), "request trace '{}' has no requests", path);
   return out;
 }
 

@@ -8,14 +8,17 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 
+#include "harness/core/activity.h"
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
 #include "harness/core/mpi_context.h"
 #include "harness/workload.h"
 #include "workloads/data/batches.h"
 #include "workloads/infer/served_model.h"
+#include "workloads/models/family.h"
 #include "workloads/models/gpt2.h"
 #include "workloads/quant/quantizer.h"
 #include "workloads/serve/bert_executor.h"
@@ -44,13 +47,34 @@ ArrivalConfig arrival_config(const Point& p) {
   return a;
 }
 
+// Tokens of one KV row: the longest request's prompt + output that fits the context (longer
+// requests are refused); the run and the plan-time check both size rows with it.
+I row_tokens(const std::vector<RequestSpec>& requests, I context) {
+  I tokens = 1;
+  for (const auto& r : requests)
+    if (r.prompt_len + r.output_len <= context) tokens = std::max(tokens, r.prompt_len + r.output_len);
+  return tokens;
+}
+
+// "" when kv_cache_bytes = `budget` holds at least one row, else why not and the fix.
+std::string kv_budget_problem(I budget, I row_tokens, I per_token) {
+  if (budget >= row_tokens * per_token) return "";
+  return fmt::format("kv_cache_bytes {} holds no KV row of {} tokens ({} bytes each: the longest "
+                     "request's prompt + output at {} bytes per token); raise kv_cache_bytes to at "
+                     "least {} or shorten the requests (prompt_len_max, output_len_max)",
+                     budget, row_tokens, row_tokens * per_token, per_token, row_tokens * per_token);
+}
+
 class ServeWorkload final : public sb::Workload {
  public:
   void run(RunContext& ctx) override {
+    sb::set_phase("build");  // phases and steps: what an out-of-memory message names
     build(ctx);
     make_executor(ctx);
     auto on_step = [&](I step) {
       sb::fault_set_step(step);
+      sb::set_phase_step(step);
+      sb::set_phase("step");
       sb::fault_point("step");  // tests/failure/failure_paths.sh serve-kill
       if (ctx.stop_agreed()) throw sb::Stopped(ctx.stop.reason);
     };
@@ -83,7 +107,10 @@ class ServeWorkload final : public sb::Workload {
   std::vector<I> prompt(I request) const;
 
   ServedModel m_;
-  models::Gpt2* gpt2_ = nullptr;  // m_.served
+  // The family's record decides: a family that generates runs on a KV cache (Gpt2Executor);
+  // one that classifies answers each request with a label (BertExecutor).
+  bool generates_ = false;
+  models::Gpt2* gpt2_ = nullptr;  // m_.served, when generates_
   std::optional<c10::InferenceMode> inference_;
   std::unique_ptr<data::BatchSource> prompts_;
   std::vector<RequestSpec> requests_;
@@ -96,16 +123,20 @@ void ServeWorkload::build(RunContext& ctx) {
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
   build_served(m_, ctx, inference_, p.get_int("batch"));
   m_.weights.clear();  // serving keeps only the served copy (or the engine's shards)
-  gpt2_ = dynamic_cast<models::Gpt2*>(m_.served.get());
+  generates_ = models::family(m_.served->config().family).generates;
+  if (generates_) {  // the decoder the KV-cache executor drives
+    gpt2_ = dynamic_cast<models::Gpt2*>(m_.served.get());
+    SB_CHECK(gpt2_, "family {} generates but its model is no Gpt2", m_.served->config().family);
+  }
   requests_ = draw_requests(arrival_config(p));
-  if (!gpt2_)  // BERT: one result per request, at the end of its prefill
+  if (!generates_)  // classification: one result per request, at the end of its prefill
     for (auto& r : requests_) r.output_len = 1;
   I longest = 1;
   for (const auto& r : requests_) longest = std::max(longest, r.prompt_len);
   // Prompts: held-out rows of the Markov chain `train` uses for this seed, one per request
   // (BERT's rows are at least half their length: twice the longest prompt covers every prompt).
   const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
-  prompts_ = data::markov_source(m_.served->config(), 1, gpt2_ ? longest : std::max<I>(4, 2 * longest), seed, seed);
+  prompts_ = data::markov_source(m_.served->config(), 1, generates_ ? longest : std::max<I>(4, 2 * longest), seed, seed);
   PolicyConfig pc;
   pc.max_batch = p.get_int("batch");
   pc.max_queue_delay_s = p.get_double("max_queue_delay_ms") / 1e3;
@@ -119,10 +150,10 @@ std::vector<I> ServeWorkload::prompt(I request) const {
   const I len = requests_.at(r).prompt_len;
   auto row = prompts_->heldout(r);
   auto ids = row.input_ids[0];
-  if (!gpt2_) ids = torch::where(row.targets[0] != -100, row.targets[0], ids);  // BERT: unmasked text
+  if (!generates_) ids = torch::where(row.targets[0] != -100, row.targets[0], ids);  // BERT: unmasked text
   ids = ids.narrow(0, 0, len).contiguous();
   std::vector<I> out(ids.data_ptr<I>(), ids.data_ptr<I>() + len);
-  if (!gpt2_ && len >= 2) out.back() = data::MlmConfig{}.sep_id;  // [CLS] text [SEP]
+  if (!generates_ && len >= 2) out.back() = data::MlmConfig{}.sep_id;  // [CLS] text [SEP]
   return out;
 }
 
@@ -130,26 +161,21 @@ std::vector<I> ServeWorkload::prompt(I request) const {
 // as many as kv_cache_bytes holds when it is set.
 void ServeWorkload::make_executor(RunContext& ctx) {
   const Point& p = ctx.point;
-  const I context = m_.served->config().max_pos;
-  I capacity = 1;
-  for (const auto& r : requests_)
-    if (r.prompt_len + r.output_len <= context) capacity = std::max(capacity, r.prompt_len + r.output_len);
+  const I capacity = row_tokens(requests_, m_.served->config().max_pos);
   I rows = p.get_string("serve_policy") == "sequential" ? 1 : p.get_int("batch");
   RunForward run = [this](const std::function<torch::Tensor(models::ParamProvider&)>& f) {
     return m_.run(f);
   };
   PromptOf prompt = [this](I r) { return this->prompt(r); };
-  if (!gpt2_) {  // packing joins requests of different lengths; a static batch pads them
+  if (!generates_) {  // packing joins requests of different lengths; a static batch pads them
     executor_ = std::make_unique<BertExecutor>(*m_.served, run, prompt, rows,
                                                !policy_->batch_runs_to_completion() && rows > 1);
     return;
   }
   const I per_token = kv_bytes_per_token(m_.served->config(), m_.engine ? torch::kFloat : m_.compute);
   if (const I budget = p.get_int("kv_cache_bytes"); budget > 0) {
-    SB_CHECK(budget >= capacity * per_token,
-             "kv_cache_bytes {} holds no KV row of {} tokens ({} bytes each: the longest request's "
-             "prompt + output at {} bytes per token); raise kv_cache_bytes or shorten the requests",
-             budget, capacity, capacity * per_token, per_token);
+    const std::string small = kv_budget_problem(budget, capacity, per_token);
+    SB_REQUIRE(small.empty(), "{}: {}", p.key_at("kv_cache_bytes"), small);
     rows = std::min(rows, budget / (capacity * per_token));
   }
   SamplingConfig s;
@@ -197,37 +223,81 @@ void ServeWorkload::record(RunContext& ctx, const ServeResult& r) {
                     "wall time, idle time skipped (docs/METRICS.md, Serving)");
 }
 
-// BERT requests return one label at the end of their prefill: the generation keys do nothing.
-void validate_bert(const Point& p, const models::ModelConfig& m, std::vector<Diagnostic>& out) {
+// Whether the point sets `key` to anything but its registered default.
+bool set_off_default(const Point& p, const char* key) {
+  const KeySpec* ks = find_key(key);
+  return ks && p.has(key) && p.get(key) != ks->default_value;
+}
+
+// Classification requests return one label at the end of their prefill: the generation keys
+// do nothing (warnings: a suite may vary model across families with one set of keys).
+void validate_classifier(const Point& p, const models::ModelConfig& m, std::vector<Diagnostic>& out) {
   if (p.get_string("arrival") != "trace" && p.get_int("prompt_len_max") > m.max_pos)
     out.push_back({"prompt_len_max", fmt::format("prompt_len_max {} exceeds model {}'s {} positions: "
                                                  "longer requests will be refused (and counted)",
                                                  p.get_int("prompt_len_max"), m.preset, m.max_pos), true});
-  const bool set[] = {p.get_double("temperature") > 0, p.get_int("top_k") > 0, p.get_int("eos_token") >= 0,
-                      p.get_int("kv_cache_bytes") > 0};
-  const char* keys[] = {"temperature", "top_k", "eos_token", "kv_cache_bytes"};
-  for (int i = 0; i < 4; ++i)
-    if (set[i])
-      out.push_back({keys[i], fmt::format("{} is ignored for BERT requests (one label each, no "
-                                          "generation, no KV cache)", keys[i]), true});
+  for (const char* k : {"output_len_min", "output_len_max", "temperature", "top_k", "eos_token",
+                        "kv_cache_bytes"})
+    if (set_off_default(p, k))
+      out.push_back({k, fmt::format("{} is ignored for BERT requests (model {} classifies: one "
+                                    "label each, no generation, no KV cache); set it only on "
+                                    "points of a model that generates", k, m.preset),
+                     true});
+}
+
+// The dtype the KV cache takes, as the run picks it (make_executor): fp32 when sharded, else
+// the served forward's (quant_compute) on the host; nullopt on a GPU, judged where it runs.
+std::optional<torch::ScalarType> planned_kv_dtype(const Point& p) {
+  if (p.get_int("world") > 1) return torch::kFloat;
+  const KeySpec* dev = find_key("device");
+  if (dev && p.get("device") != dev->default_value) return std::nullopt;  // default: the host
+  return quant::compute_dtype(p.get_string("quantization"), p.get_string("quant_compute"),
+                              torch::Device(torch::kCPU));
+}
+
+// kv_cache_bytes against one KV row of the requests the run will draw (the same draw), for a
+// generating model. Pruning may narrow the attention (heads): then only the run can tell.
+void validate_kv_budget(const Point& p, const models::ModelConfig& m, std::vector<Diagnostic>& out) {
+  const I budget = p.get_int("kv_cache_bytes");
+  if (budget <= 0 || set_off_default(p, "pruning")) return;
+  const ArrivalConfig a = arrival_config(p);
+  if (a.arrival == "trace" ? !std::filesystem::exists(a.trace) : a.requests > (I{1} << 20))
+    return;  // a trace not written yet; or a draw too large to repeat at plan time
+  std::optional<torch::ScalarType> dtype;
+  std::vector<RequestSpec> requests;
+  try {
+    dtype = planned_kv_dtype(p);
+    requests = draw_requests(a);
+  } catch (const sb::Error&) {
+    return;  // the keys' own checks say what is wrong (a bad trace: validate's)
+  }
+  if (!dtype) return;
+  const std::string small =
+      kv_budget_problem(budget, row_tokens(requests, m.max_pos), kv_bytes_per_token(m, *dtype));
+  if (!small.empty()) out.push_back({"kv_cache_bytes", small});
 }
 
 void validate(const Point& p, std::vector<Diagnostic>& out) {
   if (!is_serve(p)) return;
   try {
     const auto m = models::preset_config(p.get_string("model"));
-    if (m.family == "bert") {
-      validate_bert(p, m, out);
-    } else if (m.family != "gpt2") {
-      out.push_back({"model", fmt::format("serve runs GPT-2 (generation) or BERT (classification); "
-                                          "model {} is a {} model", m.preset, m.family)});
-    } else if (p.get_string("arrival") != "trace" &&
-             p.get_int("prompt_len_max") + p.get_int("output_len_max") > m.max_pos)
-      out.push_back({"prompt_len_max",
-                     fmt::format("prompt_len_max {} + output_len_max {} exceeds model {}'s {} "
-                                 "positions: requests longer than that will be refused (and counted)",
-                                 p.get_int("prompt_len_max"), p.get_int("output_len_max"), m.preset,
-                                 m.max_pos), true});
+    const models::Family& fam = models::family(m.family);
+    if (!fam.generates && fam.classifies) {
+      validate_classifier(p, m, out);
+    } else if (!fam.generates) {
+      out.push_back({"model", fmt::format("serve runs a model that generates (GPT-2) or classifies "
+                                          "(BERT); model {} is a {} model, which does neither",
+                                          m.preset, m.family)});
+    } else {
+      validate_kv_budget(p, m, out);
+      if (p.get_string("arrival") != "trace" &&
+          p.get_int("prompt_len_max") + p.get_int("output_len_max") > m.max_pos)
+        out.push_back({"prompt_len_max",
+                       fmt::format("prompt_len_max {} + output_len_max {} exceeds model {}'s {} "
+                                   "positions: requests longer than that will be refused (and counted)",
+                                   p.get_int("prompt_len_max"), p.get_int("output_len_max"), m.preset,
+                                   m.max_pos), true});
+    }
   } catch (const sb::Error&) {
     // an unknown model is reported by the name check
   }
@@ -238,13 +308,24 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                                      "[{}, {}] (equal for a fixed length)", lo, p.get_int(lo), hi,
                                      p.get_int(hi), lo, hi)});
   }
-  const std::string arrival = p.get_string("arrival");
+  const std::string arrival = p.get_string("arrival"), trace = p.get_string("request_trace");
   if (arrival == "poisson" && !(p.get_double("request_rate") > 0))
     out.push_back({"request_rate", "poisson arrivals need request_rate > 0 (requests per second)"});
-  if (arrival == "trace" && p.get_string("request_trace").empty())
+  if (arrival == "trace" && trace.empty())
     out.push_back({"request_trace", "arrival = \"trace\" needs request_trace = a JSONL file of "
                                     "{\"arrival_s\", \"prompt_len\", \"output_len\"} lines"});
-  if (arrival != "trace" && !p.get_string("request_trace").empty())
+  if (arrival == "trace" && !trace.empty() && !std::filesystem::exists(trace)) {
+    out.push_back({"request_trace", fmt::format("request_trace '{}' does not exist (yet): the point "
+                                                "will fail unless an earlier suite writes it; check "
+                                                "the path", trace), true});
+  } else if (arrival == "trace" && !trace.empty()) {
+    try {  // read as the run reads it: a bad line is named (file:line) before anything runs
+      read_request_trace(trace);
+    } catch (const sb::Error& e) {
+      out.push_back({"request_trace", e.message()});
+    }
+  }
+  if (arrival != "trace" && !trace.empty())
     out.push_back({"request_trace", fmt::format("request_trace is read only with arrival = \"trace\" "
                                                 "(arrival is \"{}\")", arrival)});
 }
@@ -297,7 +378,11 @@ const sb::Registrar registrar([] {
                    auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
                    return static_cast<double>(
                        quant::quantized_model_bytes(p.get_string("quantization"), model->units()));
-                 }});
+                 },
+                 {},  // memory terms: the plan's total only
+                 {{"batch", "lower it: fewer KV-cache rows"},
+                  {"kv_cache_bytes", "set it: a bound on the KV cache (0 = batch rows)"},
+                  {"quantization", "int8 or bf16 weights take 1/4 or 1/2 of fp32's"}}});
 });
 
 }  // namespace

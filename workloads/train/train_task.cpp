@@ -26,7 +26,8 @@ bool is_train(const Point& p) { return p.has("task") && p.get_string("task") == 
 // them (a checkpoint, an exported corpus). Relative paths are from the current directory.
 void warn_missing_inputs(const Point& p, std::vector<Diagnostic>& out) {
   const std::string& data = p.get_string("data");
-  if (data != "markov" && !std::filesystem::exists(data))
+  // A misspelt keyword is an error of data's own check (labelled_keys.cpp), not a missing file.
+  if (data != "markov" && data::data_keyword_typo(data).empty() && !std::filesystem::exists(data))
     out.push_back({"data", fmt::format("data file '{}' does not exist (yet): the point will fail "
                                        "unless an earlier suite writes it; check the path",
                                        data), true});
@@ -83,7 +84,7 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                                          "classification; model family {} has no such head (use "
                                          "a BERT model)", d, fam.name)});
     else if (!data::is_labelled_path(d) && !fam.trains_on_token_files && d != "markov" &&
-             !data::is_text_path(d))
+             !data::is_text_path(d) && data::data_keyword_typo(d).empty())
       out.push_back({"data", fmt::format("model family {} trains on data = \"markov\", text "
                                          "(.txt or a folder) or a labelled .jsonl/.csv (.bin "
                                          "token files are for causal LM families)", fam.name)});
@@ -175,9 +176,14 @@ sb::Registrar reg([] {
   key({"comm_progress", KeyType::Name, std::string("auto"), "comm_progress",
        "how overlapped collectives progress: auto, thread, poll or inline (docs/FSDP.md)"});
   s("checkpoint_dir", "", "directory of sharded checkpoints (saved at the end; empty = none)");
-  s("export_folder", "",
-    "after training, write a Hugging Face model folder (config.json + model.safetensors) here, "
-    "loadable as model = <folder> (rank 0 writes; empty = none)");
+  {  // an output: a later point may read the folder (models/folder_check.h)
+    KeySpec ks{"export_folder", KeyType::String, std::string(""), "",
+               "after training, write a Hugging Face model folder (config.json + "
+               "model.safetensors) here, loadable as model = <folder> (rank 0 writes; empty = "
+               "none)"};
+    ks.writes_path = true;
+    key(std::move(ks));
+  }
   s("init", "",
     "the weights training starts from: a safetensors file or model folder; empty = the model "
     "folder's weights when model is a folder, else seeded; \"seed\" = seeded always");
@@ -197,7 +203,12 @@ sb::Registrar reg([] {
     "fp16: finite steps in a row before the loss scale doubles (halved on a skipped step)");
   f("peak_gflops", 0.0, "peak GFLOP/s of one rank for MFU; 0 = measure once per run");
   register_validator(validate);
-  register_task({"train", [] { return make_train_workload(); }, state_bytes, memory_terms});
+  register_task({"train", [] { return make_train_workload(); }, state_bytes, memory_terms,
+                 {{"batch", "lower it: fewer rows per step, fewer activations"},
+                  {"grad_accum", "raise it: the same batch in smaller micro-batches"},
+                  {"strategy", "full_shard keeps 1/world of parameters, gradients and optimizer "
+                               "state per rank"},
+                  {"seq", "lower it: shorter rows, fewer activations"}}});
 });
 
 }  // namespace

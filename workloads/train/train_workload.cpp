@@ -16,6 +16,7 @@
 #include <torch/version.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/core/activity.h"
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
 #include "harness/core/mpi_context.h"
@@ -89,14 +90,17 @@ fsdp::EngineConfig engine_config(const Point& p, const torch::Device& device,
 class TrainWorkload final : public sb::Workload {
  public:
   void run(RunContext& ctx) override {
+    sb::set_phase("build");  // phases and steps: what an out-of-memory message names
     build(ctx);
     step_loop(ctx);
     comm_->set_trace_hook(nullptr, origin_);  // evaluation and checkpoints are not step traffic
     // Saved before the final evaluation, which draws from the compressors' random generators
     // (stochastic int8 parameter gathers): the checkpoint holds the state the next step needs.
     const std::string ckpt = ctx.point.get_string("checkpoint_dir");
+    sb::set_phase("checkpoint");
     if (!ckpt.empty()) engine_->save(ckpt);
     record_results(ctx);
+    sb::set_phase("export");
     export_weights(ctx);
   }
 
@@ -248,6 +252,8 @@ void TrainWorkload::step_loop(RunContext& ctx) {
   for (I s = engine_->steps_done(); s < steps; ++s) {
     comm_->set_step(s);
     sb::fault_set_step(s);
+    sb::set_phase_step(s);
+    sb::set_phase("step");
     sb::fault_point("step");  // tests/failure/failure_paths.sh
     prune_step(ctx, s);
     auto global = source_->train(s);
@@ -263,9 +269,9 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     const auto st = engine_->step(micro, fsdp::loss_terms(global));
     const double wall = MPI_Wtime() - t0;  // the teacher's forward included
     const double flops = step_flops(global);
-    SB_CHECK(st.skipped || std::isfinite(st.loss), "step {}: the loss is {} (diverged); lower lr "
-             "(now {}) or raise grad_clip's effect by lowering it (now {})", s, st.loss,
-             cfg_.adamw.lr, cfg_.adamw.grad_clip);
+    SB_REQUIRE(st.skipped || std::isfinite(st.loss), "step {}: the loss is {} (diverged); lower "
+               "lr ({}, now {}) or raise grad_clip's effect by lowering it (now {})", s, st.loss,
+               p.key_at("lr"), cfg_.adamw.lr, cfg_.adamw.grad_clip);
     if (cfg_.loss_scaling) ctx.recorder.series("loss_scale", st.loss_scale);
     ctx.recorder.step(step_record(ctx, s, st, wall, flops));
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
@@ -370,6 +376,7 @@ sb::StepRecord TrainWorkload::step_record(RunContext& ctx, I s, const fsdp::Step
 
 // Held-out loss over eval_batches global batches: every rank its rows, weighted by terms.
 double TrainWorkload::evaluate(RunContext& ctx, fsdp::Engine& engine) {
+  sb::set_phase("evaluation");
   double sum = 0;
   I terms_total = 0;
   for (I i = 0; i < ctx.point.get_int("eval_batches"); ++i) {
