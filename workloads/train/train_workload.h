@@ -2,11 +2,16 @@
 // registered with its keys and validators in train_task.cpp.
 #pragma once
 #include <memory>
+#include <string>
 
 #include "harness/workload.h"
 
 namespace sb::train {
 
 std::unique_ptr<sb::Workload> make_train_workload();
+
+// The checkpoint (file or folder) a train point starts from: the `init` key, else the model
+// folder when `model` is one; "" = seeded weights (also init = "seed").
+std::string init_weights_path(const Point& p);
 
 }  // namespace sb::train
