@@ -104,6 +104,25 @@ echo "fine-tune's first loss: $first_loss"
 /usr/bin/python3 -c "import sys; sys.exit(0 if float('$first_loss') < 5.3 else 1)" ||
   fail "the fine-tune did not start from the exported weights (first loss $first_loss)"
 
+# What a folder holds that is not a parameter (here the attn.bias buffers and the tied
+# lm_head.weight of tests/data/make_gpt2_safetensors.py) is skipped, and said: printed by
+# rank 0 and recorded as the text checkpoint_note.
+printf '[base]\ntask = "infer"\nmodel = "%s"\nbatch = 2\nseq = 4\nqueries = 2\nwarmup = 0\n' "$d/tiny" > "$d/note.toml"
+"$sb" sweep "$d/note.toml" --results "$d/note" > "$d/note.log" 2>&1 || { cat "$d/note.log"; fail "note sweep"; }
+/usr/bin/python3 - "$d/note" "$d/tiny/model.safetensors" <<'EOF' || fail "checkpoint_note"
+import glob, sys, h5py
+(f,) = glob.glob(sys.argv[1] + "/points/*.h5")
+with h5py.File(f) as h:
+    note = h["texts"].attrs["checkpoint_note"]
+    note = note.decode() if isinstance(note, bytes) else note
+want = (f"checkpoint '{sys.argv[2]}': skipped 3 tensors that are not parameters (causal-mask "
+        "buffer: transformer.h.0.attn.bias [F32], transformer.h.1.attn.bias [F32]; LM head, "
+        "tied to wte: transformer.lm_head.weight [F32])")
+assert note == want, (note, want)
+EOF
+grep -rqF "note: checkpoint '$d/tiny/model.safetensors': skipped 3 tensors" "$d/note.log" "$d/note" ||
+  fail "rank 0 did not print the checkpoint note"
+
 # A missing init: a warning at plan time, then a clear error naming it.
 printf '[base]\ntask = "train"\nmodel = "gpt2-tiny"\ninit = "%s/none"\nsteps = 1\nwarmup = 0\n' "$d" > "$d/init.toml"
 out=$("$sb" plan "$d/init.toml" 2>&1 >/dev/null) || fail "plan refused a missing init (it warns): $out"
