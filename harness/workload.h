@@ -44,6 +44,7 @@ struct KeySpec {
   // A Name key that also takes a path (any value with a '/', e.g. a local model folder): the
   // name check passes it and the workloads' validators check what it names.
   bool accepts_path = false;
+  std::string unit;  // of Int and Float keys ("tokens", "s", "bytes"); shown by `shardbench keys`
 };
 void register_key(KeySpec spec);
 const std::vector<KeySpec>& registered_keys();
@@ -66,6 +67,14 @@ struct Diagnostic {
 using Validator = std::function<void(const Point&, std::vector<Diagnostic>&)>;
 void register_validator(Validator v);
 const std::vector<Validator>& registered_validators();
+
+// Derived keys, filled in before a point's id is computed, so that equal configurations get one
+// id however they were written (the mesh's sizes from world, an alias into its key). The
+// harness's own (the mesh, harness/spec/mesh_config.h) run first, then the workloads' in
+// registration order. A canonicalizer only fills in; what is wrong is a validator's to say.
+using Canonicalizer = std::function<void(Point&)>;
+void register_canonicalizer(Canonicalizer c);
+void canonicalize(Point& p);
 
 // ---- Running a point -----------------------------------------------------------------
 

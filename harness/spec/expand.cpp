@@ -323,6 +323,7 @@ std::vector<Candidate> product(const SuiteSpec& spec, Diagnostics& diags) {
     }
     c.point.name = name.empty() ? spec.name : name;
     c.point.suite = spec.name;
+    canonicalize(c.point);
     ++total;
     bool drop = false;
     for (std::size_t e = 0; e < spec.excludes.size(); ++e)
@@ -388,6 +389,7 @@ std::vector<long> baselines(const SuiteSpec& spec, const std::vector<Point>& poi
   for (std::size_t i = 0; i < points.size(); ++i) {
     Point b = points[i];
     for (const auto& [k, v] : spec.baseline) b.set(k, v.value, v.pos);
+    canonicalize(b);
     const std::string d = digest(b);
     if (d == digests[i]) continue;  // the point is its own baseline
     auto it = by_config.find(d);

@@ -114,7 +114,9 @@ std::string format_keys() {
     if (k.type == KeyType::String || k.type == KeyType::Name) def = "\"" + def + "\"";
     std::string tasks;
     for (const auto& t : k.tasks) tasks += (tasks.empty() ? "" : ",") + t;
-    rows.push_back({k.key, type, def, range_text(k), tasks.empty() ? "all" : tasks, k.doc});
+    std::string range = range_text(k);
+    if (!k.unit.empty()) range += (range.empty() ? "" : " ") + k.unit;
+    rows.push_back({k.key, type, def, range, tasks.empty() ? "all" : tasks, k.doc});
   }
   std::string out = fmt::format("{} keys\n", registered_keys().size());
   out += table(rows, {false, false, false, false, false, false});

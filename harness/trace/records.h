@@ -111,7 +111,8 @@ struct Table<CommEvent> {
       field("kind", &R::kind, "",
             "purpose: param_all_gather, grad_reduce_scatter, grad_all_reduce or other"),
       field("backend", &R::backend, "",
-            "library that ran it: mpi, gloo or nccl (comm_backend; compressed ones: mpi)"),
+            "library that ran it: mpi, gloo or nccl (comm_backend; host tensors under nccl: mpi; "
+            "a compressed one split by an auto table: both, joined by +)"),
       field("logical_bytes", &R::logical_bytes, "bytes",
             "bytes the uncompressed fp32 collective sends to other ranks (docs/METRICS.md)"),
       field("wire_bytes", &R::wire_bytes, "bytes", "bytes this collective sends to other ranks"),

@@ -173,7 +173,7 @@ void TrainWorkload::build(RunContext& ctx) {
   std::string progress = p.get_string("comm_progress");
   if (progress == "auto")  // train_task.cpp says why
     progress = fsdp::strategy_layout(cfg_.strategy).params_sharded ? "poll" : "inline";
-  comm_->set_progress(comm::progress_from_name(progress));
+  comm_->set_progress(progress);
   if (!p.get_string("teacher").empty()) {
     build_teacher(ctx);
   } else {
@@ -477,10 +477,7 @@ void TrainWorkload::record_results(RunContext& ctx) {
   rec.text("compression_policy", cfg_.compression.describe());
   // How requests progressed: thread / poll / inline, or "blocking" without a thread
   // (MPI_THREAD_MULTIPLE missing) where every collective ran inline and blocking.
-  const auto mode = comm_->progress_mode();
-  rec.text("comm_progress", comm_->async() || mode == comm::ProgressMode::Inline
-                                ? comm::progress_name(mode)
-                                : "blocking");
+  rec.text("comm_progress", comm_->progress_label());
   rec.text("comm_backend", comm_->backend_name());
   if (cfg_.loss_scaling) {
     rec.scalar("skipped_steps", static_cast<double>(engine_->steps_skipped()));
