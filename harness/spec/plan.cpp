@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "harness/core/check.h"
+#include "harness/core/registry.h"
 #include "harness/spec/expand.h"
 #include "harness/spec/reference.h"
 #include "harness/workload.h"
@@ -47,15 +48,22 @@ const char* type_label(KeyType t) {
   return "?";
 }
 
-std::vector<PlanColumn>& column_registry() {
-  static std::vector<PlanColumn> c;
-  return c;
+Registry<PlanColumn>& column_registry() {
+  static Registry<PlanColumn> r("plan column");
+  return r;
 }
 
 }  // namespace
 
-void register_plan_column(PlanColumn c) { column_registry().push_back(std::move(c)); }
-const std::vector<PlanColumn>& plan_columns() { return column_registry(); }
+void register_plan_column(PlanColumn c) {
+  const std::string header = c.header;
+  column_registry().add(header, "", std::move(c));
+}
+std::vector<PlanColumn> plan_columns() {
+  std::vector<PlanColumn> out;
+  column_registry().each([&](const std::string&, const PlanColumn& c) { out.push_back(c); });
+  return out;
+}
 
 std::string format_plan(const Suite& suite) { return format_plan(suite, plan_columns()); }
 

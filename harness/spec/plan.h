@@ -17,8 +17,9 @@ struct PlanColumn {
   std::string header;
   std::function<std::string(const Point&)> cell;
 };
+// Registered by header (a header given twice fails at start-up); listed in header order.
 void register_plan_column(PlanColumn c);
-const std::vector<PlanColumn>& plan_columns();
+std::vector<PlanColumn> plan_columns();
 
 // Header, one row per point (index, id, name, task, world, baseline index, the registered
 // columns, estimated model-state bytes per rank from the task's TaskInfo, "-" when the task
