@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "harness/core/check.h"
+#include "harness/core/registry.h"
 #include "harness/spec/expand.h"
 #include "harness/spec/reference.h"
 #include "harness/workload.h"
@@ -47,33 +49,66 @@ const char* type_label(KeyType t) {
   return "?";
 }
 
+Registry<PlanColumn>& column_registry() {
+  static Registry<PlanColumn> r("plan column");
+  return r;
+}
+
 }  // namespace
 
-std::string format_plan(const Suite& suite) {
+void register_plan_column(PlanColumn c) {
+  const std::string header = c.header;
+  column_registry().add(header, "", std::move(c));
+}
+std::vector<PlanColumn> plan_columns() {
+  std::vector<PlanColumn> out;
+  column_registry().each([&](const std::string&, const PlanColumn& c) { out.push_back(c); });
+  return out;
+}
+
+std::string format_plan(const Suite& suite) { return format_plan(suite, plan_columns()); }
+
+std::string format_plan(const Suite& suite, const std::vector<PlanColumn>& columns) {
   std::string out = fmt::format("suite {} ({}, sha256 {})\n", suite.name, suite.file,
                                 suite.sha256.substr(0, 12));
   if (!suite.description.empty()) out += suite.description + "\n";
   std::unordered_map<std::string, int> index_of;
   for (const auto& p : suite.points) index_of[p.id] = p.index;
-  std::vector<std::vector<std::string>> rows{
-      {"index", "id", "name", "task", "world", "baseline", "state/rank"}};
-  std::string notes;  // estimates that failed: the plan is still worth printing
+  std::vector<std::string> header{"index", "id", "name", "task", "world", "baseline"};
+  std::vector<bool> right{true, false, false, false, true, true};
+  for (const auto& c : columns) header.push_back(c.header), right.push_back(true);
+  header.push_back("state/rank"), right.push_back(true);
+  std::vector<std::vector<std::string>> rows{header};
+  std::string notes;  // cells that failed: the plan is still worth printing
   for (const auto& p : suite.points) {
-    const TaskInfo* task = find_task(p.get_string("task"));
-    std::string bytes = "-";
-    if (task && task->model_state_bytes_per_rank) {
+    std::vector<std::string> said;  // one note per point and message
+    auto cell = [&](const std::string& what, const auto& f) -> std::string {
       try {
-        bytes = format_bytes(task->model_state_bytes_per_rank(p));
+        return f();
       } catch (const std::exception& e) {
-        bytes = "?";
-        notes += fmt::format("state/rank of point {}: {}\n", p.index, e.what());
+        // A user's error without the source location it was raised at (sb::Error::message).
+        const auto* sb_error = dynamic_cast<const Error*>(&e);
+        const std::string msg = sb_error ? sb_error->message() : e.what();
+        if (std::find(said.begin(), said.end(), msg) == said.end()) {
+          said.push_back(msg);
+          notes += fmt::format("{} of point {}: {}\n", what, p.index, msg);
+        }
+        return "?";
       }
-    }
+    };
     std::string base = p.baseline_id.empty() ? "-" : std::to_string(index_of.at(p.baseline_id));
-    rows.push_back({std::to_string(p.index), p.id, p.name, p.get_string("task"),
-                    std::to_string(p.get_int("world")), base, bytes});
+    std::vector<std::string> row{std::to_string(p.index), p.id, p.name, p.get_string("task"),
+                                 std::to_string(p.get_int("world")), base};
+    for (const auto& c : columns) row.push_back(cell(c.header, [&] { return c.cell(p); }));
+    const TaskInfo* task = find_task(p.get_string("task"));
+    row.push_back(!task || !task->model_state_bytes_per_rank
+                      ? "-"
+                      : cell("state/rank", [&] {
+                          return format_bytes(task->model_state_bytes_per_rank(p));
+                        }));
+    rows.push_back(std::move(row));
   }
-  out += table(rows, {true, false, false, false, true, true, true});
+  out += table(rows, right);
   out += notes;
   out += fmt::format("{} point{}\n", suite.points.size(), suite.points.size() == 1 ? "" : "s");
   return out;

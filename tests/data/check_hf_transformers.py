@@ -1,15 +1,20 @@
-"""Loads a folder shardbench exported (config.json + model.safetensors) into Hugging Face
-transformers and compares its logits with shardbench's, written beside it as
-expected.safetensors (input_ids as float, logits, and for BERT class_logits).
+"""Loads a folder shardbench exported (config.json + model.safetensors + tokenizer files)
+into Hugging Face transformers and compares its logits with shardbench's, written beside it
+as expected.safetensors (input_ids as float, logits, and for BERT class_logits), and, when
+expected.json is there, the tokenizer and the classification pipeline with shardbench's
+(text, ids: our tokenizer's ids of text; BERT: labels, our label for text and its probability).
 Run from the project's venv: .venv/bin/python tests/data/check_hf_transformers.py DIR
-Exit 0 when every loaded model reports no missing or unexpected weights and every logit
-agrees within 1e-4; else a message naming what differs."""
+Exit 0 when every loaded model reports no missing or unexpected weights, every logit agrees
+within 1e-4, AutoTokenizer gives our ids and the pipeline our label names, label and
+probability; else a message naming what differs."""
+import json
+import os
 import sys
 
 import torch
 from safetensors.torch import load_file
-from transformers import (AutoConfig, BertForMaskedLM, BertForSequenceClassification,
-                          GPT2LMHeadModel)
+from transformers import (AutoConfig, AutoTokenizer, BertForMaskedLM,
+                          BertForSequenceClassification, GPT2LMHeadModel, pipeline)
 
 TOL = 1e-4
 
@@ -51,6 +56,27 @@ def main(d):
             check("BertForMaskedLM logits", load(BertForMaskedLM, d)(ids).logits, exp["logits"])
             check("BertForSequenceClassification logits",
                   load(BertForSequenceClassification, d)(ids).logits, exp["class_logits"])
+    if os.path.exists(f"{d}/expected.json"):
+        check_tokenizer_and_pipeline(d, cfg)
+
+
+def check_tokenizer_and_pipeline(d, cfg):
+    with open(f"{d}/expected.json") as f:
+        want = json.load(f)
+    got = AutoTokenizer.from_pretrained(d)(want["text"])["input_ids"]
+    if got != want["ids"]:
+        sys.exit(f"AutoTokenizer of {d}: {want['text']!r} -> {got}, shardbench {want['ids']}")
+    print(f"AutoTokenizer ({type(AutoTokenizer.from_pretrained(d)).__name__}): ids {got}")
+    if cfg.model_type != "bert":
+        return
+    names = [cfg.id2label[i] for i in range(len(cfg.id2label))]
+    if names != want["labels"] or cfg.label2id != {n: i for i, n in enumerate(names)}:
+        sys.exit(f"config.json labels: id2label {cfg.id2label}, label2id {cfg.label2id}; "
+                 f"want {want['labels']}")
+    out = pipeline("text-classification", model=d)(want["text"])[0]
+    if out["label"] != want["label"] or not abs(out["score"] - want["score"]) <= TOL:
+        sys.exit(f"pipeline: {out}, shardbench {want['label']} {want['score']:.6f}")
+    print(f"pipeline text-classification: {out}")
 
 
 if __name__ == "__main__":

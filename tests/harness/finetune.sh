@@ -6,7 +6,9 @@
 # every point is done; every strategy's fp32 validation accuracy on 2 ranks equals the
 # one-process fine-tune's within 0.5 points (the engine is equal to the reference); fp32
 # inference of the exported folder scores exactly what training scored; the report's
-# accuracy table has a row per quantization. Usage: finetune.sh build/shardbench
+# accuracy table has a row per quantization; the exported folder is complete (config.json
+# names the data's labels, the tokenizer's vocab.txt is copied beside the weights).
+# Usage: finetune.sh build/shardbench
 set -euo pipefail
 sb=$(realpath "$1")
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -54,4 +56,12 @@ for c, s in infer:
 PY
 rows=$(grep -c '^| .*bert-tiny-ft: quantization: none -> ' "$d/finetune-infer/report/report.md" || true)
 [ "$rows" -ge 4 ] || fail "the accuracy table has $rows quantization rows, expected 4"
+# The export keeps the label names (sorted: negative = 0) and the tokenizer's files.
+/usr/bin/python3 - "$d/demo/bert-tiny-ft/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["id2label"] == {"0": "negative", "1": "positive"}, c["id2label"]
+assert c["label2id"] == {"negative": 0, "positive": 1}, c["label2id"]
+PY
+cmp "$d/demo/vocab.txt" "$d/demo/bert-tiny-ft/vocab.txt" || fail "the export lacks the tokenizer's vocab.txt"
 echo "finetune suites: OK"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Local Hugging Face model folders through the CLI (the Realdata issue):
-#  1. plan: a folder plans like the preset it describes (same state/rank), and a config.json
-#     field we do not implement is an error at the `model` key naming the file, field, value;
+#  1. plan: a folder plans like the preset it describes (same parameter counts and
+#     state/rank), a config.json field we do not implement is an error at the `model` key
+#     naming the file, field, value, and so are weights that would not load (read from the
+#     safetensors headers: here a folder with only pytorch_model.bin, and the fix, as a
+#     model and as a distillation teacher);
 #  2. run: gpt2-tiny trains and exports a folder (export_folder); that folder fine-tunes
 #     (model = folder: its weights are the start, init = "") under full_shard on 2 ranks and
 #     serves inference; a bad `init` path is a plan warning, then a clear run error.
@@ -19,12 +22,16 @@ cat > "$d/tiny/config.json" <<'EOF'
  "n_positions": 128, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"}
 EOF
 sed 's/"gelu_new"/"relu"/' "$d/tiny/config.json" > "$d/relu/config.json"
+# Its weights as transformers lays them out (an independent writer: json + struct).
+/usr/bin/python3 "$(dirname "$0")/../data/make_gpt2_safetensors.py" "$d/tiny/model.safetensors"
 for m in gpt2-tiny "$d/tiny"; do
   printf '[base]\ntask = "train"\nmodel = "%s"\nworld = 2\nstrategy = "full_shard"\n' "$m" > "$d/p.toml"
-  "$sb" plan "$d/p.toml" 2>/dev/null | awk 'NR > 3 {print $(NF-1), $NF}' >> "$d/state"
+  # The point's row: ... params with_heads state/rank (two words: "1.00 MiB").
+  "$sb" plan "$d/p.toml" 2>/dev/null | awk 'NR == 3 {print $(NF-3), $(NF-2), $(NF-1), $NF}' >> "$d/state"
 done
+[ "$(sed -n 1p "$d/state")" = "124672 124672 974.00 KiB" ] || fail "gpt2-tiny's plan row: $(sed -n 1p "$d/state")"
 [ "$(sed -n 1p "$d/state")" = "$(sed -n 2p "$d/state")" ] ||
-  fail "the folder's state/rank differs from gpt2-tiny's: $(tr '\n' ' ' < "$d/state")"
+  fail "the folder's parameter counts or state/rank differ from gpt2-tiny's: $(tr '\n' ' ' < "$d/state")"
 
 # `shardbench models FOLDER` counts it exactly as the preset it describes.
 a=$("$sb" models gpt2-tiny | awk 'NR == 2 {print $8, $9, $10}')
@@ -35,6 +42,20 @@ printf '[base]\ntask = "train"\nmodel = "%s"\n' "$d/relu" > "$d/bad.toml"
 out=$("$sb" plan "$d/bad.toml" 2>&1 >/dev/null) && fail "plan accepted activation relu"
 want="$d/bad.toml:3:9: model: $d/relu/config.json: field 'activation_function' is \"relu\"; shardbench supports gelu_new, gelu_pytorch_tanh"
 grep -qF "$want" <<<"$out" || fail "plan said: $out"
+# Weights that would not load are found from the headers, before a sweep.
+mkdir -p "$d/bin"
+cp "$d/tiny/config.json" "$d/bin/"
+cp "$d/tiny/model.safetensors" "$d/bin/pytorch_model.bin"
+bin_says="model folder '$d/bin' holds pytorch_model.bin (PyTorch's pickle format) but no model.safetensors: shardbench reads safetensors only; convert it once, weights unchanged, with \`.venv/bin/python suite/data/convert_to_safetensors.py $d/bin\`"
+for task in infer train; do
+  printf '[base]\ntask = "%s"\nmodel = "%s"\n' "$task" "$d/bin" > "$d/bin.toml"
+  out=$("$sb" plan "$d/bin.toml" 2>&1 >/dev/null) && fail "plan ($task) accepted a folder without safetensors"
+  grep -qF "$d/bin.toml:3:9: model: $bin_says" <<<"$out" || fail "plan ($task) said: $out"
+done
+# ... and a distillation teacher's the same way, at the `teacher` key.
+printf '[base]\ntask = "train"\nmodel = "gpt2-tiny"\nteacher = "%s"\n' "$d/bin" > "$d/bin.toml"
+out=$("$sb" plan "$d/bin.toml" 2>&1 >/dev/null) && fail "plan accepted a teacher without safetensors"
+grep -qF "$d/bin.toml:4:11: teacher: $bin_says" <<<"$out" || fail "plan (teacher) said: $out"
 printf '[base]\ntask = "train"\nmodel = "tiny-typo"\n' > "$d/typo.toml"
 out=$("$sb" plan "$d/typo.toml" 2>&1 >/dev/null) && fail "plan accepted an unknown model name"
 grep -qF "(or a path: a value with '/', e.g. \"./my-model\")" <<<"$out" || fail "plan said: $out"
@@ -82,6 +103,25 @@ EOF
 echo "fine-tune's first loss: $first_loss"
 /usr/bin/python3 -c "import sys; sys.exit(0 if float('$first_loss') < 5.3 else 1)" ||
   fail "the fine-tune did not start from the exported weights (first loss $first_loss)"
+
+# What a folder holds that is not a parameter (here the attn.bias buffers and the tied
+# lm_head.weight of tests/data/make_gpt2_safetensors.py) is skipped, and said: printed by
+# rank 0 and recorded as the text checkpoint_note.
+printf '[base]\ntask = "infer"\nmodel = "%s"\nbatch = 2\nseq = 4\nqueries = 2\nwarmup = 0\n' "$d/tiny" > "$d/note.toml"
+"$sb" sweep "$d/note.toml" --results "$d/note" > "$d/note.log" 2>&1 || { cat "$d/note.log"; fail "note sweep"; }
+/usr/bin/python3 - "$d/note" "$d/tiny/model.safetensors" <<'EOF' || fail "checkpoint_note"
+import glob, sys, h5py
+(f,) = glob.glob(sys.argv[1] + "/points/*.h5")
+with h5py.File(f) as h:
+    note = h["texts"].attrs["checkpoint_note"]
+    note = note.decode() if isinstance(note, bytes) else note
+want = (f"checkpoint '{sys.argv[2]}': skipped 3 tensors that are not parameters (causal-mask "
+        "buffer: transformer.h.0.attn.bias [F32], transformer.h.1.attn.bias [F32]; LM head, "
+        "tied to wte: transformer.lm_head.weight [F32])")
+assert note == want, (note, want)
+EOF
+grep -rqF "note: checkpoint '$d/tiny/model.safetensors': skipped 3 tensors" "$d/note.log" "$d/note" ||
+  fail "rank 0 did not print the checkpoint note"
 
 # A missing init: a warning at plan time, then a clear error naming it.
 printf '[base]\ntask = "train"\nmodel = "gpt2-tiny"\ninit = "%s/none"\nsteps = 1\nwarmup = 0\n' "$d" > "$d/init.toml"

@@ -74,6 +74,32 @@ TEST(Plan, AFailingEstimateIsANoteNotAFailure) {
                         s.points[1].id));
 }
 
+// Columns a workload registers (the models library's parameter counts) sit between baseline
+// and state/rank; a cell that throws is "?" with one note per point and message, even when
+// several cells of the point fail the same way; an sb::Error's note is its message, without
+// the source location it was raised at.
+TEST(Plan, RegisteredColumnsAndTheirFailures) {
+  Suite s = load_suite_text("[axes]\nseq = [64, 4096]\n", "cols.toml");
+  auto cell = [](const Point& p) -> std::string {
+    if (p.get_int("seq") > 1024)  // the note shows the message, not where it was raised
+      throw Error("m.cpp:9: check failed: seq <= 1024: no count at seq 4096", "no count at seq 4096");
+    return std::to_string(p.get_int("seq") * 2);
+  };
+  EXPECT_EQ(format_plan(s, {{"double", cell}, {"again", cell}}),
+            fmt::format("suite cols (cols.toml, sha256 {})\n"
+                        "index  id            name      task   world  baseline  double  again  state/rank\n"
+                        "    0  {}  seq=64    train      1         -     128    128    1.00 MiB\n"
+                        "    1  {}  seq=4096  train      1         -       ?      ?           ?\n"
+                        "double of point 1: no count at seq 4096\n"
+                        "state/rank of point 1: test: no estimate at seq 4096\n"
+                        "2 points\n",
+                        sha256_hex("[axes]\nseq = [64, 4096]\n").substr(0, 12), s.points[0].id,
+                        s.points[1].id));
+  // Nothing registered in this binary (no models library): the table of Plan.TableWith...
+  EXPECT_TRUE(plan_columns().empty());
+  EXPECT_EQ(format_plan(s), format_plan(s, {}));
+}
+
 TEST(Plan, FormatBytes) {
   EXPECT_EQ(format_bytes(0), "0 B");
   EXPECT_EQ(format_bytes(1023), "1023 B");

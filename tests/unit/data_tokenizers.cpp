@@ -131,6 +131,46 @@ TEST(BertWordPiece, TheReferenceCases) {
   EXPECT_EQ(tok->decode(tok->encode("unwanted running")), "unwanted running");
 }
 
+// Cleaning as the reference's BasicTokenizer._clean_text does, then its whitespace split and
+// punctuation: NUL, U+FFFD and every category C* character (controls, format characters
+// such as the soft hyphen and zero-width joiner, private use, unassigned) are dropped without
+// splitting the word; Zs spaces (no-break, ideographic, ...) and U+2028/2029 split; variation
+// selectors (Mn) are dropped; symbols (S*) stay in their word, punctuation (P*) does not.
+// Expected pieces from transformers' Python BERT tokenizer: tests/data/wordpiece_reference.py
+// prints these lines (and says where transformers' fast tokenizer differs).
+TEST(BertWordPiece, CleaningAsTheReference) {
+  const std::vector<std::string> vocab = {
+      "[UNK]", "[CLS]", "[SEP]", "hello", "world", "you", "soft", "##ware", "\u20AC", "##5",
+      "\u00A9", "##2024", "\u2014", "\u201C", "\u201D", "\u00BF", "ok", "?", "!", "\u2764",
+      "hi", "bob", ",", "the", "costs", ".", "thanks", "a"};
+  const auto tok = make_tokenizer("bert-wordpiece", wordpiece_dir(vocab));
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {std::string("hello\u00A0world", 12), {"hello", "world"}},
+      {std::string("soft\u00ADware", 10), {"soft", "##ware"}},
+      {std::string("soft\u200Dware", 11), {"soft", "##ware"}},
+      {std::string("soft\u2060ware", 11), {"soft", "##ware"}},
+      {std::string("\uFEFFhello", 8), {"hello"}},
+      {std::string("soft\013ware", 9), {"soft", "##ware"}},
+      {std::string("soft\014ware", 9), {"soft", "##ware"}},
+      {std::string("soft\u0085ware", 10), {"soft", "##ware"}},
+      {std::string("soft\037ware", 9), {"soft", "##ware"}},
+      {std::string("soft\177ware", 9), {"soft", "##ware"}},
+      {std::string("hello\u2028world\u2029you", 19), {"hello", "world", "you"}},
+      {std::string("hello\u3000world\u202Fyou\u2007ok\u1680a", 28), {"hello", "world", "you", "ok", "a"}},
+      {std::string("soft\uE000ware", 11), {"soft", "##ware"}},
+      {std::string("soft\u0378ware", 10), {"soft", "##ware"}},  // the fast tokenizer: ['[UNK]']
+      {std::string("soft\U000E0001ware", 12), {"soft", "##ware"}},
+      {std::string("\u2764\uFE0F you", 10), {"\u2764", "you"}},
+      {std::string("\u20AC5 \u00A92024", 11), {"\u20AC", "##5", "\u00A9", "##2024"}},
+      {std::string("hello\u2014world \u201Cyou\u201D", 23), {"hello", "\u2014", "world", "\u201C", "you", "\u201D"}},
+      {std::string("\u00BFok?", 5), {"\u00BF", "ok", "?"}},
+      {std::string("soft\000ware", 9), {"soft", "##ware"}},
+      {std::string("soft\uFFFDware", 11), {"soft", "##ware"}},
+      {std::string("Hi\u00A0Bob,\015\012\015\012The soft\u00ADware costs \u20AC5.\u200B Thanks!\u00A0\u2764\uFE0F", 57), {"hi", "bob", ",", "the", "soft", "##ware", "costs", "\u20AC", "##5", ".", "thanks", "!", "\u2764"}},
+  };
+  for (const auto& [text, want] : cases) EXPECT_EQ(pieces(tok->encode(text), vocab), want) << text;
+}
+
 TEST(BertWordPiece, Errors) {
   auto msg = [](const std::string& dir) {
     try {

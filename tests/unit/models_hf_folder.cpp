@@ -109,6 +109,28 @@ TEST(HfFolder, ANonSquareFfnAndItsLabelsComeFromTheConfig) {
   models::PersistentParams p(w);
   auto b = tokens(c.vocab);
   EXPECT_EQ(back->classify(p, b).sizes(), (std::vector<std::int64_t>{2, 3}));
+  // The names travel: read back, kept by an export of the folder's model, and replaced by the
+  // labelled data's names where export is given them (the ids training used).
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(models::hf_folder_labels(dir), (Names{"neg", "neu", "pos"}));
+  const std::string again = fresh_dir("bert_ffn_again");
+  data::export_hf_folder(*back, w, again);
+  EXPECT_EQ(config_of(again)["id2label"], nlohmann::json({{"0", "neg"}, {"1", "neu"}, {"2", "pos"}}));
+  EXPECT_EQ(config_of(again)["label2id"], nlohmann::json({{"neg", 0}, {"neu", 1}, {"pos", 2}}));
+  data::export_hf_folder(*back, w, again, {{"bad", "good"}, ""});
+  EXPECT_EQ(models::hf_folder_labels(again), (Names{"bad", "good", "pos"}));
+  // A preset has no names: LABEL_<i>, as transformers writes them.
+  data::export_hf_folder(*m, models::init_params(m->units(), 1), again);
+  EXPECT_EQ(models::hf_folder_labels(again), (Names{"LABEL_0", "LABEL_1"}));
+  EXPECT_NE(error_of([&] { data::export_hf_folder(*m, models::init_params(m->units(), 1), again,
+                                                  {{"a", "b", "c"}, ""}); })
+                .find("3 label names for a model of 2 labels"),
+            std::string::npos);
+  cfg["id2label"] = {{"0", "neg"}, {"2", "pos"}};
+  write_json(dir + "/config.json", cfg);
+  EXPECT_NE(error_of([&] { models::preset_config(dir); })
+                .find("field 'id2label' must map the ids \"0\" ... \"1\" to names; it has \"2\""),
+            std::string::npos);
 }
 
 TEST(HfFolder, AShardedFolderLoadsTheSameTensors) {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <fmt/ranges.h>  // fmt::join
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -37,8 +38,47 @@ std::string canonical_name(const models::ModelConfig& c, const std::string& n) {
   return models::family(c.family).hf_name(n);
 }
 
+// Every dtype of the safetensors format, with its width in bytes.
+struct DtypeInfo {
+  const char* name;
+  torch::ScalarType type;
+  std::int64_t width;
+};
+const std::vector<DtypeInfo>& dtypes() {
+  static const std::vector<DtypeInfo> d = {
+      {"F64", torch::kFloat64, 8},      {"F32", torch::kFloat32, 4},
+      {"F16", torch::kFloat16, 2},      {"BF16", torch::kBFloat16, 2},
+      {"F8_E5M2", torch::kFloat8_e5m2, 1}, {"F8_E4M3", torch::kFloat8_e4m3fn, 1},
+      {"I64", torch::kInt64, 8},        {"I32", torch::kInt32, 4},
+      {"I16", torch::kInt16, 2},        {"I8", torch::kInt8, 1},
+      {"U64", torch::kUInt64, 8},       {"U32", torch::kUInt32, 4},
+      {"U16", torch::kUInt16, 2},       {"U8", torch::kUInt8, 1},
+      {"BOOL", torch::kBool, 1}};
+  return d;
+}
+const DtypeInfo* dtype_named(const std::string& name) {
+  for (const auto& d : dtypes())
+    if (name == d.name) return &d;
+  return nullptr;
+}
+// The dtypes a parameter may be stored in (read as fp32). FP8 is refused: real FP8
+// checkpoints carry scales beside the weights, which a plain cast would drop.
+bool is_parameter_dtype(const std::string& name) {
+  return name == "F32" || name == "F16" || name == "BF16" || name == "F64";
+}
+
+// "a, b, c, ... (12 in all)": at most `max` names.
+std::string name_list(const std::vector<std::string>& names, std::size_t max = 8) {
+  std::string list;
+  for (std::size_t k = 0; k < names.size() && k < max; ++k) list += (k ? ", " : "") + names[k];
+  if (names.size() > max) list += fmt::format(", ... ({} in all)", names.size());
+  return list;
+}
+
 
 }  // namespace
+
+bool StEntry::parameter_dtype() const { return is_parameter_dtype(dtype_name); }
 
 std::map<std::string, StEntry> read_safetensors_header(const std::string& path) {
   const std::int64_t size = file_size(path);
@@ -71,12 +111,16 @@ std::map<std::string, StEntry> read_safetensors_header(const std::string& path) 
     x.file = path;
     x.shape = e["shape"].get<std::vector<std::int64_t>>();
     const auto off = e["data_offsets"].get<std::vector<std::int64_t>>();
-    std::int64_t width;
-    if (dtype == "F32") x.dtype = torch::kFloat32, width = 4;
-    else if (dtype == "F16") x.dtype = torch::kFloat16, width = 2;
-    else if (dtype == "BF16") x.dtype = torch::kBFloat16, width = 2;
-    else if (dtype == "F64") x.dtype = torch::kFloat64, width = 8;
-    else SB_FAIL("safetensors '{}': tensor '{}' has dtype {}; supported: F32, F16, BF16, F64", path, it.key(), dtype);
+    const DtypeInfo* info = dtype_named(dtype);
+    if (!info) {
+      std::vector<std::string> known;
+      for (const auto& d : dtypes()) known.push_back(d.name);
+      SB_FAIL("safetensors '{}': tensor '{}' has dtype {}, which the safetensors format does "
+              "not define; known: {}", path, it.key(), dtype, fmt::join(known, ", "));
+    }
+    x.dtype = info->type;
+    x.dtype_name = dtype;
+    const std::int64_t width = info->width;
     std::int64_t numel = 1;
     for (auto d : x.shape) numel *= d;
     SB_CHECK(off.size() == 2 && off[0] >= 0 && off[1] <= data_size && off[1] - off[0] == numel * width,
@@ -114,9 +158,14 @@ void write_safetensors(const std::string& path,
   std::int64_t off = 0;
   for (const auto& [name, t0] : tensors) {
     SB_CHECK(!j.contains(name), "write_safetensors: tensor name '{}' given twice", name);
-    auto t = t0.detach().to(torch::kCPU, torch::kFloat32).contiguous();
-    const std::int64_t bytes = t.numel() * 4;
-    j[name] = {{"dtype", "F32"}, {"shape", t.sizes().vec()}, {"data_offsets", {off, off + bytes}}};
+    // Integer and boolean tensors keep their dtype (buffers); everything else is F32.
+    const DtypeInfo* kept = nullptr;
+    for (const char* n : {"I64", "I32", "I16", "I8", "U8", "BOOL"})
+      if (dtype_named(n)->type == t0.scalar_type()) kept = dtype_named(n);
+    auto t = t0.detach().to(torch::kCPU, kept ? kept->type : torch::kFloat32).contiguous();
+    const std::int64_t bytes = t.numel() * (kept ? kept->width : 4);
+    j[name] = {{"dtype", kept ? kept->name : "F32"}, {"shape", t.sizes().vec()},
+               {"data_offsets", {off, off + bytes}}};
     off += bytes;
     data.push_back(t);
   }
@@ -131,11 +180,31 @@ void write_safetensors(const std::string& path,
     for (int i = 0; i < 8; ++i) lb[i] = static_cast<unsigned char>(hlen >> (8 * i));
     f.write(reinterpret_cast<const char*>(lb), 8);
     f.write(header.data(), static_cast<std::streamsize>(header.size()));
-    for (const auto& t : data) f.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.numel() * 4));
+    for (const auto& t : data)
+      f.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
     SB_CHECK(f.good(), "writing '{}' failed (disk full?)", tmp);
   }
   SB_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '{}' to '{}'", tmp, path);
 }
+
+namespace {
+
+// A folder without safetensors weights: what it holds instead, and the fix. PyTorch's
+// pytorch_model.bin is a zip of pickles, which only Python reads faithfully (any class may be
+// pickled in it): it is converted once, by the project's own Python.
+[[noreturn]] void no_weights(const std::string& dir) {
+  for (const char* bin : {"pytorch_model.bin", "pytorch_model.bin.index.json"})
+    if (file_size(dir + "/" + bin) >= 0)
+      SB_FAIL("model folder '{}' holds {} (PyTorch's pickle format) but no model.safetensors: "
+              "shardbench reads safetensors only; convert it once, weights unchanged, with "
+              "`.venv/bin/python suite/data/convert_to_safetensors.py {}` (from the shardbench "
+              "checkout; docs/DATA.md)", dir, bin, dir);
+  SB_FAIL("model folder '{}' has no weights: it needs model.safetensors, or "
+          "model.safetensors.index.json and its shards (transformers' save_pretrained writes "
+          "them); a train point may start from seeded weights instead: init = \"seed\"", dir);
+}
+
+}  // namespace
 
 std::map<std::string, StEntry> checkpoint_entries(const std::string& path, std::string* described) {
   if (!is_dir(path)) {
@@ -144,9 +213,10 @@ std::map<std::string, StEntry> checkpoint_entries(const std::string& path, std::
   }
   const std::string single = path + "/model.safetensors";
   const std::string index = path + "/model.safetensors.index.json";
-  if (file_size(single) >= 0 || file_size(index) < 0) {
+  if (file_size(single) < 0 && file_size(index) < 0) no_weights(path);
+  if (file_size(single) >= 0) {
     if (described) *described = single;
-    return read_safetensors_header(single);  // a missing file is named there
+    return read_safetensors_header(single);
   }
   if (described) *described = index;
   // Sharded (transformers' save_pretrained with max_shard_size): {"weight_map": {tensor:
@@ -190,9 +260,16 @@ CheckpointReader::CheckpointReader(const models::Model& model, const std::string
                                    CheckpointLoadOptions opt)
     : model_(model), opt_(opt) {
   const auto& c = model.config();
+  const auto& fam = models::family(c.family);
+  std::vector<std::string> integer;  // parameters stored as integers: an error, named
   for (auto& [name, e] : checkpoint_entries(path, &file_)) {
     const std::string n = canonical_name(c, name);
-    if (!n.empty()) entries_[n] = e;
+    if (n.empty()) {
+      skipped_.push_back({name, e.dtype_name, fam.hf_skip(name)});
+      continue;
+    }
+    if (!e.parameter_dtype()) integer.push_back(fmt::format("'{}' ({})", name, e.dtype_name));
+    entries_[n] = e;
   }
   // Everything is checked from the headers, before a byte of data is read.
   std::set<std::string> used;
@@ -201,7 +278,10 @@ CheckpointReader::CheckpointReader(const models::Model& model, const std::string
     for (const auto& spec : u.params) {
       auto it = entries_.find(spec.name);
       if (it == entries_.end()) {
-        if (!(opt_.init_missing_heads && models::is_task_head(spec.name))) missing.push_back(spec.name);
+        if (opt_.init_missing_heads && (models::is_task_head(spec.name) || fam.hf_optional(spec.name)))
+          initialised_.push_back(spec.name);
+        else
+          missing.push_back(spec.name);
         continue;
       }
       used.insert(spec.name);
@@ -213,17 +293,41 @@ CheckpointReader::CheckpointReader(const models::Model& model, const std::string
                spec.name, fmt::join(it->second.shape, ", "), conv ? " (Conv1D, transposed on load)" : "",
                c.preset, fmt::join(spec.shape, ", "));
     }
-  std::string list;
-  for (std::size_t k = 0; k < missing.size() && k < 8; ++k) list += (k ? ", " : "") + missing[k];
-  SB_CHECK(missing.empty(), "checkpoint '{}' lacks {} tensors of model '{}': {}{}", file_, missing.size(),
-           c.preset, list, missing.size() > 8 ? ", ..." : "");
+  SB_CHECK(missing.empty(), "checkpoint '{}' lacks {} tensors of model '{}': {}", file_,
+           missing.size(), c.preset, name_list(missing));
   std::vector<std::string> unknown;
   for (const auto& [n, e] : entries_)
     if (!used.count(n)) unknown.push_back(n);
-  list.clear();
-  for (std::size_t k = 0; k < unknown.size() && k < 8; ++k) list += (k ? ", " : "") + unknown[k];
-  SB_CHECK(unknown.empty(), "checkpoint '{}' holds {} tensors model '{}' does not have: {}{}; wrong preset?",
-           file_, unknown.size(), c.preset, list, unknown.size() > 8 ? ", ..." : "");
+  SB_CHECK(unknown.empty(), "checkpoint '{}' holds {} tensors model '{}' does not have: {}; wrong preset?",
+           file_, unknown.size(), c.preset, name_list(unknown));
+  SB_CHECK(integer.empty(), "checkpoint '{}': parameter tensor{} {} of model '{}' {} stored as "
+           "integers; a parameter needs F32, F16, BF16 or F64 (re-save the model in floating "
+           "point)", file_, integer.size() == 1 ? "" : "s", name_list(integer),
+           c.preset, integer.size() == 1 ? "is" : "are");
+}
+
+std::string CheckpointReader::note() const {
+  std::string out;
+  if (!skipped_.empty()) {
+    // By reason, in the file's order of names: "causal-mask buffer: h.0.attn.bias, ...".
+    std::vector<std::pair<std::string, std::vector<std::string>>> by_why;
+    for (const auto& s : skipped_) {
+      auto it = std::find_if(by_why.begin(), by_why.end(), [&](const auto& w) { return w.first == s.why; });
+      if (it == by_why.end()) it = by_why.insert(by_why.end(), {s.why, {}});
+      it->second.push_back(fmt::format("{} [{}]", s.name, s.dtype));
+    }
+    std::vector<std::string> parts;
+    for (const auto& [why, names] : by_why) parts.push_back(why + ": " + name_list(names, 3));
+    out = fmt::format("skipped {} {} ({})", skipped_.size(),
+                      skipped_.size() == 1 ? "tensor that is not a parameter"
+                                           : "tensors that are not parameters",
+                      fmt::join(parts, "; "));
+  }
+  if (!initialised_.empty())
+    out += fmt::format("{}initialised {} parameter{} the checkpoint lacks from seed {}: {}",
+                       out.empty() ? "" : "; ", initialised_.size(),
+                       initialised_.size() == 1 ? "" : "s", opt_.seed, name_list(initialised_));
+  return out.empty() ? out : fmt::format("checkpoint '{}': {}", file_, out);
 }
 
 std::vector<torch::Tensor> CheckpointReader::unit(int u) {
@@ -234,7 +338,7 @@ std::vector<torch::Tensor> CheckpointReader::unit(int u) {
   for (std::size_t i = 0; i < units[u].params.size(); ++i) {
     const auto& spec = units[u].params[i];
     auto it = entries_.find(spec.name);
-    if (it == entries_.end()) {  // a task head the constructor allowed to be missing
+    if (it == entries_.end()) {  // a tensor the constructor allowed to be missing
       out.push_back(models::init_param(spec, opt_.seed, u, static_cast<int>(i)));
       continue;
     }
@@ -276,7 +380,7 @@ torch::Tensor CheckpointReader::slice(int u, std::int64_t offset, std::int64_t s
     at += n;
     if (a >= b) continue;
     auto it = entries_.find(spec.name);
-    if (it == entries_.end()) {  // a task head the constructor allowed to be missing
+    if (it == entries_.end()) {  // a tensor the constructor allowed to be missing
       parts.push_back(models::init_param(spec, opt_.seed, u, static_cast<int>(i)).reshape({-1}).slice(0, a, b));
       continue;
     }
@@ -303,10 +407,11 @@ torch::Tensor CheckpointReader::slice(int u, std::int64_t offset, std::int64_t s
 }
 
 models::UnitTensors load_checkpoint(const models::Model& model, const std::string& path,
-                                    const CheckpointLoadOptions& opt) {
+                                    const CheckpointLoadOptions& opt, std::string* note) {
   CheckpointReader r(model, path, opt);
   models::UnitTensors out;
   for (int u = 0; u < static_cast<int>(model.units().size()); ++u) out.push_back(r.unit(u));
+  if (note) *note = r.note();
   return out;
 }
 
@@ -327,22 +432,81 @@ void save_checkpoint(const models::Model& model, const models::UnitTensors& weig
   write_safetensors(is_dir(path) ? path + "/model.safetensors" : path, named);
 }
 
+std::string checkpoint_problem(const std::string& model, const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::exists(path, ec)) return "";
+  std::unique_ptr<models::Model> m;
+  try {
+    m = models::make_model(model);
+  } catch (const sb::Error&) {
+    return "";
+  }
+  try {
+    CheckpointReader check(*m, path);  // headers only
+  } catch (const sb::Error& e) {
+    return e.message();
+  }
+  return "";
+}
+
+const std::vector<std::string>& hf_tokenizer_files() {
+  static const std::vector<std::string> f = {
+      "vocab.txt",  "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+      "vocab.json", "merges.txt",     "added_tokens.json"};
+  return f;
+}
+
+namespace {
+
+// Writes `text` to `path` by way of a temporary name.
+void write_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    SB_CHECK(f.good(), "cannot create '{}'", tmp);
+    f << text;
+    SB_CHECK(f.good(), "writing '{}' failed (disk full?)", tmp);
+  }
+  SB_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '{}' to '{}'", tmp, path);
+}
+
+// The tokenizer files `from` has, copied into `dir` (each by way of a temporary name).
+void copy_tokenizer_files(const std::string& from, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (from.empty() || fs::equivalent(from, dir, ec)) return;
+  for (const auto& name : hf_tokenizer_files()) {
+    const std::string src = from + "/" + name, dst = dir + "/" + name, tmp = dst + ".tmp";
+    if (!fs::is_regular_file(src)) continue;
+    fs::copy_file(src, tmp, fs::copy_options::overwrite_existing, ec);
+    SB_CHECK(!ec, "cannot copy the tokenizer file '{}' to '{}': {}", src, tmp, ec.message());
+    SB_CHECK(std::rename(tmp.c_str(), dst.c_str()) == 0, "cannot rename '{}' to '{}'", tmp, dst);
+  }
+}
+
+}  // namespace
+
 void export_hf_folder(const models::Model& model, const models::UnitTensors& weights,
-                      const std::string& dir) {
+                      const std::string& dir, const HfExport& extras) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   SB_CHECK(!ec && is_dir(dir), "cannot create model folder '{}': {}", dir, ec.message());
-  // The weights first, then config.json, each by rename: a folder whose config.json exists is
-  // complete, and an interrupted export never leaves a half-written file under its final name.
+  // The weights and tokenizer first, then config.json, each by rename: a folder whose
+  // config.json exists is complete, and an interrupted export never leaves a half-written
+  // file under its final name.
   save_checkpoint(model, weights, dir + "/model.safetensors");
-  const std::string cfg = dir + "/config.json", tmp = cfg + ".tmp";
-  {
-    std::ofstream f(tmp);
-    SB_CHECK(f.good(), "cannot create '{}'", tmp);
-    f << models::hf_config_json(model.config());
-    SB_CHECK(f.good(), "writing '{}' failed (disk full?)", tmp);
-  }
-  SB_CHECK(std::rename(tmp.c_str(), cfg.c_str()) == 0, "cannot rename '{}' to '{}'", tmp, cfg);
+  copy_tokenizer_files(extras.tokenizer_dir, dir);
+  // Label names: the data's (the ids training used), then the source folder's, else LABEL_<i>.
+  const models::ModelConfig& c = model.config();
+  SB_CHECK(static_cast<std::int64_t>(extras.labels.size()) <= c.num_labels,
+           "export to '{}': {} label names for a model of {} labels", dir, extras.labels.size(),
+           c.num_labels);
+  std::vector<std::string> labels;
+  if (models::is_model_path(c.preset) && std::filesystem::exists(c.preset + "/config.json"))
+    labels = models::hf_folder_labels(c.preset);
+  if (labels.size() < extras.labels.size()) labels.resize(extras.labels.size());
+  std::copy(extras.labels.begin(), extras.labels.end(), labels.begin());
+  write_file(dir + "/config.json", models::hf_config_json(c, labels));
 }
 
 }  // namespace sb::data

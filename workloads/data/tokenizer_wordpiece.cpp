@@ -1,17 +1,23 @@
 // "bert-wordpiece": BERT's uncased tokenizer (google-research/bert tokenization.py, the
 // reference transformers' BertTokenizer follows) from a local vocab.txt (one token a line,
 // its line number its id):
-//   1. clean: drop U+0000, U+FFFD and control characters; every whitespace becomes a space;
+//   1. clean (the reference's _clean_text): drop U+0000, U+FFFD and every "other" character
+//      (categories C*: controls other than tab / newline / carriage return, format characters
+//      such as the soft hyphen, zero-width joiners, BOM, private use, unassigned); every
+//      whitespace (tab, newline, carriage return, Zs such as the no-break space) becomes a
+//      space; U+2028 / U+2029 split words too (the reference's str.split());
 //   2. put spaces around CJK ideographs (each becomes its own word);
-//   3. split on whitespace; lower-case and strip accents (decompose, drop combining marks);
-//   4. split off every punctuation character as its own word;
+//   3. split on whitespace; lower-case and strip accents (decompose, drop non-spacing marks);
+//   4. split off every punctuation character (ASCII non-alphanumerics and categories P*) as
+//      its own word;
 //   5. WordPiece each word: the longest vocabulary prefix, then the longest "##" continuation,
 //      and so on; a word with no full cover, or longer than 100 characters, is [UNK].
-// Character classes come from the C.UTF-8 locale (glibc's Unicode tables) where the reference
-// asks unicodedata. Two documented differences: accents are stripped for Latin-1 and Latin
-// Extended-A letters (a table; other scripts keep theirs), and punctuation is ASCII
-// non-alphanumerics plus glibc's iswpunct, which also counts symbols (currency, math) that
-// Unicode files under S*, not P*.
+// Categories come from tables generated from Python's unicodedata (unicode_tables.h), the
+// reference's own source. Two documented differences: accents are stripped from Latin-1 and
+// Latin Extended-A letters only (a table of their decompositions; other scripts keep
+// precomposed accents, though a separate non-spacing mark is dropped everywhere), and upper
+// case is lowered by the C.UTF-8 locale's one-to-one mapping (glibc), where Python's
+// str.lower() also has a few one-to-many mappings.
 #include <clocale>
 #include <cwctype>
 #include <fstream>
@@ -21,6 +27,7 @@
 
 #include "harness/core/check.h"
 #include "workloads/data/tokenizer.h"
+#include "workloads/data/unicode_tables.h"
 
 namespace sb::data {
 namespace {
@@ -76,20 +83,22 @@ locale_t utf8_locale() {
   return loc;
 }
 
+// The reference's _is_whitespace, plus the line and paragraph separators its str.split()
+// splits on after cleaning.
 bool is_whitespace(std::uint32_t c) {
   if (c == ' ' || c == '\t' || c == '\n' || c == '\r') return true;
-  return c >= 0x80 && iswspace_l(static_cast<wint_t>(c), utf8_locale());
+  return c >= 0x80 && (c == 0x2028 || c == 0x2029 || unicode::in(unicode::kSpaceSeparator, c));
 }
+// The reference's _is_control: category C*, except tab, newline and carriage return (spaces).
 bool is_control(std::uint32_t c) {
-  if (c == '\t' || c == '\n' || c == '\r') return false;  // whitespace, not control
-  return c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == 0x200b || c == 0xfeff ||
-         (c >= 0x200c && c <= 0x200f) || (c >= 0x202a && c <= 0x202e);
+  if (c == '\t' || c == '\n' || c == '\r') return false;
+  return c < 0x20 || c == 0x7f || (c >= 0x80 && unicode::in(unicode::kOther, c));
 }
 bool is_punctuation(std::uint32_t c) {
   if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
       (c >= 123 && c <= 126))
     return true;  // the reference counts every ASCII non-alphanumeric as punctuation
-  return c >= 0x80 && iswpunct_l(static_cast<wint_t>(c), utf8_locale());
+  return c >= 0x80 && unicode::in(unicode::kPunctuation, c);
 }
 bool is_cjk(std::uint32_t c) {
   return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
@@ -112,7 +121,10 @@ std::uint32_t strip_accent(std::uint32_t c) {
   else if (c >= 0x100 && c <= 0x17f) b = ext_a[c - 0x100];
   return b == '.' ? 0 : static_cast<std::uint32_t>(b);
 }
-bool is_combining_mark(std::uint32_t c) { return c >= 0x300 && c <= 0x36f; }
+// Mn: what stripping accents drops (after decomposition in the reference).
+bool is_nonspacing_mark(std::uint32_t c) {
+  return c >= 0x300 && unicode::in(unicode::kNonspacingMark, c);
+}
 
 class WordPiece final : public Tokenizer {
  public:
@@ -154,8 +166,8 @@ class WordPiece final : public Tokenizer {
         flush();
         continue;
       }
-      if (is_combining_mark(c)) continue;  // accents of a decomposed letter (glibc calls
-                                           // them punctuation: test them first)
+      if (is_nonspacing_mark(c)) continue;  // accents of a decomposed letter, variation
+                                            // selectors (U+FE0F after an emoji), ...
       if (is_cjk(c) || is_punctuation(c)) {  // a word of its own
         flush();
         word.push_back(c);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "harness/core/mpi_context.h"
+#include "workloads/data/labelled.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/data/training_source.h"
 #include "workloads/models/cpu_allocator.h"
@@ -38,6 +39,14 @@ models::UnitTensors loss_gradient(models::Model& model, const models::UnitTensor
   return g;
 }
 
+// The checkpoint a point serves: the `checkpoint` key, else the model folder when `model` is
+// one; "" = seeded weights.
+std::string weights_path(const Point& p) {
+  const std::string ckpt = p.get_string("checkpoint");
+  if (ckpt.empty() && models::is_model_path(p.get_string("model"))) return p.get_string("model");
+  return ckpt;
+}
+
 }  // namespace
 
 void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceMode>& inference,
@@ -45,10 +54,11 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
   const Point& p = ctx.point;
   s.device = models::resolve_device(p.get_string("device"), sb::node_local_rank(ctx.world));
   s.model = models::make_model(p.get_string("model"), p.get_string("attention"));
-  std::string ckpt = p.get_string("checkpoint");
-  if (ckpt.empty() && models::is_model_path(p.get_string("model"))) ckpt = p.get_string("model");
+  const std::string ckpt = weights_path(p);
   s.weights = ckpt.empty() ? models::init_params(s.model->units(), static_cast<std::uint64_t>(p.get_int("seed")))
-                           : data::load_checkpoint(*s.model, ckpt);
+                           : data::load_checkpoint(*s.model, ckpt, {}, &s.checkpoint_note);
+  if (ctx.rank == 0 && !s.checkpoint_note.empty())
+    std::fprintf(stderr, "note: %s\n", s.checkpoint_note.c_str());
   // Pruning converts the model first; s.weights stay the unpruned reference.
   const std::string pname = p.get_string("pruning");
   prune::PruneConfig pc{p.get_double("pruning.sparsity"), p.get_string("pruning.scope"),
@@ -67,7 +77,7 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
   auto served = std::move(s.pruning.weights);
   // The pruned checkpoint, written back out (ffn: its smaller d_ff in config.json).
   if (const std::string out = p.get_string("pruning.export_folder"); !out.empty() && ctx.rank == 0)
-    data::export_hf_folder(*s.served, served, out);
+    data::export_hf_folder(*s.served, served, out, {{}, data::tokenizer_dir_for(p)});
   s.params_nonzero = prune::count_nonzero(served);
   if (ctx.size > 1) {  // built outside inference mode: the engine's buffers are ordinary tensors
     s.comm = std::make_unique<comm::Communicator>(ctx.world, ctx.size, true, comm::backend_choice(p));
@@ -105,6 +115,7 @@ void ServedModel::record(Recorder& rec, const Point& p, int rank) const {
   rec.scalar("params", static_cast<double>(models::count_params(served->units())));
   rec.scalar("params_nonzero", static_cast<double>(params_nonzero));
   rec.text("pruning", p.get_string("pruning"));
+  if (!checkpoint_note.empty()) rec.text("checkpoint_note", checkpoint_note);
   if (p.get_string("pruning") != "none") {
     rec.scalar("pruning_eligible", static_cast<double>(pruning.eligible));
     rec.scalar("pruning_removed", static_cast<double>(pruning.removed));
@@ -177,6 +188,10 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
     out.push_back({"checkpoint", fmt::format("checkpoint '{}' does not exist (yet): the point will "
                                              "fail unless an earlier suite writes it (e.g. with "
                                              "export_safetensors); check the path", ckpt), true});
+  // The weights the point loads, checked from their headers (names, shapes, dtypes).
+  if (const std::string bad = data::checkpoint_problem(p.get_string("model"), weights_path(p));
+      !bad.empty())
+    out.push_back({ckpt.empty() ? "model" : "checkpoint", bad});
 }
 
 void weights_key(KeySpec ks) {

@@ -37,6 +37,7 @@ struct ServedModel {
   prune::Pruned pruning;                // counts (its model and weights moved into served, q/engine)
   prune::SparseChoice sparse;           // magnitude pruning: the kernels chosen
   std::int64_t params_nonzero = 0;      // of the served model
+  std::string checkpoint_note;          // what the checkpoint held that was not loaded
 
   // f on the served weights (the engine's forward protocol when sharded).
   torch::Tensor run(const std::function<torch::Tensor(models::ParamProvider&)>& f) {

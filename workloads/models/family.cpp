@@ -17,8 +17,10 @@ std::map<std::string, Family>& registry() {
 }  // namespace
 
 void register_family(Family f) {
-  SB_CHECK(f.make && f.hf_name && f.hf_transposed && !f.eval_metric.empty(),
-           "model family '{}' registered without its factory, name map or metric", f.name);
+  SB_CHECK(f.make && f.hf_name && f.hf_skip && f.hf_transposed && !f.eval_metric.empty(),
+           "model family '{}' registered without its factory, name map, skip list or metric",
+           f.name);
+  if (!f.hf_optional) f.hf_optional = [](const std::string&) { return false; };
   const std::string name = f.name;
   SB_CHECK(registry().emplace(name, std::move(f)).second, "model family '{}' registered twice",
            name);

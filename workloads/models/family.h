@@ -29,10 +29,17 @@ struct Family {
   bool generates = false;    // has a KV-cache decoder (Gpt2::generate)
   bool classifies = false;   // has a sequence-classification head (Model::classify)
   std::function<std::unique_ptr<Model>(const ModelConfig&)> make;
-  // Hugging Face checkpoints: our name for a file's tensor name ("" = not ours: skip it), and
-  // whether a tensor is stored transposed (GPT-2's Conv1D layers keep (in, out)).
+  // Hugging Face checkpoints: our name for a file's tensor name ("" = not ours: skip it);
+  // why a file's tensor is skipped ("" = it is not: ours, or unknown and so an error): the
+  // buffers transformers saved (position ids, causal masks, whatever their dtype), tied
+  // copies, heads of other tasks; hf_name is "" exactly where this is not; whether a tensor is
+  // stored transposed (GPT-2's Conv1D layers keep (in, out)); and which of our parameters a
+  // checkpoint may lack besides the task heads (models::is_task_head), initialised from the
+  // seed as transformers does (BERT's pooler: BertForMaskedLM saves none). Unset: none.
   std::function<std::string(const std::string&)> hf_name;
+  std::function<std::string(const std::string&)> hf_skip;
   std::function<bool(const std::string&)> hf_transposed;
+  std::function<bool(const std::string&)> hf_optional;
 };
 
 void register_family(Family f);

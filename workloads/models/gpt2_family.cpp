@@ -7,13 +7,21 @@
 namespace sb::models {
 namespace {
 
-std::string hf_name(std::string n) {
-  if (starts_with(n, "transformer.")) n = n.substr(12);
-  // Buffers (the causal mask) and the tied LM head are not parameters of ours.
-  if (ends_with(n, ".attn.bias") || ends_with(n, ".attn.masked_bias") || n == "lm_head.weight")
-    return "";
-  return n;
+std::string canonical(const std::string& n) {
+  return starts_with(n, "transformer.") ? n.substr(12) : n;
 }
+
+// Buffers (the causal mask, in 4.x files F32, U8 or BOOL) and the tied LM head are not
+// parameters of ours.
+std::string hf_skip(const std::string& file_name) {
+  const std::string n = canonical(file_name);
+  if (ends_with(n, ".attn.bias")) return "causal-mask buffer";
+  if (ends_with(n, ".attn.masked_bias")) return "masked-bias buffer";
+  if (n == "lm_head.weight") return "LM head, tied to wte";
+  return "";
+}
+
+std::string hf_name(const std::string& n) { return hf_skip(n).empty() ? canonical(n) : ""; }
 
 bool hf_transposed(const std::string& n) {
   return ends_with(n, "attn.c_attn.weight") || ends_with(n, "attn.c_proj.weight") ||
@@ -30,6 +38,7 @@ const sb::Registrar kRegister([] {
   f.generates = true;
   f.make = [](const ModelConfig& c) -> std::unique_ptr<Model> { return std::make_unique<Gpt2>(c); };
   f.hf_name = hf_name;
+  f.hf_skip = hf_skip;
   f.hf_transposed = hf_transposed;
   register_family(std::move(f));
 });

@@ -106,11 +106,23 @@ ModelConfig gpt2_config(const Reader& r, const std::string& dir) {
   return c;
 }
 
-std::int64_t label_count(const Reader& r) {
+// id2label (its count is the label count, its names kept for export) or num_labels.
+std::int64_t read_labels(const Reader& r, std::vector<std::string>& names) {
   if (r.has("id2label")) {
-    SB_CHECK(r.j["id2label"].is_object() && !r.j["id2label"].empty(),
-             "{}: field 'id2label' must be a non-empty object", r.file);
-    return static_cast<std::int64_t>(r.j["id2label"].size());
+    const Json& m = r.j["id2label"];
+    SB_CHECK(m.is_object() && !m.empty(), "{}: field 'id2label' must be a non-empty object",
+             r.file);
+    names.assign(m.size(), "");
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      const std::string& k = it.key();
+      const bool digits = !k.empty() && k.size() < 10 && k.find_first_not_of("0123456789") == std::string::npos;
+      const std::size_t id = digits ? std::stoul(k) : names.size();
+      SB_CHECK(id < names.size() && it.value().is_string(),
+               "{}: field 'id2label' must map the ids \"0\" ... \"{}\" to names; it has \"{}\": {}",
+               r.file, names.size() - 1, k, it.value().dump());
+      names[id] = it.value().get<std::string>();
+    }
+    return static_cast<std::int64_t>(m.size());
   }
   return r.has("num_labels") ? r.positive("num_labels") : 2;  // transformers' default
 }
@@ -127,7 +139,8 @@ ModelConfig bert_config(const Reader& r, const std::string& dir) {
   c.max_pos = r.positive("max_position_embeddings");
   c.type_vocab = r.has("type_vocab_size") ? r.positive("type_vocab_size") : 2;
   c.ln_eps = r.number("layer_norm_eps", 1e-12);
-  c.num_labels = label_count(r);
+  std::vector<std::string> names;
+  c.num_labels = read_labels(r, names);
   r.one_of("hidden_act", r.text("hidden_act", "gelu"), {"gelu"}, "BERT's erf GELU");
   r.one_of("position_embedding_type", r.text("position_embedding_type", "absolute"),
            {"absolute"}, "learned absolute positions");
@@ -154,7 +167,13 @@ ModelConfig hf_folder_config(const std::string& dir) {
   return c;
 }
 
-std::string hf_config_json(const ModelConfig& c) {
+std::vector<std::string> hf_folder_labels(const std::string& dir) {
+  std::vector<std::string> names;
+  read_labels(read(dir), names);
+  return names;
+}
+
+std::string hf_config_json(const ModelConfig& c, const std::vector<std::string>& label_names) {
   SB_CHECK(c.attn_width() == c.d_model, "model {}: {} heads of {} make an attention width of {}, not its "
            "hidden size {} (heads were pruned): a Hugging Face config has no field for that, so the "
            "folder could not be loaded; export the model before heads pruning, or prune ffn",
@@ -169,9 +188,18 @@ std::string hf_config_json(const ModelConfig& c) {
          {"activation_function", "gelu_new"}, {"tie_word_embeddings", true},
          {"bos_token_id", c.vocab - 1},   {"eos_token_id", c.vocab - 1}};
   } else if (c.family == "bert") {
-    Json labels = Json::object();
-    for (std::int64_t i = 0; i < c.num_labels; ++i)
-      labels[std::to_string(i)] = "LABEL_" + std::to_string(i);
+    // Both maps, as transformers writes them: pipeline("text-classification") reports
+    // id2label's names.
+    Json labels = Json::object(), ids = Json::object();
+    for (std::int64_t i = 0; i < c.num_labels; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      const std::string name = k < label_names.size() && !label_names[k].empty()
+                                   ? label_names[k] : "LABEL_" + std::to_string(i);
+      SB_CHECK(!ids.contains(name), "model {}: label name '{}' is given to two ids; "
+               "config.json's label2id needs distinct names", c.preset, name);
+      labels[std::to_string(i)] = name;
+      ids[name] = i;
+    }
     j = {{"model_type", "bert"},
          {"architectures", {"BertForMaskedLM", "BertForSequenceClassification"}},
          {"num_hidden_layers", c.n_layer},
@@ -184,7 +212,8 @@ std::string hf_config_json(const ModelConfig& c) {
          {"layer_norm_eps", c.ln_eps},
          {"hidden_act", "gelu"},
          {"position_embedding_type", "absolute"},
-         {"id2label", labels}};
+         {"id2label", labels},
+         {"label2id", ids}};
   } else {
     SB_FAIL("hf_config_json: family '{}' has no Hugging Face config", c.family);
   }

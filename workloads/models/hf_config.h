@@ -5,6 +5,7 @@
 // value, raised at plan time (validation reads the same function).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "workloads/models/model.h"
 
@@ -18,8 +19,12 @@ bool is_model_path(const std::string& model);
 // weights are not read here (data/safetensors.h: load_checkpoint on the folder).
 ModelConfig hf_folder_config(const std::string& dir);
 
+// The label names of <dir>/config.json by id (id2label; empty without one).
+std::vector<std::string> hf_folder_labels(const std::string& dir);
+
 // The Hugging Face config.json of a model (export: config + model.safetensors load back here
-// and, by layout and names, into transformers' GPT2LMHeadModel / BertFor* classes).
-std::string hf_config_json(const ModelConfig& c);
+// and, by layout and names, into transformers' GPT2LMHeadModel / BertFor* classes). BERT:
+// id2label and label2id name label i label_names[i] (absent or "": LABEL_<i>).
+std::string hf_config_json(const ModelConfig& c, const std::vector<std::string>& label_names = {});
 
 }  // namespace sb::models

@@ -8,6 +8,7 @@
 #include "workloads/comm/policy.h"
 #include "workloads/data/batches.h"
 #include "workloads/data/labelled.h"
+#include "workloads/data/safetensors.h"
 #include "workloads/data/text_corpus.h"
 #include "workloads/models/dtype.h"
 #include "workloads/models/family.h"
@@ -96,6 +97,18 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
     out.push_back({"init", fmt::format("init '{}' does not exist (yet): the point will fail "
                                        "unless an earlier suite writes it; check the path", init),
                    true});
+  // The weights it starts from, checked from their headers (names, shapes, dtypes); a
+  // distillation student made from its teacher's layers reads none.
+  if (p.get_string("distill.student_init") != "every_other")
+    if (const std::string bad = data::checkpoint_problem(model, init_weights_path(p)); !bad.empty())
+      out.push_back({init.empty() ? "model" : "init", bad});
+  // A distillation teacher's weights, the same way (teacher_init, else the teacher folder).
+  if (const std::string teacher = p.get_string("teacher"); !teacher.empty()) {
+    const std::string ti = p.get_string("teacher_init");
+    const std::string from = !ti.empty() ? ti : models::is_model_path(teacher) ? teacher : "";
+    if (const std::string bad = data::checkpoint_problem(teacher, from); !bad.empty())
+      out.push_back({ti.empty() ? "teacher" : "teacher_init", bad});
+  }
   if (p.get_string("checkpoint_dir").empty() && p.get_bool("resume"))
     out.push_back({"resume", "resume = true needs checkpoint_dir"});
   try {  // the same rule as infer's: positions beyond the model's do not exist

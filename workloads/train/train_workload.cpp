@@ -46,19 +46,31 @@ using I = std::int64_t;
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
+}  // namespace
+
+std::string init_weights_path(const Point& p) {
+  const std::string from = p.get_string("init");
+  if (from == "seed") return "";
+  if (from.empty() && models::is_model_path(p.get_string("model"))) return p.get_string("model");
+  return from;
+}
+
+namespace {
+
 // The `init` key: a checkpoint (file or folder) to start from; "" starts from the model
 // folder's weights when `model` is a folder, else from seeded weights; "seed" always seeded.
 // Slice by slice, as the engine asks: a checkpoint's headers are checked first, then each rank
 // reads only its shard's bytes, so no rank holds the whole model (tests/mpi/fsdp_lazy_load.cpp).
+// `note` receives what the checkpoint held that is not loaded (CheckpointReader::note).
 std::function<torch::Tensor(int, std::int64_t, std::int64_t)> initial_weights(
-    const Point& p, const models::Model& m) {
-  std::string from = p.get_string("init");
-  if (from.empty() && models::is_model_path(p.get_string("model"))) from = p.get_string("model");
-  if (from.empty() || from == "seed") {
+    const Point& p, const models::Model& m, std::string* note) {
+  const std::string from = init_weights_path(p);
+  if (from.empty()) {
     const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
     return fsdp::unit_slices(m, [&m, seed](int u) { return models::init_unit(m.units(), u, seed); });
   }
   auto reader = std::make_shared<data::CheckpointReader>(m, from);
+  *note = reader->note();
   return [reader](int u, std::int64_t off, std::int64_t n) { return reader->slice(u, off, n); };
 }
 
@@ -147,6 +159,8 @@ class TrainWorkload final : public sb::Workload {
   data::TextCorpus corpus_;          // data = text: its cached token files
   mutable std::string mfu_invalid_;  // the first step's reason for a NaN MFU (mfu.h)
   mutable std::string mfu_isa_invalid_;  // the same for the MFU against the ISA's peak
+  // What the checkpoints held that was not loaded (buffers, missing heads): printed, recorded.
+  std::string checkpoint_note_, teacher_checkpoint_note_;
 };
 
 void TrainWorkload::build(RunContext& ctx) {
@@ -168,8 +182,10 @@ void TrainWorkload::build(RunContext& ctx) {
   if (!p.get_string("teacher").empty()) {
     build_teacher(ctx);
   } else {
-    engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_, initial_weights(p, *model_));
+    engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_, initial_weights(p, *model_, &checkpoint_note_));
   }
+  for (const std::string* note : {&checkpoint_note_, &teacher_checkpoint_note_})
+    if (ctx.rank == 0 && !note->empty()) std::fprintf(stderr, "note: %s\n", note->c_str());
   if (p.get_bool("resume")) resume(ctx);
   source_ = data::training_source(p, model_->config(), ctx.world, &corpus_);
   const I steps = p.get_int("steps");
@@ -194,8 +210,10 @@ void TrainWorkload::build_teacher(RunContext& ctx) {
   teacher_ = models::make_model(teacher, p.get_string("attention"));
   std::string from = p.get_string("teacher_init");
   if (from.empty() && models::is_model_path(teacher)) from = teacher;
+  std::string note;
   auto weights = from.empty() ? models::init_params(teacher_->units(), static_cast<std::uint64_t>(p.get_int("seed")))
-                              : data::load_checkpoint(*teacher_, from);
+                              : data::load_checkpoint(*teacher_, from, {}, &note);
+  if (!note.empty()) teacher_checkpoint_note_ = "teacher " + note;
   // Hidden states of another width: matched through a projection the student learns (TinyBERT).
   if (p.get_double("distill.hidden_weight") > 0 && teacher_->config().d_model != model_->config().d_model)
     model_ = std::make_unique<distill::ProjectedStudent>(std::move(model_), teacher_->config().d_model);
@@ -203,7 +221,7 @@ void TrainWorkload::build_teacher(RunContext& ctx) {
     engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_,
                                              distill::student_from_teacher(*model_, *teacher_, weights));
   else
-    engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_, initial_weights(p, *model_));
+    engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_, initial_weights(p, *model_, &checkpoint_note_));
   fsdp::EngineConfig tc = cfg_;
   tc.forward_only = true;
   tc.loss_scaling = false;
@@ -477,6 +495,9 @@ void TrainWorkload::record_results(RunContext& ctx) {
   rec.text("device", device_.str());
   rec.text("compute_dtype", models::dtype_name(cfg_.param_dtype));  // dtype = "auto" resolved
   rec.text("compute_dtype_reason", dtype_why_);
+  const std::string note = checkpoint_note_ +
+      (checkpoint_note_.empty() || teacher_checkpoint_note_.empty() ? "" : "\n") + teacher_checkpoint_note_;
+  if (!note.empty()) rec.text("checkpoint_note", note);
   if (device_.is_cuda())
     rec.scalar("device_peak_allocated_bytes",
                static_cast<double>(models::device_peak_allocated_bytes(device_)));
@@ -541,7 +562,13 @@ void TrainWorkload::export_weights(RunContext& ctx) {
     full.resize(model->units().size());
   }
   if (!out.empty()) data::save_checkpoint(*model, full, out);
-  if (!folder.empty()) data::export_hf_folder(*model, full, folder);
+  if (folder.empty()) return;
+  // A complete Hugging Face folder: the labelled data's label names, the tokenizer's files.
+  data::HfExport extras;
+  extras.tokenizer_dir = data::tokenizer_dir_for(ctx.point);
+  if (const auto* lb = dynamic_cast<const data::LabelledBatches*>(source_.get()))
+    extras.labels = lb->data().labels;
+  data::export_hf_folder(*model, full, folder, extras);
 }
 
 }  // namespace

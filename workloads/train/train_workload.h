@@ -2,6 +2,7 @@
 // registered with its keys and validators in train_task.cpp.
 #pragma once
 #include <memory>
+#include <string>
 
 #include "harness/workload.h"
 #include "workloads/fsdp/memory_model.h"
@@ -14,5 +15,8 @@ std::unique_ptr<sb::Workload> make_train_workload();
 // plan asks it with the planned dtype and shard group 0 (the world), the run with its own.
 fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
                                  torch::ScalarType param_dtype, int shard_group);
+// The checkpoint (file or folder) a train point starts from: the `init` key, else the model
+// folder when `model` is one; "" = seeded weights (also init = "seed").
+std::string init_weights_path(const Point& p);
 
 }  // namespace sb::train
