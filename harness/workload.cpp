@@ -7,6 +7,7 @@
 #include <map>
 
 #include "harness/core/check.h"
+#include "harness/core/heartbeat.h"
 #include "harness/spec/expand.h"
 #include "harness/core/mpi_context.h"
 
@@ -176,6 +177,13 @@ Registrar base_keys([] {
                            "seconds the point may run before it is stopped and marked failed (> 0)");
   limit.min_float = 0.0, limit.max_float = 365.0 * 24 * 3600;
   register_key(std::move(limit));
+  // -1 rather than a name: a Float key holds "automatic" only as a number (harness/core/watchdog.h).
+  KeySpec stall = key_spec("stall_timeout", KeyType::Float, -1.0, "",
+                           "seconds a rank may stall (no heartbeat, or no progress while others "
+                           "wait for it) before every rank is ended; -1 = 10x the median step "
+                           "time so far, at least 60 s; 0 = no stall watchdog");
+  stall.min_float = -1.0, stall.max_float = 365.0 * 24 * 3600;
+  register_key(std::move(stall));
   name("launcher", "launcher", "mpirun", "how ranks are started: mpirun or srun");
   // The launcher names are registered by the launchers themselves (harness/launch/).
 });
@@ -183,6 +191,7 @@ Registrar base_keys([] {
 
 bool RunContext::stop_agreed() const {
   int any = stop.stop() ? 1 : 0;
+  heartbeat::Waiting w(heartbeat::issued({"MPI_Allreduce", "world", "mpi", "stop agreement"}));
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, world),
             "MPI_Allreduce (agreeing whether to stop)");
   return any != 0;

@@ -22,6 +22,7 @@ BaseConfig base_config(const Point& p) {
   b.warmup = p.get_int("warmup");
   b.seed = p.get_int("seed");
   b.time_limit_s = p.get_double("time_limit");
+  b.stall_timeout_s = p.get_double("stall_timeout");
   return b;
 }
 

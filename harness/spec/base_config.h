@@ -17,6 +17,7 @@ struct BaseConfig {
   int threads = 0;  // per rank; 0 = the node's cores shared by the ranks on it
   std::int64_t steps = 0, warmup = 0, seed = 0;
   double time_limit_s = 0;  // seconds; 0 = none
+  double stall_timeout_s = -1;  // seconds; -1 = automatic, 0 = no watchdog (watchdog.h)
 };
 
 // Throws sb::Error naming the key when the point lacks one (a point not made by expansion).

@@ -258,6 +258,12 @@ void check_ranges(const Point& p, std::vector<Diagnostic>& out) {
   if (!(p.get_double("time_limit") > 0))
     out.push_back({"time_limit", fmt::format("time_limit must be > 0 seconds, got {}",
                                              value_to_string(p.get("time_limit")))});
+  const double stall = p.get_double("stall_timeout");
+  if (stall < 0 && stall != -1)
+    out.push_back({"stall_timeout", fmt::format("stall_timeout must be -1 (automatic: 10x the "
+                                                "median step time, at least 60 s), 0 (no "
+                                                "watchdog) or seconds > 0, got {}",
+                                                value_to_string(p.get("stall_timeout")))});
 }
 
 std::string literal(const Value& v) {

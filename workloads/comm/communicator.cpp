@@ -177,6 +177,7 @@ Request Communicator::issue(Collective c, Group g, const char* op, const std::st
                             const char* backend) {
   c.comm = mpi(g);
   c.chain_comm = chain_[static_cast<int>(g)];
+  c.label = sb::heartbeat::issued({op, group_name(g), backend, kind});
   c.done = [this, op, g, kind, backend, logical, wire](double t0, double t1) {
     trace(op, g, kind, backend, logical, wire, t0, t1);
   };

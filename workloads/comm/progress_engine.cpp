@@ -59,6 +59,7 @@ struct Op {
   MPI_Request req = MPI_REQUEST_NULL;
   Pending pending;  // instead of req: another library's transfer (Phase::launch)
   double t0 = 0;
+  sb::heartbeat::Collective label;  // what the caller waits in (wait(), complete_inline)
   bool in_flight() const { return req != MPI_REQUEST_NULL || pending; }
   bool chained() const { return c.phases.size() > 1; }
   bool all_started() const { return done || started == c.phases.size(); }
@@ -126,7 +127,13 @@ void run_phases(const Collective& c, bool poll, double t0) {
 
 }  // namespace
 
-void run_blocking(const Collective& c) { run_phases(c, /*poll=*/false, MPI_Wtime()); }
+void run_blocking(const Collective& c) {
+  // Without a communicator (the micro task's compressed collectives) it has no label: the
+  // first MPI function names it.
+  const bool named = *c.label.op || c.phases.empty();
+  sb::heartbeat::Waiting w(named ? c.label : sb::heartbeat::Collective(c.phases[0].mpi_name, "", "mpi", ""));
+  run_phases(c, /*poll=*/false, MPI_Wtime());
+}
 
 // ---- Request -----------------------------------------------------------------------------
 void Request::wait() {
@@ -143,6 +150,7 @@ void Request::wait() {
   }
   if (!op_->done.load(std::memory_order_acquire)) {
     const double t0 = MPI_Wtime();
+    sb::heartbeat::Waiting w(op_->label);
     std::unique_lock<std::mutex> lk(op_->m);
     op_->cv.wait(lk, [&] { return op_->done.load(); });
     if (engine_) engine_->add_exposed(MPI_Wtime() - t0);
@@ -211,9 +219,11 @@ void ProgressEngine::worker() {
   }
 }
 
-Request ProgressEngine::enqueue(std::function<void()> fn) {
+Request ProgressEngine::enqueue(std::function<void()> fn,
+                               const sb::heartbeat::Collective& label) {
   auto op = std::make_shared<detail::Op>();
   op->fn = std::move(fn);
+  op->label = label;
   pending_.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lk(q_->m);
@@ -239,17 +249,21 @@ Request ProgressEngine::issue(const Collective& c, bool sync) {
   if (sync || (!thread && mode_ != ProgressMode::Inline)) return run_now(c, thread);
   if (mode_ == ProgressMode::Inline) return start_inline(c);
   if (c.phases.size() == 1 && c.phases[0].launch) {
-    drain();
+    {
+      sb::heartbeat::Waiting w(c.label);  // for the queued ones before it
+      drain();
+    }
     return start_inline(c);
   }
   complete_conflicting(c);
   const bool poll = mode_ == ProgressMode::Poll;
-  return enqueue([c, poll] { run_phases(c, poll, MPI_Wtime()); });
+  return enqueue([c, poll] { run_phases(c, poll, MPI_Wtime()); }, c.label);
 }
 
 Request ProgressEngine::run_now(const Collective& c, bool thread) {
   auto op = std::make_shared<detail::Op>();
   const double t0 = MPI_Wtime();
+  sb::heartbeat::Waiting w(c.label);  // blocked here until it completed
   if (thread) drain();
   start_chains();           // Inline only has chained requests started on the caller
   complete_conflicting(c);  // Inline, and launched transfers in the thread modes
@@ -269,6 +283,7 @@ Request ProgressEngine::start_inline(const Collective& c) {
   auto op = std::make_shared<detail::Op>();
   op->on_caller = true;
   op->c = c;
+  op->label = c.label;
   op->t0 = MPI_Wtime();
   complete_conflicting(c);
   bool may_start = true;
@@ -336,6 +351,8 @@ void ProgressEngine::poll_inline() {
 // than MPI_Wait on op alone: op may be that phase, or a peer may be waiting for it. Else op's
 // phase in flight is its last and MPI_Wait completes it, as a plain collective always was.
 void ProgressEngine::complete_inline(detail::Op& op) {
+  if (op.done) return;
+  sb::heartbeat::Waiting w(op.label);
   while (!op.done) {
     if (op.in_flight() && !chain_pending())
       advance(op, /*may_start=*/true, /*block=*/true);

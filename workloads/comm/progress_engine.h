@@ -32,6 +32,8 @@
 
 #include <mpi.h>
 
+#include "harness/core/heartbeat.h"
+
 namespace sb::comm {
 
 enum class ProgressMode { Thread, Poll, Inline };
@@ -103,6 +105,9 @@ struct Collective {
   // On the completing thread (MPI_Wtime): from the start of the first phase to the end of
   // the last one's `after`.
   std::function<void(double t0, double t1)> done;
+  // What the rank's heartbeat names while the caller waits for it (the stall watchdog,
+  // harness/core/watchdog.h); the communicator counts it issued (heartbeat::issued).
+  sb::heartbeat::Collective label;
 };
 
 // Runs c's phases on the calling thread with the blocking MPI calls, without an engine (the
@@ -132,7 +137,7 @@ class ProgressEngine {
   friend class Request;
   Request run_now(const Collective& c, bool thread);  // synchronous, on the caller
   Request start_inline(const Collective& c);
-  Request enqueue(std::function<void()> fn);
+  Request enqueue(std::function<void()> fn, const sb::heartbeat::Collective& label);
   // Inline: moves every outstanding request forward without blocking (poll), or until op
   // completed (complete_inline), or until every chained collective started its last phase
   // (start_chains: before a blocking MPI call, so no peer waits for a phase we have yet to

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "harness/core/check.h"
+#include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
 #include "harness/trace/recorder.h"
 #include "harness/workload.h"
@@ -120,7 +121,9 @@ LoadgenConfig loadgen_config(const Point& p) {
 class InferWorkload final : public sb::Workload {
  public:
   void run(RunContext& ctx) override {
+    sb::heartbeat::set_phase("build");
     build(ctx);
+    sb::heartbeat::set_phase("draw samples");
     draw_samples(ctx);
     warm_up(ctx);
     auto result = run_scenario(lg_, [&](I first, I n) {
@@ -131,6 +134,7 @@ class InferWorkload final : public sb::Workload {
       record_step(ctx, n, s, false);
       return s;
     });
+    sb::heartbeat::set_phase("record results");
     record_latency(ctx, result);
     record_model(ctx);
   }
@@ -249,6 +253,8 @@ void InferWorkload::warm_up(RunContext& ctx) {  // excluded from statistics
 // The slowest rank's forward time of samples [first, first + n) (as train's step times); the
 // reduction is outside the timed region.
 double InferWorkload::forward(RunContext& ctx, I first, I n) {
+  sb::heartbeat::set_step(step_);  // the step record_step gives this batch
+  sb::heartbeat::set_phase("forward");
   const auto b = data::slice_rows(samples_, first, first + n);
   const auto t0 = std::chrono::steady_clock::now();
   auto logits = serve(b);

@@ -12,6 +12,7 @@
 
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
+#include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
 #include "harness/workload.h"
 #include "workloads/data/batches.h"
@@ -47,9 +48,12 @@ ArrivalConfig arrival_config(const Point& p) {
 class ServeWorkload final : public sb::Workload {
  public:
   void run(RunContext& ctx) override {
+    sb::heartbeat::set_phase("build");
     build(ctx);
     make_executor(ctx);
+    sb::heartbeat::set_phase("serve");
     auto on_step = [&](I step) {
+      sb::heartbeat::set_step(step);
       sb::fault_set_step(step);
       sb::fault_point("step");  // tests/failure/failure_paths.sh serve-kill
       if (ctx.stop_agreed()) throw sb::Stopped(ctx.stop.reason);
@@ -72,6 +76,7 @@ class ServeWorkload final : public sb::Workload {
       on_step(step);
     });
     if (leader) leader->finish();
+    sb::heartbeat::set_phase("record results");
     record(ctx, result);
   }
 

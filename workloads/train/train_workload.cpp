@@ -16,6 +16,7 @@
 
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
+#include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
 #include "harness/trace/recorder.h"
 #include "workloads/comm/policy.h"
@@ -110,8 +111,11 @@ class TrainWorkload final : public sb::Workload {
     // Saved before the final evaluation, which draws from the compressors' random generators
     // (stochastic int8 parameter gathers): the checkpoint holds the state the next step needs.
     const std::string ckpt = ctx.point.get_string("checkpoint_dir");
+    sb::heartbeat::set_phase("checkpoint write");
     if (!ckpt.empty()) engine_->save(ckpt);
+    sb::heartbeat::set_phase("record results");
     record_results(ctx);
+    sb::heartbeat::set_phase("weight export");
     export_weights(ctx);
   }
 
@@ -156,6 +160,7 @@ class TrainWorkload final : public sb::Workload {
 
 void TrainWorkload::build(RunContext& ctx) {
   const Point& p = ctx.point;
+  sb::heartbeat::set_phase("build");
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
   // Before the communicator: NCCL binds to the current device.
   device_ = models::resolve_device(p.get_string("device"), sb::node_local_rank(ctx.world));
@@ -196,6 +201,7 @@ void TrainWorkload::build(RunContext& ctx) {
   peak_dtype_ = given ? "given (peak_gflops)" : dtype_gemm ? fsdp::dtype_name(cfg_.param_dtype)
                                                            : "fp32";
   if (!missing.empty()) peak_note_ = "fp32 peak: the " + missing;
+  sb::heartbeat::set_phase("peak GEMM");
   double peaks[2] = {0, measure_peak_gflops(device_, torch::kFloat32)};
   peaks[0] = dtype_gemm ? measure_peak_gflops(device_, cfg_.param_dtype) : peaks[1];
   sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, peaks, 2, MPI_DOUBLE, MPI_MIN, ctx.world),
@@ -273,6 +279,8 @@ void TrainWorkload::step_loop(RunContext& ctx) {
   ctx.progress.begin(fmt::format("train {}", p.name), static_cast<long>(steps));
   for (I s = engine_->steps_done(); s < steps; ++s) {
     comm_->set_step(s);
+    sb::heartbeat::set_step(s);
+    sb::heartbeat::set_phase("step start");
     sb::fault_set_step(s);
     sb::fault_point("step");  // tests/failure/failure_paths.sh
     prune_step(ctx, s);
@@ -296,6 +304,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
     if (eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps)
       ctx.recorder.series("eval_loss", evaluate(ctx, *engine_));
+    sb::heartbeat::set_phase("step end");
     if (ctx.stop_agreed()) break;  // every rank gets the same answer: all leave together
   }
   ctx.progress.end();
@@ -310,6 +319,7 @@ void TrainWorkload::prune_step(RunContext& ctx, I s) {
   if (name == "none") return;
   const double sparsity = prune::scheduled_sparsity(schedule_, s);
   if (sparsity < 0) return;
+  sb::heartbeat::set_phase("pruning");
   const auto full = engine_->full_params();
   const auto pr = prune::prune(name, *model_, full, {sparsity, ctx.point.get_string("pruning.scope")});
   models::UnitTensors masks;
@@ -371,9 +381,11 @@ sb::StepRecord TrainWorkload::step_record(RunContext& ctx, I s, const fsdp::Step
 
 // Held-out loss over eval_batches global batches: every rank its rows, weighted by terms.
 double TrainWorkload::evaluate(RunContext& ctx, fsdp::Engine& engine) {
+  sb::heartbeat::set_phase("evaluation");
   double sum = 0;
   I terms_total = 0;
   for (I i = 0; i < ctx.point.get_int("eval_batches"); ++i) {
+    sb::heartbeat::tick();
     auto g = source_->heldout(i);
     auto mine = data::rank_rows(g, ctx.rank, ctx.size);
     const I terms = fsdp::loss_terms(mine);
@@ -390,6 +402,7 @@ double TrainWorkload::classification_accuracy(RunContext& ctx, fsdp::Engine& eng
                                               const data::LabelledBatches& src, double* macro_f1) {
   const auto& v = src.data().validation;
   const auto pred = data::predicted_classes(v, ctx.point.get_int("batch"), [&](const models::Batch& b) {
+    sb::heartbeat::tick();
     return engine.forward_classify(data::to_device(b, device_));
   });
   const auto s = data::classification_score(pred, v.labels, model_->config().num_labels);
@@ -413,6 +426,7 @@ void TrainWorkload::record_labelled(RunContext& ctx, const data::LabelledBatches
 double TrainWorkload::mlm_accuracy(RunContext& ctx) {
   double v[2] = {0, 0};  // hits, masked tokens
   for (I i = 0; i < ctx.point.get_int("eval_batches"); ++i) {
+    sb::heartbeat::tick();
     auto mine = data::rank_rows(source_->heldout(i), ctx.rank, ctx.size);
     auto logits = engine_->forward_logits(data::to_device(mine, device_)).cpu();
     auto masked = mine.targets != -100;
