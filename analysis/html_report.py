@@ -30,7 +30,8 @@ input.filter{margin:0.3em 0;padding:2px 4px;width:18em}
 span.shown{color:#666;font-size:0.85em;margin-left:0.6em}
 table.prov{font-size:0.8em}
 figure{margin:1em 0 2em}img{max-width:100%;border:1px solid #ddd}
-figcaption{font-style:italic;color:#444}"""
+figcaption{font-style:italic;color:#444}
+details{margin:0.5em 0 1.5em}summary{cursor:pointer;color:#333}"""
 
 # Sorting and filtering. A cell's sort key is its data-v (raw number) when it has one, else
 # its text; empty cells sort last in both directions so that gaps do not hide the extremes.
@@ -240,14 +241,25 @@ def page(blocks, title):
             toc_done = True
         if kind in ("h2", "h3"):
             out.append(f"<{kind} id='{ids[i]}'>{html.escape(b[1])}</{kind}>")
-        elif kind == "h1":
-            out.append(f"<h1>{html.escape(b[1])}</h1>")
-        elif kind == "p":
-            out.append(_paragraph(b[1]))
-        elif kind == "table":
-            prov = PROVENANCE_COLUMNS <= {str(c) for c in b[1].columns}
-            out.append(_provenance(b[1]) if prov else _table(b[1]))
-        elif kind == "img":
-            out.append(_figure(b[1], b[2]))
+        else:
+            out.append(_block(b))
     out.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(out) + "\n"
+
+
+def _block(b):
+    """A block other than h2/h3 (those carry the page's anchors)."""
+    kind = b[0]
+    if kind == "h1":
+        return f"<h1>{html.escape(b[1])}</h1>"
+    if kind == "p":
+        return _paragraph(b[1])
+    if kind == "table":
+        prov = PROVENANCE_COLUMNS <= {str(c) for c in b[1].columns}
+        return _provenance(b[1]) if prov else _table(b[1])
+    if kind == "img":
+        return _figure(b[1], b[2])
+    if kind == "details":  # collapsed until the reader opens it
+        return (f"<details><summary>{html.escape(b[1])}</summary>\n"
+                + "\n".join(_block(x) for x in b[2]) + "\n</details>")
+    raise ValueError(f"unknown report block {kind!r}")

@@ -11,6 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+import matplotlib.transforms as mtransforms  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -20,8 +21,8 @@ from analysis.load import load_results  # noqa: E402
 from analysis.metrics import summarize, timed_comm, timed_steps  # noqa: E402
 from analysis.paper import policy_order_key  # noqa: E402
 from analysis import modelcomp, serving  # noqa: E402
+from analysis.labels import point_labels  # noqa: E402
 
-MAX_SCATTER = 3000  # measured events drawn per collective in the alpha-beta plot
 MEMORY_PARTS = [("param_bytes", "parameters"), ("grad_bytes", "gradients"),
                 ("optim_bytes", "optimizer state"),
                 ("compression_bytes", "compression state (error feedback, PowerSGD)"),
@@ -38,10 +39,6 @@ def byte_unit(max_bytes):
 
 def _family(config, drop):
     return json.dumps({k: v for k, v in config.items() if k not in drop}, sort_keys=True)
-
-
-def _label(cfg, keys):
-    return " ".join(str(cfg.get(k)) for k in keys if k in cfg)
 
 
 def _task_groups(groups, task):
@@ -76,9 +73,11 @@ def plot_throughput_scaling(results, summary, groups):
                      for k in keys)
         pts = [(w, t) for w, t in pts if np.isfinite(t)]
         if len({w for w, _ in pts}) >= 2:
-            lines.append((_label(json.loads(fam), ["model", "strategy", "compression"]), pts))
+            lines.append((json.loads(fam), pts))
     if not lines:
         return None, "no training points that differ only in world size"
+    labels = point_labels([cfg for cfg, _ in lines], fallback=("model", "strategy"))
+    lines = [(lab, pts) for lab, (_, pts) in zip(labels, lines)]
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
     for label, pts in lines:
         w, t = [p[0] for p in pts], [p[1] for p in pts]
@@ -97,6 +96,33 @@ def plot_throughput_scaling(results, summary, groups):
     return fig, ""
 
 
+def _group_labels(groups, keys, **kw):
+    """Labels of these repetition groups (analysis/labels.py): the keys that vary among them."""
+    return point_labels([groups.config(k) for k in keys], [groups.name[k] for k in keys], **kw)
+
+
+def _column_figure(labels):
+    """A figure for one bar per label, labels under the bars unrotated: each bar gets the
+    width of its longest label line, the figure the height of its tallest label."""
+    chars = max(len(line) for lab in labels for line in lab.split("\n"))
+    lines = max(lab.count("\n") + 1 for lab in labels)
+    slot = max(0.7, 0.075 * chars + 0.15)  # inches per bar at 8 pt
+    return plt.subplots(figsize=(max(6.0, slot * len(labels) + 2.0), 4.5 + 0.14 * lines))
+
+
+def _legend_right(ax, **kw):
+    """A legend beside the axes: inside, it hides the ends of bars."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kw)
+
+
+def _legend_below(ax, **kw):
+    """A legend under the axes, clear of its tick labels and x label (a fixed distance in
+    inches: as a fraction of the axes it would land on the label of a short panel)."""
+    below = mtransforms.ScaledTranslation(0, -0.6, ax.figure.dpi_scale_trans)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0),
+              bbox_transform=ax.transAxes + below, **kw)
+
+
 def plot_memory_stacked(results, summary, groups):
     """Model-state bytes per rank (mean over ranks), stacked by part, one bar per point."""
     bars = []
@@ -105,24 +131,25 @@ def plot_memory_stacked(results, summary, groups):
         if len(r):
             # Files from before compression_bytes was recorded count it in optim_bytes.
             parts = [float(r[c].astype(float).mean()) if c in r else 0.0 for c, _ in MEMORY_PARTS]
-            bars.append((groups.name[k], parts))
+            bars.append((k, parts))
     if not bars:
         return None, "no per-rank memory records of training points"
+    labels = _group_labels(groups, [k for k, _ in bars], fallback=("model", "strategy"))
     div, unit = byte_unit(max(sum(v) for _, v in bars))
-    fig, ax = plt.subplots(figsize=(max(7, 0.6 * len(bars) + 3), 5))
+    fig, ax = _column_figure(labels)
     x = np.arange(len(bars))
     bottom = np.zeros(len(bars))
     for i, (_, part) in enumerate(MEMORY_PARTS):
         v = np.array([b[1][i] for b in bars]) / div
         ax.bar(x, v, bottom=bottom, label=part)
         bottom += v
-    ax.set_xticks(x, [b[0] for b in bars], rotation=35, ha="right", fontsize=8)
+    ax.set_xticks(x, labels, fontsize=8)
     # Explicit headroom: a zero-height segment on the tallest bar is a sticky edge that
     # would stop autoscaling margins.
     ax.set_ylim(0, bottom.max() * 1.08)
     ax.set(ylabel=f"model-state memory per rank ({unit})",
-           title="Model-state memory per rank by strategy (mean over ranks)")
-    ax.legend(fontsize=8)
+           title="Model-state memory per rank (mean over ranks)")
+    _legend_right(ax)
     ax.grid(axis="y", alpha=0.3)
     return fig, ""
 
@@ -137,8 +164,10 @@ def plot_loss_curves(results, summary, groups):
     fams = {f: p for f, p in fams.items() if len(p) >= 2}
     if not fams:
         return None, "no training points that differ only in the compression policy"
+    titles = point_labels([json.loads(f) for f in fams], drop={"compression"},
+                          fallback=("model", "strategy", "world"))
     fig, axes = _panels(len(fams))
-    for ax, (fam, by_policy) in zip(axes, fams.items()):
+    for ax, title, by_policy in zip(axes, titles, fams.values()):
         order = sorted(by_policy, key=policy_order_key)
         for i, policy in enumerate(order):
             s = _steps_of(results, groups.members[by_policy[policy]][:1])
@@ -149,7 +178,7 @@ def plot_loss_curves(results, summary, groups):
                     markevery=_staggered(len(s), i, len(order)),
                     lw=1.6 + 1.2 * max(0, min(3, len(order) - 1 - i)), label=str(policy))
         ax.set(xlabel="step (optimizer steps)", ylabel="training loss (nats/token)",
-               title=_label(json.loads(fam), ["model", "strategy", "world"]) + " ranks")
+               title=textwrap.fill(title.replace("\n", " "), 50))
         ax.legend(title="compression", fontsize=8)
         ax.grid(alpha=0.3)
     return fig, ""
@@ -175,23 +204,26 @@ def plot_wire_bytes(results, summary, groups):
         n = c["step"].nunique()
         if n:
             by_kind = c.groupby("kind")["wire_bytes"].apply(lambda v: v.astype(float).sum()) / n
-            rows.append((groups.name[k], by_kind, c["logical_bytes"].astype(float).sum() / n))
+            rows.append((k, by_kind, c["logical_bytes"].astype(float).sum() / n))
     if not rows:
         return None, "no collective events in timed steps"
+    labels = _group_labels(groups, [r[0] for r in rows], fallback=("model", "strategy"))
     kinds = sorted({kind for _, b, _ in rows for kind in b.index})
     div, unit = byte_unit(max(max(b.sum(), lg) for _, b, lg in rows))
-    fig, ax = plt.subplots(figsize=(max(7, 0.8 * len(rows) + 3), 5))
+    fig, ax = _column_figure(labels)
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
     for kind in kinds:
         v = np.array([b.get(kind, 0.0) for _, b, _ in rows]) / div
         ax.bar(x, v, bottom=bottom, label=kind)
         bottom += v
-    ax.plot(x, [lg / div for _, _, lg in rows], "kx", ms=9, label="logical bytes (uncompressed)")
-    ax.set_xticks(x, [r[0] for r in rows], rotation=35, ha="right", fontsize=8)
+    logical = np.array([lg for _, _, lg in rows]) / div
+    ax.plot(x, logical, "kx", ms=9, label="logical bytes (uncompressed)")
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_ylim(0, max(bottom.max(), logical.max()) * 1.08)
     ax.set(ylabel=f"bytes on the wire per step, all ranks ({unit})",
            title="Wire bytes per step by collective kind")
-    ax.legend(fontsize=8)
+    _legend_right(ax)
     ax.grid(axis="y", alpha=0.3)
     return fig, ""
 
@@ -200,13 +232,13 @@ PERCENTILES = [(50, "o"), (90, "s"), (99, "^")]  # (percentile, its marker on th
 
 
 def _series_labels(results, pids):
-    """point_id -> legend label (model, quantization), the point name where two points
-    would share a label (repetitions): one label, and one colour, per series."""
-    labels = {pid: _label(results.config[pid], ["model", "quantization"]) for pid in pids}
-    counts = pd.Series(list(labels.values())).value_counts()
+    """point_id -> legend label: the keys that vary among these points (analysis/labels.py);
+    one label, and one colour, per series."""
     names = results.points.set_index("point_id")["point_name"]
-    return {pid: (lab if counts[lab] == 1 else str(names.get(pid, pid)))
-            for pid, lab in labels.items()}
+    labels = point_labels([results.config[pid] for pid in pids],
+                          [names.get(pid, pid) for pid in pids],
+                          fallback=("model", "quantization"))
+    return dict(zip(pids, labels))
 
 
 def plot_latency_cdf(results, summary, groups):
@@ -238,7 +270,7 @@ def plot_latency_cdf(results, summary, groups):
             ax.plot([], [], marker, color="white", mec="black", ls="none", label=f"p{pct}")
         ax.set(xscale="log", xlabel="query latency (ms, log scale)",
                ylabel="fraction of queries (CDF)", title=scen, ylim=(0, 1.02))
-        ax.legend(title="model, quantization", fontsize=8)
+        ax.legend(title="point", fontsize=8)
         ax.grid(alpha=0.3, which="both")
     return fig, ""
 
@@ -260,25 +292,28 @@ def plot_step_breakdown(results, summary, groups):
         compute = med["forward_s"] + med["backward_s"]
         other = max(0.0, med["wall_s"] - compute - med["optimizer_s"] - med["comm_exposed_s"])
         flags = [conds.loc[m, "flags"] for m in groups.members[k] if m in conds.index]
-        label = groups.name[k] + (" [flagged: " + flags[0].split(";")[0] + "]"
-                                  if flags and flags[0] else "")
-        rows.append((label, [compute, med["comm_exposed_s"], med["optimizer_s"], other]))
+        # The flag's kind only ("noisy", "other work"): the report's conditions table has the rest.
+        flag = "\n[flagged: " + flags[0].split(":")[0] + "]" if flags and flags[0] else ""
+        rows.append((k, flag, [compute, med["comm_exposed_s"], med["optimizer_s"], other]))
     if not rows:
         return None, "no timed training steps"
+    labels = [lab + flag for lab, (_, flag, _) in zip(
+        _group_labels(groups, [r[0] for r in rows], fallback=("model", "strategy")), rows)]
     parts = ["forward + backward (wall time)", "exposed communication", "optimizer",
              "rest of the step (not attributed)"]
-    fig, ax = plt.subplots(figsize=(9, max(3.5, 0.45 * len(rows) + 2)))
+    lines = sum(lab.count("\n") + 1 for lab in labels)
+    fig, ax = plt.subplots(figsize=(9, max(3.5, 0.2 * lines + 0.25 * len(rows) + 2)))
     y = np.arange(len(rows))
     left = np.zeros(len(rows))
     for i, part in enumerate(parts):
-        v = np.array([r[1][i] for r in rows]) * 1e3
+        v = np.array([r[2][i] for r in rows]) * 1e3
         ax.barh(y, v, left=left, label=part)
         left += v
-    ax.set_yticks(y, [r[0] for r in rows], fontsize=8)
+    ax.set_yticks(y, labels, fontsize=8)
     ax.invert_yaxis()
+    ax.set_xlim(0, left.max() * 1.05)
     ax.set(xlabel="median time per step (ms)", title="Step-time breakdown (slowest rank)")
-    # Below the axes: inside it would hide the ends of the bars.
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4)
+    _legend_below(ax, fontsize=8, ncol=2)  # inside, it would hide the ends of the bars
     ax.grid(axis="x", alpha=0.3)
     return fig, ""
 
@@ -306,7 +341,8 @@ PREDICT_ASSUMPTIONS = (
     "Assumes alpha per step and beta as fitted at the measured world size on this machine "
     "(one flat network, no node hierarchy, no contention at 192), time linear in bytes beyond "
     "the largest measured message, compressed series keeping their measured wire/logical "
-    "ratio, a negative fitted alpha counted as 0; broadcast is not predicted (no ring model).")
+    "ratio (alpha and beta are never negative: the fit keeps both >= 0); broadcast is not "
+    "predicted (no ring model).")
 
 
 def ring_factor(op, p):
@@ -323,19 +359,21 @@ def predict_time(op, alpha, beta, world, wire_per_logical, nbytes=PREDICT_BYTES,
     without a ring model or a fit."""
     if op not in RING_OPS or world < 2 or not np.isfinite(alpha) or not np.isfinite(beta):
         return np.nan, np.nan
-    # Least squares can put the intercept below zero when small messages are few and noisy;
-    # no message takes negative time.
-    latency = max(alpha, 0.0) * (p - 1) / (world - 1)
+    latency = alpha * (p - 1) / (world - 1)  # alpha >= 0: stats.fit_alpha_beta
     wire = nbytes * ring_factor(op, p) * wire_per_logical
     return latency, beta * wire
 
 
-def alpha_beta_fits(results):
-    """Fits t = alpha + beta * wire_bytes, one fit per micro-benchmark point and operation
-    (a micro suite varies the implementation by point), with the 192-worker prediction.
-    Only `task = micro` points count: a training collective overlaps compute and waits on
-    other ranks, so its duration is not the message time the model describes (R^2 of 0.01
-    to 0.14 on training runs). Returns (events with a series column, fits table)."""
+FIT_COLUMNS = ["series", "op", "label", "world_size", "events", "sizes", "alpha_us",
+               "beta_s_per_byte", "bandwidth_GB_per_s", "r2", PREDICT_COLUMN,
+               "pred_latency_ms", "pred_bandwidth_ms"]
+SIZE_COLUMNS = ["series", "op", "wire_bytes", "median_s", "min_s", "max_s", "q1_s", "q3_s",
+                "events"]
+
+
+def _micro_events(results):
+    """Timed collective events of the done micro-benchmark points, with world_size and
+    series (the point name, with the operation when the name lacks it)."""
     done = results.done()
     micro = done[done.get("task", pd.Series(dtype=object)) == "micro"]["point_id"]
     parts = [timed_comm(results, pid) for pid in micro]
@@ -345,22 +383,50 @@ def alpha_beta_fits(results):
     name, op = c["point_id"].map(pts["point_name"]).astype(str), c["op"].astype(str)
     # A micro suite names its points by operation already ("all_gather/mpi").
     c["series"] = [n if o in n else f"{n}: {o}" for n, o in zip(name, op)]
-    rows = []
-    for series, g in c.groupby("series", sort=True):
+    return c
+
+
+def _series_of_op(results, c):
+    """(point_id, op) -> label: per operation, the keys that vary among its points."""
+    names = results.points.set_index("point_id")["point_name"]
+    out = {}
+    for op, g in c.groupby("op", sort=False):
+        pids = list(dict.fromkeys(g["point_id"]))
+        labs = point_labels([results.config.get(p, {}) for p in pids],
+                            [names.get(p, p) for p in pids], drop={"micro.op"},
+                            fallback=("micro.impl",))
+        out.update({(p, op): lab for p, lab in zip(pids, labs)})
+    return out
+
+
+def alpha_beta_fits(results):
+    """Fits t = alpha + beta * wire_bytes, one fit per micro-benchmark point and operation
+    (a micro suite varies the implementation by point), to the per-size medians weighted by
+    relative error with alpha, beta >= 0 (stats.fit_alpha_beta), with the 192-worker
+    prediction. Only `task = micro` points count: a training collective overlaps compute and
+    waits on other ranks, so its duration is not the message time the model describes (R^2
+    of 0.01 to 0.14 on training runs). Returns (per-size spread, fits table)."""
+    c = _micro_events(results)
+    labels = _series_of_op(results, c)
+    rows, spread = [], []
+    for (series, pid, op), g in c.groupby(["series", "point_id", "op"], sort=False):
         wire, logical = g["wire_bytes"].astype(float), g["logical_bytes"].astype(float)
-        a, b, r2 = stats.fit_alpha_beta(wire, g["duration_s"].astype(float))
-        world, op = int(g["world_size"].iloc[0]), g["op"].iloc[0]
+        dur = g["duration_s"].astype(float)
+        sizes, med, lo, hi, q1, q3, n = stats.size_spread(wire, dur)
+        spread += [dict(zip(SIZE_COLUMNS, (series, op) + v))
+                   for v in zip(sizes, med, lo, hi, q1, q3, n.astype(int))]
+        a, b, r2 = stats.fit_alpha_beta(wire, dur)
+        world = int(g["world_size"].iloc[0])
         ratio = float(np.median(wire[logical > 0] / logical[logical > 0])) \
             if (logical > 0).any() else np.nan
         lat, bw = predict_time(op, a, b, world, ratio)
-        rows.append({"series": series, "op": op, "world_size": world, "events": len(g),
+        rows.append({"series": series, "op": op, "label": labels[(pid, op)],
+                     "world_size": world, "events": len(g), "sizes": len(sizes),
                      "alpha_us": a * 1e6, "beta_s_per_byte": b,
                      "bandwidth_GB_per_s": 1 / b / 1e9 if b > 0 else np.nan, "r2": r2,
                      PREDICT_COLUMN: (lat + bw) * 1e3, "pred_latency_ms": lat * 1e3,
                      "pred_bandwidth_ms": bw * 1e3})
-    return c, pd.DataFrame(rows, columns=[
-        "series", "op", "world_size", "events", "alpha_us", "beta_s_per_byte",
-        "bandwidth_GB_per_s", "r2", PREDICT_COLUMN, "pred_latency_ms", "pred_bandwidth_ms"])
+    return pd.DataFrame(spread, columns=SIZE_COLUMNS), pd.DataFrame(rows, columns=FIT_COLUMNS)
 
 
 def _colour(i, n):
@@ -368,25 +434,24 @@ def _colour(i, n):
     return plt.get_cmap("tab20")(i % 20) if n > 10 else f"C{i}"
 
 
-def _draw_fits(ax, c, fits):
-    """Measured durations (dots) and the fitted line per series, R^2 in the legend."""
+def _draw_fits(ax, op, spread, fits):
+    """One operation: per series the median time per size (dots), its min-max over the calls
+    (bars) and the fitted line, alpha, 1/beta and R^2 in the legend."""
     for i, f in enumerate(fits.itertuples()):
-        g = c[c["series"] == f.series]
-        if len(g) > MAX_SCATTER:
-            # The fit used every event; drawing a million markers shows nothing more.
-            g = g.sample(MAX_SCATTER, random_state=0)
-        x = g["wire_bytes"].astype(float).to_numpy()
+        g = spread[(spread["series"] == f.series) & (spread["wire_bytes"] > 0)]
+        x, med = g["wire_bytes"].to_numpy(), g["median_s"].to_numpy() * 1e6
         colour = _colour(i, len(fits))
-        ax.plot(x, g["duration_s"].astype(float) * 1e6, "o", color=colour, ms=4, alpha=0.6)
+        ax.errorbar(x, med, yerr=[med - g["min_s"].to_numpy() * 1e6,
+                                  g["max_s"].to_numpy() * 1e6 - med],
+                    fmt="o", ms=4, color=colour, ecolor=colour, elinewidth=1, capsize=2,
+                    alpha=0.8)
         xs = np.geomspace(max(x.min(), 1.0), x.max(), 100)
         ax.plot(xs, (f.alpha_us * 1e-6 + f.beta_s_per_byte * xs) * 1e6, "-", color=colour,
-                label=f"{f.series}: alpha {f.alpha_us:.3g} us, 1/beta "
+                label=f"{f.label}\nalpha {f.alpha_us:.3g} us, 1/beta "
                       f"{f.bandwidth_GB_per_s:.3g} GB/s, R\u00b2 {f.r2:.3f}")
     ax.set(xscale="log", yscale="log", xlabel="message size on the wire (bytes)",
-           ylabel="collective time (us)",
-           title="Measured (dots) and fitted t = alpha + beta * bytes (lines)")
-    # Below the axes: a micro suite has twenty series, whose legend would cover the dots.
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.1), ncol=2)
+           ylabel="collective time (us)", title=op)
+    _legend_below(ax, fontsize=7)  # inside, a legend of several series covers the dots
     ax.grid(alpha=0.3, which="both")
 
 
@@ -400,34 +465,49 @@ def _draw_prediction(ax, fits):
     for yi, t in zip(y, f[PREDICT_COLUMN]):
         ax.annotate(f"{t:.4g} ms", (t, yi), xytext=(3, 0), textcoords="offset points",
                     va="center", fontsize=7)
-    ax.set_yticks(y, f["series"], fontsize=7)
+    ax.set_yticks(y, [f"{op}: {lab}" for op, lab in zip(f["op"], f["label"])], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlim(0, (f[PREDICT_COLUMN].max() if len(f) else 1) * 1.25)
     ax.set(xlabel=f"predicted time at {PREDICT_WORKERS} workers (ms)",
            title=f"{PREDICT_WORKERS}-worker prediction, m = {PREDICT_BYTES / 1e6:.1f} MB")
-    ax.legend(fontsize=7, loc="lower right")
+    _legend_right(ax)
     ax.grid(axis="x", alpha=0.3)
 
 
 def plot_alpha_beta(results, summary, groups):
-    """Collective micro-benchmarks: measured durations against message size with the fitted
-    alpha-beta line and its R^2; beside them the 192-worker prediction, its assumptions
-    written under the figure."""
-    c, fits = alpha_beta_fits(results)
+    """Collective micro-benchmarks: one panel per operation with the measured median and
+    spread per message size and the fitted alpha-beta line and its R^2; under them the
+    192-worker prediction, its assumptions written under the figure."""
+    spread, fits = alpha_beta_fits(results)
     if not len(fits):
         return None, ("no collective micro-benchmark points (task = micro): the alpha-beta "
                       "model is fitted only on those")
     fits = fits[np.isfinite(fits["alpha_us"].astype(float))]
     if not len(fits):
         return None, "no micro-benchmark collective with at least two message sizes"
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(15, max(6.5, 0.45 * len(fits) + 4)),
-                                  gridspec_kw={"width_ratios": [3, 2]})
-    _draw_fits(ax, c, fits)
-    _draw_prediction(ax2, fits)
-    fig.text(0.01, 0.005, "\n".join(textwrap.wrap(PREDICT_ASSUMPTIONS, 190)), fontsize=7,
-             va="bottom", ha="left")
-    # Laid out when drawn, leaving the bottom strip to the assumptions (make_plots keeps it).
-    fig.set_layout_engine("tight", rect=(0, 0.08, 1, 1))
+    ops = list(dict.fromkeys(fits["op"]))
+    ncols = min(3, len(ops))
+    nrows = -(-len(ops) // ncols)
+    entries = max((fits["op"] == op).sum() for op in ops)  # legend entries under a panel
+    panel_h = 3.6 + 0.3 * entries
+    label_lines = sum(lab.count("\n") + 1 for lab in fits["label"])
+    pred_h = max(2.2, 0.22 * label_lines + 0.12 * len(fits) + 1.0)
+    width = max(11.0, 5.2 * ncols)
+    notes = textwrap.wrap(PREDICT_ASSUMPTIONS, int(width * 17))  # 7 pt: ~17 characters/inch
+    notes_h = 0.12 * len(notes) + 0.15
+    fig = plt.figure(figsize=(width, panel_h * nrows + pred_h + notes_h))
+    grid = fig.add_gridspec(nrows + 1, ncols, height_ratios=[panel_h] * nrows + [pred_h])
+    for i, op in enumerate(ops):
+        _draw_fits(fig.add_subplot(grid[i // ncols, i % ncols]), op, spread,
+                   fits[fits["op"] == op])
+    _draw_prediction(fig.add_subplot(grid[nrows, :]), fits)
+    fig.suptitle("Collective time against message size: median per size (dots), min-max over "
+                 "calls (bars), fitted t = alpha + beta x bytes (lines)", fontsize=11)
+    fig.text(0.01, 0.005, "\n".join(notes), fontsize=7, va="bottom", ha="left")
+    # Laid out when drawn, leaving the bottom strip to the assumptions and the top one to the
+    # title (tight_layout places neither: matplotlib 3.6).
+    height = fig.get_figheight()
+    fig.set_layout_engine("tight", rect=(0, notes_h / height, 1, 1 - 0.35 / height))
     return fig, ""
 
 
@@ -440,10 +520,23 @@ PLOTS = [
     ("wire_bytes", "Wire bytes per step by collective kind", plot_wire_bytes),
     ("latency_cdf", "Inference latency CDFs by quantization and scenario", plot_latency_cdf),
     ("step_breakdown", "Step-time breakdown", plot_step_breakdown),
-    ("alpha_beta", "Collective micro-benchmarks: time against message size with the fitted "
-     "alpha-beta model and its R\u00b2, and the 192-worker prediction. " + PREDICT_ASSUMPTIONS,
+    ("alpha_beta", "Collective micro-benchmarks, one panel per operation: median time per "
+     "message size with its min-max over the calls, the alpha-beta model fitted to the medians "
+     "(relative error, alpha and beta >= 0) and its R\u00b2, and the 192-worker prediction. "
+     + PREDICT_ASSUMPTIONS,
      plot_alpha_beta),
 ] + serving.PLOTS + modelcomp.PLOTS
+
+
+SAVE_DPI = 110
+
+
+def lay_out(fig):
+    """Lays a figure out as make_plots saves it: at SAVE_DPI (text takes its room in inches
+    at the resolution it is drawn), tight unless the plot chose its own layout."""
+    fig.set_dpi(SAVE_DPI)
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
 
 
 def make_plots(results, summary, groups, out_dir):
@@ -457,10 +550,9 @@ def make_plots(results, summary, groups, out_dir):
         try:
             fig, note = fn(results, summary, groups)
             if fig is not None:
-                if fig.get_layout_engine() is None:  # a plot may lay itself out
-                    fig.tight_layout()
+                lay_out(fig)
                 path = os.path.join(out_dir, stem + ".png")
-                fig.savefig(path, dpi=110)
+                fig.savefig(path, dpi=SAVE_DPI)
                 plt.close(fig)
         except Exception as e:  # noqa: BLE001 -- a broken plot is reported, not fatal
             plt.close("all")

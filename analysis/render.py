@@ -1,7 +1,9 @@
 # Renders a report, given as a list of blocks, to Markdown and to one self-contained HTML file
 # (html_report.py: contents, sortable tables, human units, plots embedded as base64 PNG).
-# Blocks: ("h1"|"h2"|"h3"|"p", text), ("table", DataFrame), ("img", path, caption). Numbers
-# are shown to 4 significant digits; the CSVs keep them all.
+# Blocks: ("h1"|"h2"|"h3"|"p", text), ("table", DataFrame), ("img", path, caption), and
+# ("details", summary, [blocks]): a collapsed section (<details>, in Markdown too). Numbers are
+# shown to 4 significant digits; the CSVs keep them all.
+import html
 import os
 
 import pandas as pd
@@ -18,6 +20,13 @@ def _cells(df):
 def to_markdown(blocks, image_dir_rel):
     out = []
     for b in blocks:
+        if b[0] == "details":
+            # GitHub and most viewers render the HTML element; a blank line lets Markdown
+            # inside it be read as Markdown.
+            out.append(f"<details><summary>{html.escape(b[1])}</summary>\n")
+            out.append(to_markdown(b[2], image_dir_rel))
+            out.append("</details>\n")
+            continue
         kind = b[0]
         if kind in ("h1", "h2", "h3"):
             out.append("#" * int(kind[1]) + " " + b[1] + "\n")

@@ -13,6 +13,7 @@ import pandas as pd
 from analysis import conditions as cond_mod
 from analysis import modelcomp, paper, render, serving
 from analysis.compare import Groups, compare
+from analysis.labels import varying_keys
 from analysis.load import load_results
 from analysis.metrics import query_summary, summarize
 from analysis.plots import PREDICT_ASSUMPTIONS, alpha_beta_fits, make_plots
@@ -38,7 +39,7 @@ def build(results_dir, out_dir):
     goodput = serving.goodput(serve_points)
     distilled = modelcomp.distillation_table(res)
     frontier = modelcomp.accuracy_latency_points(res)
-    _, fits = alpha_beta_fits(res)
+    fit_sizes, fits = alpha_beta_fits(res)
     names = (res.points.set_index("point_id")["point_name"] if len(res.points)
              else pd.Series(dtype=str))
 
@@ -54,7 +55,8 @@ def build(results_dir, out_dir):
         "points": res.points, "metrics": metrics, "comparisons": comparisons,
         "problems": res.problems, "steps": res.steps, "ranks": res.ranks, "comm": res.comm,
         "queries": res.queries, "query_summary": queries, "scalars": res.scalars,
-        "series": res.series, "alpha_beta": fits, "conditions": conds,
+        "series": res.series, "alpha_beta": fits, "alpha_beta_sizes": fit_sizes,
+        "conditions": conds,
         "reference_checks": checks,
         "serving": serve_points.drop(columns=["series"]), "goodput": goodput,
         "requests": res.requests, "serve_steps": res.serve_steps,
@@ -85,6 +87,35 @@ def with_config(metrics, res, conds):
     extra = [c for c in cfg.columns if c != "point_id" and c not in metrics.columns]
     out = metrics.merge(cfg[["point_id"] + extra], on="point_id", how="left") if extra else metrics
     return out.merge(conds[["point_id", "step_time_cv", "flags"]], on="point_id", how="left")
+
+
+def per_point_blocks(metrics, res):
+    """The per-point table: the configuration keys whose values differ among the points, then
+    the metrics (columns no point has a value for left out); every point's full configuration
+    in a collapsible block below it (and in tables/metrics.csv)."""
+    if not len(metrics):
+        return [("p", "No done points.")]
+    configs = [res.config.get(pid, {}) for pid in metrics["point_id"]]
+    every_key = sorted(set().union(*configs))
+    # Rows are points: a repetition is a row of its own, so its key is shown when it varies.
+    vary = varying_keys(configs, ignore=())
+    not_metrics = set(every_key) | {"point_id", "point_name"}
+    metric_cols = [c for c in metrics.columns if c not in not_metrics
+                   and metrics[c].replace("", pd.NA).notna().any()]
+    shown = metrics[["point_id"] + vary + metric_cols]
+    same = pd.DataFrame([(k, configs[0].get(k)) for k in every_key if k not in vary],
+                        columns=["key", "value"])
+    full = pd.DataFrame([{"point_id": pid, "point_name": name, **cfg} for pid, name, cfg in
+                         zip(metrics["point_id"], metrics["point_name"], configs)],
+                        columns=["point_id", "point_name"] + every_key)
+    return [("p", f"Configuration keys whose values differ among the points: "
+                  f"{', '.join(vary) if vary else '(none)'}; the other {len(same)} keys have "
+                  f"one value for every point (below). Every key of every point: the collapsed "
+                  f"block and tables/metrics.csv."),
+            ("table", shown),
+            ("details", f"Full configuration of every point ({len(every_key)} keys)",
+             [("p", "Keys with one value for every point:"), ("table", same),
+              ("p", "Every key of every point:"), ("table", full)])]
 
 
 def conditions_blocks(res, conds):
@@ -229,15 +260,17 @@ def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression
         B.append(("p", "No point names a baseline with a done result."))
 
     B.append(("h2", "Per-point metrics (medians over timed steps)"))
-    B.append(("table", metrics.drop(columns=["point_id"])) if len(metrics) else
-             ("p", "No done points."))
+    B += per_point_blocks(metrics, res)
     if len(queries):
         B += [("h2", "Inference query latency by scenario")] + _validity_blocks(queries)
         B.append(("table", queries.drop(columns=["point_id"])))
     B += list(serving_section)
     if len(fits):
         B += [("h2", "Alpha-beta fits of collective time (t = alpha + beta x bytes)"),
-              ("p", "Collective micro-benchmarks only (task = micro). " + PREDICT_ASSUMPTIONS),
+              ("p", "Collective micro-benchmarks only (task = micro), fitted to the median "
+                    "time of each message size by least squares on the relative error with "
+                    "alpha, beta >= 0 (docs/METRICS.md; the medians and spread per size: "
+                    "tables/alpha_beta_sizes.csv). " + PREDICT_ASSUMPTIONS),
               ("table", fits)]
 
     B.append(("h2", "Plots"))

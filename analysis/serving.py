@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from analysis.labels import point_labels  # noqa: E402
+
 GOODPUT_ATTAINMENT = 0.9  # DistServe's: at least 90% of requests meet both SLOs
 # Config keys that identify a sweep's line: everything but the swept rate and the repetition.
 _NOT_SERIES = {"request_rate", "repetition"}
@@ -100,9 +102,13 @@ def plot_latency_vs_rate(results, summary, groups):
     fig, axes = _panels(2)
     for ax, metric, title in ((axes[0], "ttft", "time to first token"),
                               (axes[1], "tpot", "time per output token")):
-        for i, (series, g) in enumerate(pts.groupby("series", sort=False)):
+        lines = list(pts.groupby("series", sort=False))
+        # A line per sweep over the rate: labelled by the keys that differ between lines.
+        labels = point_labels([json.loads(series) for series, _ in lines],
+                              fallback=("serve_policy", "batch"))
+        for i, ((_, g), lab) in enumerate(zip(lines, labels)):
             g = g.sort_values("request_rate")
-            lab = f"{g['serve_policy'].iloc[0]} (batch {g['batch'].iloc[0]})"
+            lab = lab.replace("\n", " ")
             ax.plot(g["request_rate"], 1e3 * g[f"{metric}_p99_s"], "o-", color=f"C{i % 10}",
                     label=lab + " p99")
             ax.plot(g["request_rate"], 1e3 * g[f"{metric}_p50_s"], "s--", color=f"C{i % 10}",
@@ -121,9 +127,11 @@ def plot_latency_cdfs(results, summary, groups):
     if not len(pts) or not len(req):
         return None, "no serve requests"
     fig, axes = _panels(2)
-    for i, p in enumerate(pts.itertuples()):
+    labels = point_labels([results.config[pid] for pid in pts["point_id"]],
+                          list(pts["point_name"]), fallback=("serve_policy", "request_rate"))
+    for i, (p, lab) in enumerate(zip(pts.itertuples(), labels)):
         r = req[(req["point_id"] == p.point_id) & (req["refused"].astype(int) == 0)]
-        lab = f"{p.serve_policy} {p.request_rate:g} req/s"
+        lab = lab.replace("\n", " ")
         for ax, col in ((axes[0], "ttft_s"), (axes[1], "tpot_s")):
             # A one-token request has no TPOT (docs/METRICS.md).
             rr = r if col == "ttft_s" else r[r["output_tokens"].astype(int) > 1]

@@ -8,6 +8,9 @@
 
 #include "harness/core/check.h"
 #include "harness/core/heartbeat.h"
+#include "harness/spec/base_config.h"
+#include "harness/spec/config.h"
+#include "harness/spec/mesh_config.h"
 #include "harness/spec/expand.h"
 #include "harness/core/mpi_context.h"
 
@@ -106,6 +109,18 @@ std::vector<std::string> registered_name_sets() {
   return out;
 }
 
+namespace {
+std::vector<Canonicalizer>& canonicalizers() {
+  static std::vector<Canonicalizer> c;
+  return c;
+}
+}  // namespace
+void register_canonicalizer(Canonicalizer c) { canonicalizers().push_back(std::move(c)); }
+void canonicalize(Point& p) {
+  canonicalize_mesh(p);
+  for (const auto& c : canonicalizers()) c(p);
+}
+
 void register_validator(Validator v) { validators().push_back(std::move(v)); }
 const std::vector<Validator>& registered_validators() { return validators(); }
 
@@ -132,10 +147,11 @@ KeySpec key_spec(const char* key, KeyType type, Value def, const char* name_set,
   return ks;
 }
 
-// The BASE keys: what every workload has. Workload-specific keys live with the workloads.
-Registrar base_keys([] {
-  using I = std::int64_t;
+// The keys of the model tasks that the harness still declares for the workloads (to move to
+// the workloads' own sections).
+Registrar model_keys([] {
   using Tasks = std::vector<std::string>;
+  using I = std::int64_t;
   const Tasks model_tasks{"train", "infer", "serve"};  // the tasks that build a model
   auto name = [](const char* k, const char* set, const char* def, const char* doc,
                  Tasks tasks = {}, bool accepts_path = false) {
@@ -144,15 +160,11 @@ Registrar base_keys([] {
     ks.accepts_path = accepts_path;
     register_key(std::move(ks));
   };
-  // Ranges are generous sanity bounds: they keep a typo (world = 4294967296) from being
-  // narrowed into nonsense (-np 0), not policy.
   auto integer = [](const char* k, I def, I lo, I hi, const char* doc, Tasks tasks = {}) {
     KeySpec ks = key_spec(k, KeyType::Int, def, "", doc);
     ks.min_int = lo, ks.max_int = hi, ks.tasks = std::move(tasks);
     register_key(std::move(ks));
   };
-  const I int_max = std::numeric_limits<std::int32_t>::max();
-  name("task", "task", "train", "what runs: train, infer, serve or micro (registered workloads)");
   name("model", "model", "gpt2-tiny",
        "model architecture and size: a preset, or a local Hugging Face folder (config.json + "
        "model.safetensors; a value with '/')", model_tasks, true);
@@ -162,32 +174,54 @@ Registrar base_keys([] {
   name("attention", "attention", "naive", "attention kernel", model_tasks);
   name("dtype", "dtype", "fp32", "parameter and compute dtype: fp32, bf16, fp16, or auto (bf16 "
        "where the device has bf16 matrix units, else fp32)", {"train"});
-  integer("world", 1, 1, I{1} << 20, "number of MPI ranks");
-  integer("threads", 0, 0, 4096, "intra-op threads per rank; 0 = the node's cores / ranks on the node");
   integer("batch", 8, 1, I{1} << 24, "GLOBAL samples per optimizer step or per inference batch; "
           "divisible by world", model_tasks);
   integer("seq", 64, 1, I{1} << 20, "sequence length in tokens", model_tasks);
-  integer("steps", 10, 1, int_max, "optimizer steps (train) or batches (infer), warm-up included");
-  integer("warmup", 2, 0, int_max, "first steps excluded from statistics (warmup < steps)");
-  integer("seed", 1, 0, int_max, "seed of every random stream of the point");
-  integer("repetitions", 1, 1, 1000, "expand each point into this many repetitions");
-  integer("repetition", 0, 0, 999, "which repetition this point is; set by expansion, not by suites");
-  // At most a year: the time reaches Slurm as whole minutes in an int (`submit`).
-  KeySpec limit = key_spec("time_limit", KeyType::Float, 600.0, "",
-                           "seconds the point may run before it is stopped and marked failed (> 0)");
-  limit.min_float = 0.0, limit.max_float = 365.0 * 24 * 3600;
-  register_key(std::move(limit));
-  // -1 rather than a name: a Float key holds "automatic" only as a number (harness/core/watchdog.h).
-  KeySpec stall = key_spec("stall_timeout", KeyType::Float, -1.0, "",
-                           "seconds a rank may stall (no heartbeat, or no progress while others "
-                           "wait for it) before every rank is ended; -1 = 10x the median step "
-                           "time so far, at least 60 s; 0 = no stall watchdog");
-  stall.min_float = -1.0, stall.max_float = 365.0 * 24 * 3600;
-  register_key(std::move(stall));
-  name("launcher", "launcher", "mpirun", "how ranks are started: mpirun or srun");
-  // The launcher names are registered by the launchers themselves (harness/launch/).
 });
 }  // namespace
+
+// The BASE keys: what every point has, whatever its task.
+void BaseConfig::declare(Fields<BaseConfig>& f) {
+  using I = std::int64_t;
+  const I int_max = std::numeric_limits<std::int32_t>::max();
+  // Ranges are generous sanity bounds: they keep a typo (world = 4294967296) from being
+  // narrowed into nonsense (-np 0), not policy.
+  f.name("task", &BaseConfig::task, "task", "train",
+         "what runs: train, infer, serve or micro (registered workloads)");
+  f.add("world", &BaseConfig::world, 1, "number of MPI ranks").range(1, I{1} << 20);
+  f.add("threads", &BaseConfig::threads, 0,
+        "intra-op threads per rank; 0 = the node's cores / ranks on the node").range(0, 4096);
+  f.add("steps", &BaseConfig::steps, 10,
+        "optimizer steps (train) or batches (infer), warm-up included").range(I{1}, int_max);
+  f.add("warmup", &BaseConfig::warmup, 2, "first steps excluded from statistics (warmup < steps)")
+      .range(I{0}, int_max);
+  f.add("seed", &BaseConfig::seed, 1, "seed of every random stream of the point").range(I{0}, int_max);
+  f.add("repetitions", &BaseConfig::repetitions, 1, "expand each point into this many repetitions")
+      .range(1, 1000);
+  f.add("repetition", &BaseConfig::repetition, 0,
+        "which repetition this point is; set by expansion, not by suites").range(0, 999);
+  // At most a year: the time reaches Slurm as whole minutes in an int (`submit`).
+  f.add("time_limit", &BaseConfig::time_limit_s, 600.0,
+        "seconds the point may run before it is stopped and marked failed (> 0)")
+      .range(0.0, 365.0 * 24 * 3600);
+  // -1 rather than a name: a Float key holds "automatic" only as a number (core/watchdog.h).
+  f.add("stall_timeout", &BaseConfig::stall_timeout_s, -1.0,
+        "seconds a rank may stall (no heartbeat, or no progress while others wait for it) "
+        "before every rank is ended; -1 = 10x the median step time so far, at least 60 s; "
+        "0 = no stall watchdog")
+      .range(-1.0, 365.0 * 24 * 3600);
+  f.validate([](const BaseConfig& c, const Point& p, std::vector<Diagnostic>& out) {
+    if (c.stall_timeout_s < 0 && c.stall_timeout_s != -1)
+      out.push_back({"stall_timeout",
+                     fmt::format("stall_timeout must be -1 (automatic: 10x the median step time, "
+                                 "at least 60 s), 0 (no watchdog) or seconds > 0, got {}",
+                                 value_to_string(p.get("stall_timeout")))});
+  });
+  // The launcher names are registered by the launchers themselves (harness/launch/).
+  f.name("launcher", &BaseConfig::launcher, "launcher", "mpirun",
+         "how ranks are started: mpirun or srun");
+}
+SB_CONFIG_SECTION(BaseConfig);
 
 bool RunContext::stop_agreed() const {
   int any = stop.stop() ? 1 : 0;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
@@ -44,6 +45,7 @@ struct KeySpec {
   // A Name key that also takes a path (any value with a '/', e.g. a local model folder): the
   // name check passes it and the workloads' validators check what it names.
   bool accepts_path = false;
+  std::string unit;  // of Int and Float keys ("tokens", "s", "bytes"); shown by `shardbench keys`
 };
 void register_key(KeySpec spec);
 const std::vector<KeySpec>& registered_keys();
@@ -66,6 +68,14 @@ struct Diagnostic {
 using Validator = std::function<void(const Point&, std::vector<Diagnostic>&)>;
 void register_validator(Validator v);
 const std::vector<Validator>& registered_validators();
+
+// Derived keys, filled in before a point's id is computed, so that equal configurations get one
+// id however they were written (the mesh's sizes from world, an alias into its key). The
+// harness's own (the mesh, harness/spec/mesh_config.h) run first, then the workloads' in
+// registration order. A canonicalizer only fills in; what is wrong is a validator's to say.
+using Canonicalizer = std::function<void(Point&)>;
+void register_canonicalizer(Canonicalizer c);
+void canonicalize(Point& p);
 
 // ---- Running a point -----------------------------------------------------------------
 
@@ -101,6 +111,9 @@ struct TaskInfo {
   std::function<std::unique_ptr<Workload>()> make;
   // Model-state bytes per rank for `shardbench plan` (documented in docs/METRICS.md).
   std::function<double(const Point&)> model_state_bytes_per_rank;
+  // The terms of the task's memory model per rank, (term, bytes) in the task's order, for
+  // `shardbench plan --memory` (docs/METRICS.md "Memory model"); empty: none.
+  std::function<std::vector<std::pair<std::string, double>>(const Point&)> memory_terms_per_rank;
 };
 void register_task(TaskInfo info);
 const TaskInfo* find_task(const std::string& task);

@@ -21,6 +21,13 @@ double since(Clock::time_point t) {
 }
 
 constexpr std::size_t kStepWindow = 1024;  // step intervals the median is taken over
+constexpr int kWaitSlots = 16;
+
+void copy_truncated(char* out, std::size_t cap, const std::string& in) {
+  const std::size_t n = std::min(in.size(), cap - 1);
+  std::memcpy(out, in.data(), n);
+  out[n] = '\0';
+}
 
 struct State {
   std::mutex m;
@@ -30,9 +37,14 @@ struct State {
   Clock::time_point progressed = Clock::now();
   std::uint64_t issued = 0;
   Collective last_issued;
-  int waiting = 0;  // nesting depth of Waiting scopes
-  Collective waiting_in;
-  Clock::time_point waiting_since;
+  // The Waiting scopes alive, on any thread: a few at most (the caller and the
+  // communication thread, a level or two of nesting each).
+  struct Wait {
+    bool alive = false;
+    Collective in;
+    Clock::time_point since;
+  };
+  Wait waits[kWaitSlots];
   Clock::time_point step_started;
   std::vector<double> intervals;  // ring of the last kStepWindow step intervals
   std::size_t next_interval = 0;
@@ -50,12 +62,11 @@ State& state() {
 
 }  // namespace
 
-Collective::Collective(const char* op_, const char* group_, const char* backend_,
+Collective::Collective(const char* op_, const char* group_, const std::string& backend_,
                        const std::string& kind_)
-    : op(op_), group(group_), backend(backend_) {
-  const std::size_t n = std::min(kind_.size(), sizeof(kind) - 1);
-  std::memcpy(kind, kind_.data(), n);
-  kind[n] = '\0';
+    : op(op_), group(group_) {
+  copy_truncated(backend, sizeof(backend), backend_);
+  copy_truncated(kind, sizeof(kind), kind_);
 }
 
 std::string Collective::describe() const {
@@ -110,15 +121,18 @@ Collective issued(Collective c) {
 Waiting::Waiting(const Collective& c) {
   State& s = state();
   std::lock_guard<std::mutex> lk(s.m);
-  if (s.waiting++ == 0) s.waiting_since = Clock::now();
-  s.waiting_in = c;
+  for (int i = 0; i < kWaitSlots && slot_ < 0; ++i)
+    if (!s.waits[i].alive) {
+      s.waits[i] = {true, c, Clock::now()};
+      slot_ = i;
+    }
   s.progressed_now();
 }
 
 Waiting::~Waiting() {
   State& s = state();
   std::lock_guard<std::mutex> lk(s.m);
-  if (--s.waiting == 0) s.waiting_in = Collective();
+  if (slot_ >= 0) s.waits[slot_].alive = false;
   s.progressed_now();
 }
 
@@ -132,10 +146,13 @@ Snapshot snapshot() {
   out.progress_age_s = since(s.progressed);
   out.issued = s.issued;
   out.last_issued = s.last_issued;
-  out.waiting = s.waiting > 0;
-  if (out.waiting) {
-    out.waiting_in = s.waiting_in;
-    out.waited_s = since(s.waiting_since);
+  const State::Wait* oldest = nullptr;
+  for (const State::Wait& w : s.waits)
+    if (w.alive && (!oldest || w.since < oldest->since)) oldest = &w;
+  out.waiting = oldest != nullptr;
+  if (oldest) {
+    out.waiting_in = oldest->in;
+    out.waited_s = since(oldest->since);
   }
   return out;
 }
@@ -162,8 +179,7 @@ void reset() {
   s.progressed = Clock::now();
   s.issued = 0;
   s.last_issued = Collective();
-  s.waiting = 0;
-  s.waiting_in = Collective();
+  for (State::Wait& w : s.waits) w = State::Wait();
   s.intervals.clear();
   s.next_interval = 0;
 }

@@ -19,16 +19,18 @@ void set_phase(const char* phase);
 // that ticks is working, not stuck, however long the phase takes.
 void tick();
 
-// A collective as the heartbeat names it: "all_gather (param_all_gather, shard group) on
-// mpi". op, group and backend are string literals; kind is copied (truncated to 31 bytes).
+// A collective as the heartbeat names it: "all_gather #12 (param_all_gather, shard group) on
+// mpi". op and group are string literals; backend and kind are copied (truncated to 15 and
+// 31 bytes), so a heartbeat never points into a communicator that is gone.
 struct Collective {
   const char* op = "";
   const char* group = "";
-  const char* backend = "";
+  char backend[16] = {0};
   char kind[32] = {0};
   std::uint64_t seq = 0;  // this rank's count of collectives issued so far, this one included
   Collective() = default;
-  Collective(const char* op, const char* group, const char* backend, const std::string& kind);
+  Collective(const char* op, const char* group, const std::string& backend,
+             const std::string& kind);
   std::string describe() const;
 };
 
@@ -36,15 +38,21 @@ struct Collective {
 // issue the same sequence, so peers' numbers say who is behind). A progress event.
 Collective issued(Collective c);
 
-// While alive, the rank is blocked waiting for collective c to complete (Request::wait, a
-// blocking collective, MPI_Allreduce of a stop agreement). Nested scopes: the innermost
-// names the wait; the rank waits until the outermost ends. Entering and leaving are progress.
+// While alive, a thread of the rank is blocked on collective c: the caller in a request's
+// wait or a blocking collective, the communication thread in a transfer's blocking call or
+// its poll loop, MPI_Allreduce of a stop agreement. Scopes may overlap, on one thread
+// (nested) or several (the caller waits for a request while the communication thread is in
+// an earlier transfer): the rank waits while any is alive, and the oldest names the wait
+// (the collective that blocks the others). Entering and leaving are progress.
 class Waiting {
  public:
   explicit Waiting(const Collective& c);
   ~Waiting();
   Waiting(const Waiting&) = delete;
   Waiting& operator=(const Waiting&) = delete;
+
+ private:
+  int slot_ = -1;  // its entry among the rank's waits (-1: more than the table holds)
 };
 
 // Everything the heartbeat says, at one moment. Ages are seconds on this rank's clock, so a
@@ -57,7 +65,7 @@ struct Snapshot {
   std::uint64_t issued = 0;       // collectives issued so far
   Collective last_issued;
   bool waiting = false;
-  Collective waiting_in;          // valid when waiting
+  Collective waiting_in;          // valid when waiting: the oldest wait alive
   double waited_s = 0;            // how long it has waited in it
 };
 Snapshot snapshot();

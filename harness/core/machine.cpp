@@ -36,7 +36,42 @@ std::string cpuinfo_field(const std::string& text, const std::string& key) {
   }
   return "";
 }
+// Distinct (physical_package_id, core_id) over the online CPUs' sysfs topology; the CPU count
+// when sysfs does not say.
+int physical_cores(int cpus) {
+  std::set<std::pair<std::string, std::string>> cores;
+  for (int c = 0; c < cpus; ++c) {
+    const std::string t = fmt::format("/sys/devices/system/cpu/cpu{}/topology/", c);
+    std::ifstream pkg(t + "physical_package_id"), core(t + "core_id");
+    std::string p, k;
+    if (!(pkg >> p) || !(core >> k)) return cpus;
+    cores.insert({p, k});
+  }
+  return cores.empty() ? cpus : static_cast<int>(cores.size());
+}
+
+// cpufreq's highest clock (kHz), else the " @ 2.40GHz" of an Intel model name.
+void read_clock(MachineInfo& m) {
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
+  double khz = 0;
+  if (f >> khz && khz > 0) {
+    m.max_clock_ghz = khz / 1e6;
+    m.clock_source = "cpufreq cpuinfo_max_freq";
+    return;
+  }
+  const double ghz = model_name_clock_ghz(m.cpu_model);
+  if (ghz > 0) {
+    m.max_clock_ghz = ghz;
+    m.clock_source = "the model name's nominal clock";
+  }
+}
 }  // namespace
+
+double model_name_clock_ghz(const std::string& cpu_model) {
+  const auto at = cpu_model.rfind('@');
+  if (at == std::string::npos || cpu_model.find("GHz", at) == std::string::npos) return 0;
+  return std::max(0.0, std::atof(cpu_model.c_str() + at + 1));
+}
 
 int usable_cores() {
   cpu_set_t set;
@@ -63,6 +98,9 @@ MachineInfo machine_now(const std::string& host) {
   const std::string text = ss.str();
   m.cpu_model = cpuinfo_field(text, "model name");
   if (m.cpu_model.empty()) m.cpu_model = cpuinfo_field(text, "CPU part");  // arm
+  m.vendor = cpuinfo_field(text, "vendor_id");
+  const std::string family = cpuinfo_field(text, "cpu family");
+  if (!family.empty()) m.cpu_family = std::atoi(family.c_str());
   std::string flags = cpuinfo_field(text, "flags");
   if (flags.empty()) flags = cpuinfo_field(text, "Features");  // arm
   std::set<std::string> have;
@@ -72,6 +110,8 @@ MachineInfo machine_now(const std::string& host) {
     if (have.count(f)) m.isa.push_back(f);
   m.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   m.rank_cpus = usable_cores();
+  m.physical_cores = physical_cores(m.cores);
+  read_clock(m);
   m.loadavg_1m = load_average_1m();
   return m;
 }

@@ -11,8 +11,16 @@ namespace sb {
 struct MachineInfo {
   std::string host;
   std::string cpu_model;          // /proc/cpuinfo "model name" ("" when unknown)
+  std::string vendor;             // /proc/cpuinfo "vendor_id" (GenuineIntel, AuthenticAMD; "")
+  int cpu_family = -1;            // /proc/cpuinfo "cpu family" (x86; -1 when unknown)
   std::vector<std::string> isa;   // the flags of kIsaFlags this CPU has, in that order
   int cores = 1;                  // online CPUs of the node
+  int physical_cores = 1;         // distinct (package, core) of the online CPUs (SMT siblings once)
+  // The highest clock a core reaches, GHz, and where it was read: cpufreq's cpuinfo_max_freq,
+  // else the nominal clock in the model name ("... @ 2.40GHz"); 0 and "" when neither says
+  // (virtual machines without cpufreq and with a bare model name).
+  double max_clock_ghz = 0;
+  std::string clock_source;
   int rank_cpus = 1;              // CPUs this process may run on (its binding, cgroups)
   double loadavg_1m = -1;         // getloadavg; -1 when unavailable
 };
@@ -31,6 +39,9 @@ CpuSample cpu_sample();
 extern const std::vector<std::string> kIsaFlags;
 
 MachineInfo machine_now(const std::string& host);
+// The nominal clock an x86 model name states ("Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz": 2.4),
+// GHz; 0 when it states none.
+double model_name_clock_ghz(const std::string& cpu_model);
 int usable_cores();          // sched_getaffinity count; hardware_concurrency when that fails
 double load_average_1m();    // -1 when unavailable
 

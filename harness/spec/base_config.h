@@ -11,17 +11,22 @@ namespace sb {
 
 class Point;
 
+template <class S> class Fields;
+
 struct BaseConfig {
   std::string task, launcher;
   int world = 1;
   int threads = 0;  // per rank; 0 = the node's cores shared by the ranks on it
   std::int64_t steps = 0, warmup = 0, seed = 0;
+  std::int64_t repetitions = 1, repetition = 0;
   double time_limit_s = 0;  // seconds; 0 = none
-  double stall_timeout_s = -1;  // seconds; -1 = automatic, 0 = no watchdog (watchdog.h)
+  double stall_timeout_s = -1;  // seconds; -1 = automatic, 0 = no watchdog (core/watchdog.h)
+  static void declare(Fields<BaseConfig>& f);  // harness/workload.cpp
 };
 
-// Throws sb::Error naming the key when the point lacks one (a point not made by expansion).
-BaseConfig base_config(const Point& p);
+// config<BaseConfig>(p). Throws sb::Error naming the key when the point lacks one (a point not
+// made by expansion).
+const BaseConfig& base_config(const Point& p);
 
 // [slurm]: what `shardbench submit` writes as #SBATCH lines (docs/SUITES.md). Suite-wide, not
 // per point: a cluster's account or partition is not a dimension of the benchmark, and the

@@ -258,12 +258,6 @@ void check_ranges(const Point& p, std::vector<Diagnostic>& out) {
   if (!(p.get_double("time_limit") > 0))
     out.push_back({"time_limit", fmt::format("time_limit must be > 0 seconds, got {}",
                                              value_to_string(p.get("time_limit")))});
-  const double stall = p.get_double("stall_timeout");
-  if (stall < 0 && stall != -1)
-    out.push_back({"stall_timeout", fmt::format("stall_timeout must be -1 (automatic: 10x the "
-                                                "median step time, at least 60 s), 0 (no "
-                                                "watchdog) or seconds > 0, got {}",
-                                                value_to_string(p.get("stall_timeout")))});
 }
 
 std::string literal(const Value& v) {
@@ -329,6 +323,7 @@ std::vector<Candidate> product(const SuiteSpec& spec, Diagnostics& diags) {
     }
     c.point.name = name.empty() ? spec.name : name;
     c.point.suite = spec.name;
+    canonicalize(c.point);
     ++total;
     bool drop = false;
     for (std::size_t e = 0; e < spec.excludes.size(); ++e)
@@ -394,6 +389,7 @@ std::vector<long> baselines(const SuiteSpec& spec, const std::vector<Point>& poi
   for (std::size_t i = 0; i < points.size(); ++i) {
     Point b = points[i];
     for (const auto& [k, v] : spec.baseline) b.set(k, v.value, v.pos);
+    canonicalize(b);
     const std::string d = digest(b);
     if (d == digests[i]) continue;  // the point is its own baseline
     auto it = by_config.find(d);

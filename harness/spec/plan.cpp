@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -78,6 +79,35 @@ std::string format_plan(const Suite& suite) {
   return out;
 }
 
+std::string format_memory(const Suite& suite) {
+  std::vector<std::string> names;  // term columns, first seen first
+  std::vector<std::map<std::string, std::string>> cells(suite.points.size());
+  std::string notes;
+  for (std::size_t i = 0; i < suite.points.size(); ++i) {
+    const Point& p = suite.points[i];
+    const TaskInfo* task = find_task(p.get_string("task"));
+    if (!task || !task->memory_terms_per_rank) continue;
+    try {
+      for (const auto& [term, bytes] : task->memory_terms_per_rank(p)) {
+        if (std::find(names.begin(), names.end(), term) == names.end()) names.push_back(term);
+        cells[i][term] = format_bytes(bytes);
+      }
+    } catch (const std::exception& e) {
+      notes += fmt::format("memory of point {}: {}\n", p.index, e.what());
+    }
+  }
+  std::vector<std::vector<std::string>> rows{{"index", "name"}};
+  rows[0].insert(rows[0].end(), names.begin(), names.end());
+  for (std::size_t i = 0; i < suite.points.size(); ++i) {
+    std::vector<std::string> row{std::to_string(suite.points[i].index), suite.points[i].name};
+    for (const auto& n : names) row.push_back(cells[i].count(n) ? cells[i][n] : "-");
+    rows.push_back(std::move(row));
+  }
+  std::vector<bool> right(rows[0].size(), true);
+  right[1] = false;
+  return "memory per rank (bytes; docs/METRICS.md \"Memory model\")\n" + table(rows, right) + notes;
+}
+
 std::string format_keys() {
   std::vector<std::vector<std::string>> rows{{"key", "type", "default", "range", "tasks", "doc"}};
   for (const auto& k : registered_keys()) {
@@ -87,7 +117,9 @@ std::string format_keys() {
     if (k.type == KeyType::String || k.type == KeyType::Name) def = "\"" + def + "\"";
     std::string tasks;
     for (const auto& t : k.tasks) tasks += (tasks.empty() ? "" : ",") + t;
-    rows.push_back({k.key, type, def, range_text(k), tasks.empty() ? "all" : tasks, k.doc});
+    std::string range = range_text(k);
+    if (!k.unit.empty()) range += (range.empty() ? "" : " ") + k.unit;
+    rows.push_back({k.key, type, def, range, tasks.empty() ? "all" : tasks, k.doc});
   }
   std::string out = fmt::format("{} keys\n", registered_keys().size());
   out += table(rows, {false, false, false, false, false, false});

@@ -37,6 +37,7 @@ std::string value_to_string(const Value& v) {
 
 void Point::set(const std::string& key, Value v, SourcePos pos) {
   values_[key] = std::move(v);
+  cache_.reset();  // parsed sections read the old value
   // Only positions in the file are kept: most of a point's ~100 keys are defaults, and a
   // suite may expand to thousands of points.
   if (pos.line > 0) pos_[key] = std::move(pos);

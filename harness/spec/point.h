@@ -3,13 +3,16 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <typeindex>
 #include <variant>
 #include <vector>
 
 namespace sb {
 
 using Value = std::variant<bool, std::int64_t, double, std::string>;
+struct PointCache;  // harness/spec/config.cpp
 
 // Where a value came from, for error messages ("suite/foo.toml:12:5").
 struct SourcePos {
@@ -43,9 +46,16 @@ class Point {
   std::string canonical() const;
   static Point from_canonical(const std::string& json);
 
+  // The cache of typed sections parsed from the values (harness/spec/config.h: config<S>).
+  const void* section(std::type_index t) const;
+  void keep_section(std::type_index t, std::shared_ptr<const void> s) const;
+
  private:
   std::map<std::string, Value> values_;
   std::map<std::string, SourcePos> pos_;
+  // Typed sections parsed from the values (harness/spec/config.h): shared by copies until
+  // either changes (set() starts a new one).
+  mutable std::shared_ptr<PointCache> cache_;
 };
 
 std::string value_to_string(const Value& v);

@@ -20,12 +20,13 @@ double median(std::vector<double> v) {
 }  // namespace
 
 void print_summary(std::FILE* out, const ResultMeta& m, const Recorder& rec) {
-  std::vector<double> wall, tok, mfu;
+  std::vector<double> wall, tok, mfu, mfu_isa;
   for (const auto& s : rec.steps()) {
     if (s.warmup) continue;
     wall.push_back(s.wall_s);
     tok.push_back(s.tokens_per_s);
     mfu.push_back(s.mfu);
+    mfu_isa.push_back(s.mfu_isa);
   }
   std::string text = fmt::format("point {} {} ({}): {}", m.point_index, m.point_id,
                                  m.point_name, m.status);
@@ -39,6 +40,9 @@ void print_summary(std::FILE* out, const ResultMeta& m, const Recorder& rec) {
     text += fmt::format("\n  median step {:.4f} s, {:.1f} tokens/s, MFU {}", median(wall),
                         median(tok), mfu_ok ? fmt::format("{:.2f}%", 100 * median(mfu))
                                             : std::string("n/a (texts/mfu_invalid)"));
+  // Against the ISA's theoretical peak (train), when it is known (texts/mfu_isa_invalid).
+  const bool isa_ok = std::all_of(mfu_isa.begin(), mfu_isa.end(), [](double v) { return v > 0; });
+  if (!mfu_isa.empty() && isa_ok) text += fmt::format(" ({:.2f}% of the ISA peak)", 100 * median(mfu_isa));
   if (!rec.queries().empty()) {
     std::vector<double> lat;
     for (const auto& q : rec.queries()) lat.push_back(q.latency_s);

@@ -3,7 +3,7 @@
 // dtype, interleaved round by round (this machine's speed drifts 10-25% within minutes, so a
 // ratio is only honest between neighbouring steps), each dtype's tokens/s and MFU against the
 // GEMM peak of the dtype its matmuls ran in, measured in this run the way the train task
-// measures it (best of 30 1024^3 at::mm, docs/METRICS.md "MFU").
+// measures it (at::mm at growing sizes, train/gemm_peak.h, docs/METRICS.md "MFU").
 //   mpirun -np 1 build/micro/micro_bench_lowprec [--dtype bf16|fp16] [--model gpt2]
 //          [--batch 4] [--seq 128] [--rounds 3] [--attention naive]   (SB_THREADS, default 2)
 // Targets: low / fp32 tokens/s >= 3, low MFU >= 0.5, fp32 MFU >= 0.6; on a CPU without the low
@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,26 +29,21 @@
 #include "workloads/data/markov.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/device.h"
+#include "workloads/models/dtype.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
+#include "workloads/train/gemm_peak.h"
 
 namespace {
 
 using sb::bench::arg;
 using sb::bench::now_s;
 
-// GFLOP/s: the best of 30 1024^3 at::mm in `dtype` (the train task's peak on the host).
+// GFLOP/s: the train task's peak on the host (at::mm at growing sizes, this process alone).
 double gemm_peak_gflops(torch::ScalarType dtype) {
-  const std::int64_t n = 1024;
-  auto a = torch::randn({n, n}).to(dtype), b = torch::randn({n, n}).to(dtype);
-  auto c = torch::mm(a, b);  // warm-up: kernel selection, first touch
-  double best = 1e30;
-  for (int r = 0; r < 30; ++r) {
-    const double t0 = now_s();
-    c = torch::mm(a, b);
-    best = std::min(best, now_s() - t0);
-  }
-  return 2.0 * n * n * n / best / 1e9;
+  const auto c = sb::train::measure_gemm_curve(sb::train::gemm_path("at::mm"), torch::kCPU, dtype,
+                                               sb::train::default_sweep(torch::kCPU), MPI_COMM_NULL);
+  return c.best().gflops;
 }
 
 double median(std::vector<double> v) {
@@ -67,7 +63,7 @@ int bench(int argc, char** argv) {
   const int threads = te ? std::atoi(te) : 2;
   at::set_num_threads(threads);
   const std::string model_name = arg(argc, argv, "--model", "gpt2");
-  const auto low = sb::fsdp::dtype_from_name(arg(argc, argv, "--dtype", "bf16"));
+  const auto low = sb::models::dtype_from_name(arg(argc, argv, "--dtype", "bf16"));
   const std::int64_t B = std::atoll(arg(argc, argv, "--batch", "4").c_str());
   const std::int64_t T = std::atoll(arg(argc, argv, "--seq", "128").c_str());
   const int rounds = std::atoi(arg(argc, argv, "--rounds", "3").c_str());
@@ -78,7 +74,7 @@ int bench(int argc, char** argv) {
   std::printf("# %s training B=%lld T=%lld, attention %s, %d threads, fp32 vs %s interleaved, "
               "%d rounds\n# CPU %s; %s\n",
               model_name.c_str(), static_cast<long long>(B), static_cast<long long>(T),
-              attention.c_str(), threads, sb::fsdp::dtype_name(low).c_str(), rounds,
+              attention.c_str(), threads, sb::models::dtype_name(low).c_str(), rounds,
               m.cpu_model.c_str(), missing.empty() ? "it has the low dtype's matrix units"
                                                    : missing.c_str());
 
@@ -94,10 +90,10 @@ int bench(int argc, char** argv) {
     cfg.adamw.total_steps = 1000;
     r.engine = std::make_unique<sb::fsdp::Engine>(*model, comm, cfg,
                                                   sb::models::init_params(model->units(), 1));
-    // A CPU without the units runs a low GEMM at ~1 GFLOP/s: its peak would be meaningless
-    // and take minutes; MFU then divides by the fp32 peak, as the train task does.
+    // A CPU without the units runs a low GEMM at ~1 GFLOP/s: it has no peak in that dtype and
+    // so no MFU (NaN, printed as such), as the train task says.
     r.peak_gflops = r.dtype == torch::kFloat32 || missing.empty() ? gemm_peak_gflops(r.dtype)
-                                                                  : runs[0].peak_gflops;
+                                                                  : std::nan("");
   }
   sb::data::MarkovConfig mk;
   mk.vocab = model->config().vocab, mk.branching = 8;
@@ -108,11 +104,12 @@ int bench(int argc, char** argv) {
     r.engine->step({b}, sb::fsdp::loss_terms(b));
     return now_s() - t0;
   };
+  const auto b0 = src.train(0);
   for (auto& r : runs) step(r, 0);  // warm-up: allocator, first touch of optimizer state
   for (int i = 0; i < rounds; ++i)
     for (auto& r : runs) r.step_s.push_back(step(r, 1 + i));
 
-  const double flops = model->train_flops_per_token(T);
+  const double flops = model->train_flops(b0).total() / static_cast<double>(B * T);  // per token
   double tps[2], mfu[2];
   std::printf("%-6s %10s %12s %14s %8s\n", "dtype", "step_s", "tokens/s", "peak GFLOP/s", "MFU");
   for (int i = 0; i < 2; ++i) {
@@ -120,12 +117,12 @@ int bench(int argc, char** argv) {
     tps[i] = double(B * T) / s;
     // MFU = tokens/s x model FLOPs per token / peak FLOP/s (docs/METRICS.md).
     mfu[i] = tps[i] * flops / (runs[i].peak_gflops * 1e9);
-    std::printf("%-6s %10.3f %12.1f %14.1f %8.3f\n", sb::fsdp::dtype_name(runs[i].dtype).c_str(),
+    std::printf("%-6s %10.3f %12.1f %14.1f %8.3f\n", sb::models::dtype_name(runs[i].dtype).c_str(),
                 s, tps[i], runs[i].peak_gflops, mfu[i]);
   }
   const double ratio = tps[1] / tps[0];
   std::printf("# %s / fp32 tokens/s %.2fx (median steps); GEMM peaks %s / fp32 %.2fx\n",
-              sb::fsdp::dtype_name(low).c_str(), ratio, sb::fsdp::dtype_name(low).c_str(),
+              sb::models::dtype_name(low).c_str(), ratio, sb::models::dtype_name(low).c_str(),
               runs[1].peak_gflops / runs[0].peak_gflops);
   std::printf("# target fp32 MFU >= 0.60: %s\n", mfu[0] >= 0.6 ? "PASS" : "MISS");
   if (!missing.empty()) {
@@ -133,8 +130,8 @@ int bench(int argc, char** argv) {
     return 0;
   }
   std::printf("# target %s >= 3x fp32 tokens/s: %s; %s MFU >= 0.50: %s\n",
-              sb::fsdp::dtype_name(low).c_str(), ratio >= 3 ? "PASS" : "MISS",
-              sb::fsdp::dtype_name(low).c_str(), mfu[1] >= 0.5 ? "PASS" : "MISS");
+              sb::models::dtype_name(low).c_str(), ratio >= 3 ? "PASS" : "MISS",
+              sb::models::dtype_name(low).c_str(), mfu[1] >= 0.5 ? "PASS" : "MISS");
   return 0;
 }
 

@@ -348,6 +348,41 @@ def fixture_points():
     return P
 
 
+# A collective micro-benchmark suite as suite/collectives.toml expands it: 5 operations x
+# up to 5 implementations (21 points), each time t = alpha + beta * bytes times a spread of
+# 0.8 to 1.2 over 5 calls per size and one call 5x slower (a preempted rank): the medians
+# lie on the line, the min-max bars show the spread.
+COLLECTIVE_OPS = ["all_gather", "reduce_scatter", "all_reduce", "broadcast", "all_to_all"]
+COLLECTIVE_IMPLS = {"mpi": (3e-6, 1e-10), "ours": (4e-6, 1e-10), "ours-async": (6e-6, 1.1e-10),
+                    "int8": (8e-6, 0.3e-10), "topk": (10e-6, 0.05e-10)}
+CALL_SPREAD = [0.8, 0.9, 1.0, 1.0, 1.2, 5.0]  # per rank and size; median 1.0
+
+
+def collective_points():
+    """The collectives suite's points as (index, id, name, kwargs for write_point)."""
+    P = []
+    for op in COLLECTIVE_OPS:
+        for impl, (alpha, beta) in COLLECTIVE_IMPLS.items():
+            if op in ("broadcast", "all_to_all") and impl in ("int8", "topk"):
+                continue  # the suite's [[exclude]]
+            ev = [dict(step=i, rank=r, op=op, group="world", kind="other", logical_bytes=n,
+                       wire_bytes=n, start_s=float(i), duration_s=(alpha + beta * n) * f)
+                  for i, n in enumerate(MICRO_SIZES) for r in range(2) for f in CALL_SPREAD]
+            cfg = _cfg(task="micro", model="gpt2-tiny", steps=1, warmup=0)
+            cfg.update({"micro.op": op, "micro.impl": impl})
+            P.append((len(P), f"c0{len(P):06d}", f"{op}/{impl}", dict(config=cfg, comm=ev)))
+    return P
+
+
+def write_points(folder, points, writer=None):
+    """Writes (index, id, name, kwargs) points under folder/points, numbered in list order,
+    through the C++ writer when given (as write_fixture)."""
+    pts = os.path.join(folder, "points")
+    recs = [point_record(os.path.join(pts, f"{i}-{pid}.h5"), index=i, point_id=pid, name=name,
+                         **kw) for i, (_, pid, name, kw) in enumerate(points)]
+    write_records(recs, writer, os.path.join(folder, "fixture.json"))
+
+
 def write_fixture(results_dir, with_problems=True, writer=None):
     """Writes the fixture suite under results_dir/points, with h5py or (writer given) the
     C++ writer. with_problems adds a failed point, a corrupt file, an unfinished write and

@@ -1,13 +1,15 @@
 # The HTML report a person reads (issue #15): contents, sortable and filterable tables with
 # human units over raw values, text left and numbers right, CSV names as links, provenance
 # as a small table; and the page in headless Chromium: a screenshot, no console errors,
-# every image loaded, sorting numeric and the filter working.
+# every image loaded, sorting numeric, the filter working and the full configuration
+# collapsed (issue 28).
 import json
 import os
 import re
 import shutil
 import subprocess
 
+import pandas as pd
 import pytest
 
 from analysis import html_report, report, units
@@ -141,6 +143,13 @@ window.addEventListener('load', function () {
   r.expected = [].filter.call(t.tBodies[0].rows, function (row) {
     return row.textContent.toLowerCase().indexOf('int8') >= 0;
   }).length;
+  r.details = [].map.call(document.querySelectorAll('details'), function (d) {
+    return {open: d.open, summary: d.querySelector('summary').textContent,
+            tables: d.querySelectorAll('table.data').length,
+            // The closed element's content is skipped by rendering (content-visibility),
+            // not sized to zero: ask whether it is visible.
+            hidden: !d.querySelector('table.data').checkVisibility()};
+  });
   var pre = document.createElement('pre'); pre.id = 'sb-probe'; pre.textContent = JSON.stringify(r);
   document.body.appendChild(pre);
 });
@@ -181,9 +190,72 @@ def test_page_in_headless_chromium(page, tmp_path):
     assert all(not v for v in r["ascending"][len(asc):])
     assert r["filter_box"] == "INPUT:filter"
     assert 0 < r["shown"] == r["expected"] < len(r["ascending"])
+    # The full configuration: collapsed, its tables not laid out until opened.
+    assert r["details"] == [{"open": False, "tables": 2, "hidden": True,
+                             "summary": "Full configuration of every point (22 keys)"}]
 
     shot = tmp_path / "report.png"
     _chromium(["--hide-scrollbars", "--window-size=1280,2400", f"--screenshot={shot}",
                "file://" + os.path.join(out, "report.html")], tmp_path)
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20000  # more than a blank page
+
+
+# ---- Issue 28: the per-point table shows what differs, the full configuration collapsed ----
+
+# The fixture's done points differ in these keys (hand-checked against make_fixture.py:
+# inference adds scenario and checkpoint, the bert-large training points run 4 steps in 4
+# repetitions, the serve points add their policy, rate and SLOs), in labels.FIRST's order,
+# then alphabetically. The other 7 (attention, batch, dtype, seed, seq, threads, warmup) are
+# the same everywhere.
+VARYING = ["task", "model", "strategy", "compression", "quantization", "world", "scenario",
+           "serve_policy", "request_rate", "checkpoint", "repetition", "repetitions",
+           "slo_tpot_ms", "slo_ttft_ms", "steps"]
+SAME = {"attention": "naive", "batch": "8", "dtype": "fp32", "seed": "1", "seq": "128",
+        "threads": "1", "warmup": "1"}
+
+
+def _heads(table):
+    return [re.sub(r"<.*?>", "", h) for h in re.findall(r"<th[^>]*>.*?</th>",
+                                                       table.split("<tbody>")[0])]
+
+
+def _rows(table):
+    return [[re.sub(r"<.*?>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r)]
+            for r in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)]
+
+
+def test_per_point_table_shows_the_keys_that_vary_and_collapses_the_rest(page):
+    out, text = page
+    section = text.split("<h2 id='per-point-metrics-medians-over-timed-steps'>")[1]
+    section = section.split("<h2")[0]
+    shown, rest = section.split("<details>", 1)
+    (table,) = re.findall(r"<table class='data'>.*?</table>", shown, re.S)
+    heads = _heads(table)
+    assert heads[:1 + len(VARYING)] == ["point_id"] + VARYING
+    metrics = heads[1 + len(VARYING):]
+    assert {"step_time_s", "tokens_per_s", "memory_bytes", "final_loss"} <= set(metrics)
+    assert not set(SAME) & set(heads) and "point_name" not in heads
+    assert "flags" not in heads  # no point has one: an empty column says nothing
+    done = pd.read_csv(os.path.join(out, "tables", "metrics.csv"))
+    assert [r[0] for r in _rows(table)] == list(done["point_id"])
+
+    # Collapsed (no `open`): the keys shared by every point, then every key of every point.
+    summary = re.match(r"<summary>Full configuration of every point \((\d+) keys\)</summary>",
+                       rest)
+    assert summary and int(summary.group(1)) == len(VARYING) + len(SAME)
+    same, full = re.findall(r"<table class='data'>.*?</table>", rest.split("</details>")[0],
+                            re.S)
+    assert dict(_rows(same)) == SAME
+    assert _heads(full) == ["point_id", "point_name"] + sorted(VARYING + list(SAME))
+    by_point = {r[0]: dict(zip(_heads(full), r)) for r in _rows(full)}
+    assert by_point["a0000002"]["quantization"] == "int8-dynamic"
+    assert by_point["a0000002"]["point_name"] == "bert-large/infer/int8-dynamic"
+    assert by_point["b0000030"]["repetition"] == "3"
+    assert all(p["attention"] == "naive" for p in by_point.values())
+
+    # The CSV keeps every key of every point; Markdown collapses the same block.
+    assert set(VARYING) | set(SAME) <= set(done.columns)
+    md = open(os.path.join(out, "report.md")).read()
+    assert ("<details><summary>Full configuration of every point (22 keys)</summary>" in md
+            and "</details>" in md)

@@ -110,10 +110,63 @@ def test_alpha_beta_fit_recovers_the_line():
     x = np.array([1e3, 1e4, 1e5, 1e6])
     a, b, r2 = stats.fit_alpha_beta(x, 5e-6 + 1e-10 * x)
     assert a == approx(5e-6, rel=1e-9) and b == approx(1e-10, rel=1e-9) and r2 == approx(1)
-    # Hand-solved least squares for (1, 1), (2, 3), (3, 2): beta 0.5, alpha 1.
+    # Hand-solved relative-error least squares for (1, 1), (2, 3), (3, 2): the rows [1, x] / t
+    # against 1 give the normal equations [[49, 71], [71, 133]] (a, b) = (66, 114) (x 36):
+    # alpha 19/41, beta 25/41 (ordinary least squares: 1 and 0.5).
     a, b, _ = stats.fit_alpha_beta([1, 2, 3], [1, 3, 2])
-    assert (a, b) == (approx(1.0), approx(0.5))
+    assert (a, b) == (approx(19 / 41, rel=1e-9), approx(25 / 41, rel=1e-9))
     assert all(np.isnan(stats.fit_alpha_beta([8, 8], [1, 2])))
+    assert all(np.isnan(stats.fit_alpha_beta([8, 16], [1e-6, 0.0])))  # one usable size
+
+
+def test_alpha_beta_fit_on_noisy_calls_uses_the_medians_per_size():
+    # 7 calls per size: the line times 0.9, 0.95, 1.0 (median), 1.0, 1.05, 1.1 and a 20x
+    # outlier (a preempted rank), shuffled: the medians are the line, so the fit is exact,
+    # and it does not move with the outliers that a fit over every call would chase.
+    alpha, beta = 4e-6, 2.5e-10
+    sizes = np.array([2.0 ** k for k in range(2, 25, 2)])
+    factors = [0.9, 0.95, 1.0, 1.0, 1.05, 1.1, 20.0]
+    x = np.repeat(sizes, len(factors))
+    t = (alpha + beta * x) * np.tile(factors, len(sizes))
+    order = np.random.default_rng(1).permutation(len(x))
+    a, b, r2 = stats.fit_alpha_beta(x[order], t[order])
+    assert a == approx(alpha, rel=1e-9) and b == approx(beta, rel=1e-9) and r2 == approx(1)
+    spread = stats.size_spread(x, t)
+    assert list(spread[0]) == list(sizes)
+    assert spread[1] == approx(alpha + beta * sizes)                   # medians
+    assert spread[2] == approx(0.9 * (alpha + beta * sizes))           # min
+    assert spread[3] == approx(20.0 * (alpha + beta * sizes))          # max
+    assert spread[4] == approx(0.975 * (alpha + beta * sizes))         # q1 (linear)
+    assert list(spread[6]) == [len(factors)] * len(sizes)
+    # Weighted by relative error: a 1 us message counts as much as a 10 ms one. Medians off
+    # the line by +-10% alternately: the fit stays within 12% at every size, where ordinary
+    # least squares (dominated by the largest sizes) misses the small ones by over 400%.
+    m = (alpha + beta * sizes) * np.where(np.arange(len(sizes)) % 2, 0.9, 1.1)
+    a, b, _ = stats.fit_alpha_beta(sizes, m)
+    assert np.max(np.abs((a + b * sizes) / m - 1)) < 0.12
+    ols_a, ols_b = np.polyfit(sizes, m, 1)[::-1]
+    assert np.max(np.abs((ols_a + ols_b * sizes) / m - 1)) > 4  # 436% at 16 bytes
+
+
+def test_alpha_beta_fit_keeps_alpha_at_or_above_zero():
+    # Small messages faster than the large ones' line (a cache or eager-protocol effect):
+    # an unconstrained fit puts the intercept below zero, which dives off a log axis and
+    # predicts negative time. Ours keeps alpha = 0 and fits beta alone: the relative-error
+    # least squares of t = beta x, beta = sum(x/t) / sum((x/t)^2).
+    x = np.array([1e3, 1e4, 1e5, 1e6, 1e7])
+    t = np.array([0.3e-7, 0.6e-6, 0.9e-5, 1e-4, 1e-3])
+    A = np.column_stack([1 / t, x / t])
+    free = np.linalg.lstsq(A, np.ones(len(x)), rcond=None)[0]
+    assert free[0] < 0                              # the data do pull it negative
+    assert np.polyfit(x, t, 1)[1] < 0               # and so does ordinary least squares
+    a, b, _ = stats.fit_alpha_beta(x, t)
+    assert a == 0.0
+    assert b == approx(np.sum(x / t) / np.sum((x / t) ** 2), rel=1e-9)
+    # The other bound: times that fall with size give beta = 0, alpha the weighted mean
+    # sum(1/t) / sum(1/t^2).
+    t = np.array([5e-6, 4e-6, 3e-6])
+    a, b, _ = stats.fit_alpha_beta([1e3, 1e4, 1e5], t)
+    assert b == 0.0 and a == approx(np.sum(1 / t) / np.sum(1 / t ** 2), rel=1e-9)
 
 
 def test_scaling_efficiency():

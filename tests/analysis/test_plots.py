@@ -43,9 +43,10 @@ def test_scaling_efficiency_points(loaded):
     fig, _ = plots.plot_throughput_scaling(*loaded)
     eff = {l.get_label(): list(l.get_ydata()) for l in fig.axes[1].get_lines()}
     # full_shard tokens/s at 1, 2, 3, 4 ranks: 55, 100, 140, 180 samples/s x 128.
-    assert eff["gpt2-tiny full_shard none"] == pytest.approx(
+    # Labelled by what differs between the two lines (analysis/labels.py).
+    assert eff["strategy=full_shard"] == pytest.approx(
         [1.0, 100 / 55 / 2, 140 / 55 / 3, 180 / 55 / 4])
-    assert eff["gpt2-tiny no_shard none"] == pytest.approx([1.0, 90 / 60 / 2])
+    assert eff["strategy=no_shard"] == pytest.approx([1.0, 90 / 60 / 2])
     plt.close(fig)
 
 
@@ -75,13 +76,8 @@ def test_byte_unit():
 def _write_subset(folder, keep):
     """The fixture suite's points whose config passes keep, renumbered, through the same
     writer as fixture_dir (the C++ one under ctest)."""
-    pts = os.path.join(folder, "points")
     chosen = [p for p in make_fixture.fixture_points() if keep(p[3]["config"])]
-    recs = [make_fixture.point_record(os.path.join(pts, f"{i}-{pid}.h5"), index=i,
-                                      point_id=pid, name=name, **kw)
-            for i, (_, pid, name, kw) in enumerate(chosen)]
-    make_fixture.write_records(recs, os.environ.get("SB_FIXTURE_WRITER"),
-                               os.path.join(folder, "fixture.json"))
+    make_fixture.write_points(folder, chosen, os.environ.get("SB_FIXTURE_WRITER"))
     r = load_results(folder)
     return r, summarize(r), Groups(r)
 
@@ -118,11 +114,14 @@ def test_alpha_beta_not_fitted_on_training_collectives(training_only):
 def test_alpha_beta_prints_r2_and_the_192_worker_prediction(loaded):
     fig, _ = plots.plot_alpha_beta(*loaded)
     fig.canvas.draw()
-    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    # One panel per operation (log-log), then the prediction panel.
+    panels = [ax for ax in fig.axes if ax.get_xscale() == "log"]
+    assert [ax.get_title() for ax in panels] == list(make_fixture.ALPHA_BETA)
+    legend = [t.get_text() for ax in panels for t in ax.get_legend().get_texts()]
     assert len(legend) == len(make_fixture.ALPHA_BETA)
     assert all(t.endswith("R\u00b2 1.000") for t in legend), legend  # exact lines
     # The prediction panel and its assumptions under the figure.
-    assert fig.axes[1].get_xlabel() == "predicted time at 192 workers (ms)"
+    assert fig.axes[-1].get_xlabel() == "predicted time at 192 workers (ms)"
     notes = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
     for words in ("p = 192 workers", "497.8 MB", "2(p-1) steps", "no contention"):
         assert words in notes
@@ -150,7 +149,9 @@ def test_latency_cdf_log_axis_percentiles_and_one_colour_per_series(loaded):
         for curve in [ln for ln in ax.get_lines() if ln.get_linestyle() != "None"]:
             label = curve.get_label()
             assert colour.setdefault(label, curve.get_color()) == curve.get_color(), label
-            pid = "a0000001" if label == "bert-large none" else "a0000002"
+            # Labelled by the key that differs between the two points (analysis/labels.py).
+            pid = {"quantization=none": "a0000001",
+                   "quantization=int8-dynamic": "a0000002"}[label]
             lat = q[(q["point_id"] == pid) & (q["scenario"] == ax.get_title())]["latency_s"]
             own = [ln for ln in marks if ln.get_color() == curve.get_color()]
             for pct, marker in plots.PERCENTILES:

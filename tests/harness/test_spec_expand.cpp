@@ -168,11 +168,12 @@ strategy = ["no_shard", "full_shard"]
   EXPECT_EQ(s.points[0].canonical(),
             R"({"attention":"naive","batch":8,"compress.grad.ratio":0.01,"compression":"none",)"
             R"("data":"markov","dtype":"fp32","flag":false,"launcher":"mpirun","lr":0.001,)"
-            R"("model":"gpt2-tiny","quantization":"none","repetition":0,"repetitions":1,)"
+            R"("mesh.dp_replicate":1,"mesh.dp_shard":2,"mesh.ep":1,"mesh.pp":1,"mesh.sp":1,)"
+            R"("mesh.tp":1,"model":"gpt2-tiny","quantization":"none","repetition":0,"repetitions":1,)"
             R"("seed":1,"seq":64,"shard_group":0,"steps":10,"strategy":"no_shard",)"
             R"("task":"train","threads":0,"time_limit":600.0,"warmup":2,"world":2})");
-  EXPECT_EQ(s.points[0].id, "85e5476ac6d6");
-  EXPECT_EQ(s.points[1].id, "70c83adf5caf");
+  EXPECT_EQ(s.points[0].id, "d261d8cd0cad");
+  EXPECT_EQ(s.points[1].id, "ffcfb2a7cedd");
   // And the same on a second expansion, from a differently formatted but equal file.
   Suite again = load_suite_text(
       "[axes]\nstrategy=['no_shard','full_shard']\n[base]\nworld=2\n", "other-name.toml");

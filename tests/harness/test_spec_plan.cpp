@@ -34,13 +34,31 @@ TEST(Plan, TableWithStateBytesPerRank) {
       "suite plan (plan.toml, sha256 {})\n"
       "plan test\n"
       "index  id            name              task   world  baseline  state/rank\n"
-      "    0  85e5476ac6d6  train/no_shard    train      2         -    1.00 MiB\n"
-      "    1  70c83adf5caf  train/full_shard  train      2         0  512.00 KiB\n"
-      "    2  2a753e72e18a  infer/no_shard    infer      2         -           -\n"
-      "    3  c4c3cf4293c4  infer/full_shard  infer      2         2           -\n"
+      "    0  d261d8cd0cad  train/no_shard    train      2         -    1.00 MiB\n"
+      "    1  ffcfb2a7cedd  train/full_shard  train      2         0  512.00 KiB\n"
+      "    2  e84c41b19fa2  infer/no_shard    infer      2         -           -\n"
+      "    3  9dafbcc6f3a4  infer/full_shard  infer      2         2           -\n"
       "4 points\n",
       sha256_hex(kSuite).substr(0, 12));
   EXPECT_EQ(format_plan(s), expected);
+}
+
+// plan --memory: the task's memory terms per point, "-" for a task without them, and an
+// estimate that throws is a note.
+TEST(Plan, MemoryTermsPerPoint) {
+  EXPECT_EQ(format_memory(load_suite_text(kSuite, "plan.toml")),
+            "memory per rank (bytes; docs/METRICS.md \"Memory model\")\n"
+            "index  name                   param        grad\n"
+            "    0  train/no_shard    512.00 KiB  512.00 KiB\n"
+            "    1  train/full_shard  256.00 KiB  256.00 KiB\n"
+            "    2  infer/no_shard             -           -\n"
+            "    3  infer/full_shard           -           -\n");
+  Suite s = load_suite_text("[axes]\nseq = [64, 4096]\n", "est.toml");
+  EXPECT_EQ(format_memory(s), "memory per rank (bytes; docs/METRICS.md \"Memory model\")\n"
+                              "index  name           param        grad\n"
+                              "    0  seq=64    512.00 KiB  512.00 KiB\n"
+                              "    1  seq=4096           -           -\n"
+                              "memory of point 1: test: no estimate at seq 4096\n");
 }
 
 TEST(Plan, AFailingEstimateIsANoteNotAFailure) {

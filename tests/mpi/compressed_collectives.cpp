@@ -1,15 +1,64 @@
-// Compressed collectives at 2, 3, 4 ranks: each result equals "decompress every rank's
-// contribution, then reduce in fp32 in rank order" exactly (simulated locally from every
-// rank's deterministic input), is bit-identical on all ranks, and reports exact byte counts.
+// Compressed collectives at 2, 3, 4 ranks, on every backend this build and machine has
+// (mpi, gloo; nccl in the CUDA build with a GPU, else skipped with the reason): each result
+// equals "decompress every rank's contribution, then reduce in fp32 in rank order" exactly
+// (simulated locally from every rank's deterministic input), is bit-identical on all ranks,
+// reports exact byte counts, and ran on the backend chosen (nccl: its host wires on mpi).
 #include <gtest/gtest.h>
 #include <torch/types.h>
 
+#include <mutex>
+#include <set>
+
+#include "harness/core/mpi_context.h"
 #include "tests/mpi/mpi_main.h"
 #include "workloads/comm/compressed_collectives.h"
+#include "workloads/models/device.h"
 
 using namespace sb::comm;
 
 namespace {
+
+// Why `name` cannot run here ("" when it can); the same on every rank, so a skip never
+// leaves a rank in a collective alone.
+std::string unavailable(const std::string& name) {
+  const BackendInfo* b = find_backend(name);
+  if (!b->available) return b->unavailable_why;
+  if (name == "nccl" && sb::models::visible_gpus() == 0) return "nccl needs a GPU; none is visible";
+  return "";
+}
+
+// The test's communicator on one backend, recording which backends ran its collectives.
+class OnBackend : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string why = unavailable(GetParam());
+    if (!why.empty()) GTEST_SKIP() << GetParam() << ": " << why;
+    if (GetParam() == "nccl")  // NCCL binds to the current device
+      sb::models::resolve_device("cuda", sb::node_local_rank(MPI_COMM_WORLD));
+    comm_ = std::make_unique<Communicator>(MPI_COMM_WORLD, 0, true, BackendChoice{GetParam(), ""});
+    comm_->set_trace_hook(
+        [this](const sb::CommEvent& e) {
+          std::lock_guard<std::mutex> l(m_);
+          ran_.insert(e.backend);
+        },
+        MPI_Wtime());
+  }
+  void TearDown() override {
+    if (!comm_) return;
+    // Codecs make host wires: nccl refuses host tensors, and the Communicator runs them on mpi.
+    const std::string want = GetParam() == "nccl" ? "mpi" : GetParam();
+    EXPECT_EQ(ran_, std::set<std::string>{want});
+    comm_.reset();
+  }
+  Communicator& comm() { return *comm_; }
+
+ private:
+  std::unique_ptr<Communicator> comm_;
+  std::mutex m_;
+  std::set<std::string> ran_;
+};
+
+std::string backend_label(const ::testing::TestParamInfo<std::string>& i) { return i.param; }
 
 int world() {
   int n = 1;
@@ -60,13 +109,13 @@ bool same_on_all_ranks(const torch::Tensor& t) {
 
 }  // namespace
 
-TEST(CompressedCollectives, AllGatherEqualsDecompressedShards) {
+TEST_P(OnBackend, AllGatherEqualsDecompressedShards) {
   const int n = world(), r = me();
   for (const std::int64_t s : {1, 100, 1000}) {
     for (const auto& c : configs()) {
       auto mine = make_compressor(for_rank(c, r));
       CollectiveStats st;
-      auto out = compressed_all_gather(input_of(r, s), *mine, MPI_COMM_WORLD, &st);  // (n * s)
+      auto out = compressed_all_gather(input_of(r, s), *mine, comm(), Group::World, &st);  // (n * s)
       auto ref = torch::empty({n * s}, torch::kFloat);
       for (int q = 0; q < n; ++q) {
         auto cq = make_compressor(for_rank(c, q));
@@ -88,7 +137,7 @@ struct SimRank {
   ErrorFeedback ef;
 };
 
-TEST(CompressedCollectives, ReduceScatterEqualsSumOfDecompressedChunks) {
+TEST_P(OnBackend, ReduceScatterEqualsSumOfDecompressedChunks) {
   const int n = world(), r = me();
   const std::int64_t s = 250;
   for (const auto& c : configs()) {
@@ -99,8 +148,8 @@ TEST(CompressedCollectives, ReduceScatterEqualsSumOfDecompressedChunks) {
       for (int q = 0; q < n; ++q) sim[q].c = make_compressor(for_rank(c, q));
       for (int step = 0; step < 3; ++step) {
         CollectiveStats st;
-        auto out = compressed_reduce_scatter(input_of(r, n * s, step), *mine, MPI_COMM_WORLD, &st,
-                                             use_ef ? &ef : nullptr, "g");
+        auto out = compressed_reduce_scatter(input_of(r, n * s, step), *mine, comm(),
+                                             Group::World, &st, use_ef ? &ef : nullptr, "g");
         auto ref = torch::zeros({s}, torch::kFloat);
         for (int q = 0; q < n; ++q) {
           auto e = use_ef ? sim[q].ef.corrected("g", input_of(q, n * s, step)) : input_of(q, n * s, step);
@@ -121,14 +170,14 @@ TEST(CompressedCollectives, ReduceScatterEqualsSumOfDecompressedChunks) {
   }
 }
 
-TEST(CompressedCollectives, AllReduceEqualsReduceScatterThenAllGatherAndIsIdentical) {
+TEST_P(OnBackend, AllReduceEqualsReduceScatterThenAllGatherAndIsIdentical) {
   const int n = world(), r = me();
   const std::int64_t len = 1001;  // not a multiple of 2, 3 or 4: padded inside
   const std::int64_t padded = (len + n - 1) / n * n, s = padded / n;
   for (const auto& c : configs()) {
     auto mine = make_compressor(for_rank(c, r));
     CollectiveStats st;
-    auto out = compressed_all_reduce(input_of(r, len), *mine, MPI_COMM_WORLD, &st);
+    auto out = compressed_all_reduce(input_of(r, len), *mine, comm(), Group::World, &st);
     // Reference: every rank's compressor compresses its n chunks, then its reduced chunk.
     std::vector<std::unique_ptr<Compressor>> cs;
     std::vector<torch::Tensor> sent;  // (padded) per rank
@@ -155,15 +204,15 @@ TEST(CompressedCollectives, AllReduceEqualsReduceScatterThenAllGatherAndIsIdenti
   }
 }
 
-TEST(CompressedCollectives, UncompressedPolicyIsTheExactSum) {
+TEST_P(OnBackend, UncompressedPolicyIsTheExactSum) {
   const int n = world(), r = me();
   CompressedCollectives cc(policy_preset("none"), r);
   const std::int64_t len = 4096;
-  auto out = cc.all_reduce_grads("b", input_of(r, len), MPI_COMM_WORLD);
+  auto out = cc.all_reduce_grads("b", input_of(r, len), comm(), Group::World);
   auto ref = torch::zeros({len});
   for (int q = 0; q < n; ++q) ref += input_of(q, len);
   EXPECT_TRUE(torch::equal(out, ref));
-  auto rs = cc.reduce_scatter_grads("b", input_of(r, len * n), MPI_COMM_WORLD);
+  auto rs = cc.reduce_scatter_grads("b", input_of(r, len * n), comm(), Group::World);
   auto ref_rs = torch::zeros({len});
   for (int q = 0; q < n; ++q) ref_rs += input_of(q, len * n).narrow(0, r * len, len);
   EXPECT_TRUE(torch::equal(rs, ref_rs));
@@ -171,7 +220,7 @@ TEST(CompressedCollectives, UncompressedPolicyIsTheExactSum) {
 }
 
 // A sum of rank-r matrices sharing their column space is rank r: PowerSGD reproduces it.
-TEST(PowerSGD, ReproducesARankRMatrix) {
+TEST_P(OnBackend, PowerSGDReproducesARankRMatrix) {
   const int n = world(), r = me();
   const std::int64_t rows = 48, cols = 40, rank = 3;
   auto A = torch::randn({rows, rank}, at::detail::createCPUGenerator(5));
@@ -180,7 +229,7 @@ TEST(PowerSGD, ReproducesARankRMatrix) {
   for (int q = 0; q < n; ++q) sum += A.mm(B(q).t());
   PowerSGD psgd(rank, 11);
   CollectiveStats st;
-  auto out = psgd.all_reduce("w", A.mm(B(r).t()), MPI_COMM_WORLD, &st);
+  auto out = psgd.all_reduce("w", A.mm(B(r).t()), comm(), Group::World, &st);
   EXPECT_LT((out - sum).abs().max().item<float>(), 1e-4f * sum.abs().max().item<float>());
   EXPECT_TRUE(same_on_all_ranks(out));
   // Wire: two exact all-reduces (reduce-scatter + all-gather, padded to n) of P (rows, r)
@@ -195,7 +244,7 @@ TEST(PowerSGD, ReproducesARankRMatrix) {
 
 // Through the policy: a full-rank gradient is approximated, and with error feedback the
 // running sum of the outputs follows the running sum of the true all-reduce.
-TEST(PowerSGD, ErrorFeedbackTracksTheSumOverSteps) {
+TEST_P(OnBackend, PowerSGDErrorFeedbackTracksTheSumOverSteps) {
   const int n = world(), r = me();
   Policy p;
   p.preset = "custom";
@@ -207,7 +256,7 @@ TEST(PowerSGD, ErrorFeedbackTracksTheSumOverSteps) {
   auto got = torch::zeros({len}, torch::kDouble), want = torch::zeros({len}, torch::kDouble);
   double first_err = 0;
   for (int step = 0; step < 40; ++step) {
-    auto out = cc.all_reduce_grads("g", input_of(r, len, step), MPI_COMM_WORLD);
+    auto out = cc.all_reduce_grads("g", input_of(r, len, step), comm(), Group::World);
     got += out.to(torch::kDouble);
     for (int q = 0; q < n; ++q) want += input_of(q, len, step).to(torch::kDouble);
     const double err = (got - want).norm().item<double>() / want.norm().item<double>();
@@ -218,12 +267,16 @@ TEST(PowerSGD, ErrorFeedbackTracksTheSumOverSteps) {
 
 TEST(CompressedCollectives, UnevenReduceScatterIsAClearError) {
   auto c = make_compressor(CompressorConfig{});
+  Communicator comm(MPI_COMM_WORLD, 0);
   std::string msg;
   try {
-    compressed_reduce_scatter(torch::ones({1001}), *c, MPI_COMM_WORLD);  // 1001 = 7 x 11 x 13
+    compressed_reduce_scatter(torch::ones({1001}), *c, comm, Group::World);  // 1001 = 7 x 11 x 13
   } catch (const sb::Error& e) {
     msg = e.what();
   }
   EXPECT_NE(msg.find("do not split evenly over"), std::string::npos) << msg;
   EXPECT_NE(msg.find("pad the flat buffer to a multiple of the world size"), std::string::npos) << msg;
 }
+
+INSTANTIATE_TEST_SUITE_P(CompressedCollectives, OnBackend,
+                         ::testing::Values("mpi", "gloo", "nccl"), backend_label);

@@ -1,20 +1,47 @@
 // Compressed collectives issued through the communicator (Communicator::issue of a
-// CompressedCollectives description) in every progress mode: the bits of the blocking API,
-// one trace event each with the blocking API's bytes, and under inline no forced completion
+// CompressedCollectives description) in every progress mode and on every backend this build
+// and machine has (mpi, gloo; nccl with a GPU, else skipped with the reason): the bits of
+// the blocking API on mpi, one trace event each with the blocking API's bytes, every event
+// on the backend chosen (nccl: the host wires on mpi), and under inline no forced completion
 // of the requests they do not touch.
 #include <algorithm>
 #include <mutex>
+#include <set>
 #include <tuple>
 
 #include <torch/types.h>
 
+#include "harness/core/mpi_context.h"
 #include "tests/mpi/mpi_main.h"
 #include "workloads/comm/communicator.h"
 #include "workloads/comm/compressed_collectives.h"
+#include "workloads/models/device.h"
 
 using namespace sb::comm;
 
 namespace {
+
+// Why `name` cannot run here ("" when it can); the same on every rank.
+std::string unavailable(const std::string& name) {
+  const BackendInfo* b = find_backend(name);
+  if (!b->available) return b->unavailable_why;
+  if (name == "nccl" && sb::models::visible_gpus() == 0) return "nccl needs a GPU; none is visible";
+  return "";
+}
+
+class OnBackend : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string why = unavailable(GetParam());
+    if (!why.empty()) GTEST_SKIP() << GetParam() << ": " << why;
+    if (GetParam() == "nccl")  // NCCL binds to the current device
+      sb::models::resolve_device("cuda", sb::node_local_rank(MPI_COMM_WORLD));
+  }
+  BackendChoice backend() const { return {GetParam(), ""}; }
+  // The backend the compressed collectives' host wires run on: nccl refuses host tensors.
+  std::string host_backend() const { return GetParam() == "nccl" ? "mpi" : GetParam(); }
+};
+std::string backend_label(const ::testing::TestParamInfo<std::string>& i) { return i.param; }
 
 int world_size() {
   int n = 1;
@@ -53,6 +80,7 @@ using Event = std::tuple<std::string, std::string, std::string, std::uint64_t, s
 struct Results {
   std::vector<torch::Tensor> out;
   std::vector<Event> events;  // (op, group, kind, logical, wire), sorted
+  std::set<std::string> backends;  // that ran them
 };
 
 constexpr int kSteps = 3, kBuffers = 3;
@@ -60,8 +88,8 @@ constexpr int kSteps = 3, kBuffers = 3;
 // Per step and buffer: a parameter gather, a gradient reduce-scatter, an all-reduce and a
 // second one of its result (it reads what the first writes), and a plain all-reduce among
 // them; all in flight at once, waited for in reverse order.
-Results run_issued(ProgressMode mode, const Policy& p) {
-  Communicator comm(MPI_COMM_WORLD, 0);
+Results run_issued(ProgressMode mode, const Policy& p, const BackendChoice& b) {
+  Communicator comm(MPI_COMM_WORLD, 0, true, b);
   comm.set_progress(mode);
   CompressedCollectives cc(p, comm.rank());
   std::mutex m;
@@ -71,6 +99,7 @@ Results run_issued(ProgressMode mode, const Policy& p) {
         std::lock_guard<std::mutex> l(m);
         if (e.kind != "other")
           res.events.emplace_back(e.op, e.group, e.kind, e.logical_bytes, e.wire_bytes);
+        res.backends.insert(e.backend);
       },
       MPI_Wtime());
   const int n = comm.size(), r = comm.rank();
@@ -107,24 +136,25 @@ Results run_issued(ProgressMode mode, const Policy& p) {
   return res;
 }
 
-// The same calls, one after another, through the blocking API.
+// The same calls, one after another, through the blocking API on mpi.
 Results run_blocking_api(const Policy& p) {
+  Communicator comm(MPI_COMM_WORLD, 0);
   CompressedCollectives cc(p, world_rank());
   const int n = world_size(), r = world_rank();
+  const auto g = Group::World;
   Results res;
   for (int step = 0; step < kSteps; ++step) {
     for (int b = 0; b < kBuffers; ++b) {
       auto shard = input_of(r, 100 + b, step), full = torch::empty({n * (100 + b)});
       auto ag = cc.all_gather_params_op(shard, full, n);
-      run_on(std::move(ag.run), MPI_COMM_WORLD);
       res.events.emplace_back("all_gather", "world", "param_all_gather", ag.bytes.logical_bytes,
                               ag.bytes.wire_bytes);
+      run_on(std::move(ag), comm, g, "all_gather");
       const std::string key = "b" + std::to_string(b);
       CollectiveStats rs, ar1, ar2;
-      auto gshard = cc.reduce_scatter_grads(key, input_of(r, n * (200 + b), step),
-                                            MPI_COMM_WORLD, &rs);
-      auto x = cc.all_reduce_grads(key, input_of(r, 301 + b, step), MPI_COMM_WORLD, &ar1);
-      x = cc.all_reduce_grads(key + "/again", x, MPI_COMM_WORLD, &ar2);
+      auto gshard = cc.reduce_scatter_grads(key, input_of(r, n * (200 + b), step), comm, g, &rs);
+      auto x = cc.all_reduce_grads(key, input_of(r, 301 + b, step), comm, g, &ar1);
+      x = cc.all_reduce_grads(key + "/again", x, comm, g, &ar2);
       res.events.emplace_back("reduce_scatter", "world", "grad_reduce_scatter", rs.logical_bytes,
                               rs.wire_bytes);
       for (const auto& s : {ar1, ar2})
@@ -141,19 +171,21 @@ Results run_blocking_api(const Policy& p) {
 }  // namespace
 
 // Thread and poll run each collective's phases on the communication thread in issue order;
-// inline starts them on the caller, chained ones in issue order: every mode gives the
-// blocking API's bits (compressor state included) and its bytes, one event per collective.
-TEST(CompressedProgress, EveryModeGivesTheBlockingBitsAndEvents) {
+// inline starts them on the caller, chained ones in issue order (on the chain lane): every
+// mode on every backend gives the blocking API's bits on mpi (compressor state included) and
+// its bytes, one event per collective, each on the backend chosen.
+TEST_P(OnBackend, EveryModeGivesTheBlockingBitsAndEvents) {
   for (const std::string all_reduce : {"int8", "powersgd"}) {
     const Policy p = stateful(all_reduce);
     const Results want = run_blocking_api(p);
     for (auto mode : kAllModes) {
       SCOPED_TRACE(all_reduce + " " + progress_name(mode));
-      const Results got = run_issued(mode, p);
+      const Results got = run_issued(mode, p, backend());
       ASSERT_EQ(got.out.size(), want.out.size());
       for (std::size_t i = 0; i < want.out.size(); ++i)
         EXPECT_TRUE(torch::equal(got.out[i], want.out[i])) << "output " << i;
       EXPECT_EQ(got.events, want.events);
+      EXPECT_EQ(got.backends, std::set<std::string>{host_backend()});
     }
   }
 }
@@ -161,8 +193,8 @@ TEST(CompressedProgress, EveryModeGivesTheBlockingBitsAndEvents) {
 // Under inline, issuing a compressed collective (one phase or chained) leaves an outstanding
 // plain request alone unless it touches the plain one's buffers; then it waits for it and
 // reads what it wrote. A chained all-reduce completes through progress() and test() alone.
-TEST(CompressedProgress, InlineWaitsOnlyForWhatItTouches) {
-  Communicator comm(MPI_COMM_WORLD, 0);
+TEST_P(OnBackend, InlineWaitsOnlyForWhatItTouches) {
+  Communicator comm(MPI_COMM_WORLD, 0, true, backend());
   comm.set_progress(ProgressMode::Inline);
   Policy p = stateful("int8");
   p.grad_all_reduce.name = "bf16";  // exact on the small integers below
@@ -197,3 +229,6 @@ TEST(CompressedProgress, InlineWaitsOnlyForWhatItTouches) {
                     .item<bool>()) << "block " << j;
   EXPECT_EQ(events.size(), 4u);
 }
+
+INSTANTIATE_TEST_SUITE_P(CompressedProgress, OnBackend, ::testing::Values("mpi", "gloo", "nccl"),
+                         backend_label);

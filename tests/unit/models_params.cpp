@@ -94,6 +94,9 @@ TEST(ModelParams, SeededInitIsDeterministicAndIndependent) {
 
 TEST(ModelParams, FlopsPerToken) {
   auto m = make_model("gpt2");
-  // 6 * (124439808 - 1024*768) + 12 * 12 * 128 * 768
-  EXPECT_DOUBLE_EQ(m->train_flops_per_token(128), 6.0 * (124439808.0 - 786432.0) + 12.0 * 12 * 128 * 768);
+  Batch b;
+  b.input_ids = torch::zeros({2, 128}, torch::kLong);
+  b.targets = torch::zeros({2, 128}, torch::kLong);
+  // Per token: 6 * (124439808 - 1024*768) + 12 * 12 * 128 * 768
+  EXPECT_DOUBLE_EQ(m->train_flops(b).total() / 256, 6.0 * (124439808.0 - 786432.0) + 12.0 * 12 * 128 * 768);
 }

@@ -27,3 +27,10 @@ TEST(Mfu, NoPeakOrTimeIsNoFigure) {
   EXPECT_TRUE(std::isnan(model_flops_utilisation(1e9, 100, 0.0, 200.0, 2).value));
   EXPECT_TRUE(std::isnan(model_flops_utilisation(1e9, 100, 1.0, 0.0, 2).value));
 }
+
+TEST(Mfu, AboveOneSaysWhatItMeansForThatPeak) {
+  const auto m = model_flops_utilisation(1e9, 100, 1.0, 0.5, 2, "the ISA rule does not fit");
+  EXPECT_TRUE(std::isnan(m.value));
+  EXPECT_NE(m.invalid.find("above the peak it would divide by (0.5); the ISA rule does not fit"),
+            std::string::npos) << m.invalid;
+}

@@ -48,6 +48,7 @@ std::vector<BackendInfo>& registry() {
 }  // namespace
 
 void register_backend(BackendInfo info) {
+  SB_CHECK(!find_backend(info.name), "backend \"{}\" registered twice", info.name);
   sb::register_name("comm_backend", info.name, info.doc);
   registry().push_back(std::move(info));
 }

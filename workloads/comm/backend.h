@@ -1,15 +1,15 @@
-// Communication backends (MCR-DL's mix and match): the libraries that move the bytes of the
-// plain collectives, behind one interface, one file each, chosen by name:
+// Communication backends (MCR-DL's mix and match): the libraries that move the bytes of
+// collectives, behind one interface, one file each, chosen by name:
 //   mpi   backend_mpi.cpp   Open MPI (host memory; device tensors staged unless CUDA-aware)
 //   gloo  backend_gloo.cpp  LibTorch's c10d ProcessGroupGloo (host memory, TCP)
 //   nccl  backend_nccl.cpp  NCCL on device tensors (the cuda build only)
-// A backend turns one collective into a Phase (progress_engine.h) that the progress engine
-// runs like any other, so which library runs a collective never changes when or in which
-// order it runs: every rank issues the same collectives in the same order on a group, and
-// each library keeps that order (MPI's matching rule; Gloo's and NCCL's per-group sequence).
-// The Communicator picks the backend per (operation, size): comm_backend = a name, or auto
-// (backend_table.h). The compressed collectives' chained phases run on MPI (their own
-// communicators); only the plain collectives are dispatched.
+// A backend owns its transfers (transfer.h: run, start, test, wait); the progress engine
+// (progress_engine.h) schedules them like any other, so which library runs a collective
+// never changes when or in which order it runs: every rank issues the same collectives in
+// the same order on a channel, and each library keeps that order (MPI's matching rule;
+// Gloo's and NCCL's per-group sequence). The Communicator picks the backend per (operation,
+// size): comm_backend = a name, or auto (backend_table.h), for plain collectives and for
+// every phase of a compressed one alike (its wire buffers are a plain collective's).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -20,7 +20,7 @@
 #include <mpi.h>
 #include <torch/types.h>
 
-#include "workloads/comm/progress_engine.h"
+#include "workloads/comm/transfer.h"
 
 namespace sb::comm {
 
@@ -52,23 +52,40 @@ struct CollArgs {
   int root = 0;
 };
 
+// Each group has two lanes, each its own channel in every library: plain collectives and
+// one-phase compressed ones run on Plain; every phase of a chained (multi-phase) compressed
+// collective runs on Chain. Under inline progress a chained collective's later phases start
+// when the previous one is seen complete, a moment that differs between ranks, so the
+// library's order holds only on a channel where such phases start in the same order on every
+// rank: those of chained collectives, in issue order (progress_engine.h).
+enum class Lane { Plain, Chain };
+struct Channel {
+  Group group = Group::World;
+  Lane lane = Lane::Plain;
+};
+
 // The ranks a backend bootstraps over: the Communicator's MPI communicators of each group
-// (indexed by Group), duplicated for the backend's own use.
+// and lane (indexed by Group), for the backend's own use.
 struct GroupComms {
   MPI_Comm comm[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
-  MPI_Comm of(Group g) const { return comm[static_cast<int>(g)]; }
+  MPI_Comm chain[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
+  MPI_Comm of(Group g, Lane l = Lane::Plain) const {
+    return (l == Lane::Plain ? comm : chain)[static_cast<int>(g)];
+  }
 };
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
-  // Why this backend cannot run a collective on these buffers (empty when it can), naming
-  // the fix: gloo on device tensors, nccl on host ones.
-  virtual std::string refuses(const CollArgs& a) const = 0;
-  // The phase that runs a on group g: `blocking`/`start` (MPI) or `launch` (others). Its
-  // functions may keep the tensors alive until the engine drops the phase.
-  virtual Phase phase(const CollArgs& a, Group g) = 0;
+  // Why this backend cannot run a collective on these buffers and lane (empty when it can),
+  // naming the fix: gloo on device tensors, nccl on host ones.
+  virtual std::string refuses(const CollArgs& a, Lane lane) const = 0;
+  // The transfer of a on channel ch (checked by refuses), not yet started. Made on the thread
+  // that issues a plain collective (nccl orders it after the work issued so far on that
+  // thread's stream) or that starts a compressed collective's phase. It keeps a's tensors
+  // alive until it is destroyed.
+  virtual std::unique_ptr<Transfer> transfer(const CollArgs& a, Channel ch) = 0;
 };
 
 // Construction is collective over every rank of the world (it bootstraps over MPI).
@@ -78,8 +95,12 @@ struct BackendInfo {
   bool available = true;        // compiled into this build
   std::string unavailable_why;  // and how to get it, when not
   BackendFactory make;
+  // Its transfers move without the caller calling into the library once started (Gloo's
+  // worker thread, NCCL's stream): the thread runners start them on the caller instead of
+  // handing them to the communication thread (Phase::alone).
+  bool alone = false;
 };
-void register_backend(BackendInfo info);  // also registers the name for `comm_backend`
+void register_backend(BackendInfo info);  // also registers the name for `comm_backend`; a duplicate fails
 const BackendInfo* find_backend(const std::string& name);
 const std::vector<BackendInfo>& backends();
 std::unique_ptr<Backend> make_backend(const std::string& name, const GroupComms& groups);

@@ -1,10 +1,11 @@
 // The `gloo` backend (backend.h): LibTorch's c10d ProcessGroupGloo on host tensors, one
-// process group per Communicator group. Bootstrapped over MPI: world rank 0 serves a
-// c10d::TCPStore on a free port, MPI broadcasts its host and port, and each group's ranks
-// rendezvous under their own prefix. Gloo runs every collective on its worker thread in
-// issue order (the order every rank issues them on the group, so they match), whatever the
-// progress mode; a peer that dies closes its sockets and the survivors' collectives throw,
-// which ends every rank through the usual failure path.
+// process group per Communicator channel (group and lane). Bootstrapped over MPI: world rank
+// 0 serves a c10d::TCPStore on a free port, MPI broadcasts its host and port, and each
+// channel's ranks rendezvous under their own prefix. Gloo runs every collective on the
+// group's worker thread in the order it was started (the order every rank starts them on
+// the channel, so they match), whatever the progress mode; a peer that dies closes its
+// sockets and the survivors' collectives throw, which ends every rank through the usual
+// failure path.
 //
 // The wheel ships c10d's headers but not Gloo's; Debian's libgloo-dev provides them. Only
 // opaque Gloo types (shared pointers to a device and a context) cross our code, and nothing
@@ -48,6 +49,85 @@ c10d::ReduceOp gloo_op(ReduceOp op) {
   return c10d::ReduceOp::SUM;
 }
 
+// One collective on one process group: start() hands it to Gloo's worker, test() and wait()
+// ask the work. It holds the caller's tensors until it is destroyed (after completion).
+class GlooTransfer final : public Transfer {
+ public:
+  GlooTransfer(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg, const CollArgs& a, Group g)
+      : pg_(std::move(pg)), a_(a), group_(group_name(g)) {}
+
+  void run() override {
+    start();
+    wait();
+  }
+
+  void start() override {
+    const char* what = coll_name(a_.op);
+    torch::Tensor in = raw(a_.in), out = raw(a_.out);
+    try {
+      switch (a_.op) {
+        case CollOp::AllGather: work_ = pg_->_allgather_base(out, in); break;
+        case CollOp::ReduceScatter: {
+          c10d::ReduceScatterOptions o;
+          o.reduceOp = gloo_op(a_.red);
+          work_ = pg_->_reduce_scatter_base(out, in, o);
+          break;
+        }
+        case CollOp::AllReduce: {
+          std::vector<at::Tensor> v{out};
+          c10d::AllreduceOptions o;
+          o.reduceOp = gloo_op(a_.red);
+          work_ = pg_->allreduce(v, o);
+          break;
+        }
+        case CollOp::Broadcast: {
+          std::vector<at::Tensor> v{out};
+          c10d::BroadcastOptions o;
+          o.rootRank = a_.root;
+          work_ = pg_->broadcast(v, o);
+          break;
+        }
+        case CollOp::AllToAll: {
+          std::vector<std::int64_t> even;  // equal blocks
+          work_ = pg_->alltoall_base(out, in, even, even);
+          break;
+        }
+      }
+    } catch (const std::exception& e) {
+      SB_FAIL("gloo {} on the {} group failed to start: {}", what, group_, e.what());
+    }
+  }
+
+  bool test() override {
+    if (!completed()) return false;
+    wait();
+    return true;
+  }
+
+  void wait() override {
+    try {
+      work_->wait();  // rethrows the transfer's error
+    } catch (const std::exception& e) {
+      SB_FAIL("gloo {} on the {} group failed (a peer rank died or stopped calling?): {}",
+              coll_name(a_.op), group_, e.what());
+    }
+  }
+
+ private:
+  bool completed() {
+    try {
+      return work_->isCompleted();
+    } catch (const std::exception& e) {
+      SB_FAIL("gloo {} on the {} group failed: {}", coll_name(a_.op), group_, e.what());
+    }
+  }
+
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  CollArgs a_;
+  const char* group_;
+  c10::intrusive_ptr<c10d::Work> work_;
+};
+
 class GlooBackend : public Backend {
  public:
   explicit GlooBackend(const GroupComms& groups) {
@@ -84,12 +164,14 @@ class GlooBackend : public Backend {
       o.port = static_cast<std::uint16_t>(port);
       store_ = c10::make_intrusive<c10d::TCPStore>(host, o);
     }
-    for (Group g : {Group::World, Group::Shard, Group::Replica}) make_group(world, groups.of(g), g);
+    for (Lane l : {Lane::Plain, Lane::Chain})
+      for (Group g : {Group::World, Group::Shard, Group::Replica})
+        make_group(world, groups.of(g, l), g, l);
   }
 
   const char* name() const override { return "gloo"; }
 
-  std::string refuses(const CollArgs& a) const override {
+  std::string refuses(const CollArgs& a, Lane) const override {
     if (!a.in.device().is_cpu() || !a.out.device().is_cpu())
       return fmt::format("gloo runs collectives on host tensors, this {} is on {}: set "
                          "comm_backend = \"nccl\" (or \"mpi\") for device tensors",
@@ -97,65 +179,15 @@ class GlooBackend : public Backend {
     return "";
   }
 
-  Phase phase(const CollArgs& a, Group g) override {
-    Phase p{"gloo", "gloo"};
-    auto pg = pg_[static_cast<int>(g)];
-    const char* what = coll_name(a.op);
-    const char* group = group_name(g);
-    p.launch = [pg, a, what, group]() -> Pending {
-      c10::intrusive_ptr<c10d::Work> w;
-      torch::Tensor in = raw(a.in), out = raw(a.out);
-      try {
-        switch (a.op) {
-          case CollOp::AllGather: w = pg->_allgather_base(out, in); break;
-          case CollOp::ReduceScatter: {
-            c10d::ReduceScatterOptions o;
-            o.reduceOp = gloo_op(a.red);
-            w = pg->_reduce_scatter_base(out, in, o);
-            break;
-          }
-          case CollOp::AllReduce: {
-            std::vector<at::Tensor> v{out};
-            c10d::AllreduceOptions o;
-            o.reduceOp = gloo_op(a.red);
-            w = pg->allreduce(v, o);
-            break;
-          }
-          case CollOp::Broadcast: {
-            std::vector<at::Tensor> v{out};
-            c10d::BroadcastOptions o;
-            o.rootRank = a.root;
-            w = pg->broadcast(v, o);
-            break;
-          }
-          case CollOp::AllToAll: {
-            std::vector<std::int64_t> even;  // equal blocks
-            w = pg->alltoall_base(out, in, even, even);
-            break;
-          }
-        }
-      } catch (const std::exception& e) {
-        SB_FAIL("gloo {} on the {} group failed to start: {}", what, group, e.what());
-      }
-      // Holds the caller's tensors (a) until the transfer completed.
-      return [w, a, what, group](bool block) {
-        try {
-          if (!block && !w->isCompleted()) return false;
-          w->wait();  // rethrows the transfer's error
-        } catch (const std::exception& e) {
-          SB_FAIL("gloo {} on the {} group failed (a peer rank died or stopped "
-                  "calling?): {}", what, group, e.what());
-        }
-        return true;
-      };
-    };
-    return p;
+  std::unique_ptr<Transfer> transfer(const CollArgs& a, Channel ch) override {
+    return std::make_unique<GlooTransfer>(pg_[static_cast<int>(ch.lane)][static_cast<int>(ch.group)],
+                                          a, ch.group);
   }
 
  private:
-  // A process group of the ranks of comm, under a prefix only they share (the world rank of
-  // their first rank).
-  void make_group(MPI_Comm world, MPI_Comm comm, Group g) {
+  // A process group of the ranks of comm, under a prefix only they share (the lane, the
+  // group and the world rank of their first rank).
+  void make_group(MPI_Comm world, MPI_Comm comm, Group g, Lane l) {
     int world_rank = 0, first = 0, rank = 0, size = 1;
     MPI_Comm_rank(world, &world_rank);
     MPI_Comm_rank(comm, &rank);
@@ -173,17 +205,19 @@ class GlooBackend : public Backend {
                                 : c10d::ProcessGroupGloo::createDefaultDevice());
     opts->threads = 1;  // one worker: collectives run in issue order, one core for compute
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>(
-        fmt::format("{}/{}", group_name(g), first), store_);
-    pg_[static_cast<int>(g)] = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, opts);
+        fmt::format("{}{}/{}", l == Lane::Chain ? "chain/" : "", group_name(g), first), store_);
+    pg_[static_cast<int>(l)][static_cast<int>(g)] =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, opts);
   }
 
   c10::intrusive_ptr<c10d::TCPStore> store_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_[3];
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_[2][3];  // [lane][group]
 };
 
 const sb::Registrar kRegister([] {
   register_backend({"gloo", "LibTorch's c10d ProcessGroupGloo: host tensors over TCP", true, "",
-                    [](const GroupComms& g) { return std::make_unique<GlooBackend>(g); }});
+                    [](const GroupComms& g) { return std::make_unique<GlooBackend>(g); },
+                    /*alone=*/true});
 });
 
 #else
@@ -191,7 +225,7 @@ const sb::Registrar kRegister([] {
 const sb::Registrar kRegister([] {
   register_backend({"gloo", "LibTorch's c10d ProcessGroupGloo: host tensors over TCP", false,
                     "this shardbench was built without Gloo's headers (apt install libgloo-dev, "
-                    "then reconfigure and rebuild)", nullptr});
+                    "then reconfigure and rebuild)", nullptr, /*alone=*/true});
 });
 
 #endif

@@ -1,11 +1,13 @@
-// The `mpi` backend (backend.h): each plain collective as its blocking and non-blocking MPI
-// calls, dtype mapping (bf16 and fp16 sums as user-defined MPI ops) and host staging of
-// device tensors when MPI is not CUDA-aware. The engine passes the group's communicator.
+// The `mpi` backend (backend.h): each collective as a transfer of blocking and non-blocking
+// MPI calls on the channel's communicator, dtype mapping (bf16 and fp16 sums as user-defined
+// MPI ops) and host staging of device tensors when MPI is not CUDA-aware.
+#include <algorithm>
 #include <mutex>
 
 #include <mpi-ext.h>  // MPIX_CUDA_AWARE_SUPPORT (Open MPI)
 
 #include "harness/core/check.h"
+#include "harness/core/mpi_context.h"
 #include "harness/workload.h"
 #include "workloads/comm/backend.h"
 
@@ -68,6 +70,7 @@ MPI_Op mpi_op(const torch::Tensor& t, ReduceOp op) {
 struct Staged {
   torch::Tensor orig, host;
   bool out = false;
+  Staged() = default;
   Staged(const torch::Tensor& t, bool is_output, bool cuda_aware) : orig(t), out(is_output) {
     host = (t.device().is_cpu() || cuda_aware) ? t : t.to(torch::kCPU);
   }
@@ -82,141 +85,151 @@ int as_count(std::int64_t n) {
   return static_cast<int>(n);
 }
 
+// One collective on one communicator. The blocking call is MPI's own (tuned algorithms);
+// the non-blocking one is too, except for reduce-scatter (see start()).
+class MpiTransfer final : public Transfer {
+ public:
+  MpiTransfer(const CollArgs& a, MPI_Comm comm, bool cuda_aware)
+      : op_(a.op), red_(a.red), root_(a.root), comm_(comm), out_(a.out, true, cuda_aware) {
+    const bool in_place = a.op == CollOp::AllReduce || a.op == CollOp::Broadcast;
+    if (!in_place) in_ = Staged(a.in, false, cuda_aware);
+    ty_ = mpi_type(out_.host);
+    mop_ = mpi_op(a.out, a.red);
+    switch (op_) {
+      case CollOp::AllGather: count_ = as_count(in_.host.numel()); break;
+      case CollOp::AllToAll: {
+        int ranks = 1;
+        MPI_Comm_size(comm, &ranks);
+        count_ = as_count(in_.host.numel() / ranks);
+        break;
+      }
+      default: count_ = as_count(out_.host.numel()); break;
+    }
+  }
+
+  void run() override {
+    switch (op_) {
+      case CollOp::AllGather:
+        check(MPI_Allgather(in_.ptr(), count_, ty_, out_.ptr(), count_, ty_, comm_), "MPI_Allgather");
+        break;
+      case CollOp::ReduceScatter:
+        check(MPI_Reduce_scatter_block(in_.ptr(), out_.ptr(), count_, ty_, mop_, comm_),
+              "MPI_Reduce_scatter_block");
+        break;
+      case CollOp::AllReduce:
+        check(MPI_Allreduce(MPI_IN_PLACE, out_.ptr(), count_, ty_, mop_, comm_), "MPI_Allreduce");
+        break;
+      case CollOp::Broadcast:
+        check(MPI_Bcast(out_.ptr(), count_, ty_, root_, comm_), "MPI_Bcast");
+        break;
+      case CollOp::AllToAll:
+        check(MPI_Alltoall(in_.ptr(), count_, ty_, out_.ptr(), count_, ty_, comm_), "MPI_Alltoall");
+        break;
+    }
+    out_.finish();
+  }
+
+  void start() override {
+    switch (op_) {
+      case CollOp::AllGather:
+        check(MPI_Iallgather(in_.ptr(), count_, ty_, out_.ptr(), count_, ty_, comm_, &req_),
+              started_ = "MPI_Iallgather");
+        break;
+      case CollOp::ReduceScatter:
+        // An all-to-all of the blocks (one round, the same bytes on the wire as a
+        // reduce-scatter) and a local reduction over ranks (finish()). Open MPI's
+        // Ireduce_scatter_block takes many rounds, each moving only when both ranks call into
+        // MPI: with inline progress it finished a unit boundary or more late (measured: gpt2
+        // full_shard backward 6.1 s vs 3.7).
+        blocks_ = torch::empty_like(in_.host);
+        check(MPI_Ialltoall(in_.ptr(), count_, ty_, blocks_.data_ptr(), count_, ty_, comm_, &req_),
+              started_ = "MPI_Ialltoall (reduce-scatter)");
+        break;
+      case CollOp::AllReduce:
+        check(MPI_Iallreduce(MPI_IN_PLACE, out_.ptr(), count_, ty_, mop_, comm_, &req_),
+              started_ = "MPI_Iallreduce");
+        break;
+      case CollOp::Broadcast:
+        check(MPI_Ibcast(out_.ptr(), count_, ty_, root_, comm_, &req_), started_ = "MPI_Ibcast");
+        break;
+      case CollOp::AllToAll:
+        check(MPI_Ialltoall(in_.ptr(), count_, ty_, out_.ptr(), count_, ty_, comm_, &req_),
+              started_ = "MPI_Ialltoall");
+        break;
+    }
+  }
+
+  bool test() override {
+    int flag = 0;
+    check(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE), started_);
+    if (flag) finish();
+    return flag != 0;
+  }
+
+  void wait() override {
+    check(MPI_Wait(&req_, MPI_STATUS_IGNORE), started_);
+    finish();
+  }
+
+ private:
+  static void check(int rc, const char* what) { sb::check_mpi(rc, what); }
+
+  // After a non-blocking call: reduce-scatter's local reduction of the received blocks in
+  // rank order, then the staged output copied back.
+  void finish() {
+    if (op_ == CollOp::ReduceScatter) {
+      const auto ranks = blocks_.numel() / std::max<std::int64_t>(1, count_);
+      auto blocks = blocks_.view({ranks, count_});  // row j: rank j's block for me
+      const bool half = blocks.scalar_type() == torch::kBFloat16 ||
+                        blocks.scalar_type() == torch::kFloat16;
+      torch::Tensor r;
+      if (red_ == ReduceOp::Sum)
+        r = half ? blocks.sum(0, false, torch::kFloat).to(blocks.scalar_type()) : blocks.sum(0);
+      else
+        r = red_ == ReduceOp::Max ? std::get<0>(blocks.max(0)) : std::get<0>(blocks.min(0));
+      out_.host.copy_(r);
+      blocks_ = torch::Tensor();
+    }
+    out_.finish();
+  }
+
+  CollOp op_;
+  ReduceOp red_;
+  int root_;
+  MPI_Comm comm_;
+  Staged in_, out_;  // in_: unset for the in-place all_reduce and broadcast
+  MPI_Datatype ty_ = MPI_DATATYPE_NULL;
+  MPI_Op mop_ = MPI_OP_NULL;
+  int count_ = 0;  // elements per rank's block (all_reduce, broadcast: all of them)
+  MPI_Request req_ = MPI_REQUEST_NULL;
+  const char* started_ = "";  // the non-blocking call, for errors
+  torch::Tensor blocks_;      // reduce-scatter's received blocks, while non-blocking
+};
+
 class MpiBackend : public Backend {
  public:
-  MpiBackend() {
+  explicit MpiBackend(const GroupComms& groups) : groups_(groups) {
     init_types();
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
     cuda_aware_ = MPIX_Query_cuda_support() == 1;
 #endif
   }
   const char* name() const override { return "mpi"; }
-  std::string refuses(const CollArgs&) const override { return ""; }  // stages device memory
-  Phase phase(const CollArgs& a, Group g) override {
-    switch (a.op) {
-      case CollOp::AllGather: return all_gather(a);
-      case CollOp::ReduceScatter: return reduce_scatter(a);
-      case CollOp::AllReduce: return all_reduce(a);
-      case CollOp::Broadcast: return broadcast(a);
-      case CollOp::AllToAll: return all_to_all(a);
-    }
-    SB_FAIL("mpi backend: unknown collective");
+  // Every dtype, device memory staged, both lanes (its own communicator each).
+  std::string refuses(const CollArgs&, Lane) const override { return ""; }
+  std::unique_ptr<Transfer> transfer(const CollArgs& a, Channel ch) override {
+    return std::make_unique<MpiTransfer>(a, groups_.of(ch.group, ch.lane), cuda_aware_);
   }
 
  private:
-  Phase all_gather(const CollArgs& a) const {
-    auto in = std::make_shared<Staged>(a.in, false, cuda_aware_);
-    auto out = std::make_shared<Staged>(a.out, true, cuda_aware_);
-    const MPI_Datatype ty = mpi_type(in->host);
-    const int n = as_count(in->host.numel());
-    Phase p{"MPI_Allgather", "MPI_Iallgather"};
-    p.blocking = [=](MPI_Comm comm) {
-      return MPI_Allgather(in->ptr(), n, ty, out->ptr(), n, ty, comm);
-    };
-    p.start = [=](MPI_Comm comm, MPI_Request* r) {
-      return MPI_Iallgather(in->ptr(), n, ty, out->ptr(), n, ty, comm, r);
-    };
-    p.after = [out] { out->finish(); };
-    return p;
-  }
-
-  Phase reduce_scatter(const CollArgs& a) const {
-    auto in = std::make_shared<Staged>(a.in, false, cuda_aware_);
-    auto out = std::make_shared<Staged>(a.out, true, cuda_aware_);
-    const MPI_Op mop = mpi_op(a.in, a.red);
-    const MPI_Datatype ty = mpi_type(in->host);
-    const int n = as_count(out->host.numel());
-    const auto ranks = in->host.numel() / std::max<std::int64_t>(1, out->host.numel());
-    const ReduceOp op = a.red;
-    Phase p{"MPI_Reduce_scatter_block", "MPI_Ialltoall"};
-    p.blocking = [=](MPI_Comm comm) {
-      return MPI_Reduce_scatter_block(in->ptr(), out->ptr(), n, ty, mop, comm);
-    };
-    p.after = [out] { out->finish(); };
-    // Non-blocking: an all-to-all of the blocks (one round, the same bytes on the wire as a
-    // reduce-scatter) and a local reduction over ranks. Open MPI's Ireduce_scatter_block takes
-    // many rounds, each moving only when both ranks call into MPI: with inline progress it
-    // finished a unit boundary or more late (measured: gpt2 full_shard backward 6.1 s vs 3.7).
-    auto tmp = std::make_shared<torch::Tensor>();  // allocated only on this path
-    p.start = [=](MPI_Comm comm, MPI_Request* r) {
-      *tmp = torch::empty_like(in->host);
-      return MPI_Ialltoall(in->ptr(), n, ty, tmp->data_ptr(), n, ty, comm, r);
-    };
-    p.after_nb = [=] {
-      auto blocks = tmp->view({ranks, n});  // row j: rank j's block for me
-      const bool half = blocks.scalar_type() == torch::kBFloat16 ||
-                        blocks.scalar_type() == torch::kFloat16;
-      torch::Tensor red;
-      if (op == ReduceOp::Sum)
-        red = half ? blocks.sum(0, false, torch::kFloat).to(blocks.scalar_type()) : blocks.sum(0);
-      else
-        red = op == ReduceOp::Max ? std::get<0>(blocks.max(0)) : std::get<0>(blocks.min(0));
-      out->host.copy_(red);
-      *tmp = torch::Tensor();
-      out->finish();
-    };
-    return p;
-  }
-
-  Phase all_reduce(const CollArgs& a) const {
-    auto io = std::make_shared<Staged>(a.out, true, cuda_aware_);
-    const MPI_Op mop = mpi_op(a.out, a.red);
-    const MPI_Datatype ty = mpi_type(io->host);
-    const int n = as_count(io->host.numel());
-    Phase p{"MPI_Allreduce", "MPI_Iallreduce"};
-    p.blocking = [=](MPI_Comm comm) {
-      return MPI_Allreduce(MPI_IN_PLACE, io->ptr(), n, ty, mop, comm);
-    };
-    p.start = [=](MPI_Comm comm, MPI_Request* r) {
-      return MPI_Iallreduce(MPI_IN_PLACE, io->ptr(), n, ty, mop, comm, r);
-    };
-    p.after = [io] { io->finish(); };
-    return p;
-  }
-
-  Phase broadcast(const CollArgs& a) const {
-    auto io = std::make_shared<Staged>(a.out, true, cuda_aware_);
-    const MPI_Datatype ty = mpi_type(io->host);
-    const int n = as_count(io->host.numel());
-    const int root = a.root;
-    Phase p{"MPI_Bcast", "MPI_Ibcast"};
-    p.blocking = [=](MPI_Comm comm) { return MPI_Bcast(io->ptr(), n, ty, root, comm); };
-    p.start = [=](MPI_Comm comm, MPI_Request* r) {
-      return MPI_Ibcast(io->ptr(), n, ty, root, comm, r);
-    };
-    p.after = [io] { io->finish(); };
-    return p;
-  }
-
-  Phase all_to_all(const CollArgs& a) const {
-    auto in = std::make_shared<Staged>(a.in, false, cuda_aware_);
-    auto out = std::make_shared<Staged>(a.out, true, cuda_aware_);
-    const MPI_Datatype ty = mpi_type(in->host);
-    Phase p{"MPI_Alltoall", "MPI_Ialltoall"};
-    // The block size needs the group's size, known from the communicator the engine passes.
-    auto count = [in](MPI_Comm comm) {
-      int ranks = 1;
-      MPI_Comm_size(comm, &ranks);
-      return as_count(in->host.numel() / ranks);
-    };
-    p.blocking = [=](MPI_Comm comm) {
-      const int n = count(comm);
-      return MPI_Alltoall(in->ptr(), n, ty, out->ptr(), n, ty, comm);
-    };
-    p.start = [=](MPI_Comm comm, MPI_Request* r) {
-      const int n = count(comm);
-      return MPI_Ialltoall(in->ptr(), n, ty, out->ptr(), n, ty, comm, r);
-    };
-    p.after = [out] { out->finish(); };
-    return p;
-  }
-
+  GroupComms groups_;
   bool cuda_aware_ = false;
 };
 
 const sb::Registrar kRegister([] {
   register_backend({"mpi", "Open MPI: host memory, every dtype; the default", true, "",
-                    [](const GroupComms&) { return std::make_unique<MpiBackend>(); }});
+                    [](const GroupComms& g) { return std::make_unique<MpiBackend>(g); },
+                    /*alone=*/false});
 });
 
 }  // namespace

@@ -2,9 +2,11 @@
 // the default build registers the name as unavailable, so suites get a clear error).
 // Bootstrapped over MPI as llm.c does: each group's rank 0 makes the unique id, MPI
 // broadcasts it, every rank calls ncclCommInitRank. Collectives run on one dedicated stream:
-// it waits for an event recorded on the issuing thread's stream (the compute that produced
-// the inputs), and completion is an event the compute stream waits on, so the host never
-// synchronises inside a step; Request::test() queries the event. The caching allocator is
+// it waits for an event recorded on the issuing thread's stream when the transfer is made
+// (the compute that produced the inputs), and completion is an event the compute stream
+// waits on, so the host never synchronises inside a step; Request::test() queries the
+// event. Plain lane only: the compressed collectives' chained phases carry host wire
+// buffers (their codecs run on the host), which the Communicator runs on mpi. The caching allocator is
 // told the tensors are in use on the NCCL stream (recordStream), so their memory is not
 // reused before the transfer ends. A watchdog thread checks every second for NCCL's
 // asynchronous errors and for a collective outstanding longer than 300 s (a dead or stuck
@@ -66,6 +68,42 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
+class NcclBackend;
+
+// One collective on the backend's stream (see the top). Made on the issuing thread: the
+// stream waits for what that thread's stream has issued so far.
+class NcclTransfer final : public Transfer {
+ public:
+  NcclTransfer(NcclBackend& b, const CollArgs& a, Group g);
+  void run() override {
+    start();
+    wait();
+  }
+  void start() override;
+  bool test() override {
+    check_async();
+    return done_->query();
+  }
+  void wait() override {
+    check_async();
+    done_->block(compute_);  // the waiting stream waits; the host does not
+  }
+
+ private:
+  void check_async() const {
+    ncclResult_t async = ncclSuccess;
+    check_nccl(ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
+    check_nccl(async, "an NCCL collective (a peer rank died?)");
+  }
+
+  NcclBackend& b_;
+  CollArgs a_;
+  ncclComm_t comm_;
+  int ranks_;
+  c10::cuda::CUDAStream compute_;
+  std::shared_ptr<at::cuda::CUDAEvent> ready_, done_;
+};
+
 class NcclBackend : public Backend {
  public:
   explicit NcclBackend(const GroupComms& groups)
@@ -102,50 +140,25 @@ class NcclBackend : public Backend {
 
   const char* name() const override { return "nccl"; }
 
-  std::string refuses(const CollArgs& a) const override {
+  std::string refuses(const CollArgs& a, Lane lane) const override {
     for (const torch::Tensor* t : {&a.in, &a.out})
       if (!t->is_cuda() || t->device().index() != device_)
         return fmt::format("nccl runs collectives on tensors of this rank's GPU (cuda:{}), this "
                            "{} has one on {}: set device = \"cuda\", or comm_backend = \"mpi\" "
                            "or \"gloo\" for host tensors", device_, coll_name(a.op),
                            t->device().str());
+    if (lane == Lane::Chain)
+      return "nccl runs no chained (multi-phase compressed) collective: compression runs its "
+             "codecs on host tensors; on device = \"cuda\" use compression = \"none\"";
     return "";
   }
 
-  Phase phase(const CollArgs& a, Group g) override {
-    Phase p{"nccl", "nccl"};
-    const ncclComm_t comm = comms_[static_cast<int>(g)];
-    const int ranks = ranks_[static_cast<int>(g)];
-    const c10::DeviceIndex dev = device_;
-    const c10::cuda::CUDAStream nccl = stream_;
-    // Issued now, on the issuing thread: the collective reads its inputs as the compute issued
-    // so far leaves them (an event on this thread's stream), whenever the engine starts it.
-    const c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(dev);
-    auto ready = std::make_shared<at::cuda::CUDAEvent>();
-    ready->record(compute);
-    const char* what = coll_name(a.op);
-    p.launch = [=, this]() -> Pending {
-      c10::cuda::CUDAGuard guard(dev);
-      ready->block(nccl);
-      enqueue(a, comm, ranks, nccl);
-      for (const torch::Tensor* t : {&a.in, &a.out})
-        c10::cuda::CUDACachingAllocator::recordStream(t->storage().data_ptr(), nccl);
-      auto done = std::make_shared<at::cuda::CUDAEvent>();
-      done->record(nccl);
-      watch_add(done, what);
-      return [done, comm, compute, a](bool block) {
-        ncclResult_t async = ncclSuccess;
-        check_nccl(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError");
-        check_nccl(async, "an NCCL collective (a peer rank died?)");
-        if (!block) return done->query();
-        done->block(compute);  // the waiting stream waits; the host does not
-        return true;
-      };
-    };
-    return p;
+  std::unique_ptr<Transfer> transfer(const CollArgs& a, Channel ch) override {
+    return std::make_unique<NcclTransfer>(*this, a, ch.group);
   }
 
  private:
+  friend class NcclTransfer;
   static void enqueue(const CollArgs& a, ncclComm_t comm, int ranks, cudaStream_t s) {
     const ncclDataType_t ty = nccl_type(a.in);
     const void* in = a.in.data_ptr();
@@ -221,9 +234,28 @@ class NcclBackend : public Backend {
   std::thread watchdog_;  // last: started when everything above exists
 };
 
+NcclTransfer::NcclTransfer(NcclBackend& b, const CollArgs& a, Group g)
+    : b_(b), a_(a), comm_(b.comms_[static_cast<int>(g)]), ranks_(b.ranks_[static_cast<int>(g)]),
+      compute_(c10::cuda::getCurrentCUDAStream(b.device_)),
+      ready_(std::make_shared<at::cuda::CUDAEvent>()) {
+  ready_->record(compute_);
+}
+
+void NcclTransfer::start() {
+  c10::cuda::CUDAGuard guard(b_.device_);
+  ready_->block(b_.stream_);
+  NcclBackend::enqueue(a_, comm_, ranks_, b_.stream_);
+  for (const torch::Tensor* t : {&a_.in, &a_.out})
+    c10::cuda::CUDACachingAllocator::recordStream(t->storage().data_ptr(), b_.stream_);
+  done_ = std::make_shared<at::cuda::CUDAEvent>();
+  done_->record(b_.stream_);
+  b_.watch_add(done_, coll_name(a_.op));
+}
+
 const sb::Registrar kRegister([] {
   register_backend({"nccl", "NCCL on GPU tensors (device = \"cuda\"), its own stream and events",
-                    true, "", [](const GroupComms& g) { return std::make_unique<NcclBackend>(g); }});
+                    true, "", [](const GroupComms& g) { return std::make_unique<NcclBackend>(g); },
+                    /*alone=*/true});
 });
 
 #else
@@ -232,7 +264,7 @@ const sb::Registrar kRegister([] {
   register_backend({"nccl", "NCCL on GPU tensors (device = \"cuda\"; the CUDA build only)", false,
                     "NCCL needs the CUDA build of shardbench (cmake --preset cuda && cmake --build "
                     "--preset cuda, then build-cuda/shardbench); this one was built with the "
-                    "default (CPU) preset", nullptr});
+                    "default (CPU) preset", nullptr, /*alone=*/true});
 });
 
 #endif

@@ -1,7 +1,7 @@
-// Tensor collectives: groups, the checks and byte accounting of each plain collective, the
-// choice of backend per (operation, size) (backend.h), the groups' communicators (a second
-// one per group for chained collectives, Collective::chain_comm), and trace events. What the
-// MPI calls are: backend_mpi.cpp; how they run: progress_engine.cpp.
+// Tensor collectives: groups, the checks and byte accounting of each collective, the choice
+// of backend per (operation, size) (backend.h), the groups' communicators (a second one per
+// group for chained collectives: the chain lane), and trace events. What a library does:
+// backend_*.cpp; how collectives progress: progress_engine.h.
 #include "workloads/comm/communicator.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
+#include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
 #include "harness/workload.h"
 #include "workloads/comm/backend_table.h"
@@ -123,9 +124,10 @@ Communicator::Communicator(MPI_Comm world, int shard_group, bool async,
   // mpi always: it also runs what a device backend refuses on the host (nccl: the loss and
   // norm scalars of a GPU run).
   if (std::find(names.begin(), names.end(), "mpi") == names.end()) names.push_back("mpi");
-  const GroupComms comms{{world_, shard_, replica_}};
+  const GroupComms comms{{world_, shard_, replica_}, {chain_[0], chain_[1], chain_[2]}};
   for (const auto& name : names) {
     backends_.push_back(make_backend(name, comms));
+    alone_.push_back(find_backend(name)->alone);
     if (name == "mpi") mpi_ = backends_.back().get();
   }
   if (table_)
@@ -136,7 +138,24 @@ Communicator::Communicator(MPI_Comm world, int shard_group, bool async,
           if (r.backend == b->name()) routes_.back().push_back({r.max_bytes, b.get()});
     }
 
-  engine_ = std::make_unique<ProgressEngine>(async);
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  async_ = async && provided == MPI_THREAD_MULTIPLE;  // MPI transfers on a second thread
+  set_progress("thread");
+}
+
+namespace {
+double wtime() { return MPI_Wtime(); }
+}  // namespace
+
+void Communicator::set_progress(const std::string& name) {
+  progress_ = &find_progress(name);
+  engine_.reset();  // before its successor starts a thread of its own
+  engine_ = progress_->make({async_, &wtime});
+}
+
+std::string Communicator::progress_label() const {
+  return progress_->needs_thread && !async_ ? "blocking" : progress_->name;
 }
 
 std::string Communicator::backend_source() const {
@@ -156,7 +175,10 @@ Backend& Communicator::pick(CollOp op, std::uint64_t bytes) {
 }
 
 Communicator::~Communicator() {
-  engine_.reset();  // first: it completes (or, while unwinding, aborts) what is outstanding
+  // A failure on this rank is unwinding: a peer may be dead or waiting for us, so completing
+  // our requests (or a thread blocked in one) could hang. End every rank instead.
+  sb::abort_if_unwinding("the communicator's progress engine");
+  engine_.reset();  // first: it completes what is outstanding
   backends_.clear();  // before the communicators they were made over
   for (MPI_Comm* c : {&chain_[0], &chain_[1], &chain_[2], &shard_, &replica_, &world_})
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
@@ -169,26 +191,49 @@ MPI_Comm Communicator::mpi(Group g) const {
 }
 
 
-// The engine runs what the collective does; the communicator adds where (the group's
-// communicators) and what it means: the trace event reported on completion (on the
-// completing thread).
-Request Communicator::issue(Collective c, Group g, const char* op, const std::string& kind,
-                            std::uint64_t logical, std::uint64_t wire, bool sync,
-                            const char* backend) {
-  c.comm = mpi(g);
-  c.chain_comm = chain_[static_cast<int>(g)];
-  c.label = sb::heartbeat::issued({op, group_name(g), backend, kind});
-  c.done = [this, op, g, kind, backend, logical, wire](double t0, double t1) {
-    trace(op, g, kind, backend, logical, wire, t0, t1);
+// The engine runs what the collective does; the communicator adds where (the channel of its
+// group and lane, through the backend's transfers) and what it means: the trace event
+// reported on completion (on the completing thread).
+std::function<void(double, double)> Communicator::traced(const char* op, Group g,
+                                                         const std::string& kind,
+                                                         std::function<std::string()> backend,
+                                                         std::uint64_t logical,
+                                                         std::uint64_t wire) {
+  return [this, op, g, kind, backend = std::move(backend), logical, wire](double t0, double t1) {
+    trace(op, g, kind, backend(), logical, wire, t0, t1);
   };
-  return engine_->issue(c, sync);
 }
 
-Request Communicator::issue(const Coll& c, bool sync) {
-  Collective x;
-  x.phases = {c.phase};
-  x.reads = c.reads, x.writes = c.writes;
-  return issue(std::move(x), c.g, c.op, c.kind, c.logical, c.wire, sync, c.backend);
+Request Communicator::issue(Composite x, Group g, const char* op, const std::string& kind,
+                            std::uint64_t logical, std::uint64_t wire, bool sync) {
+  const Lane lane = x.phases.size() > 1 ? Lane::Chain : Lane::Plain;
+  // The backends its phases ran on, in order of first use; written by the thread that runs
+  // the phases, read after the last one on the same thread.
+  auto ran = std::make_shared<std::string>();
+  Collective c;
+  c.name = op;
+  c.reads = x.reads, c.writes = x.writes;
+  for (CompositePhase& p : x.phases) {
+    Phase e;
+    e.prepare = std::move(p.prepare);
+    e.after = std::move(p.after);
+    e.transfer = [this, args = std::move(p.args), g, lane, ran]() -> std::shared_ptr<Transfer> {
+      const CollArgs a = args();
+      check(a, g);
+      Backend& b = route(a, lane);
+      const std::string name = b.name();
+      if (ran->empty())
+        *ran = name;
+      else if (("+" + *ran + "+").find("+" + name + "+") == std::string::npos)
+        *ran += "+" + name;
+      return b.transfer(a, {g, lane});
+    };
+    c.phases.push_back(std::move(e));
+  }
+  c.done = traced(op, g, kind, [ran] { return *ran; }, logical, wire);
+  // Its phases are routed as they start: the heartbeat names comm_backend as given.
+  c.label = sb::heartbeat::issued({op, group_name(g), choice_.name, kind});
+  return engine_->issue(c, sync);
 }
 
 void Communicator::set_trace_hook(TraceHook hook, double origin_wtime) {
@@ -196,7 +241,7 @@ void Communicator::set_trace_hook(TraceHook hook, double origin_wtime) {
   origin_ = origin_wtime;
 }
 
-void Communicator::trace(const char* op, Group g, const std::string& kind, const char* backend,
+void Communicator::trace(const char* op, Group g, const std::string& kind, const std::string& backend,
                          std::uint64_t logical_bytes, std::uint64_t wire, double t0, double t1) {
   sb::fault_point("collective");  // on the thread that completes it (tests/mpi/failure_paths.sh)
   if (!hook_) return;
@@ -214,9 +259,35 @@ void Communicator::trace(const char* op, Group g, const std::string& kind, const
   hook_(e);
 }
 
-// Every plain collective: its buffers checked here, its bytes counted here (the same for
-// every backend), its phase from the backend chosen for its size.
-Request Communicator::run(const CollArgs& a, Group g, const std::string& kind, bool sync) {
+void Communicator::check(const CollArgs& a, Group g) const {
+  switch (a.op) {
+    case CollOp::AllGather:
+      SB_CHECK(a.in.scalar_type() == a.out.scalar_type(), "all_gather: shard is {} but full is {}",
+               c10::toString(a.in.scalar_type()), c10::toString(a.out.scalar_type()));
+      SB_CHECK(a.out.numel() == a.in.numel() * size(g),
+               "all_gather: full has {} elements, expected shard {} x {} ranks of the {} group",
+               a.out.numel(), a.in.numel(), size(g), group_name(g));
+      break;
+    case CollOp::ReduceScatter:
+      SB_CHECK(a.out.scalar_type() == a.in.scalar_type(), "reduce_scatter: full is {} but shard is {}",
+               c10::toString(a.in.scalar_type()), c10::toString(a.out.scalar_type()));
+      SB_CHECK(a.in.numel() == a.out.numel() * size(g),
+               "reduce_scatter: full has {} elements, expected shard {} x {} ranks of the {} group",
+               a.in.numel(), a.out.numel(), size(g), group_name(g));
+      break;
+    case CollOp::AllReduce: break;
+    case CollOp::Broadcast:
+      SB_CHECK(a.root >= 0 && a.root < size(g), "broadcast: root {} is not a rank of the {} group "
+               "(size {})", a.root, group_name(g), size(g));
+      break;
+    case CollOp::AllToAll:
+      SB_CHECK(a.in.scalar_type() == a.out.scalar_type() && a.in.numel() == a.out.numel() &&
+                   a.in.numel() % size(g) == 0,
+               "all_to_all: in ({} elements) and out ({}) must have one dtype and equal sizes "
+               "divisible by the {} group size {}", a.in.numel(), a.out.numel(), group_name(g),
+               size(g));
+      break;
+  }
   const char* op = coll_name(a.op);
   for (const torch::Tensor* t : {&a.in, &a.out})
     SB_CHECK(t->defined() && t->is_contiguous(), "{}: collective buffers must be defined and "
@@ -224,44 +295,64 @@ Request Communicator::run(const CollArgs& a, Group g, const std::string& kind, b
   const bool half = a.in.scalar_type() == torch::kBFloat16 || a.in.scalar_type() == torch::kFloat16;
   SB_CHECK(!half || a.red == ReduceOp::Sum, "{}: only sums are defined on {} tensors; reduce in "
            "float32", op, c10::toString(a.in.scalar_type()));
-  // The nccl-tests size: all_gather's output, every other collective's input.
-  const torch::Tensor& sized = a.op == CollOp::AllGather ? a.out : a.in;
-  Backend* b = &pick(a.op, static_cast<std::uint64_t>(sized.nbytes()));
-  std::string why = b->refuses(a);
+}
+
+// The nccl-tests size: all_gather's output, every other collective's input.
+namespace {
+const torch::Tensor& sized(const CollArgs& a) { return a.op == CollOp::AllGather ? a.out : a.in; }
+}  // namespace
+
+bool Communicator::alone(const Backend& b) const {
+  for (std::size_t i = 0; i < backends_.size(); ++i)
+    if (backends_[i].get() == &b) return alone_[i];
+  return false;
+}
+
+Backend& Communicator::route(const CollArgs& a, Lane lane) {
+  const char* op = coll_name(a.op);
+  Backend* b = &pick(a.op, static_cast<std::uint64_t>(sized(a).nbytes()));
+  std::string why = b->refuses(a, lane);
   if (!why.empty() && a.in.device().is_cpu() && a.out.device().is_cpu()) {
     b = mpi_;  // host tensors a device backend refuses (a GPU run's loss and norm scalars)
-    why = b->refuses(a);
+    why = b->refuses(a, lane);
   }
   SB_CHECK(why.empty(), "comm_backend = \"{}\"{}: {}", choice_.name,
            table_ ? fmt::format(" (the table {} routes {} of {} bytes to {})", choice_.table, op,
-                                sized.nbytes(), b->name())
+                                sized(a).nbytes(), b->name())
                   : "",
            why);
-  Coll c{op, g, kind, b->phase(a, g), b->name()};
+  return *b;
+}
+
+// Every plain collective: its buffers checked here, its bytes counted here (the same for
+// every backend), its transfer made now, on the issuing thread, by the backend routed to.
+Request Communicator::run(const CollArgs& a, Group g, const std::string& kind, bool sync) {
+  check(a, g);
+  Backend& b = route(a, Lane::Plain);
+  const char* op = coll_name(a.op);
+  Phase p;
+  p.transfer = [t = std::shared_ptr<Transfer>(b.transfer(a, {g, Lane::Plain}))] { return t; };
+  p.alone = alone(b);
+  Collective c;
+  c.name = op;
+  c.phases = {std::move(p)};
   c.reads = span(a.in), c.writes = span(a.out);
-  c.logical = wire_bytes(op, fp32_bytes(sized), size(g));
-  c.wire = wire_bytes(op, static_cast<std::uint64_t>(sized.nbytes()), size(g));
-  return issue(c, sync);
+  const std::uint64_t logical = wire_bytes(op, fp32_bytes(sized(a)), size(g));
+  const std::uint64_t wire = wire_bytes(op, static_cast<std::uint64_t>(sized(a).nbytes()), size(g));
+  const char* name = b.name();
+  c.done = traced(op, g, kind, [name] { return std::string(name); }, logical, wire);
+  c.label = sb::heartbeat::issued({op, group_name(g), name, kind});
+  return engine_->issue(c, sync);
 }
 
 Request Communicator::all_gather_impl(const torch::Tensor& shard, const torch::Tensor& full,
                                       Group g, const std::string& kind, bool sync) {
-  SB_CHECK(shard.scalar_type() == full.scalar_type(), "all_gather: shard is {} but full is {}",
-           c10::toString(shard.scalar_type()), c10::toString(full.scalar_type()));
-  SB_CHECK(full.numel() == shard.numel() * size(g),
-           "all_gather: full has {} elements, expected shard {} x {} ranks of the {} group",
-           full.numel(), shard.numel(), size(g), group_name(g));
   return run({CollOp::AllGather, shard, full}, g, kind, sync);
 }
 
 Request Communicator::reduce_scatter_impl(const torch::Tensor& full, const torch::Tensor& shard,
                                           Group g, const std::string& kind, ReduceOp op,
                                           bool sync) {
-  SB_CHECK(shard.scalar_type() == full.scalar_type(), "reduce_scatter: full is {} but shard is {}",
-           c10::toString(full.scalar_type()), c10::toString(shard.scalar_type()));
-  SB_CHECK(full.numel() == shard.numel() * size(g),
-           "reduce_scatter: full has {} elements, expected shard {} x {} ranks of the {} group",
-           full.numel(), shard.numel(), size(g), group_name(g));
   return run({CollOp::ReduceScatter, full, shard, op}, g, kind, sync);
 }
 
@@ -272,17 +363,11 @@ Request Communicator::all_reduce_impl(const torch::Tensor& t, Group g, const std
 
 Request Communicator::broadcast_impl(const torch::Tensor& t, int root, Group g,
                                      const std::string& kind, bool sync) {
-  SB_CHECK(root >= 0 && root < size(g), "broadcast: root {} is not a rank of the {} group (size {})",
-           root, group_name(g), size(g));
   return run({CollOp::Broadcast, t, t, ReduceOp::Sum, root}, g, kind, sync);
 }
 
 Request Communicator::all_to_all_impl(const torch::Tensor& in_t, const torch::Tensor& out_t,
                                       Group g, const std::string& kind, bool sync) {
-  SB_CHECK(in_t.scalar_type() == out_t.scalar_type() && in_t.numel() == out_t.numel() &&
-               in_t.numel() % size(g) == 0,
-           "all_to_all: in ({} elements) and out ({}) must have one dtype and equal sizes "
-           "divisible by the {} group size {}", in_t.numel(), out_t.numel(), group_name(g), size(g));
   return run({CollOp::AllToAll, in_t, out_t}, g, kind, sync);
 }
 

@@ -1,8 +1,10 @@
-// Tensor collectives over MPI for the FSDP engine: all-gather, reduce-scatter, all-reduce,
-// broadcast, all-to-all, blocking and non-blocking, on the world, shard and replica groups.
-// Each collective is checked and accounted here once (buffers, bytes, trace event) and run
-// by the backend chosen for it (backend.h: MPI, Gloo, NCCL); the compressed ones are
-// described in compressed_collectives.h and run through issue() on MPI. How and when they
+// Tensor collectives for the FSDP engine: all-gather, reduce-scatter, all-reduce, broadcast,
+// all-to-all, blocking and non-blocking, on the world, shard and replica groups (MPI
+// communicators, which every backend bootstraps over). Each collective is checked and
+// accounted here once (buffers, bytes, trace event) and its bytes moved by a transfer of
+// the backend chosen for it (backend.h: MPI, Gloo, NCCL). The compressed ones are described
+// in compressed_collectives.h as phases around plain collectives and run through issue(),
+// each phase's plain collective on the backend chosen for it the same way. How and when they
 // run (a communication thread, or inline on the caller) is the progress engine's
 // (progress_engine.h): Open MPI has no asynchronous progress on shared memory.
 // Every collective reports one sb::CommEvent to the trace hook (on the thread that completes
@@ -20,6 +22,7 @@
 
 #include "harness/trace/records.h"
 #include "workloads/comm/backend.h"
+#include "workloads/comm/composite.h"
 #include "workloads/comm/progress_engine.h"
 
 namespace sb { class Point; }
@@ -43,9 +46,10 @@ class Communicator {
  public:
   // world is duplicated (our traffic never matches the caller's). shard_group: ranks per
   // shard group; 0 = ranks per node (MPI_COMM_TYPE_SHARED). It must divide the world size.
-  // async=false runs every collective inline (no thread). backend: the library of the plain
-  // collectives; made here, collectively (Gloo and NCCL bootstrap over MPI); an "auto"
-  // table that does not fit this world and these hosts fails on every rank.
+  // async=false runs every collective on the caller (no thread; also without
+  // MPI_THREAD_MULTIPLE). backend: the library of every collective; made here, collectively
+  // (Gloo and NCCL bootstrap over MPI); an "auto" table that does not fit this world and
+  // these hosts fails on every rank.
   explicit Communicator(MPI_Comm world, int shard_group = 0, bool async = true,
                         const BackendChoice& backend = {});
   ~Communicator();
@@ -55,12 +59,17 @@ class Communicator {
   int rank(Group g = Group::World) const;
   int size(Group g = Group::World) const;
   MPI_Comm mpi(Group g) const;
-  bool async() const { return engine_->async(); }
-  // How requests (..._async) progress (progress_engine.h); the same on every rank, set
-  // before the first one.
-  void set_progress(ProgressMode p) { engine_->set_mode(p); }
-  ProgressMode progress_mode() const { return engine_->mode(); }
-  // ProgressMode::Inline: moves outstanding requests (a no-op when none is outstanding).
+  // A communication thread may run collectives beside the caller.
+  bool async() const { return async_; }
+  // How requests (..._async) progress: a runner by its `comm_progress` name
+  // (progress_engine.h); the same on every rank, set before the first request. Default thread.
+  void set_progress(const std::string& name);
+  void set_progress(ProgressMode p) { set_progress(progress_name(p)); }
+  ProgressMode progress_mode() const { return progress_from_name(progress_->name); }
+  // What a result records: the runner's name, or "blocking" for a thread runner without a
+  // thread (every collective ran blocking on the caller).
+  std::string progress_label() const;
+  // Inline: moves outstanding requests (a no-op when none is outstanding).
   void progress() { engine_->progress(); }
 
   // All tensors: contiguous, same dtype; outputs are written in place (raw memory: their
@@ -107,12 +116,14 @@ class Communicator {
                   const std::string& kind = "other") { all_to_all_impl(in, out, g, kind, true).wait(); }
   // A scalar all-reduce (loss, norms) on the calling thread's queue position.
   double all_reduce_scalar(double v, Group g, ReduceOp op = ReduceOp::Sum);
-  // A collective described elsewhere (the compressed ones, compressed_collectives.h), run on
-  // group g like the ones above (same staging of its phases, overlap and trace event: `op`
-  // with the given bytes). sync: complete on return, as the blocking calls above.
-  Request issue(Collective c, Group g, const char* op, const std::string& kind,
-                std::uint64_t logical_bytes, std::uint64_t wire_bytes, bool sync = false,
-                const char* backend = "mpi");
+  // A collective made of plain ones (the compressed ones, compressed_collectives.h), run on
+  // group g like the ones above: each phase's plain collective checked and routed to a
+  // backend like theirs (a multi-phase one on the group's chain lane, backend.h), the same
+  // progress, overlap and one trace event (`op` with the given bytes, the backend that ran
+  // its phases: two joined by "+" when an "auto" table split them). sync: complete on
+  // return, as the blocking calls above.
+  Request issue(Composite c, Group g, const char* op, const std::string& kind,
+                std::uint64_t logical_bytes, std::uint64_t wire_bytes, bool sync = false);
 
   // Trace: hook gets every event; times are seconds since origin; step labels events.
   void set_trace_hook(TraceHook hook, double origin_wtime);
@@ -132,21 +143,21 @@ class Communicator {
   static Span span(const torch::Tensor& t) {
     return {static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.nbytes())};
   }
-  struct Coll {  // one plain collective: a single phase, and what its trace event says
-    const char* op;  // trace name: all_gather, ...
-    Group g;
-    std::string kind;
-    Phase phase;
-    const char* backend = "mpi";
-    std::uint64_t logical = 0, wire = 0;
-    Span reads, writes;  // the caller's memory (Collective::reads)
-  };
-  Request issue(const Coll& c, bool sync);
-  void trace(const char* op, Group g, const std::string& kind, const char* backend,
+  // What the collective's trace event says, reported when it completes.
+  std::function<void(double, double)> traced(const char* op, Group g, const std::string& kind,
+                                             std::function<std::string()> backend,
+                                             std::uint64_t logical, std::uint64_t wire);
+  void trace(const char* op, Group g, const std::string& kind, const std::string& backend,
              std::uint64_t logical_bytes, std::uint64_t wire_bytes, double t0, double t1);
-  // Checks a plain collective's buffers, picks its backend and issues its phase.
-  Request run(const CollArgs& a, Group g, const std::string& kind, bool sync);
+  // A collective's buffers against its operation and group (the errors name both).
+  void check(const CollArgs& a, Group g) const;
+  // The backend that runs a on lane: the named one, or the table's for its size; a host
+  // collective a device backend refuses runs on mpi; a refusal otherwise is an error.
+  Backend& route(const CollArgs& a, Lane lane);
+  bool alone(const Backend& b) const;  // its BackendInfo::alone
   Backend& pick(CollOp op, std::uint64_t bytes);
+  // Checks a plain collective, makes its transfer on the backend routed to and issues it.
+  Request run(const CollArgs& a, Group g, const std::string& kind, bool sync);
   Request all_gather_impl(const torch::Tensor& shard, const torch::Tensor& full, Group g,
                           const std::string& kind, bool sync);
   Request reduce_scatter_impl(const torch::Tensor& full, const torch::Tensor& shard, Group g,
@@ -159,10 +170,11 @@ class Communicator {
                           const std::string& kind, bool sync);
 
   MPI_Comm world_ = MPI_COMM_NULL, shard_ = MPI_COMM_NULL, replica_ = MPI_COMM_NULL;
-  MPI_Comm chain_[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};  // Collective::chain_comm
+  MPI_Comm chain_[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};  // the chain lane (backend.h)
   int rank_[3] = {0, 0, 0}, size_[3] = {1, 1, 1};
   BackendChoice choice_;
   std::vector<std::unique_ptr<Backend>> backends_;  // the one named, or the table's; mpi
+  std::vector<bool> alone_;                         // each one's BackendInfo::alone
   Backend* mpi_ = nullptr;                          // always among them
   std::shared_ptr<const BackendTable> table_;        // "auto"
   // "auto": per collective (CollOp), sizes up to .first run on .second (BackendTable::routes).
@@ -170,6 +182,8 @@ class Communicator {
   std::int64_t step_ = 0;
   TraceHook hook_;
   double origin_ = 0;
+  bool async_ = false;
+  const ProgressInfo* progress_ = nullptr;
   std::unique_ptr<ProgressEngine> engine_;  // destroyed first (~Communicator)
 };
 

@@ -20,12 +20,6 @@ std::int64_t all_reduce_logical_bytes(std::int64_t n, int world) {
   return static_cast<std::int64_t>(wire_bytes("all_reduce", static_cast<std::uint64_t>(4 * n), world));
 }
 
-int comm_size(MPI_Comm comm) {
-  int n = 1;
-  MPI_Comm_size(comm, &n);
-  return n;
-}
-
 void check_matrix(const std::string& key, const torch::Tensor& m) {
   SB_CHECK(m.dim() == 2 && m.scalar_type() == torch::kFloat,
            "powersgd \"{}\": expects a 2-D fp32 matrix, got {} of shape {}; use all_reduce_flat "
@@ -45,7 +39,7 @@ PowerSGD::PowerSGD(std::int64_t rank, std::uint64_t seed, bool error_feedback)
   SB_CHECK(rank_ >= 1, "powersgd: rank = {} must be at least 1 (key compress.allreduce.rank)", rank_);
 }
 
-std::vector<Phase> PowerSGD::exact_phases(Source input, std::vector<std::int64_t> shape,
+std::vector<CompositePhase> PowerSGD::exact_phases(Source input, std::vector<std::int64_t> shape,
                                           int world, Sink deliver, CollectiveStats* bytes) {
   std::int64_t n = 1;
   for (auto d : shape) n *= d;
@@ -57,7 +51,7 @@ std::vector<Phase> PowerSGD::exact_phases(Source input, std::vector<std::int64_t
 
 // The phases share M, P and Q_local; the warm start and the residual are read in the first
 // prepare and written after the last phase, all on the thread that runs this kind.
-std::vector<Phase> PowerSGD::phases(const std::string& key, Source input, std::int64_t rows,
+std::vector<CompositePhase> PowerSGD::phases(const std::string& key, Source input, std::int64_t rows,
                                     std::int64_t cols, int world, Sink deliver,
                                     CollectiveStats* bytes) {
   if (std::min(rows, cols) <= rank_) return exact_phases(input, {rows, cols}, world, deliver, bytes);
@@ -110,7 +104,7 @@ std::vector<Phase> PowerSGD::phases(const std::string& key, Source input, std::i
   return v;
 }
 
-std::vector<Phase> PowerSGD::all_reduce_flat_phases(const std::string& key, Source input,
+std::vector<CompositePhase> PowerSGD::all_reduce_flat_phases(const std::string& key, Source input,
                                                     std::int64_t n, int world, Sink deliver,
                                                     CollectiveStats* bytes) {
   const auto [rows, c] = flat_shape(n);
@@ -133,25 +127,27 @@ std::vector<Phase> PowerSGD::all_reduce_flat_phases(const std::string& key, Sour
   return v;
 }
 
-torch::Tensor PowerSGD::all_reduce(const std::string& key, const torch::Tensor& m, MPI_Comm comm,
-                                   CollectiveStats* stats) {
+torch::Tensor PowerSGD::all_reduce(const std::string& key, const torch::Tensor& m,
+                                   Communicator& comm, Group g, CollectiveStats* stats) {
   check_matrix(key, m);
   torch::Tensor out;
-  Collective x;
-  x.phases = phases(key, [m] { return m; }, m.size(0), m.size(1), comm_size(comm),
-                    [&out](const torch::Tensor& r) { out = r; }, stats);
-  run_on(std::move(x), comm);
+  CompressedOp op;
+  op.run.phases = phases(key, [m] { return m; }, m.size(0), m.size(1), comm.size(g),
+                         [&out](const torch::Tensor& r) { out = r; }, &op.bytes);
+  if (stats) *stats += op.bytes;
+  run_on(std::move(op), comm, g, "all_reduce");
   return out;
 }
 
 torch::Tensor PowerSGD::all_reduce_flat(const std::string& key, const torch::Tensor& x,
-                                        MPI_Comm comm, CollectiveStats* stats) {
+                                        Communicator& comm, Group g, CollectiveStats* stats) {
   check_compress_input(x, "powersgd");
   torch::Tensor out;
-  Collective c;
-  c.phases = all_reduce_flat_phases(key, [x] { return x; }, x.numel(), comm_size(comm),
-                                    [&out](const torch::Tensor& r) { out = r; }, stats);
-  run_on(std::move(c), comm);
+  CompressedOp op;
+  op.run.phases = all_reduce_flat_phases(key, [x] { return x; }, x.numel(), comm.size(g),
+                                         [&out](const torch::Tensor& r) { out = r; }, &op.bytes);
+  if (stats) *stats += op.bytes;
+  run_on(std::move(op), comm, g, "all_reduce");
   return out;
 }
 
@@ -164,6 +160,16 @@ std::int64_t PowerSGD::flat_state_bytes(std::int64_t n, std::int64_t rank, bool 
   const auto [rows, cols] = flat_shape(n);
   if (std::min(rows, cols) <= rank) return 0;  // all-reduced exactly (phases())
   return 4 * cols * rank + (error_feedback ? 4 * rows * cols : 0);
+}
+
+std::int64_t PowerSGD::flat_wire_bytes(std::int64_t n, std::int64_t rank, int world) {
+  if (world <= 1) return 0;
+  const auto w = static_cast<std::int64_t>(world);
+  // exact_phases: 4-byte elements, a chunk of ceil(m / world) to each other rank, twice.
+  const auto exact = [w](std::int64_t m) { return 2 * (w - 1) * 4 * ((m + w - 1) / w); };
+  const auto [rows, cols] = flat_shape(n);
+  if (std::min(rows, cols) <= rank) return exact(rows * cols);
+  return exact(rows * rank) + exact(cols * rank);
 }
 
 std::int64_t PowerSGD::state_bytes() const {

@@ -13,35 +13,38 @@
 #include <string>
 #include <vector>
 
-#include <mpi.h>
-#include <torch/types.h>
-
-#include "workloads/comm/compressor.h"
 #include <utility>
 
-#include "workloads/comm/progress_engine.h"
+#include <torch/types.h>
+
+#include "workloads/comm/backend.h"
+#include "workloads/comm/composite.h"
+#include "workloads/comm/compressor.h"
 
 namespace sb::comm {
 
 struct CollectiveStats;
+class Communicator;
 
 class PowerSGD {
  public:
   PowerSGD(std::int64_t rank, std::uint64_t seed, bool error_feedback = true);
 
   // m: (rows, cols) fp32, this rank's contribution -> (rows, cols) approximation of the sum
-  // over the ranks of comm, identical on every rank. Matrices with min(rows, cols) <= rank
-  // gain nothing and are all-reduced uncompressed. key names the buffer (error feedback, Q).
-  torch::Tensor all_reduce(const std::string& key, const torch::Tensor& m, MPI_Comm comm,
-                           CollectiveStats* stats = nullptr);
+  // over the ranks of group g, identical on every rank (issued synchronously on comm).
+  // Matrices with min(rows, cols) <= rank gain nothing and are all-reduced uncompressed. key
+  // names the buffer (error feedback, Q).
+  torch::Tensor all_reduce(const std::string& key, const torch::Tensor& m, Communicator& comm,
+                           Group g, CollectiveStats* stats = nullptr);
   // x: (n) flat buffer, folded into a zero-padded (ceil(n / c), c) matrix, c = ceil(sqrt(n)).
-  torch::Tensor all_reduce_flat(const std::string& key, const torch::Tensor& x, MPI_Comm comm,
-                                CollectiveStats* stats = nullptr);
-  // all_reduce_flat described for the progress engine: input() gives x ((n) fp32) when the
-  // first phase starts, deliver gets the result after the last. Four phases: the exact
-  // all-reduces of P and Q (a reduce-scatter and an all-gather each), the orthogonalisation
-  // between them; two when the matrix is too small to compress. Adds its bytes to *bytes.
-  std::vector<Phase> all_reduce_flat_phases(const std::string& key,
+  torch::Tensor all_reduce_flat(const std::string& key, const torch::Tensor& x,
+                                Communicator& comm, Group g, CollectiveStats* stats = nullptr);
+  // all_reduce_flat described for the communicator (composite.h): input() gives x ((n) fp32)
+  // when the first phase starts, deliver gets the result after the last. Four phases: the
+  // exact all-reduces of P and Q (a reduce-scatter and an all-gather each), the
+  // orthogonalisation between them; two when the matrix is too small to compress. Adds its
+  // bytes to *bytes.
+  std::vector<CompositePhase> all_reduce_flat_phases(const std::string& key,
                                             std::function<torch::Tensor()> input, std::int64_t n,
                                             int world,
                                             std::function<void(const torch::Tensor&)> deliver,
@@ -55,6 +58,10 @@ class PowerSGD {
   // Q (cols x rank) + the residual (rows x cols) with error feedback, fp32; 0 when the
   // matrix is too small to compress.
   static std::int64_t flat_state_bytes(std::int64_t n, std::int64_t rank, bool error_feedback);
+  // The bytes all_reduce_flat of n elements among `world` ranks puts on the wire from this
+  // rank: the exact (fp32, reduce-scatter + all-gather) all-reduces of P (rows x rank) and Q
+  // (cols x rank), or of the whole padded matrix when it is too small to compress.
+  static std::int64_t flat_wire_bytes(std::int64_t n, std::int64_t rank, int world);
   // Checkpoints: Q as out[prefix + "q/" + key], residuals as out[prefix + "residual/" + key].
   // The initial Q of a key comes from (seed, key) alone, so Q itself is all the warm start
   // and random state there is; load_state replaces both maps.
@@ -65,12 +72,12 @@ class PowerSGD {
   using Source = std::function<torch::Tensor()>;
   using Sink = std::function<void(const torch::Tensor&)>;
   // all_reduce of the (rows, cols) matrix input() gives.
-  std::vector<Phase> phases(const std::string& key, Source input, std::int64_t rows,
+  std::vector<CompositePhase> phases(const std::string& key, Source input, std::int64_t rows,
                             std::int64_t cols, int world, Sink deliver, CollectiveStats* bytes);
   // Deterministic fp32 all-reduce of the tensor of `shape` input() gives, bit-identical on
-  // every rank (Open MPI's MPI_Allreduce need not be): reduce-scatter + all-gather through
-  // the "none" compressor.
-  std::vector<Phase> exact_phases(Source input, std::vector<std::int64_t> shape, int world,
+  // every rank (a library's all-reduce need not be): reduce-scatter + all-gather through the
+  // "none" compressor.
+  std::vector<CompositePhase> exact_phases(Source input, std::vector<std::int64_t> shape, int world,
                                   Sink deliver, CollectiveStats* bytes);
 
   std::int64_t rank_;

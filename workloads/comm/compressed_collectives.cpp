@@ -1,27 +1,12 @@
 // Compressed all-gather, reduce-scatter (all-to-all + local fp32 sum) and all-reduce, each
-// described as phases (prepare: compress; one MPI call; after: decompress or reduce).
+// described as phases (prepare: compress; one plain collective of the wires; after:
+// decompress or reduce).
 #include "workloads/comm/compressed_collectives.h"
 
-#include <climits>
-
 #include "harness/core/check.h"
-#include "workloads/comm/communicator.h"
 
 namespace sb::comm {
 namespace {
-
-int comm_size(MPI_Comm comm) {
-  int n = 0;
-  MPI_Comm_size(comm, &n);
-  return n;
-}
-
-// MPI counts are int: refuse larger chunks instead of silently truncating.
-int mpi_count(std::int64_t bytes, const char* what) {
-  SB_CHECK(bytes <= INT_MAX, "{}: {} bytes per rank exceed MPI's int count; split the buffer", what,
-           bytes);
-  return static_cast<int>(bytes);
-}
 
 detail::Span span(const torch::Tensor& t) {
   return {static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.nbytes())};
@@ -60,34 +45,29 @@ torch::Tensor wire_of(const torch::Tensor& shard, Compressor& c) {
 
 // All-gathers the wire wire() makes (wire_bytes(s) uint8) into the (world * s) tensor dest()
 // gives (contiguous, any float dtype). A cast wire of dest's dtype is received straight into
-// it; another cast wire lands with one cast; other formats are decompressed per rank.
-Phase gather_phase(Source wire, Source dest, std::int64_t s, const Compressor* c, int world,
-                   CollectiveStats* bytes) {
+// it (viewed as bytes); another cast wire lands with one cast; other formats are
+// decompressed per rank.
+CompositePhase gather_phase(Source wire, Source dest, std::int64_t s, const Compressor* c,
+                            int world, CollectiveStats* bytes) {
   struct Bufs {
     torch::Tensor wire, all, dest;
+    bool direct = false;  // all is dest's bytes
   };
   auto b = std::make_shared<Bufs>();
   const std::int64_t wb = c->wire_bytes(s);
-  const int count = mpi_count(wb, "compressed all-gather");
   add(bytes, 4 * s * (world - 1), wb * (world - 1));  // to each other rank
-  Phase p{"MPI_Allgather (compressed all-gather)", "MPI_Iallgather (compressed all-gather)"};
+  CompositePhase p;
   p.prepare = [=] {
     b->wire = wire();  // never aliases dest
     b->dest = dest();
-    const bool direct = c->cast_dtype() == b->dest.scalar_type();
-    b->all = direct ? b->dest : torch::empty({world * wb}, torch::kUInt8);  // (world * wb)
+    b->direct = c->cast_dtype() == b->dest.scalar_type();
+    b->all = b->direct ? b->dest.view(torch::kUInt8)
+                       : torch::empty({world * wb}, torch::kUInt8);  // (world * wb)
   };
-  p.blocking = [=](MPI_Comm comm) {
-    return MPI_Allgather(b->wire.data_ptr(), count, MPI_BYTE, b->all.data_ptr(), count,
-                         MPI_BYTE, comm);
-  };
-  p.start = [=](MPI_Comm comm, MPI_Request* r) {
-    return MPI_Iallgather(b->wire.data_ptr(), count, MPI_BYTE, b->all.data_ptr(), count,
-                          MPI_BYTE, comm, r);
-  };
+  p.args = [b] { return CollArgs{CollOp::AllGather, b->wire, b->all}; };
   p.after = [=] {
     const auto d = c->cast_dtype();
-    if (b->all.is_same(b->dest)) {
+    if (b->direct) {
       // received in place
     } else if (d != torch::ScalarType::Undefined) {
       b->dest.copy_(wire_view(b->all, 0, world * s, d));  // the chunks are contiguous: one cast
@@ -104,17 +84,16 @@ Phase gather_phase(Source wire, Source dest, std::int64_t s, const Compressor* c
 // `key` when ef is given) is compressed per destination chunk, one all-to-all of
 // wire_bytes(s) per destination, and deliver gets the (s) fp32 sum of the received chunks in
 // rank order (topk chunks are added sparsely).
-Phase reduce_scatter_phase(Source input, Compressor* c, ErrorFeedback* ef, const std::string& key,
-                           std::int64_t s, int world, Sink deliver, CollectiveStats* bytes) {
+CompositePhase reduce_scatter_phase(Source input, Compressor* c, ErrorFeedback* ef,
+                                    const std::string& key, std::int64_t s, int world,
+                                    Sink deliver, CollectiveStats* bytes) {
   struct Bufs {
     torch::Tensor send, recv;
   };
   auto b = std::make_shared<Bufs>();
   const std::int64_t wb = c->wire_bytes(s);
-  const int count = mpi_count(wb, "compressed reduce-scatter");
   add(bytes, 4 * s * (world - 1), wb * (world - 1));  // one chunk to each other rank
-  Phase p{"MPI_Alltoall (compressed gradient reduce-scatter)",
-          "MPI_Ialltoall (compressed gradient reduce-scatter)"};
+  CompositePhase p;
   p.prepare = [=] {
     const auto full = input();
     check_compress_input(full, "compressed reduce-scatter");
@@ -129,14 +108,7 @@ Phase reduce_scatter_phase(Source input, Compressor* c, ErrorFeedback* ef, const
     if (ef) ef->keep(key, e, sent);
     b->recv = torch::empty({world * wb}, torch::kUInt8);  // chunk from rank q at q * wb
   };
-  p.blocking = [=](MPI_Comm comm) {
-    return MPI_Alltoall(b->send.data_ptr(), count, MPI_BYTE, b->recv.data_ptr(), count,
-                        MPI_BYTE, comm);
-  };
-  p.start = [=](MPI_Comm comm, MPI_Request* r) {
-    return MPI_Ialltoall(b->send.data_ptr(), count, MPI_BYTE, b->recv.data_ptr(), count,
-                         MPI_BYTE, comm, r);
-  };
+  p.args = [b] { return CollArgs{CollOp::AllToAll, b->send, b->recv}; };
   p.after = [=] {
     auto out = torch::zeros({s}, torch::kFloat);  // (s), summed in rank order
     for (int q = 0; q < world; ++q) c->decompress_add(b->recv.narrow(0, q * wb, wb), out);
@@ -154,12 +126,14 @@ CollectiveStats& CollectiveStats::operator+=(const CollectiveStats& o) {
   return *this;
 }
 
-void run_on(Collective c, MPI_Comm comm) {
-  c.comm = c.chain_comm = comm;
-  run_blocking(c);
+void run_on(CompressedOp op, Communicator& comm, Group g, const char* name,
+            const std::string& kind) {
+  comm.issue(std::move(op.run), g, name, kind, static_cast<std::uint64_t>(op.bytes.logical_bytes),
+             static_cast<std::uint64_t>(op.bytes.wire_bytes), /*sync=*/true)
+      .wait();
 }
 
-std::vector<Phase> all_reduce_phases(Source input, std::int64_t n, Compressor* c,
+std::vector<CompositePhase> all_reduce_phases(Source input, std::int64_t n, Compressor* c,
                                      ErrorFeedback* ef, const std::string& key, int world,
                                      Sink deliver, CollectiveStats* bytes) {
   const std::int64_t padded = (n + world - 1) / world * world, s = padded / world;
@@ -191,56 +165,64 @@ std::vector<Phase> all_reduce_phases(Source input, std::int64_t n, Compressor* c
   // Logical bytes: the unpadded n, as the plain all-reduce of the same buffer counts them;
   // the wire carries the padding.
   CollectiveStats inner;
-  Phase gather = gather_phase(wire, dest, s, c, world, &inner);
+  CompositePhase gather = gather_phase(wire, dest, s, c, world, &inner);
   gather.after = [after = gather.after, st, n, padded, deliver] {
     after();
     auto all = std::move(st->all);
     deliver(padded == n ? all : all.narrow(0, 0, n).contiguous());
   };
-  Phase scatter = reduce_scatter_phase(padded_input, c, ef, key, s, world, keep_chunk, &inner);
+  CompositePhase scatter = reduce_scatter_phase(padded_input, c, ef, key, s, world, keep_chunk, &inner);
   add(bytes, static_cast<std::int64_t>(wire_bytes("all_reduce", 4 * n, world)), inner.wire_bytes);
   return {std::move(scatter), std::move(gather)};
 }
 
-// ---- blocking, on a raw communicator -------------------------------------------------------
+// ---- blocking, on a group of a communicator ------------------------------------------------
 void compressed_all_gather_into(const torch::Tensor& shard, const torch::Tensor& full,
-                                Compressor& c, MPI_Comm comm, CollectiveStats* stats) {
-  const int world = comm_size(comm);
+                                Compressor& c, Communicator& comm, Group g,
+                                CollectiveStats* stats) {
+  const int world = comm.size(g);
   check_gather_output(full, world, shard.numel());
-  Collective x;
-  x.phases = {gather_phase([shard, &c] { return wire_of(shard, c); }, [full] { return full; },
-                           shard.numel(), &c, world, stats)};
-  run_on(std::move(x), comm);
+  CompressedOp op;
+  op.run.phases = {gather_phase([shard, &c] { return wire_of(shard, c); }, [full] { return full; },
+                                shard.numel(), &c, world, &op.bytes)};
+  op.run.reads = span(shard), op.run.writes = span(full);
+  if (stats) *stats += op.bytes;
+  run_on(std::move(op), comm, g, "all_gather");
 }
 
-torch::Tensor compressed_all_gather(const torch::Tensor& shard, Compressor& c, MPI_Comm comm,
-                                    CollectiveStats* stats) {
-  auto out = torch::empty({comm_size(comm) * shard.numel()}, torch::kFloat);  // (world * s)
-  compressed_all_gather_into(shard, out, c, comm, stats);
+torch::Tensor compressed_all_gather(const torch::Tensor& shard, Compressor& c,
+                                    Communicator& comm, Group g, CollectiveStats* stats) {
+  auto out = torch::empty({comm.size(g) * shard.numel()}, torch::kFloat);  // (world * s)
+  compressed_all_gather_into(shard, out, c, comm, g, stats);
   return out;
 }
 
-torch::Tensor compressed_reduce_scatter(const torch::Tensor& full, Compressor& c, MPI_Comm comm,
-                                        CollectiveStats* stats, ErrorFeedback* ef,
-                                        const std::string& key) {
-  const int world = comm_size(comm);
+torch::Tensor compressed_reduce_scatter(const torch::Tensor& full, Compressor& c,
+                                        Communicator& comm, Group g, CollectiveStats* stats,
+                                        ErrorFeedback* ef, const std::string& key) {
+  const int world = comm.size(g);
   check_even(full.numel(), world);
   torch::Tensor out;
-  Collective x;
-  x.phases = {reduce_scatter_phase([full] { return full; }, &c, ef, key, full.numel() / world,
-                                   world, [&out](const torch::Tensor& r) { out = r; }, stats)};
-  run_on(std::move(x), comm);
+  CompressedOp op;
+  op.run.phases = {reduce_scatter_phase([full] { return full; }, &c, ef, key,
+                                        full.numel() / world, world,
+                                        [&out](const torch::Tensor& r) { out = r; }, &op.bytes)};
+  op.run.reads = span(full);
+  if (stats) *stats += op.bytes;
+  run_on(std::move(op), comm, g, "reduce_scatter");
   return out;
 }
 
-torch::Tensor compressed_all_reduce(const torch::Tensor& x, Compressor& c, MPI_Comm comm,
-                                    CollectiveStats* stats, ErrorFeedback* ef,
+torch::Tensor compressed_all_reduce(const torch::Tensor& x, Compressor& c, Communicator& comm,
+                                    Group g, CollectiveStats* stats, ErrorFeedback* ef,
                                     const std::string& key) {
   torch::Tensor out;
-  Collective op;
-  op.phases = all_reduce_phases([x] { return x; }, x.numel(), &c, ef, key, comm_size(comm),
-                                [&out](const torch::Tensor& r) { out = r; }, stats);
-  run_on(std::move(op), comm);
+  CompressedOp op;
+  op.run.phases = all_reduce_phases([x] { return x; }, x.numel(), &c, ef, key, comm.size(g),
+                                    [&out](const torch::Tensor& r) { out = r; }, &op.bytes);
+  op.run.reads = span(x);
+  if (stats) *stats += op.bytes;
+  run_on(std::move(op), comm, g, "all_reduce");
   return out;
 }
 
@@ -316,23 +298,25 @@ CompressedOp CompressedCollectives::all_reduce_grads_op(const std::string& key,
 }
 
 torch::Tensor CompressedCollectives::reduce_scatter_grads(const std::string& key,
-                                                          const torch::Tensor& full, MPI_Comm comm,
+                                                          const torch::Tensor& full,
+                                                          Communicator& comm, Group g,
                                                           CollectiveStats* stats) {
-  const int world = comm_size(comm);
+  const int world = comm.size(g);
   check_even(full.numel(), world);
   auto out = torch::empty({full.numel() / world}, torch::kFloat);  // (s)
   auto op = reduce_scatter_grads_op(key, full, out, world);
-  run_on(std::move(op.run), comm);
   if (stats) *stats += op.bytes;
+  run_on(std::move(op), comm, g, "reduce_scatter", kind_name(CollectiveKind::GradReduceScatter));
   return out;
 }
 
 torch::Tensor CompressedCollectives::all_reduce_grads(const std::string& key, const torch::Tensor& x,
-                                                      MPI_Comm comm, CollectiveStats* stats) {
+                                                      Communicator& comm, Group g,
+                                                      CollectiveStats* stats) {
   auto io = x.to(torch::kFloat32, /*non_blocking=*/false, /*copy=*/true);  // (n), reduced in place
-  auto op = all_reduce_grads_op(key, io, comm_size(comm));
-  run_on(std::move(op.run), comm);
+  auto op = all_reduce_grads_op(key, io, comm.size(g));
   if (stats) *stats += op.bytes;
+  run_on(std::move(op), comm, g, "all_reduce", kind_name(CollectiveKind::GradAllReduce));
   return io;
 }
 
@@ -351,6 +335,27 @@ std::int64_t CompressedCollectives::state_bytes_of(const Policy& p, CollectiveKi
   if (k == CollectiveKind::GradReduceScatter) return 4 * n;
   const std::int64_t padded = (n + world - 1) / world * world;
   return 4 * padded + 4 * (padded / world);
+}
+
+std::int64_t CompressedCollectives::wire_bytes_of(const Policy& p, CollectiveKind k,
+                                                  std::int64_t n, int world,
+                                                  std::int64_t elt_bytes) {
+  if (world <= 1) return 0;
+  const auto w = static_cast<std::int64_t>(world);
+  if (!p.compresses(k)) {
+    const char* op = k == CollectiveKind::ParamAllGather      ? "all_gather"
+                     : k == CollectiveKind::GradReduceScatter ? "reduce_scatter"
+                                                              : "all_reduce";
+    return static_cast<std::int64_t>(wire_bytes(op, static_cast<std::uint64_t>(elt_bytes * n), world));
+  }
+  const CompressorConfig& c = p[k];
+  if (k == CollectiveKind::GradAllReduce && c.name == "powersgd")
+    return PowerSGD::flat_wire_bytes(n, c.rank, world);
+  const auto compressor = make_compressor(c);
+  if (k == CollectiveKind::GradAllReduce) return 2 * (w - 1) * compressor->wire_bytes((n + w - 1) / w);
+  SB_CHECK(n % w == 0, "{} of {} elements over {} ranks: not a whole shard each", kind_name(k), n,
+           world);
+  return (w - 1) * compressor->wire_bytes(n / w);
 }
 
 StateDict CompressedCollectives::state() const {

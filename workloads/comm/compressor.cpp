@@ -38,7 +38,7 @@ void register_compressor(const std::string& name, const std::string& doc, Compre
   // (workloads/micro/collective_case.h). Registered here, with the compressor, because the
   // micro task's own static registration may run before the compressors' (another library).
   if (name != "none")
-    sb::register_name("comm_impl", name, "compressed collective over raw MPI: " + doc);
+    sb::register_name("comm_impl", name, "compressed collective through the Communicator (comm_backend): " + doc);
 }
 
 std::vector<std::string> compressor_names() {

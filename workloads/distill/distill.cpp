@@ -2,14 +2,13 @@
 #include "workloads/distill/distill.h"
 
 #include "harness/core/check.h"
+#include "workloads/models/loss.h"
 
 namespace sb::distill {
 namespace {
 // bf16 / fp16 logits are compared in fp32 (softmax of 16-bit values loses the soft targets'
-// small probabilities); fp32 and fp64 as they are.
-torch::Tensor widened(const torch::Tensor& t) {
-  return t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf ? t.to(torch::kFloat) : t;
-}
+// small probabilities), as the hard loss is (models/loss.h); fp32 and fp64 as they are.
+using models::widened;
 }  // namespace
 
 torch::Tensor soft_loss(const torch::Tensor& student, const torch::Tensor& teacher, double temperature) {

@@ -26,4 +26,12 @@ torch::Tensor ProjectedStudent::loss_with(models::ParamProvider& p, const models
   return inner_->loss_with(p, b, projected);
 }
 
+models::TrainFlops ProjectedStudent::train_flops(const models::Batch& b) const {
+  auto f = inner_->train_flops(b);
+  const auto proj = models::unit_flops_per_row(units_.back());  // (d_t, d_s), no bias
+  f.matmul += static_cast<double>(b.input_ids.numel()) * proj.matmul;
+  f.counted += "; the distillation projection of the hidden states on every position";
+  return f;
+}
+
 }  // namespace sb::distill

@@ -20,7 +20,8 @@ class ProjectedStudent final : public models::Model {
   torch::Tensor loss_with(models::ParamProvider& p, const models::Batch& b, const models::LossCombiner& c) override;
   torch::Tensor logits(models::ParamProvider& p, const models::Batch& b) override { return inner_->logits(p, b); }
   torch::Tensor classify(models::ParamProvider& p, const models::Batch& b) override { return inner_->classify(p, b); }
-  double train_flops_per_token(std::int64_t seq_len) const override { return inner_->train_flops_per_token(seq_len); }
+  // The inner model's, plus the projection on every position (it exists only for the hidden loss).
+  models::TrainFlops train_flops(const models::Batch& b) const override;
   const models::Model& inner() const { return *inner_; }
 
  private:

@@ -20,6 +20,7 @@
 #include "workloads/data/text_corpus.h"
 #include "workloads/models/device.h"
 #include "workloads/models/family.h"
+#include "workloads/models/loss.h"
 #include "workloads/infer/loadgen.h"
 #include "workloads/infer/served_model.h"
 #include "workloads/models/params.h"
@@ -82,8 +83,8 @@ Accuracy accuracy(models::Model& model, models::ParamProvider& fp32,
     scored += mask.sum().item<double>();
     if (perplexity) {
       auto ce = [&](const torch::Tensor& l) {
-        return at::cross_entropy_loss(l.reshape({-1, l.size(-1)}), b.targets.reshape({-1}), {},
-                                      at::Reduction::Sum, /*ignore_index=*/-100)
+        // fp32 whatever the served dtype (a bf16 sum over a batch's tokens keeps 8 bits)
+        return models::cross_entropy(l.reshape({-1, l.size(-1)}), b.targets.reshape({-1}), at::Reduction::Sum)
             .item<double>();
       };
       loss_q += ce(lq);

@@ -133,10 +133,15 @@ void CollectiveCase::run() {
     }
     return;
   }
-  switch (cfg_.op) {  // compressed (checked in the constructor)
-    case Op::AllGather: out_ = comm::compressed_all_gather(in_, *compressor_, world_); break;
-    case Op::ReduceScatter: out_ = comm::compressed_reduce_scatter(in_, *compressor_, world_); break;
-    default: out_ = comm::compressed_all_reduce(in_, *compressor_, world_); break;
+  // Compressed (checked in the constructor), on the communicator's backend.
+  SB_CHECK(comm_ != nullptr, "implementation \"{}\" needs a Communicator", impl);
+  using G = comm::Group;
+  switch (cfg_.op) {
+    case Op::AllGather: out_ = comm::compressed_all_gather(in_, *compressor_, *comm_, G::World); break;
+    case Op::ReduceScatter:
+      out_ = comm::compressed_reduce_scatter(in_, *compressor_, *comm_, G::World);
+      break;
+    default: out_ = comm::compressed_all_reduce(in_, *compressor_, *comm_, G::World); break;
   }
 }
 

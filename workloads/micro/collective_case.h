@@ -7,8 +7,9 @@
 //   mpi          raw MPI on float buffers (the baseline)
 //   ours         sb::comm::Communicator's synchronous calls (blocking MPI on the caller)
 //   ours-async   sb::comm::Communicator's requests, run by its communication thread
-//   <compressor> compressed collective (fp16, bf16, int8, topk) over raw MPI; only for
-//                all_gather, reduce_scatter and all_reduce
+//   <compressor> compressed collective (fp16, bf16, int8, topk) through the Communicator's
+//                synchronous calls (its backend); only for all_gather, reduce_scatter and
+//                all_reduce
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -2,6 +2,7 @@
 #include "workloads/models/bert.h"
 
 #include "harness/core/check.h"
+#include "workloads/models/loss.h"
 
 namespace sb::models {
 namespace {
@@ -59,12 +60,45 @@ Bert::Bert(ModelConfig cfg) : cfg_(std::move(cfg)) {
                      normal("classifier.weight", {cfg_.num_labels, d}), fill("classifier.bias", {cfg_.num_labels}, Z)}});
 }
 
-double Bert::train_flops_per_token(std::int64_t seq_len) const {
-  // As GPT-2 (docs/METRICS.md): 6N over parameters used in matmuls (not position or
-  // token-type embeddings) plus 12 L T d for attention; the MLM decoder counts as if applied
-  // to every token (the convention; the loss only evaluates masked positions).
-  const double n = static_cast<double>(count_params(units_) - (cfg_.max_pos + cfg_.type_vocab) * cfg_.d_model);
-  return 6.0 * n + 12.0 * cfg_.n_layer * static_cast<double>(seq_len) * cfg_.attn_width();
+TrainFlops Bert::train_flops(const Batch& b) const {
+  // What loss_with runs (docs/METRICS.md "Model FLOPs"): the encoder on every position (the
+  // word, position and token-type embeddings are lookups; their LayerNorm counts), attention
+  // 12 L T A per token as GPT-2's; then only the heads the batch asks for: the MLM head
+  // (transform d x d, decoder tied to the word embeddings V x d) on the masked positions alone,
+  // and the pooler (d x d) and classifier (labels x d) on each sequence's first token.
+  const double tokens = static_cast<double>(b.input_ids.numel()), T = static_cast<double>(b.input_ids.size(1));
+  const auto& e = units_[0].params;
+  const auto& h = units_.back().params;
+  auto per_row = [](std::initializer_list<const ParamSpec*> ps) {
+    TrainFlops f;
+    for (const auto* p : ps) (p->shape.size() >= 2 ? f.matmul : f.vector) += 6.0 * static_cast<double>(p->numel());
+    return f;
+  };
+  TrainFlops row = per_row({&e[kEmbLnW], &e[kEmbLnB]});
+  for (std::int64_t l = 1; l <= cfg_.n_layer; ++l) {
+    const auto u = unit_flops_per_row(units_[l]);
+    row.matmul += u.matmul, row.vector += u.vector;
+  }
+  TrainFlops f;
+  f.matmul = tokens * (row.matmul + 12.0 * static_cast<double>(cfg_.n_layer) * T * static_cast<double>(cfg_.attn_width()));
+  f.vector = tokens * row.vector;
+  std::vector<std::string> parts = {"encoder on every position, attention 12 L T A"};
+  if (b.targets.defined()) {
+    const auto mlm = per_row({&h[kTrW], &h[kTrB], &h[kTrLnW], &h[kTrLnB], &e[kWord], &h[kDecB]});
+    const double masked = static_cast<double>(target_count(b));
+    f.matmul += masked * mlm.matmul, f.vector += masked * mlm.vector;
+    parts.push_back(fmt::format("MLM head (transform {0} x {0}, decoder {1} x {0}) on the masked positions only",
+                                cfg_.d_model, cfg_.vocab));
+  }
+  if (b.labels.defined()) {
+    const auto cls = per_row({&h[kPoolW], &h[kPoolB], &h[kClsW], &h[kClsB]});
+    const double rows = static_cast<double>(b.cls_index.defined() ? b.cls_index.numel() : b.input_ids.size(0));
+    f.matmul += rows * cls.matmul, f.vector += rows * cls.vector;
+    parts.push_back(fmt::format("pooler ({0} x {0}) and classifier ({1} x {0}) on each sequence's first token",
+                                cfg_.d_model, cfg_.num_labels));
+  }
+  f.counted = fmt::format("{}", fmt::join(parts, "; "));
+  return f;
 }
 
 torch::Tensor Bert::encode(ParamProvider& p, const Batch& b) {
@@ -138,12 +172,12 @@ torch::Tensor Bert::loss_with(ParamProvider& p, const Batch& b, const LossCombin
     auto word = p.acquire(0)[kWord];
     used_word = true;
     auto logits = mlm_logits(p, head, w, word, x.index_select(0, idx), cfg_.ln_eps);  // (N, V)
-    loss = at::cross_entropy_loss(logits, t.index_select(0, idx), {}, at::Reduction::Mean, -100, 0.0);
+    loss = cross_entropy(logits, t.index_select(0, idx));  // fp32 (loss.h)
     parts.logits = logits;  // the loss terms are the masked positions
   }
   if (b.labels.defined()) {
     auto logits = cls_logits(p, head, w, x, B, T, b.cls_index);  // (B, num_labels)
-    auto ce = at::cross_entropy_loss(logits, b.labels, {}, at::Reduction::Mean, -100, 0.0);
+    auto ce = cross_entropy(logits, b.labels);
     loss = loss.defined() ? loss + ce : ce;
     if (!parts.logits.defined()) parts.logits = logits;  // labels only: the rows are the terms
   }

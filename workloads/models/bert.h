@@ -23,7 +23,7 @@ class Bert final : public Model {
   torch::Tensor loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) override;
   torch::Tensor logits(ParamProvider& p, const Batch& b) override;    // MLM (B, T, V)
   torch::Tensor classify(ParamProvider& p, const Batch& b) override;  // (B, num_labels)
-  double train_flops_per_token(std::int64_t seq_len) const override;
+  TrainFlops train_flops(const Batch& b) const override;
 
  private:
   torch::Tensor encode(ParamProvider& p, const Batch& b);  // -> (B*T, d)

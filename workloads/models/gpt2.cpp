@@ -8,6 +8,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "harness/core/check.h"
+#include "workloads/models/loss.h"
 
 namespace sb::models {
 namespace {
@@ -56,12 +57,25 @@ Gpt2::Gpt2(ModelConfig cfg) : cfg_(std::move(cfg)) {
   units_.push_back({"head", {fill("ln_f.weight", {d}, O), fill("ln_f.bias", {d}, Z)}});
 }
 
-double Gpt2::train_flops_per_token(std::int64_t seq_len) const {
-  // 6N for the matmuls (position embeddings do none; wte counts once, as the LM head) plus
-  // 12 L T A for attention scores and weighted values, forward and backward (PaLM, appendix B;
-  // A = the attention width, d_model unless heads were pruned).
-  const double n = static_cast<double>(count_params(units_) - cfg_.max_pos * cfg_.d_model);
-  return 6.0 * n + 12.0 * cfg_.n_layer * static_cast<double>(seq_len) * cfg_.attn_width();
+TrainFlops Gpt2::train_flops(const Batch& b) const {
+  // Every position runs the blocks and the tied LM head (logits for all B x T positions, also
+  // those without a target); position embeddings are a lookup. Attention: Q K^T and A V, 2 T A
+  // each per token and layer forward, x3 with the backward (PaLM, appendix B; A = the attention
+  // width, d_model unless heads were pruned); causal masking is not discounted (the naive
+  // kernel computes the full square).
+  const double tokens = static_cast<double>(b.input_ids.numel()), T = static_cast<double>(b.input_ids.size(1));
+  TrainFlops row = unit_flops_per_row(units_.back());  // ln_f
+  for (std::int64_t l = 1; l <= cfg_.n_layer; ++l) {
+    const auto u = unit_flops_per_row(units_[l]);
+    row.matmul += u.matmul, row.vector += u.vector;
+  }
+  row.matmul += 6.0 * static_cast<double>(units_[0].params[0].numel());  // LM head: wte (V, d)
+  TrainFlops f;
+  f.matmul = tokens * (row.matmul + 12.0 * static_cast<double>(cfg_.n_layer) * T * static_cast<double>(cfg_.attn_width()));
+  f.vector = tokens * row.vector;
+  f.counted = fmt::format("causal LM: blocks and the tied LM head ({} x {}) on every position; attention "
+                          "12 L T A", cfg_.vocab, cfg_.d_model);
+  return f;
 }
 
 torch::Tensor Gpt2::embed(ParamProvider& p, const torch::Tensor& ids, const torch::Tensor& pos) {
@@ -189,7 +203,7 @@ torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombin
   LossParts parts;
   auto logits = forward(p, b.input_ids, nullptr, false, c.hidden ? &parts.hidden : nullptr);  // (B*T, V)
   const auto t = b.targets.reshape({-1});
-  auto loss = at::cross_entropy_loss(logits, t, {}, at::Reduction::Mean, -100, 0.0);
+  auto loss = cross_entropy(logits, t);  // fp32 whatever the compute dtype (loss.h)
   if (c.combine) {
     parts.loss = loss;
     parts.logits = logits.index_select(0, (t != -100).nonzero().squeeze(1));  // (terms, V)

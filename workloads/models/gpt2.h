@@ -29,7 +29,7 @@ class Gpt2 final : public Model {
   const std::vector<UnitSpec>& units() const override { return units_; }
   torch::Tensor loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) override;
   torch::Tensor logits(ParamProvider& p, const Batch& b) override;  // (B, T, V)
-  double train_flops_per_token(std::int64_t seq_len) const override;
+  TrainFlops train_flops(const Batch& b) const override;
 
   // Empty cache for batch B and up to max_len tokens (<= max_pos), dtype/device of the weights.
   KVCache make_cache(std::int64_t batch, std::int64_t max_len,

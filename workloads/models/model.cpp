@@ -97,6 +97,22 @@ torch::Tensor Model::classify(ParamProvider& p, const Batch& b) {
           config().preset, config().family);
 }
 
+TrainFlops forward_flops(const TrainFlops& step) {
+  TrainFlops f = step;
+  f.matmul /= 3, f.vector /= 3;  // 2 of the 6 FLOPs per weight and row; 4 of 12 for attention
+  return f;
+}
+
+TrainFlops unit_flops_per_row(const UnitSpec& u) {
+  TrainFlops f;
+  for (const auto& p : u.params) (p.shape.size() >= 2 ? f.matmul : f.vector) += 6.0 * static_cast<double>(p.numel());
+  return f;
+}
+
+std::int64_t target_count(const Batch& b) {
+  return b.targets.defined() ? (b.targets != -100).sum().item<std::int64_t>() : 0;
+}
+
 std::int64_t count_params(const std::vector<UnitSpec>& units) {
   std::int64_t n = 0;
   for (const auto& u : units) n += u.numel();

@@ -97,6 +97,26 @@ struct LossCombiner {
   bool hidden = false;  // LossParts::hidden is needed
 };
 
+// Model FLOPs of one training step (forward + backward) on a batch, counted for what the
+// forward computes for the batch's objective (docs/METRICS.md "Model FLOPs"):
+//   matmul: 2 m n k for every GEMM of the forward (weights and attention scores / values),
+//           twice that in the backward (gradients of activations and of weights);
+//   vector: 6 per bias or LayerNorm parameter per row it applies to (the 6N convention
+//           counts every parameter; they add no matmul).
+// tests/unit/models_flops.cpp checks `matmul` against the GEMMs LibTorch runs.
+struct TrainFlops {
+  double matmul = 0, vector = 0;
+  std::string counted;  // which parts of the model were counted, for the result
+  double total() const { return matmul + vector; }
+};
+// A forward alone (distillation's teacher): a third of the step's FLOPs (no backward).
+TrainFlops forward_flops(const TrainFlops& step);
+// 6 x the 2-D parameters (matmul weights) and 6 x the 1-D ones (biases, LayerNorm) of a
+// unit: its weights' FLOPs per row it processes, forward + backward.
+TrainFlops unit_flops_per_row(const UnitSpec& u);
+// Loss terms of a batch as the training loss forms them: positions with a target (!= -100).
+std::int64_t target_count(const Batch& b);
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -109,8 +129,9 @@ class Model {
   virtual torch::Tensor loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) = 0;
   // (B, T, vocab) for GPT-2 / BERT-MLM; (B, num_labels) for BERT classification via classify().
   virtual torch::Tensor logits(ParamProvider& p, const Batch& b) = 0;
-  // Model FLOPs per token for one forward+backward (docs/METRICS.md): 6N + attention.
-  virtual double train_flops_per_token(std::int64_t seq_len) const = 0;
+  // Model FLOPs of one forward + backward on b, for the objective b asks for (targets: LM or
+  // MLM; labels: classification): see TrainFlops.
+  virtual TrainFlops train_flops(const Batch& b) const = 0;
   // (B, num_labels) sequence-classification logits (BERT); other families throw.
   virtual torch::Tensor classify(ParamProvider& p, const Batch& b);
 };

@@ -9,7 +9,7 @@
 namespace sb::train {
 
 Mfu model_flops_utilisation(double flops_per_token, double tokens, double seconds,
-                            double peak_gflops_per_rank, int ranks) {
+                            double peak_gflops_per_rank, int ranks, const std::string& above) {
   Mfu m;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   if (!(seconds > 0) || !(peak_gflops_per_rank > 0) || ranks < 1) {
@@ -22,9 +22,7 @@ Mfu model_flops_utilisation(double flops_per_token, double tokens, double second
   m.value = achieved / peak_gflops_per_rank;
   if (m.value > 1.0) {
     m.invalid = fmt::format("no MFU: the step achieved {:.1f} model GFLOP/s per rank, above the "
-                            "peak it would divide by ({:.1f}); the peak is not this machine's "
-                            "(peak_gflops set too low, or its GEMM timed while other work ran)",
-                            achieved, peak_gflops_per_rank);
+                            "peak it would divide by ({:.1f}); {}", achieved, peak_gflops_per_rank, above);
     m.value = nan;
   }
   return m;

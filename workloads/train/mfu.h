@@ -11,8 +11,11 @@ struct Mfu {
   std::string invalid;  // why it is NaN ("" when valid)
 };
 
-// flops_per_token x tokens / seconds / (peak_gflops_per_rank x 1e9 x ranks).
+// flops_per_token x tokens / seconds / (peak_gflops_per_rank x 1e9 x ranks). `above`: what a
+// figure above 1 means for this peak, for the reason.
 Mfu model_flops_utilisation(double flops_per_token, double tokens, double seconds,
-                            double peak_gflops_per_rank, int ranks);
+                            double peak_gflops_per_rank, int ranks,
+                            const std::string& above = "the peak is not this machine's (peak_gflops "
+                                                       "set too low, or its GEMM timed while other work ran)");
 
 }  // namespace sb::train

@@ -3,10 +3,12 @@
 // memory, evaluation and provenance. The harness gathers and writes the records.
 #include "workloads/train/train_workload.h"
 #include "workloads/train/mfu.h"
+#include "workloads/train/peak.h"
 
 #include <ATen/Parallel.h>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <thread>
 
 #include <sys/resource.h>
@@ -30,6 +32,7 @@
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
+#include "workloads/models/dtype.h"
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/models/params.h"
@@ -41,25 +44,7 @@ namespace {
 
 using I = std::int64_t;
 
-
-// The best of 30 square GEMMs in `dtype` (docs/METRICS.md "MFU"): n = 1024 on the host, 8192
-// on a GPU (its tensor cores), timed after a device synchronisation.
-double measure_peak_gflops(const torch::Device& device, torch::ScalarType dtype) {
-  const bool gpu = device.is_cuda();
-  const I n = gpu ? 8192 : 1024;
-  const auto opts = torch::TensorOptions().device(device).dtype(dtype);
-  auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
-  auto c = torch::mm(a, b);  // warm-up
-  models::synchronize(device);
-  double best = 1e30;
-  for (int r = 0; r < 30; ++r) {
-    const double t0 = MPI_Wtime();
-    c = torch::mm(a, b);
-    models::synchronize(device);
-    best = std::min(best, MPI_Wtime() - t0);
-  }
-  return 2.0 * n * n * n / best / 1e9;
-}
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
 // The `init` key: a checkpoint (file or folder) to start from; "" starts from the model
 // folder's weights when `model` is a folder, else from seeded weights; "seed" always seeded.
@@ -83,8 +68,8 @@ fsdp::EngineConfig engine_config(const Point& p, const torch::Device& device,
   fsdp::EngineConfig cfg;
   cfg.strategy = p.get_string("strategy");
   cfg.device = device;
-  cfg.param_dtype = fsdp::resolve_dtype(p.get_string("dtype"), device, dtype_why);
-  cfg.reduce_dtype = fsdp::dtype_from_name(p.get_string("reduce_dtype"));
+  cfg.param_dtype = models::resolve_dtype(p.get_string("dtype"), device, dtype_why);
+  cfg.reduce_dtype = models::dtype_from_name(p.get_string("reduce_dtype"));
   cfg.prefetch = p.get_bool("prefetch");
   cfg.compression = comm::policy_from_point(p);
   cfg.adamw.lr = p.get_double("lr");
@@ -123,7 +108,8 @@ class TrainWorkload final : public sb::Workload {
   void build(RunContext& ctx);
   void resume(RunContext& ctx);
   void step_loop(RunContext& ctx);
-  sb::StepRecord step_record(RunContext& ctx, I s, const fsdp::StepStats& st, double wall) const;
+  double step_flops(const models::Batch& global);
+  sb::StepRecord step_record(RunContext& ctx, I s, const fsdp::StepStats& st, double wall, double flops) const;
   void build_teacher(RunContext& ctx);
   void prune_step(RunContext& ctx, I s);
   void record_pruning(RunContext& ctx);
@@ -134,6 +120,7 @@ class TrainWorkload final : public sb::Workload {
   void record_teacher(RunContext& ctx);
   double mlm_accuracy(RunContext& ctx);
   void record_results(RunContext& ctx);
+  void record_peaks_and_flops(RunContext& ctx);
   void export_weights(RunContext& ctx);
 
   // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
@@ -150,12 +137,16 @@ class TrainWorkload final : public sb::Workload {
   std::unique_ptr<data::BatchSource> source_;
   fsdp::EngineConfig cfg_;
   torch::Device device_ = torch::kCPU;  // the `device` key (models/device.h)
-  double origin_ = 0, peak_gflops_ = 0, peak_fp32_gflops_ = 0, flops_per_token_ = 0;
-  std::string peak_dtype_;           // the GEMM dtype of peak_gflops_, or "given"
-  std::string peak_note_;            // why a low-precision run's peak is fp32 (missing units)
+  double origin_ = 0;
+  train::Peaks peaks_;               // what MFU divides by (peak.h)
+  // Model FLOPs of the steps run (models/model.h TrainFlops): the student's forward + backward,
+  // the teacher's forward; and their tokens.
+  double student_flops_ = 0, teacher_flops_ = 0, flop_tokens_ = 0;
+  std::string flops_counted_;        // what the count covers (the first step's objective)
   std::string dtype_why_;            // how the `dtype` key became cfg_.param_dtype
   data::TextCorpus corpus_;          // data = text: its cached token files
   mutable std::string mfu_invalid_;  // the first step's reason for a NaN MFU (mfu.h)
+  mutable std::string mfu_isa_invalid_;  // the same for the MFU against the ISA's peak
 };
 
 void TrainWorkload::build(RunContext& ctx) {
@@ -164,14 +155,18 @@ void TrainWorkload::build(RunContext& ctx) {
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
   // Before the communicator: NCCL binds to the current device.
   device_ = models::resolve_device(p.get_string("device"), sb::node_local_rank(ctx.world));
+  cfg_ = engine_config(p, device_, &dtype_why_);
+  // MFU's peaks (peak.h), before the communicator, whose progress thread would share the cores
+  // the GEMMs are timed on; the peak_gflops key replaces the measured one (a spec-sheet peak).
+  sb::heartbeat::set_phase("peak GEMM");  // long, without collectives: beats, no verdict
+  peaks_ = train::training_peaks(device_, cfg_.param_dtype, p.get_double("peak_gflops"), ctx.world);
   model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
   comm_ = std::make_unique<comm::Communicator>(ctx.world, static_cast<int>(p.get_int("shard_group")),
                                               true, comm::backend_choice(p));
-  cfg_ = engine_config(p, device_, &dtype_why_);
   std::string progress = p.get_string("comm_progress");
   if (progress == "auto")  // train_task.cpp says why
-    progress = fsdp::strategy_layout(cfg_.strategy).params_sharded ? "poll" : "inline";
-  comm_->set_progress(comm::progress_from_name(progress));
+    progress = fsdp::strategy_info(cfg_.strategy).layout.params_sharded ? "poll" : "inline";
+  comm_->set_progress(progress);
   if (!p.get_string("teacher").empty()) {
     build_teacher(ctx);
   } else {
@@ -188,27 +183,6 @@ void TrainWorkload::build(RunContext& ctx) {
 
   origin_ = MPI_Wtime();
   comm_->set_trace_hook([&ctx](const sb::CommEvent& e) { ctx.recorder.comm(e); }, origin_);
-  // MFU divides by a same-run GEMM peak, the slowest rank's (MFU is not flattered), in the
-  // compute dtype where the device has units for it (a GPU's tensor cores; a CPU's AMX or
-  // AVX-512 bf16), beside the fp32 one. A CPU without them has no faster peak than fp32 (its
-  // bf16 at::mm ran at 1 GFLOP/s here, 2 s per GEMM, against 90 in fp32): the fp32 peak, and
-  // the result says which units were missing. The peak_gflops key replaces the measured one
-  // (a spec-sheet peak).
-  const bool given = p.get_double("peak_gflops") > 0;
-  const bool low = cfg_.param_dtype != torch::kFloat32;
-  const std::string missing = low ? models::missing_fast_units(device_, cfg_.param_dtype) : "";
-  const bool dtype_gemm = low && missing.empty() && !given;
-  peak_dtype_ = given ? "given (peak_gflops)" : dtype_gemm ? fsdp::dtype_name(cfg_.param_dtype)
-                                                           : "fp32";
-  if (!missing.empty()) peak_note_ = "fp32 peak: the " + missing;
-  sb::heartbeat::set_phase("peak GEMM");
-  double peaks[2] = {0, measure_peak_gflops(device_, torch::kFloat32)};
-  peaks[0] = dtype_gemm ? measure_peak_gflops(device_, cfg_.param_dtype) : peaks[1];
-  sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, peaks, 2, MPI_DOUBLE, MPI_MIN, ctx.world),
-                "MPI_Allreduce (peak GFLOP/s)");
-  peak_fp32_gflops_ = peaks[1];
-  peak_gflops_ = given ? p.get_double("peak_gflops") : peaks[0];
-  flops_per_token_ = model_->train_flops_per_token(p.get_int("seq"));
   engine_->reset_peak();
 }
 
@@ -296,11 +270,12 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     }
     const auto st = engine_->step(micro, fsdp::loss_terms(global));
     const double wall = MPI_Wtime() - t0;  // the teacher's forward included
+    const double flops = step_flops(global);
     SB_CHECK(st.skipped || std::isfinite(st.loss), "step {}: the loss is {} (diverged); lower lr "
              "(now {}) or raise grad_clip's effect by lowering it (now {})", s, st.loss,
              cfg_.adamw.lr, cfg_.adamw.grad_clip);
     if (cfg_.loss_scaling) ctx.recorder.series("loss_scale", st.loss_scale);
-    ctx.recorder.step(step_record(ctx, s, st, wall));
+    ctx.recorder.step(step_record(ctx, s, st, wall, flops));
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
     if (eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps)
       ctx.recorder.series("eval_loss", evaluate(ctx, *engine_));
@@ -352,9 +327,24 @@ void TrainWorkload::record_pruning(RunContext& ctx) {
   ctx.recorder.scalar("params_nonzero", static_cast<double>(prune::count_nonzero(full)));
 }
 
+// Model FLOPs of one step on the global batch (docs/METRICS.md "Model FLOPs"): the student's
+// forward + backward for the objective the batch asks for, plus the teacher's forward when
+// distilling (counted apart, recorded apart, and inside MFU: the step's time includes it).
+double TrainWorkload::step_flops(const models::Batch& global) {
+  const auto student = model_->train_flops(global);
+  const double teacher = teacher_ ? models::forward_flops(teacher_->train_flops(global)).total() : 0.0;
+  if (flops_counted_.empty())
+    flops_counted_ = student.counted +
+                     (teacher_ ? "; plus the teacher's forward (a third of its step's FLOPs; teacher_flops_per_token)" : "");
+  student_flops_ += student.total();
+  teacher_flops_ += teacher;
+  flop_tokens_ += static_cast<double>(global.tokens());
+  return student.total() + teacher;
+}
+
 // Outside the timed region: the slowest rank's times (docs/METRICS.md).
 sb::StepRecord TrainWorkload::step_record(RunContext& ctx, I s, const fsdp::StepStats& st,
-                                          double wall) const {
+                                          double wall, double flops) const {
   double v[5] = {wall, st.forward_s, st.backward_s, st.optimizer_s, st.comm_exposed_s};
   sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_DOUBLE, MPI_MAX, ctx.world),
                 "MPI_Allreduce (step times)");
@@ -372,10 +362,19 @@ sb::StepRecord TrainWorkload::step_record(RunContext& ctx, I s, const fsdp::Step
   const double tokens = static_cast<double>(B * T);
   r.tokens_per_s = tokens / v[0];
   r.samples_per_s = static_cast<double>(B) / v[0];
-  const train::Mfu mfu =
-      train::model_flops_utilisation(flops_per_token_, tokens, v[0], peak_gflops_, ctx.size);
+  // MFU against the measured peak (none without units for the dtype), and against the ISA's.
+  const train::Mfu mfu = peaks_.no_mfu.empty()
+                             ? train::model_flops_utilisation(flops / tokens, tokens, v[0], peaks_.divisor, ctx.size)
+                             : train::Mfu{kNan, peaks_.no_mfu};
   r.mfu = mfu.value;
   if (!mfu.invalid.empty() && mfu_invalid_.empty()) mfu_invalid_ = mfu.invalid;
+  const train::Mfu isa =
+      peaks_.isa.unknown.empty()
+          ? train::model_flops_utilisation(flops / tokens, tokens, v[0], peaks_.isa.gflops, ctx.size,
+                                           "the ISA peak's FLOP-per-cycle rule or clock does not fit this CPU")
+          : train::Mfu{kNan, "no ISA peak: " + peaks_.isa.unknown};
+  r.mfu_isa = isa.value;
+  if (!isa.invalid.empty() && mfu_isa_invalid_.empty()) mfu_isa_invalid_ = isa.invalid;
   return r;
 }
 
@@ -440,8 +439,12 @@ double TrainWorkload::mlm_accuracy(RunContext& ctx) {
 
 void TrainWorkload::record_results(RunContext& ctx) {
   auto& rec = ctx.recorder;
+  // The memory model's prediction beside what the engine measured (docs/METRICS.md).
+  const auto predicted = fsdp::predict_memory(memory_inputs(
+      ctx.point, *model_, cfg_.param_dtype, comm_->size(comm::Group::Shard)));
   sb::RankMemory m = sb::rank_memory_now(ctx.rank);
   fsdp::add_engine_memory(engine_->memory(), m);
+  fsdp::add_predicted_memory(predicted, m);
   rec.memory(m);
 
   const double eval = evaluate(ctx, *engine_);
@@ -462,40 +465,63 @@ void TrainWorkload::record_results(RunContext& ctx) {
     rec.text("token_cache", corpus_.manifest + (corpus_.reused ? " (reused)" : " (written)"));
   }
   if (!std::isnan(source_->loss_floor())) rec.scalar("loss_floor", source_->loss_floor());
-  rec.scalar("peak_gflops_per_rank", peak_gflops_);  // what MFU divides by
-  rec.scalar("peak_fp32_gflops_per_rank", peak_fp32_gflops_);
-  rec.scalar("model_flops_per_token", flops_per_token_);  // analysis: TFLOP/s per worker
+  record_peaks_and_flops(ctx);
   rec.scalar("params", static_cast<double>(models::count_params(model_->units())));
   rec.scalar("model_state_bytes_formula",  // the plan's prediction
-             static_cast<double>(fsdp::model_state_bytes(
-                 model_->units(), cfg_.strategy, ctx.size, comm_->size(comm::Group::Shard),
-                 cfg_.param_dtype, static_cast<int>(ctx.point.get_int("grad_accum")),
-                 cfg_.compression)));
+             static_cast<double>(predicted.model_state));
   rec.scalar("threads_per_rank", at::get_num_threads());
   rec.text("torch_version", TORCH_VERSION);
   rec.text("cpu_allocator", models::cpu_allocator_name());
   rec.text("compression_policy", cfg_.compression.describe());
   // How requests progressed: thread / poll / inline, or "blocking" without a thread
   // (MPI_THREAD_MULTIPLE missing) where every collective ran inline and blocking.
-  const auto mode = comm_->progress_mode();
-  rec.text("comm_progress", comm_->async() || mode == comm::ProgressMode::Inline
-                                ? comm::progress_name(mode)
-                                : "blocking");
+  rec.text("comm_progress", comm_->progress_label());
   rec.text("comm_backend", comm_->backend_name());
-  if (!mfu_invalid_.empty()) rec.text("mfu_invalid", mfu_invalid_);
   if (cfg_.loss_scaling) {
     rec.scalar("skipped_steps", static_cast<double>(engine_->steps_skipped()));
     rec.scalar("final_loss_scale", engine_->loss_scale());
   }
   rec.text("device", device_.str());
-  rec.text("peak_dtype", peak_dtype_);  // what MFU's denominator is
-  rec.text("compute_dtype", fsdp::dtype_name(cfg_.param_dtype));  // dtype = "auto" resolved
+  rec.text("compute_dtype", models::dtype_name(cfg_.param_dtype));  // dtype = "auto" resolved
   rec.text("compute_dtype_reason", dtype_why_);
-  if (!peak_note_.empty()) rec.text("peak_note", peak_note_);
   if (device_.is_cuda())
     rec.scalar("device_peak_allocated_bytes",
                static_cast<double>(models::device_peak_allocated_bytes(device_)));
   if (!comm_->backend_source().empty()) rec.text("comm_tuning_source", comm_->backend_source());
+}
+
+// MFU's peaks and FLOP counts (docs/METRICS.md "MFU", "Model FLOPs").
+void TrainWorkload::record_peaks_and_flops(RunContext& ctx) {
+  auto& rec = ctx.recorder;
+  rec.scalar("peak_gflops_per_rank", peaks_.divisor);  // what MFU divides by; NaN: none
+  rec.text("peak_dtype", peaks_.divisor_name);
+  for (const auto* m : {&peaks_.compute, &peaks_.fp32}) {
+    const std::string pre = m == &peaks_.compute ? "peak_" : "peak_fp32_";
+    if (m == &peaks_.fp32) rec.scalar("peak_fp32_gflops_per_rank", m->gflops);
+    if (!m->none.empty()) {
+      rec.text(pre + "note", m->none);  // e.g. no bf16 units: no bf16 peak, no MFU
+      continue;
+    }
+    rec.scalar(pre + "gemm_size", static_cast<double>(m->n));
+    rec.text(pre + "gemm_path", m->curve.path);
+    rec.text(pre + "source", m->source);
+    for (const auto& s : m->curve.sizes) {  // the curve: size -> GFLOP/s, the slowest rank's
+      rec.series(pre + "curve_n", static_cast<double>(s.n));
+      rec.series(pre + "curve_gflops", s.gflops);
+    }
+  }
+  rec.scalar("isa_peak_gflops_per_rank", peaks_.isa.gflops);
+  rec.text("isa_peak", peaks_.isa.unknown.empty() ? peaks_.isa.basis : "unknown: " + peaks_.isa.unknown);
+  if (!mfu_invalid_.empty()) rec.text("mfu_invalid", mfu_invalid_);
+  if (!mfu_isa_invalid_.empty()) rec.text("mfu_isa_invalid", mfu_isa_invalid_);
+  // Per token of the steps run: MFU's numerator (analysis: TFLOP/s per worker), and its parts.
+  const double tokens = std::max(flop_tokens_, 1.0);
+  rec.scalar("model_flops_per_token", (student_flops_ + teacher_flops_) / tokens);
+  if (teacher_) {
+    rec.scalar("student_flops_per_token", student_flops_ / tokens);
+    rec.scalar("teacher_flops_per_token", teacher_flops_ / tokens);
+  }
+  rec.text("model_flops", flops_counted_);
 }
 
 // The teacher's figures on the same held-out data, for "the student keeps x% of the teacher's
