@@ -2,6 +2,7 @@
 // heartbeat state workloads update (harness/core/heartbeat.h), without MPI. The watchdog end
 // to end (SIGSTOP, a hung rank) is tests/failure/failure_paths.sh stall-stop / stall-hang.
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -173,7 +174,7 @@ TEST(Heartbeat, StepsPhasesAndTheMedianStepTime) {
   EXPECT_LT(s.progress_age_s, 0.05);
 }
 
-TEST(Heartbeat, CollectivesAreCountedAndNestedWaitsNameTheInnermost) {
+TEST(Heartbeat, CollectivesAreCountedAndTheOldestWaitNamesIt) {
   heartbeat::reset();
   const auto a = heartbeat::issued({"all_gather", "shard", "mpi", "param_all_gather"});
   const auto b = heartbeat::issued({"all_reduce", "world", "gloo", "other"});
@@ -182,6 +183,10 @@ TEST(Heartbeat, CollectivesAreCountedAndNestedWaitsNameTheInnermost) {
   EXPECT_EQ(a.describe(), "all_gather #1 (param_all_gather, shard group) on mpi");
   EXPECT_EQ(heartbeat::Collective("MPI_Allreduce", "", "mpi", "").describe(),
             "MPI_Allreduce #0 on mpi");
+  // Backend and kind are copied, truncated: nothing points into the caller's strings.
+  EXPECT_EQ(heartbeat::Collective("all_reduce", "world", std::string(40, 'b'), std::string(40, 'k'))
+                .describe(),
+            "all_reduce #0 (" + std::string(31, 'k') + ", world group) on " + std::string(15, 'b'));
   {
     heartbeat::Waiting outer(a);
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -189,10 +194,29 @@ TEST(Heartbeat, CollectivesAreCountedAndNestedWaitsNameTheInnermost) {
       heartbeat::Waiting inner(b);
       const auto s = heartbeat::snapshot();
       EXPECT_TRUE(s.waiting);
-      EXPECT_EQ(s.waiting_in.describe(), "all_reduce #2 (other, world group) on gloo");
-      EXPECT_GE(s.waited_s, 0.03) << "waiting since the outermost scope began";
+      EXPECT_EQ(s.waiting_in.describe(), "all_gather #1 (param_all_gather, shard group) on mpi")
+          << "the oldest wait names it: what the others are held in";
+      EXPECT_GE(s.waited_s, 0.03) << "waiting since the oldest scope began";
     }
     EXPECT_TRUE(heartbeat::snapshot().waiting);
+  }
+  EXPECT_FALSE(heartbeat::snapshot().waiting);
+  // Scopes on two threads (the communication thread in a transfer, then the caller waiting
+  // for a later request): the oldest names the wait until it ends, then the other does.
+  {
+    auto inner = std::make_unique<heartbeat::Waiting>(a);
+    std::thread caller([&] {
+      heartbeat::Waiting w(b);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      EXPECT_EQ(heartbeat::snapshot().waiting_in.seq, 1u);
+      inner.reset();  // the transfer completed
+      const auto s = heartbeat::snapshot();
+      EXPECT_TRUE(s.waiting);
+      EXPECT_EQ(s.waiting_in.seq, 2u);
+      EXPECT_GE(s.waited_s, 0.02);
+      EXPECT_LT(s.waited_s, 1.0);
+    });
+    caller.join();
   }
   const auto s = heartbeat::snapshot();
   EXPECT_FALSE(s.waiting);
