@@ -38,7 +38,9 @@ batch = 8
 seq = 32
 steps = 6
 warmup = 1
-time_limit = 300   # far beyond the 10 s asserted: a hang shows as a slow point, not a pass
+# Far beyond the seconds asserted: a hang shows as a slow point, not a pass. The stall faults
+# have 60 s: six points held to it still end within the sweep's timeout below.
+time_limit = $tlimit
 [axes]
 world = [2, 4]
 comm_progress = ["thread", "poll", "inline"]
@@ -75,6 +77,7 @@ check() {  # check CONDITION-RESULT MESSAGE
 
 for fault in "${faults[@]}"; do
   limit=10  # seconds from the fault until every rank is gone
+  tlimit=300
   case $fault in
     backward) spec="backward:1:2:throw"; expect="rank 1 on*injected fault ?SB_FAULT? at backward" ;;
     collective) spec="collective:1:2:throw"; expect="rank 1 on*injected fault ?SB_FAULT? at collective" ;;
@@ -85,9 +88,9 @@ for fault in "${faults[@]}"; do
       expect='@(process rank 1 with PID*exited on signal 9 ?Killed?|*gloo * failed*)' ;;
     serve-kill) spec="step:1:3:kill"; expect="process rank 1 with PID*exited on signal 9 (Killed)" ;;
     # A short timeout, taken as given (the automatic one is at least 60 s).
-    stall-stop) spec="step:1:2:stop"; extra="stall_timeout = $stall"; limit=$((stall + 5))
+    stall-stop) spec="step:1:2:stop"; extra="stall_timeout = $stall"; limit=$((stall + 5)); tlimit=60
       expect="stall watchdog: rank 1 on * stalled: no heartbeat for * s (stall_timeout $stall s)*Its last heartbeat: step *, phase *The others: * in *?param_all_gather, *group? on mpi ?for *" ;;
-    stall-hang) spec="step:0:2:hang"; extra="stall_timeout = $stall"; limit=$((stall + 5))
+    stall-hang) spec="step:0:2:hang"; extra="stall_timeout = $stall"; limit=$((stall + 5)); tlimit=60
       expect="stall watchdog: rank 0 on * stalled: alive but no progress for * s outside any collective (stall_timeout $stall s)*Its last heartbeat: step 2, phase step start, not in a collective*The others: * in *?param_all_gather, *group? on mpi ?for *" ;;
     *) echo "unknown fault $fault"; exit 2 ;;
   esac
@@ -96,7 +99,9 @@ for fault in "${faults[@]}"; do
   extra=
   echo "== fault $fault (SB_FAULT=$spec)"
   set +e
-  SB_FAULT=$spec "$exe" sweep "$work/$fault.toml" --results "$res" --allow-oversubscribe >"$work/$fault.out" 2>&1
+  # Bounded apart from the points' time limits: a sweep that hangs fails here, with its output.
+  SB_FAULT=$spec timeout -k 10 540 "$exe" sweep "$work/$fault.toml" --results "$res" \
+    --allow-oversubscribe >"$work/$fault.out" 2>&1
   rc=$?
   set -e
   cat "$work/$fault.out"

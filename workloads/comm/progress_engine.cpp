@@ -21,13 +21,6 @@ std::vector<ProgressInfo>& registry() {
   return r;
 }
 
-std::vector<std::string> known_names() {
-  std::vector<std::string> v;
-  for (const auto& i : registry()) v.push_back(i.name);
-  std::sort(v.begin(), v.end());  // registration order is static-init order
-  return v;
-}
-
 // The C++ spelling of each runner (ProgressMode); the names are the runners' registrations.
 struct ModeName {
   ProgressMode mode;
@@ -44,11 +37,18 @@ void register_progress(ProgressInfo info) {
   registry().push_back(std::move(info));
 }
 
+std::vector<std::string> progress_names() {
+  std::vector<std::string> v;
+  for (const auto& i : registry()) v.push_back(i.name);
+  std::sort(v.begin(), v.end());  // registration order is static-init order
+  return v;
+}
+
 const ProgressInfo& find_progress(const std::string& name) {
   for (const auto& i : registry())
     if (i.name == name) return i;
   SB_FAIL("unknown communication progress mode \"{}\"; known: {}", name,
-          fmt::join(known_names(), ", "));
+          fmt::join(progress_names(), ", "));
 }
 
 ProgressMode progress_from_name(const std::string& name) {

@@ -157,5 +157,7 @@ struct ProgressInfo {
 void register_progress(ProgressInfo info);  // a duplicate name fails at start-up
 // The runner of that name; an unknown name fails listing the known ones.
 const ProgressInfo& find_progress(const std::string& name);
+// The runners' names, sorted (comm_progress also accepts "auto", which is no runner).
+std::vector<std::string> progress_names();
 
 }  // namespace sb::comm
