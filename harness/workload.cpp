@@ -8,6 +8,7 @@
 #include <map>
 
 #include "harness/core/check.h"
+#include "harness/core/heartbeat.h"
 #include "harness/spec/base_config.h"
 #include "harness/spec/config.h"
 #include "harness/spec/mesh_config.h"
@@ -228,6 +229,19 @@ void BaseConfig::declare(Fields<BaseConfig>& f) {
   f.add("time_limit", &BaseConfig::time_limit_s, 600.0,
         "seconds the point may run before it is stopped and marked failed (> 0)")
       .range(0.0, 365.0 * 24 * 3600);
+  // -1 rather than a name: a Float key holds "automatic" only as a number (core/watchdog.h).
+  f.add("stall_timeout", &BaseConfig::stall_timeout_s, -1.0,
+        "seconds a rank may stall (no heartbeat, or no progress while others wait for it) "
+        "before every rank is ended; -1 = 10x the median step time so far, at least 60 s; "
+        "0 = no stall watchdog")
+      .range(-1.0, 365.0 * 24 * 3600);
+  f.validate([](const BaseConfig& c, const Point& p, std::vector<Diagnostic>& out) {
+    if (c.stall_timeout_s < 0 && c.stall_timeout_s != -1)
+      out.push_back({"stall_timeout",
+                     fmt::format("stall_timeout must be -1 (automatic: 10x the median step time, "
+                                 "at least 60 s), 0 (no watchdog) or seconds > 0, got {}",
+                                 value_to_string(p.get("stall_timeout")))});
+  });
   // The launcher names are registered by the launchers themselves (harness/launch/).
   f.name("launcher", &BaseConfig::launcher, "launcher", "mpirun",
          "how ranks are started: mpirun or srun");
@@ -236,6 +250,7 @@ SB_CONFIG_SECTION(BaseConfig);
 
 bool RunContext::stop_agreed() const {
   int any = stop.stop() ? 1 : 0;
+  heartbeat::Waiting w(heartbeat::issued({"MPI_Allreduce", "world", "mpi", "stop agreement"}));
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, world),
             "MPI_Allreduce (agreeing whether to stop)");
   return any != 0;

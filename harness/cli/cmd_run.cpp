@@ -16,11 +16,13 @@
 #include "harness/core/activity.h"
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
+#include "harness/core/heartbeat.h"
 #include "harness/core/memory_limits.h"
 #include "harness/core/mpi_context.h"
 #include "harness/core/progress.h"
 #include "harness/core/rank_log.h"
 #include "harness/core/signals.h"
+#include "harness/core/watchdog.h"
 #include "harness/launch/launcher.h"
 #include "harness/launch/out_of_memory.h"
 #include "harness/launch/results.h"
@@ -228,6 +230,13 @@ int run_point(const RunArgs& a) {
   const Point& p = load_point(a, suite);
   Recorder rec;
   begin_point(suite, p, a, mpi, rec, t0);
+  // From here to the last collective of the point, a stalled rank ends every rank.
+  std::unique_ptr<Watchdog> watchdog;
+  try {
+    watchdog = make_watchdog(mpi.world(), base_config(p).stall_timeout_s);
+  } catch (const std::exception& e) {
+    abort_all(describe(e));
+  }
 
   auto progress = make_progress(mpi.rank() == 0, stderr);
   if (mpi.rank() == 0)  // `status` shows the step and ETA of a running point from this file
@@ -239,6 +248,7 @@ int run_point(const RunArgs& a) {
     const bool stopped = run_workload(p, mpi, rec, *progress, stop, watcher);
     cause = stopped ? watcher.cause() : StopCause::None;
   }
+  heartbeat::set_phase("gather results");
   // Non-finite losses are a failure of the point even when the workload did not notice.
   for (const auto& s : rec.steps())
     if (!std::isfinite(s.loss))
@@ -265,6 +275,7 @@ int run_point(const RunArgs& a) {
   if (mpi.rank() == 0) g_point.meta.machine = machine_json(g_point.machine_start, load_end);
   if (mpi.rank() == 0) code = finish_point(rec, reason, cause);
   MPI_Bcast(&code, 1, MPI_INT, 0, mpi.world());
+  if (watchdog) watchdog->stop();  // every rank is past the point's last collective
   return code;
 }
 

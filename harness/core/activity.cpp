@@ -5,14 +5,23 @@
 
 #include <fmt/format.h>
 
+#include "harness/core/heartbeat.h"
+
 namespace sb {
 namespace {
 std::atomic<const char*> g_phase{nullptr};
 std::atomic<std::int64_t> g_step{-1};
 }  // namespace
 
-void set_phase(const char* phase) { g_phase = phase; }
-void set_phase_step(std::int64_t step) { g_step = step; }
+// The stall watchdog's heartbeat carries the same marks (one call site per stage).
+void set_phase(const char* phase) {
+  g_phase = phase;
+  heartbeat::set_phase(phase);
+}
+void set_phase_step(std::int64_t step) {
+  g_step = step;
+  heartbeat::set_step(step);
+}
 
 std::string current_activity() {
   const char* phase = g_phase.load();

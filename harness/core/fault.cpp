@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "harness/core/check.h"
 
@@ -31,10 +32,10 @@ const Fault& fault() {
     char site[64] = {0}, kind[16] = {0};
     long long step = 0;
     if (std::sscanf(env, "%63[^:]:%d:%lld:%15s", site, &r.rank, &step, kind) != 4)
-      SB_FAIL("SB_FAULT=\"{}\" is not <site>:<rank>:<step>:<throw|kill>", env);
+      SB_FAIL("SB_FAULT=\"{}\" is not <site>:<rank>:<step>:<throw|kill|stop|hang>", env);
     r.site = site, r.kind = kind, r.step = step;
-    SB_CHECK(r.kind == "throw" || r.kind == "kill", "SB_FAULT kind \"{}\": use throw or kill",
-             r.kind);
+    SB_CHECK(r.kind == "throw" || r.kind == "kill" || r.kind == "stop" || r.kind == "hang",
+             "SB_FAULT kind \"{}\": use throw, kill, stop or hang", r.kind);
     r.armed = true;
     return r;
   }();
@@ -61,6 +62,12 @@ void fault_point(const char* site) {
                f.kind.c_str(), site, f.rank, static_cast<long long>(g_step.load()), now);
   std::fflush(stderr);
   if (f.kind == "kill") std::raise(SIGKILL);
+  if (f.kind == "stop") {
+    std::raise(SIGSTOP);  // every thread stops; only SIGCONT or SIGKILL (the launcher's) go on
+    return;
+  }
+  if (f.kind == "hang")
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
   SB_FAIL("injected fault (SB_FAULT) at {}, step {}", site, g_step.load());
 }
 

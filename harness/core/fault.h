@@ -3,7 +3,10 @@
 // has reached step <step>. Sites are named where they are checked ("backward": the FSDP
 // engine's gradient hook; "collective": a collective's completion on whichever thread
 // completes it; "step": the start of a training step). Kinds: "throw" (an sb::Error),
-// "kill" (SIGKILL to itself). Unset (the normal case), fault_point() costs one branch.
+// "kill" (SIGKILL to itself), "stop" (SIGSTOP to itself: the stall watchdog's test of a rank
+// whose process stops running) and "hang" (the calling thread sleeps for ever while the
+// process lives: a rank stuck in compute). Unset (the normal case), fault_point() costs one
+// branch.
 #pragma once
 #include <cstdint>
 

@@ -20,6 +20,7 @@ struct BaseConfig {
   std::int64_t steps = 0, warmup = 0, seed = 0;
   std::int64_t repetitions = 1, repetition = 0;
   double time_limit_s = 0;  // seconds; 0 = none
+  double stall_timeout_s = -1;  // seconds; -1 = automatic, 0 = no watchdog (core/watchdog.h)
   static void declare(Fields<BaseConfig>& f);  // harness/workload.cpp
 };
 

@@ -7,8 +7,13 @@
 # "serve": rank 0's scheduler and the followers). For each: every
 # rank is gone within 10 s of the fault, the point is recorded failed with the fault's
 # message, and the sweep goes on to the next point. Prints the seconds it measured.
+# The stall watchdog (harness/core/watchdog.h), with stall_timeout = 5: SIGSTOP of rank 1 at
+# a step's start (stall-stop: its process stops, heartbeats and all), and rank 0 stuck there
+# with its process alive (stall-hang: it beats but makes no progress while the others wait in
+# the step's first collective). Every rank is gone within stall_timeout + 5 s of the fault,
+# and the failed result names the stalled rank, its host, phase and step.
 # Usage: failure_paths.sh SHARDBENCH WORKDIR [FAULT...]
-#   (FAULT: backward | collective | kill | gloo-kill | serve-kill)
+#   (FAULT: backward | collective | kill | gloo-kill | serve-kill | stall-stop | stall-hang)
 set -euo pipefail
 exe=$1
 work=$2
@@ -33,7 +38,9 @@ batch = 8
 seq = 32
 steps = 6
 warmup = 1
-time_limit = 300   # far beyond the 10 s asserted: a hang shows as a slow point, not a pass
+# Far beyond the seconds asserted: a hang shows as a slow point, not a pass. The stall faults
+# have 60 s: six points held to it still end within the sweep's timeout below.
+time_limit = $tlimit
 [axes]
 world = [2, 4]
 comm_progress = ["thread", "poll", "inline"]
@@ -63,11 +70,14 @@ TOML
 }
 
 fails=0
+stall=5  # stall_timeout of the stall-* faults, seconds
 check() {  # check CONDITION-RESULT MESSAGE
   if [ "$1" != 0 ]; then echo "FAIL: $2"; fails=$((fails + 1)); fi
 }
 
 for fault in "${faults[@]}"; do
+  limit=10  # seconds from the fault until every rank is gone
+  tlimit=300
   case $fault in
     backward) spec="backward:1:2:throw"; expect="rank 1 on*injected fault ?SB_FAULT? at backward" ;;
     collective) spec="collective:1:2:throw"; expect="rank 1 on*injected fault ?SB_FAULT? at collective" ;;
@@ -77,6 +87,11 @@ for fault in "${faults[@]}"; do
     gloo-kill) spec="collective:1:2:kill"; extra='comm_backend = "gloo"'
       expect='@(process rank 1 with PID*exited on signal 9 ?Killed?|*gloo * failed*)' ;;
     serve-kill) spec="step:1:3:kill"; expect="process rank 1 with PID*exited on signal 9 (Killed)" ;;
+    # A short timeout, taken as given (the automatic one is at least 60 s).
+    stall-stop) spec="step:1:2:stop"; extra="stall_timeout = $stall"; limit=$((stall + 5)); tlimit=60
+      expect="stall watchdog: rank 1 on * stalled: no heartbeat for * s (stall_timeout $stall s)*Its last heartbeat: step *, phase *The others: * in *?param_all_gather, *group? on mpi ?for *" ;;
+    stall-hang) spec="step:0:2:hang"; extra="stall_timeout = $stall"; limit=$((stall + 5)); tlimit=60
+      expect="stall watchdog: rank 0 on * stalled: alive but no progress for * s outside any collective (stall_timeout $stall s)*Its last heartbeat: step 2, phase step start, not in a collective*The others: * in *?param_all_gather, *group? on mpi ?for *" ;;
     *) echo "unknown fault $fault"; exit 2 ;;
   esac
   res="$work/$fault"
@@ -84,7 +99,9 @@ for fault in "${faults[@]}"; do
   extra=
   echo "== fault $fault (SB_FAULT=$spec)"
   set +e
-  SB_FAULT=$spec "$exe" sweep "$work/$fault.toml" --results "$res" --allow-oversubscribe >"$work/$fault.out" 2>&1
+  # Bounded apart from the points' time limits: a sweep that hangs fails here, with its output.
+  SB_FAULT=$spec timeout -k 10 540 "$exe" sweep "$work/$fault.toml" --results "$res" \
+    --allow-oversubscribe >"$work/$fault.out" 2>&1
   rc=$?
   set -e
   cat "$work/$fault.out"
@@ -107,8 +124,8 @@ with h5py.File(sys.argv[1], "r") as f:
     print(f.attrs["status"], "|", str(f.attrs["failure_reason"]).replace("\n", " "))' \
       "$res/points/$point.h5")
     echo "  $fault $point: all ranks gone ${gone} s after the fault; ${reason:0:160}"
-    awk -v g="$gone" 'BEGIN { exit !(g < 10) }'
-    check $? "$fault $point: ranks took ${gone} s to go (limit 10 s)"
+    awk -v g="$gone" -v l="$limit" 'BEGIN { exit !(g < l) }'
+    check $? "$fault $point: ranks took ${gone} s to go (limit $limit s)"
     case $reason in
       "failed |"*$expect*) ;;  # unquoted: kill's expectation is a pattern
       *) check 1 "$fault $point: expected failed with '$expect', got: $reason" ;;

@@ -170,10 +170,10 @@ strategy = ["no_shard", "full_shard"]
             R"("data":"markov","dtype":"fp32","flag":false,"launcher":"mpirun","lr":0.001,)"
             R"("mesh.dp_replicate":1,"mesh.dp_shard":2,"mesh.ep":1,"mesh.pp":1,"mesh.sp":1,)"
             R"("mesh.tp":1,"model":"gpt2-tiny","quantization":"none","repetition":0,"repetitions":1,)"
-            R"("seed":1,"seq":64,"shard_group":0,"steps":10,"strategy":"no_shard",)"
+            R"("seed":1,"seq":64,"shard_group":0,"stall_timeout":-1.0,"steps":10,"strategy":"no_shard",)"
             R"("task":"train","threads":0,"time_limit":600.0,"warmup":2,"world":2})");
-  EXPECT_EQ(s.points[0].id, "d261d8cd0cad");
-  EXPECT_EQ(s.points[1].id, "ffcfb2a7cedd");
+  EXPECT_EQ(s.points[0].id, "ae3ca29a447a");
+  EXPECT_EQ(s.points[1].id, "0ca39a9ef1b7");
   // And the same on a second expansion, from a differently formatted but equal file.
   Suite again = load_suite_text(
       "[axes]\nstrategy=['no_shard','full_shard']\n[base]\nworld=2\n", "other-name.toml");

@@ -34,10 +34,10 @@ TEST(Plan, TableWithStateBytesPerRank) {
       "suite plan (plan.toml, sha256 {})\n"
       "plan test\n"
       "index  id            name              task   world  baseline  state/rank\n"
-      "    0  d261d8cd0cad  train/no_shard    train      2         -    1.00 MiB\n"
-      "    1  ffcfb2a7cedd  train/full_shard  train      2         0  512.00 KiB\n"
-      "    2  e84c41b19fa2  infer/no_shard    infer      2         -           -\n"
-      "    3  9dafbcc6f3a4  infer/full_shard  infer      2         2           -\n"
+      "    0  ae3ca29a447a  train/no_shard    train      2         -    1.00 MiB\n"
+      "    1  0ca39a9ef1b7  train/full_shard  train      2         0  512.00 KiB\n"
+      "    2  d6facdc0b776  infer/no_shard    infer      2         -           -\n"
+      "    3  9fb8dbd0ca44  infer/full_shard  infer      2         2           -\n"
       "4 points\n",
       sha256_hex(kSuite).substr(0, 12));
   EXPECT_EQ(format_plan(s), expected);

@@ -10,6 +10,7 @@
 
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
+#include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
 #include "harness/workload.h"
 #include "workloads/comm/backend_table.h"
@@ -230,6 +231,8 @@ Request Communicator::issue(Composite x, Group g, const char* op, const std::str
     c.phases.push_back(std::move(e));
   }
   c.done = traced(op, g, kind, [ran] { return *ran; }, logical, wire);
+  // Its phases are routed as they start: the heartbeat names comm_backend as given.
+  c.label = sb::heartbeat::issued({op, group_name(g), choice_.name, kind});
   return engine_->issue(c, sync);
 }
 
@@ -338,6 +341,7 @@ Request Communicator::run(const CollArgs& a, Group g, const std::string& kind, b
   const std::uint64_t wire = wire_bytes(op, static_cast<std::uint64_t>(sized(a).nbytes()), size(g));
   const char* name = b.name();
   c.done = traced(op, g, kind, [name] { return std::string(name); }, logical, wire);
+  c.label = sb::heartbeat::issued({op, group_name(g), name, kind});
   return engine_->issue(c, sync);
 }
 

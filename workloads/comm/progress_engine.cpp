@@ -21,13 +21,6 @@ std::vector<ProgressInfo>& registry() {
   return r;
 }
 
-std::vector<std::string> known_names() {
-  std::vector<std::string> v;
-  for (const auto& i : registry()) v.push_back(i.name);
-  std::sort(v.begin(), v.end());  // registration order is static-init order
-  return v;
-}
-
 // The C++ spelling of each runner (ProgressMode); the names are the runners' registrations.
 struct ModeName {
   ProgressMode mode;
@@ -44,11 +37,18 @@ void register_progress(ProgressInfo info) {
   registry().push_back(std::move(info));
 }
 
+std::vector<std::string> progress_names() {
+  std::vector<std::string> v;
+  for (const auto& i : registry()) v.push_back(i.name);
+  std::sort(v.begin(), v.end());  // registration order is static-init order
+  return v;
+}
+
 const ProgressInfo& find_progress(const std::string& name) {
   for (const auto& i : registry())
     if (i.name == name) return i;
   SB_FAIL("unknown communication progress mode \"{}\"; known: {}", name,
-          fmt::join(known_names(), ", "));
+          fmt::join(progress_names(), ", "));
 }
 
 ProgressMode progress_from_name(const std::string& name) {
@@ -93,10 +93,16 @@ Request ProgressEngine::run_here(const Collective& c, double t0) {
 // ---- the steps ---------------------------------------------------------------------------
 namespace detail {
 
-void run_transfer(Transfer& t, const Collective&) { t.run(); }
+void run_transfer(Transfer& t, const Collective& c) {
+  sb::heartbeat::Waiting w(c.label);
+  t.run();
+}
 void start_transfer(Transfer& t, const Collective&) { t.start(); }
 bool test_transfer(Transfer& t, const Collective&) { return t.test(); }
-void wait_transfer(Transfer& t, const Collective&) { t.wait(); }
+void wait_transfer(Transfer& t, const Collective& c) {
+  sb::heartbeat::Waiting w(c.label);
+  t.wait();
+}
 
 namespace {
 // Completes a started transfer by polling: test() in a tight loop for the first 50 us (a
@@ -104,6 +110,7 @@ namespace {
 // core to the compute threads (Open MPI's shared-memory transport only progresses inside its
 // calls, so the sleeps trade some bandwidth of overlapped transfers for compute).
 void poll_until_done(Transfer& t, const Collective& c, Clock clock) {
+  sb::heartbeat::Waiting w(c.label);
   const double spin_until = clock() + 50e-6;
   while (!test_transfer(t, c))
     if (clock() > spin_until) std::this_thread::sleep_for(std::chrono::microseconds(20));

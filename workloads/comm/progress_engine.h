@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/core/heartbeat.h"
 #include "workloads/comm/transfer.h"
 
 namespace sb::comm {
@@ -94,6 +95,9 @@ struct Collective {
   // On the completing thread, in the engine's clock: from the start of the first phase to
   // the end of the last one's `after`.
   std::function<void(double t0, double t1)> done;
+  // What the rank's heartbeat names while a thread blocks on it (the stall watchdog,
+  // harness/core/watchdog.h); the Communicator counts it issued (heartbeat::issued).
+  sb::heartbeat::Collective label;
   bool chained() const { return phases.size() > 1; }
 };
 
@@ -153,5 +157,7 @@ struct ProgressInfo {
 void register_progress(ProgressInfo info);  // a duplicate name fails at start-up
 // The runner of that name; an unknown name fails listing the known ones.
 const ProgressInfo& find_progress(const std::string& name);
+// The runners' names, sorted (comm_progress also accepts "auto", which is no runner).
+std::vector<std::string> progress_names();
 
 }  // namespace sb::comm

@@ -59,6 +59,7 @@ class InlineRunner final : public ProgressEngine {
     auto op = std::make_shared<Op>();
     op->on_caller = true;
     op->c = c;
+    op->label = c.label;
     op->t0 = t0;
     complete_conflicting(c);
     bool may_start = true;
@@ -87,6 +88,8 @@ class InlineRunner final : public ProgressEngine {
   // on op alone: op may be that phase, or a peer may be waiting for it. Else op's phase in
   // flight is its last and waiting completes it, as a plain collective always was.
   void complete(Op& op) {
+    if (op.done) return;
+    sb::heartbeat::Waiting w(op.label);  // polling chained phases between blocking waits
     while (!op.done) {
       if (op.in_flight && !chain_pending())
         detail::advance(op, /*may_start=*/true, /*block=*/true, clock());

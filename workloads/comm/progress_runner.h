@@ -13,6 +13,9 @@ namespace sb::comm::detail {
 
 struct Op {
   Collective c;
+  // c.label, kept: c is dropped on completion (on the communication thread, while the caller
+  // may be entering wait()), the label is what that wait names.
+  sb::heartbeat::Collective label;
   double t0 = 0;                  // when the caller asked for it (the trace event's start)
   std::atomic<bool> done{false};  // set under m when another thread completes it
   std::exception_ptr error;
@@ -31,7 +34,8 @@ struct Op {
 };
 
 // The one call site of each Transfer call: whatever watches the collective in flight (its
-// name is c.name) hooks in here.
+// name is c.name) hooks in here. The blocking ones (run, wait) and poll's loop of tests are
+// heartbeat waits in c.label (harness/core/heartbeat.h), on whichever thread calls them.
 void run_transfer(Transfer& t, const Collective& c);
 void start_transfer(Transfer& t, const Collective& c);
 bool test_transfer(Transfer& t, const Collective& c);

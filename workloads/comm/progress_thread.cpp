@@ -62,6 +62,7 @@ class ThreadRunner final : public ProgressEngine {
     if (op.on_caller) {
       wait_on_caller(op);
     } else {
+      sb::heartbeat::Waiting w(op.label);  // the thread may be in prepare, not in a transfer
       std::unique_lock<std::mutex> lk(op.m);
       op.cv.wait(lk, [&] { return op.done.load(); });
     }
@@ -83,6 +84,7 @@ class ThreadRunner final : public ProgressEngine {
     auto op = std::make_shared<Op>();
     op->on_caller = true;
     op->c = c;
+    op->label = c.label;
     op->t0 = now();
     complete_conflicting(c);
     on_caller_.push_back(op);
@@ -109,6 +111,7 @@ class ThreadRunner final : public ProgressEngine {
   Request enqueue(const Collective& c) {
     auto op = std::make_shared<Op>();
     op->c = c;
+    op->label = c.label;
     pending_.fetch_add(1, std::memory_order_acq_rel);
     {
       std::lock_guard<std::mutex> lk(m_);

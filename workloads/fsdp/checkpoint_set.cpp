@@ -1,6 +1,7 @@
 // Checkpoint sets on disk: durable writes, the commit marker, and choosing the set to load.
 #include "workloads/fsdp/checkpoint_set.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness/core/check.h"
+#include "harness/core/heartbeat.h"
 
 namespace sb::fsdp::ckpt {
 namespace fs = std::filesystem;
@@ -75,10 +77,14 @@ void write_durably(const std::string& path, const std::string& bytes) {
            tmp, std::strerror(errno));
   std::size_t done = 0;
   int err = 0;
+  // In pieces of 64 MiB, each a heartbeat tick: a slow disk shows as progress, not as a
+  // stalled rank (harness/core/watchdog.h), however large the file.
+  constexpr std::size_t kPiece = std::size_t{64} << 20;
   while (done < bytes.size() && err == 0) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    const ssize_t n = ::write(fd, bytes.data() + done, std::min(kPiece, bytes.size() - done));
     if (n < 0 && errno != EINTR) err = errno;
     if (n > 0) done += static_cast<std::size_t>(n);
+    sb::heartbeat::tick();
   }
   if (err == 0 && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;

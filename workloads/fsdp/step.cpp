@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "harness/core/check.h"
+#include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/fsdp/unit.h"
@@ -34,6 +35,7 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
     SB_CHECK(terms > 0, "micro-batch {} on rank {} has no loss terms (every target is -100); "
              "use a larger batch", i, comm_.rank());
     const double t0 = MPI_Wtime();
+    sb::heartbeat::set_phase("forward");
     begin_forward();
     auto loss = loss_fn_ ? loss_fn_(*this, micro[i]) : model_.loss(*this, micro[i]);
     end_forward();
@@ -45,6 +47,7 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
     models::synchronize(cfg_.device);  // GPU kernels run asynchronously: time what ran
     const double t1 = MPI_Wtime();
     if (i == 0) s.comm_exposed_forward_s = comm_.exposed_s();
+    sb::heartbeat::set_phase("backward");
     scaled.backward();
     local += scaled.item<double>() / scale_;
     if (final_micro_) finish_grads();
@@ -55,6 +58,7 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
     s.backward_s += t2 - t1;
   }
   const double t3 = MPI_Wtime(), exposed_before_opt = comm_.exposed_s();
+  sb::heartbeat::set_phase("optimizer");
   s.loss = comm_.all_reduce_scalar(local, comm::Group::World);
   s.loss_scale = scale_;
   optimizer_step(s);
@@ -111,6 +115,7 @@ void Engine::optimizer_step(StepStats& s) {
   const double lr = optim::lr_at(cfg_.adamw, step_);
   const bool after_update = info_.has_phase(StepPhase::after_optimizer);
   for (std::size_t u = 0; u < units_.size(); ++u) {
+    sb::heartbeat::tick();  // a long update (large units, offloaded state) still beats
     Unit& U = *units_[u];
     if (coef < 1.0) gs[u].mul_(coef);
     auto p = U.master.narrow(0, U.opt_off, U.opt_n);

@@ -12,6 +12,7 @@
 
 #include "harness/core/activity.h"
 #include "harness/core/check.h"
+#include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
 #include "harness/trace/recorder.h"
 #include "harness/workload.h"
@@ -124,6 +125,7 @@ class InferWorkload final : public sb::Workload {
   void run(RunContext& ctx) override {
     sb::set_phase("build");  // phases and steps: what an out-of-memory message names
     build(ctx);
+    sb::heartbeat::set_phase("draw samples");
     draw_samples(ctx);
     sb::set_phase("warm-up");
     warm_up(ctx);
@@ -136,6 +138,7 @@ class InferWorkload final : public sb::Workload {
       record_step(ctx, n, s, false);
       return s;
     });
+    sb::heartbeat::set_phase("record results");
     record_latency(ctx, result);
     record_model(ctx);
   }
@@ -254,6 +257,8 @@ void InferWorkload::warm_up(RunContext& ctx) {  // excluded from statistics
 // The slowest rank's forward time of samples [first, first + n) (as train's step times); the
 // reduction is outside the timed region.
 double InferWorkload::forward(RunContext& ctx, I first, I n) {
+  sb::heartbeat::set_step(step_);  // the step record_step gives this batch
+  sb::heartbeat::set_phase("forward");
   const auto b = data::slice_rows(samples_, first, first + n);
   const auto t0 = std::chrono::steady_clock::now();
   auto logits = serve(b);

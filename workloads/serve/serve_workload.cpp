@@ -14,6 +14,7 @@
 #include "harness/core/activity.h"
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
+#include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
 #include "harness/workload.h"
 #include "workloads/data/batches.h"
@@ -71,7 +72,9 @@ class ServeWorkload final : public sb::Workload {
     sb::set_phase("build");  // phases and steps: what an out-of-memory message names
     build(ctx);
     make_executor(ctx);
+    sb::heartbeat::set_phase("serve");
     auto on_step = [&](I step) {
+      sb::heartbeat::set_step(step);
       sb::fault_set_step(step);
       sb::set_phase_step(step);
       sb::set_phase("step");
@@ -96,6 +99,7 @@ class ServeWorkload final : public sb::Workload {
       on_step(step);
     });
     if (leader) leader->finish();
+    sb::heartbeat::set_phase("record results");
     record(ctx, result);
   }
 

@@ -3,6 +3,7 @@
 #include "workloads/serve/sharded.h"
 
 #include "harness/core/check.h"
+#include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
 
 namespace sb::serve {
@@ -11,6 +12,8 @@ namespace {
 enum Op : std::int64_t { kEnd = 0, kStep = 1, kPrefill = 2, kDecode = 3, kMove = 4 };
 
 void broadcast(std::vector<std::int64_t>& msg, MPI_Comm comm) {
+  // A follower waits here while rank 0 schedules: named for the stall watchdog.
+  sb::heartbeat::Waiting w(sb::heartbeat::issued({"MPI_Bcast", "world", "mpi", "serve call"}));
   std::int64_t n = static_cast<std::int64_t>(msg.size());
   sb::check_mpi(MPI_Bcast(&n, 1, MPI_INT64_T, 0, comm), "MPI_Bcast (serve call length)");
   msg.resize(static_cast<std::size_t>(n));

@@ -19,6 +19,7 @@
 #include "harness/core/activity.h"
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
+#include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
 #include "harness/trace/recorder.h"
 #include "workloads/comm/policy.h"
@@ -111,6 +112,7 @@ class TrainWorkload final : public sb::Workload {
     const std::string ckpt = ctx.point.get_string("checkpoint_dir");
     sb::set_phase("checkpoint");
     if (!ckpt.empty()) engine_->save(ckpt);
+    sb::heartbeat::set_phase("record results");
     record_results(ctx);
     sb::set_phase("export");
     export_weights(ctx);
@@ -165,12 +167,14 @@ class TrainWorkload final : public sb::Workload {
 
 void TrainWorkload::build(RunContext& ctx) {
   const Point& p = ctx.point;
+  sb::heartbeat::set_phase("build");
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
   // Before the communicator: NCCL binds to the current device.
   device_ = models::resolve_device(p.get_string("device"), sb::node_local_rank(ctx.world));
   cfg_ = engine_config(p, device_, &dtype_why_);
   // MFU's peaks (peak.h), before the communicator, whose progress thread would share the cores
   // the GEMMs are timed on; the peak_gflops key replaces the measured one (a spec-sheet peak).
+  sb::heartbeat::set_phase("peak GEMM");  // long, without collectives: beats, no verdict
   peaks_ = train::training_peaks(device_, cfg_.param_dtype, p.get_double("peak_gflops"), ctx.world);
   model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
   comm_ = std::make_unique<comm::Communicator>(ctx.world, static_cast<int>(p.get_int("shard_group")),
@@ -270,8 +274,9 @@ void TrainWorkload::step_loop(RunContext& ctx) {
   for (I s = engine_->steps_done(); s < steps; ++s) {
     comm_->set_step(s);
     sb::fault_set_step(s);
-    sb::set_phase_step(s);
-    sb::set_phase("step");
+    sb::set_phase_step(s);  // also the heartbeat's step
+    sb::set_phase("step");  // what an out-of-memory message names
+    sb::heartbeat::set_phase("step start");  // finer, for the stall watchdog's verdict
     sb::fault_point("step");  // tests/failure/failure_paths.sh
     prune_step(ctx, s);
     auto global = source_->train(s);
@@ -295,6 +300,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
     if (eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps)
       ctx.recorder.series("eval_loss", evaluate(ctx, *engine_));
+    sb::heartbeat::set_phase("step end");
     if (ctx.stop_agreed()) break;  // every rank gets the same answer: all leave together
   }
   ctx.progress.end();
@@ -309,6 +315,7 @@ void TrainWorkload::prune_step(RunContext& ctx, I s) {
   if (name == "none") return;
   const double sparsity = prune::scheduled_sparsity(schedule_, s);
   if (sparsity < 0) return;
+  sb::heartbeat::set_phase("pruning");
   const auto full = engine_->full_params();
   const auto pr = prune::prune(name, *model_, full, {sparsity, ctx.point.get_string("pruning.scope")});
   models::UnitTensors masks;
@@ -398,6 +405,7 @@ double TrainWorkload::evaluate(RunContext& ctx, fsdp::Engine& engine) {
   double sum = 0;
   I terms_total = 0;
   for (I i = 0; i < ctx.point.get_int("eval_batches"); ++i) {
+    sb::heartbeat::tick();
     auto g = source_->heldout(i);
     auto mine = data::rank_rows(g, ctx.rank, ctx.size);
     const I terms = fsdp::loss_terms(mine);
@@ -414,6 +422,7 @@ double TrainWorkload::classification_accuracy(RunContext& ctx, fsdp::Engine& eng
                                               const data::LabelledBatches& src, double* macro_f1) {
   const auto& v = src.data().validation;
   const auto pred = data::predicted_classes(v, ctx.point.get_int("batch"), [&](const models::Batch& b) {
+    sb::heartbeat::tick();
     return engine.forward_classify(data::to_device(b, device_));
   });
   const auto s = data::classification_score(pred, v.labels, model_->config().num_labels);
@@ -437,6 +446,7 @@ void TrainWorkload::record_labelled(RunContext& ctx, const data::LabelledBatches
 double TrainWorkload::mlm_accuracy(RunContext& ctx) {
   double v[2] = {0, 0};  // hits, masked tokens
   for (I i = 0; i < ctx.point.get_int("eval_batches"); ++i) {
+    sb::heartbeat::tick();
     auto mine = data::rank_rows(source_->heldout(i), ctx.rank, ctx.size);
     auto logits = engine_->forward_logits(data::to_device(mine, device_)).cpu();
     auto masked = mine.targets != -100;
