@@ -15,8 +15,9 @@ struct Command {
   // sb::Error on failure, or sb::cli::Exit to leave with a specific code.
   std::function<void(CLI::App& sub)> setup;
 };
+// A name registered twice fails at start-up.
 void register_command(Command c);
-const std::vector<Command>& commands();
+std::vector<Command> commands();  // in name order (`shardbench --help` lists them so)
 
 struct Exit {
   int code;

@@ -50,8 +50,8 @@ void register_key(KeySpec spec);
 const std::vector<KeySpec>& registered_keys();
 const KeySpec* find_key(const std::string& key);
 
-// Named variants (models, strategies, compressors, ...): the known names of each set,
-// so that an unknown name is an error listing the known ones.
+// Named variants (models, strategies, compressors, ...): the known names of each set; an
+// unknown name is an error listing the known ones, one registered twice fails at start-up.
 void register_name(const std::string& set, const std::string& name, const std::string& doc);
 std::vector<std::pair<std::string, std::string>> registered_names(const std::string& set);
 std::vector<std::string> registered_name_sets();  // sorted, for `shardbench keys`
@@ -111,7 +111,7 @@ struct TaskInfo {
   // Model-state bytes per rank for `shardbench plan` (documented in docs/METRICS.md).
   std::function<double(const Point&)> model_state_bytes_per_rank;
 };
-void register_task(TaskInfo info);
+void register_task(TaskInfo info);  // also a name of the "task" set; twice fails at start-up
 const TaskInfo* find_task(const std::string& task);
 
 // Static registration helper: `static sb::Registrar reg([]{ ... register_* ... });`

@@ -307,7 +307,11 @@ class LocalScheduler final : public Scheduler {
 };
 
 const Registrar kRegister([] {
-  register_scheduler("local", [] { return std::unique_ptr<Scheduler>(new LocalScheduler); });
+  SchedulerInfo i;
+  i.make = [] { return std::unique_ptr<Scheduler>(new LocalScheduler); };
+  i.needs_cluster = false;  // this machine, one point after another
+  register_scheduler("local", "every point here, one after another, through its launcher",
+                     std::move(i));
 });
 }  // namespace
 

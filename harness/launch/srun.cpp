@@ -29,8 +29,9 @@ class SrunLauncher final : public Launcher, public PinningLauncher {
 };
 
 const Registrar kRegister([] {
-  register_launcher("srun", "Slurm's srun inside an allocation",
-                    [] { return std::unique_ptr<Launcher>(new SrunLauncher); });
+  LauncherInfo i;
+  i.make = [] { return std::unique_ptr<Launcher>(new SrunLauncher); };
+  register_launcher("srun", "Slurm's srun inside an allocation", std::move(i));
 });
 }  // namespace
 
