@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
@@ -110,6 +111,9 @@ struct TaskInfo {
   std::function<std::unique_ptr<Workload>()> make;
   // Model-state bytes per rank for `shardbench plan` (documented in docs/METRICS.md).
   std::function<double(const Point&)> model_state_bytes_per_rank;
+  // The terms of the task's memory model per rank, (term, bytes) in the task's order, for
+  // `shardbench plan --memory` (docs/METRICS.md "Memory model"); empty: none.
+  std::function<std::vector<std::pair<std::string, double>>(const Point&)> memory_terms_per_rank;
 };
 void register_task(TaskInfo info);  // also a name of the "task" set; twice fails at start-up
 const TaskInfo* find_task(const std::string& task);

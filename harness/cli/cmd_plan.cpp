@@ -37,11 +37,15 @@ Registrar reg([] {
   register_command({"plan", "Validate a suite and print its expanded points", [](CLI::App& sub) {
     auto file = std::make_shared<std::string>();
     auto results = std::make_shared<std::string>();
+    auto memory = std::make_shared<bool>(false);
     sub.add_option("suite", *file, "suite file (suite/*.toml)")->required();
+    sub.add_flag("--memory", *memory,
+                 "also print each point's memory model per rank, term by term (parameters, "
+                 "gradients, optimizer, compression, gathered, activations, offload)");
     sub.add_option("--results", *results,
                    "results folder whose done points time the estimate (default "
                    "results/<suite name>)");
-    sub.callback([file, results] {
+    sub.callback([file, results, memory] {
       Suite s;
       try {
         s = load_suite(*file);
@@ -57,6 +61,7 @@ Registrar reg([] {
         std::fprintf(stderr, "warning: %s here: `shardbench sweep` refuses it without "
                      "--allow-oversubscribe (timings would measure contention)\n", o.c_str());
       std::fputs(format_plan(s).c_str(), stdout);
+      if (*memory) std::fputs(format_memory(s).c_str(), stdout);
       // stderr, like the warnings: stdout stays the plan itself, for scripts and diffs.
       std::fputs(time_estimate(s, *results).c_str(), stderr);
     });

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -76,6 +77,35 @@ std::string format_plan(const Suite& suite) {
   out += notes;
   out += fmt::format("{} point{}\n", suite.points.size(), suite.points.size() == 1 ? "" : "s");
   return out;
+}
+
+std::string format_memory(const Suite& suite) {
+  std::vector<std::string> names;  // term columns, first seen first
+  std::vector<std::map<std::string, std::string>> cells(suite.points.size());
+  std::string notes;
+  for (std::size_t i = 0; i < suite.points.size(); ++i) {
+    const Point& p = suite.points[i];
+    const TaskInfo* task = find_task(p.get_string("task"));
+    if (!task || !task->memory_terms_per_rank) continue;
+    try {
+      for (const auto& [term, bytes] : task->memory_terms_per_rank(p)) {
+        if (std::find(names.begin(), names.end(), term) == names.end()) names.push_back(term);
+        cells[i][term] = format_bytes(bytes);
+      }
+    } catch (const std::exception& e) {
+      notes += fmt::format("memory of point {}: {}\n", p.index, e.what());
+    }
+  }
+  std::vector<std::vector<std::string>> rows{{"index", "name"}};
+  rows[0].insert(rows[0].end(), names.begin(), names.end());
+  for (std::size_t i = 0; i < suite.points.size(); ++i) {
+    std::vector<std::string> row{std::to_string(suite.points[i].index), suite.points[i].name};
+    for (const auto& n : names) row.push_back(cells[i].count(n) ? cells[i][n] : "-");
+    rows.push_back(std::move(row));
+  }
+  std::vector<bool> right(rows[0].size(), true);
+  right[1] = false;
+  return "memory per rank (bytes; docs/METRICS.md \"Memory model\")\n" + table(rows, right) + notes;
 }
 
 std::string format_keys() {

@@ -13,6 +13,11 @@ namespace sb {
 // a note per estimate that threw ("?" in its cell), and the point count.
 std::string format_plan(const Suite& suite);
 
+// `plan --memory`: one row per point with the terms of its task's memory model per rank
+// (TaskInfo::memory_terms_per_rank; columns in first-seen order, "-" where a point's task has
+// no such term), and a note per estimate that threw.
+std::string format_memory(const Suite& suite);
+
 // Every registered key (type, default, doc), then every name set with its names.
 std::string format_keys();
 

@@ -57,7 +57,14 @@ struct RankMemory {  // per rank
   std::uint64_t model_state_bytes = 0;
   std::uint64_t peak_model_state_bytes = 0;
   std::uint64_t peak_rss_bytes = 0;
-  std::uint64_t compression_bytes = 0;  // last: aggregate initializers keep their meaning
+  std::uint64_t compression_bytes = 0;
+  // The memory model's prediction (workloads/fsdp/memory_model.h), beside what was measured;
+  // 0 where the task predicts nothing. Appended: aggregate initializers keep their meaning.
+  std::uint64_t predicted_param_bytes = 0, predicted_grad_bytes = 0, predicted_optim_bytes = 0,
+                predicted_compression_bytes = 0, predicted_gathered_bytes = 0,
+                predicted_activation_layers_bytes = 0, predicted_activation_attention_bytes = 0,
+                predicted_activation_head_bytes = 0, predicted_offload_bytes = 0,
+                predicted_model_state_bytes = 0;
 };
 
 template <>
@@ -81,7 +88,29 @@ struct Table<RankMemory> {
       field("peak_model_state_bytes", &R::peak_model_state_bytes, "bytes",
             "highest model state within a step"),
       field("peak_rss_bytes", &R::peak_rss_bytes, "bytes",
-            "peak resident memory of the process (getrusage)"));
+            "peak resident memory of the process (getrusage)"),
+      // The memory model's terms (docs/METRICS.md "Memory model"); 0: not predicted (infer).
+      field("predicted_param_bytes", &R::predicted_param_bytes, "bytes",
+            "memory model: parameters (exact: equals param_bytes)"),
+      field("predicted_grad_bytes", &R::predicted_grad_bytes, "bytes",
+            "memory model: gradients (exact: equals grad_bytes)"),
+      field("predicted_optim_bytes", &R::predicted_optim_bytes, "bytes",
+            "memory model: optimizer state (exact: equals optim_bytes)"),
+      field("predicted_compression_bytes", &R::predicted_compression_bytes, "bytes",
+            "memory model: compression state (exact: equals compression_bytes)"),
+      field("predicted_gathered_bytes", &R::predicted_gathered_bytes, "bytes",
+            "memory model: most gathered parameters at once (an estimate of gathered_bytes "
+            "where parameters are sharded)"),
+      field("predicted_activation_layers_bytes", &R::predicted_activation_layers_bytes, "bytes",
+            "memory model: activations the blocks keep for backward, one micro-batch (estimate)"),
+      field("predicted_activation_attention_bytes", &R::predicted_activation_attention_bytes,
+            "bytes", "memory model: attention probabilities kept for backward (estimate)"),
+      field("predicted_activation_head_bytes", &R::predicted_activation_head_bytes, "bytes",
+            "memory model: the loss's fp32 log-probabilities (estimate)"),
+      field("predicted_offload_bytes", &R::predicted_offload_bytes, "bytes",
+            "memory model: host staging of offloaded state (none yet: 0)"),
+      field("predicted_model_state_bytes", &R::predicted_model_state_bytes, "bytes",
+            "memory model: model state between steps (exact: equals model_state_bytes)"));
 };
 
 // This rank's identity (rank, host) and its process's peak resident memory now (getrusage);

@@ -29,6 +29,7 @@
 #include "workloads/data/markov.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/device.h"
+#include "workloads/models/dtype.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
 #include "workloads/train/gemm_peak.h"
@@ -62,7 +63,7 @@ int bench(int argc, char** argv) {
   const int threads = te ? std::atoi(te) : 2;
   at::set_num_threads(threads);
   const std::string model_name = arg(argc, argv, "--model", "gpt2");
-  const auto low = sb::fsdp::dtype_from_name(arg(argc, argv, "--dtype", "bf16"));
+  const auto low = sb::models::dtype_from_name(arg(argc, argv, "--dtype", "bf16"));
   const std::int64_t B = std::atoll(arg(argc, argv, "--batch", "4").c_str());
   const std::int64_t T = std::atoll(arg(argc, argv, "--seq", "128").c_str());
   const int rounds = std::atoi(arg(argc, argv, "--rounds", "3").c_str());
@@ -73,7 +74,7 @@ int bench(int argc, char** argv) {
   std::printf("# %s training B=%lld T=%lld, attention %s, %d threads, fp32 vs %s interleaved, "
               "%d rounds\n# CPU %s; %s\n",
               model_name.c_str(), static_cast<long long>(B), static_cast<long long>(T),
-              attention.c_str(), threads, sb::fsdp::dtype_name(low).c_str(), rounds,
+              attention.c_str(), threads, sb::models::dtype_name(low).c_str(), rounds,
               m.cpu_model.c_str(), missing.empty() ? "it has the low dtype's matrix units"
                                                    : missing.c_str());
 
@@ -116,12 +117,12 @@ int bench(int argc, char** argv) {
     tps[i] = double(B * T) / s;
     // MFU = tokens/s x model FLOPs per token / peak FLOP/s (docs/METRICS.md).
     mfu[i] = tps[i] * flops / (runs[i].peak_gflops * 1e9);
-    std::printf("%-6s %10.3f %12.1f %14.1f %8.3f\n", sb::fsdp::dtype_name(runs[i].dtype).c_str(),
+    std::printf("%-6s %10.3f %12.1f %14.1f %8.3f\n", sb::models::dtype_name(runs[i].dtype).c_str(),
                 s, tps[i], runs[i].peak_gflops, mfu[i]);
   }
   const double ratio = tps[1] / tps[0];
   std::printf("# %s / fp32 tokens/s %.2fx (median steps); GEMM peaks %s / fp32 %.2fx\n",
-              sb::fsdp::dtype_name(low).c_str(), ratio, sb::fsdp::dtype_name(low).c_str(),
+              sb::models::dtype_name(low).c_str(), ratio, sb::models::dtype_name(low).c_str(),
               runs[1].peak_gflops / runs[0].peak_gflops);
   std::printf("# target fp32 MFU >= 0.60: %s\n", mfu[0] >= 0.6 ? "PASS" : "MISS");
   if (!missing.empty()) {
@@ -129,8 +130,8 @@ int bench(int argc, char** argv) {
     return 0;
   }
   std::printf("# target %s >= 3x fp32 tokens/s: %s; %s MFU >= 0.50: %s\n",
-              sb::fsdp::dtype_name(low).c_str(), ratio >= 3 ? "PASS" : "MISS",
-              sb::fsdp::dtype_name(low).c_str(), mfu[1] >= 0.5 ? "PASS" : "MISS");
+              sb::models::dtype_name(low).c_str(), ratio >= 3 ? "PASS" : "MISS",
+              sb::models::dtype_name(low).c_str(), mfu[1] >= 0.5 ? "PASS" : "MISS");
   return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
+#include "workloads/models/dtype.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
 #include "workloads/train/gemm_peak.h"
@@ -43,7 +44,7 @@ void BM_GemmPeaks(benchmark::State& state) {
   std::printf("# GEMM peak curves, %d threads, CPU %s (docs/METRICS.md \"MFU\")\n", threads(), m.cpu_model.c_str());
   for (auto _ : state) {
     for (auto dt : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
-      const std::string name = fsdp::dtype_name(dt);
+      const std::string name = models::dtype_name(dt);
       const std::string missing = dt == torch::kFloat ? "" : models::missing_fast_units(torch::kCPU, dt);
       const auto isa = train::isa_peak(m, dt, std::min<double>(threads(), m.physical_cores));
       const std::string isa_text = isa.unknown.empty() ? fmt::format("{:.1f} GFLOP/s = {}", isa.gflops, isa.basis)

@@ -35,6 +35,7 @@
 #include "workloads/data/batches.h"
 #include "workloads/data/markov.h"
 #include "workloads/fsdp/engine.h"
+#include "workloads/models/dtype.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
 
@@ -69,7 +70,7 @@ int profile(int argc, char** argv) {
   sb::comm::Communicator comm(MPI_COMM_SELF, 1);
   sb::fsdp::EngineConfig cfg;
   cfg.strategy = "no_shard";
-  cfg.param_dtype = cfg.reduce_dtype = sb::fsdp::dtype_from_name(dtype);
+  cfg.param_dtype = cfg.reduce_dtype = sb::models::dtype_from_name(dtype);
   cfg.loss_scaling = cfg.param_dtype == torch::kFloat16;
   cfg.adamw.total_steps = 1000;
   sb::fsdp::Engine engine(*model, comm, cfg, sb::models::init_params(model->units(), 1));

@@ -43,6 +43,24 @@ TEST(Plan, TableWithStateBytesPerRank) {
   EXPECT_EQ(format_plan(s), expected);
 }
 
+// plan --memory: the task's memory terms per point, "-" for a task without them, and an
+// estimate that throws is a note.
+TEST(Plan, MemoryTermsPerPoint) {
+  EXPECT_EQ(format_memory(load_suite_text(kSuite, "plan.toml")),
+            "memory per rank (bytes; docs/METRICS.md \"Memory model\")\n"
+            "index  name                   param        grad\n"
+            "    0  train/no_shard    512.00 KiB  512.00 KiB\n"
+            "    1  train/full_shard  256.00 KiB  256.00 KiB\n"
+            "    2  infer/no_shard             -           -\n"
+            "    3  infer/full_shard           -           -\n");
+  Suite s = load_suite_text("[axes]\nseq = [64, 4096]\n", "est.toml");
+  EXPECT_EQ(format_memory(s), "memory per rank (bytes; docs/METRICS.md \"Memory model\")\n"
+                              "index  name           param        grad\n"
+                              "    0  seq=64    512.00 KiB  512.00 KiB\n"
+                              "    1  seq=4096           -           -\n"
+                              "memory of point 1: test: no estimate at seq 4096\n");
+}
+
 TEST(Plan, AFailingEstimateIsANoteNotAFailure) {
   Suite s = load_suite_text("[axes]\nseq = [64, 4096]\n", "est.toml");
   EXPECT_EQ(format_plan(s),

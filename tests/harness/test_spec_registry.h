@@ -20,11 +20,17 @@ inline Registrar test_registry([] {
   register_name("task", "infer", "named but not a registered task: plan prints '-'");
   // train: a made-up state size (1 MiB of state, divided by world when fully sharded), so the
   // plan's state column is checked exactly.
-  register_task({"train", nullptr, [](const Point& p) {
-                   if (p.get_int("seq") == 4096) throw Error("test: no estimate at seq 4096");
-                   double bytes = 1024.0 * 1024.0;
-                   if (p.get_string("strategy") == "full_shard") bytes /= double(p.get_int("world"));
-                   return bytes;
+  // Its memory terms: that state as half parameters, half gradients (plan --memory).
+  const auto state = [](const Point& p) {
+    if (p.get_int("seq") == 4096) throw Error("test: no estimate at seq 4096");
+    double bytes = 1024.0 * 1024.0;
+    if (p.get_string("strategy") == "full_shard") bytes /= double(p.get_int("world"));
+    return bytes;
+  };
+  register_task({"train", nullptr, state, [state](const Point& p) {
+                   const double half = state(p) / 2;
+                   return std::vector<std::pair<std::string, double>>{{"param", half},
+                                                                      {"grad", half}};
                  }});
   KeySpec lr{"lr", KeyType::Float, 1e-3, "", "learning rate"};
   lr.tasks = {"train"};  // as the train workload registers it

@@ -255,7 +255,7 @@ TEST(Backends, TrainingLossesEqualMpis) {
   constexpr int kSteps = 3;
   const std::string table = mixing_table();
   for (const std::string strategy : {"no_shard", "full_shard", "hybrid_shard"}) {
-    const int sg = strategy == "hybrid_shard" ? two_nodes() : 0;
+    const int sg = sbtest::replicates(strategy) ? two_nodes() : 0;
     auto model = sb::models::make_model("gpt2-tiny");
     Communicator mpi(MPI_COMM_WORLD, sg);
     const auto want = sbtest::run_engine(*model, mpi, sbtest::engine_config(strategy, kSteps), kB,

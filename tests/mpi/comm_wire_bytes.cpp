@@ -1,9 +1,10 @@
 // The bytes the FSDP engine hands to MPI, per collective kind, for every compression preset
-// on every strategy (fp32 and bf16 parameters): one traced step of gpt2-tiny is compared
-// with the closed form of docs/COMPRESSION.md "Wire bytes of one step", computed here from
-// the unit sizes, the world and group sizes, the strategy's layout and each compressor's
-// wire_bytes(n). Catches a collective that bypasses the policy (zero1 once gathered fp32
-// under `hybrid`) or sends the wrong dtype.
+// (and PowerSGD) on every registered strategy (fp32 and bf16 parameters): one traced step of
+// gpt2-tiny is compared with the closed form of docs/COMPRESSION.md "Wire bytes of one step",
+// which fsdp::step_wire_bytes computes from the strategy's record (its collectives, their
+// elements, mesh dimension and payload), the unit sizes and each compressor's wire_bytes(n).
+// Catches a record that says something else than its strategy's class does, a collective
+// that bypasses the policy (zero1 once gathered fp32 under `hybrid`) or the wrong dtype.
 #include <map>
 #include <mutex>
 
@@ -11,6 +12,8 @@
 #include "tests/mpi/mpi_main.h"
 #include "workloads/comm/compressor.h"
 #include "workloads/fsdp/shard.h"
+#include "workloads/fsdp/wire_model.h"
+#include "workloads/models/dtype.h"
 
 using namespace sbtest;
 using sb::comm::CollectiveKind;
@@ -43,56 +46,25 @@ std::vector<int> acquires_per_forward(sb::models::Model& m) {
   return c.n;
 }
 
-// Bytes one rank sends to the others (docs/METRICS.md "Compression"), in integers.
-// Uncompressed: the buffer's bytes x (n-1)/n (all-gather, reduce-scatter; the full buffer),
-// x 2(n-1)/n (all-reduce), rounded down.
-Bytes ring(Bytes buffer, int k, int n) { return n > 1 ? buffer * k * (n - 1) / n : 0; }
-
-// Parameter all-gather of a shard of S elements over n ranks, param dtype of elt bytes.
-Bytes gather_bytes(std::int64_t S, int n, std::size_t elt, const Policy& p) {
-  if (!p.compresses(CollectiveKind::ParamAllGather)) return ring(elt * S * n, 1, n);
-  return (n - 1) * sb::comm::make_compressor(p.param_all_gather)->wire_bytes(S);
-}
-// Gradient reduce-scatter of a full fp32 buffer of n*S elements over n ranks: one compressed
-// chunk to each other rank.
-Bytes reduce_scatter_bytes(std::int64_t S, int n, const Policy& p) {
-  if (!p.compresses(CollectiveKind::GradReduceScatter)) return ring(4 * S * n, 1, n);
-  return (n - 1) * sb::comm::make_compressor(p.grad_reduce_scatter)->wire_bytes(S);
-}
-// Gradient all-reduce of x fp32 elements over n ranks (compressed: padded to n * ceil(x/n),
-// a reduce-scatter then an all-gather of the reduced chunk).
-Bytes all_reduce_bytes(std::int64_t x, int n, const Policy& p) {
-  if (!p.compresses(CollectiveKind::GradAllReduce)) return ring(4 * x, 2, n);
-  const std::int64_t c = (x + n - 1) / n;
-  return 2 * (n - 1) * sb::comm::make_compressor(p.grad_all_reduce)->wire_bytes(c);
-}
-
-// The closed form of one steady-state step (docs/COMPRESSION.md "Wire bytes of one step"):
-// kind -> the bytes this rank hands to MPI.
+// The record's closed form of one steady-state step (fsdp::step_wire_bytes,
+// docs/COMPRESSION.md "Wire bytes of one step"): kind name -> the bytes this rank hands to MPI.
 std::map<std::string, Bytes> expected(const std::string& strategy,
                                       const std::vector<sb::models::UnitSpec>& units,
                                       const std::vector<int>& acquires, const Policy& p,
-                                      std::size_t param_elt) {
-  const int w = world_size(), s = strategy == "hybrid_shard" ? shard_group() : w, R = w / s;
+                                      torch::ScalarType param_dtype) {
+  const auto& info = sb::fsdp::strategy_info(strategy);
+  const auto mesh = info.mesh(world_size(), shard_group());
   std::map<std::string, Bytes> e;
-  for (auto k : {"param_all_gather", "grad_reduce_scatter", "grad_all_reduce"}) e[k] = 0;
-  for (std::size_t u = 0; u < units.size(); ++u) {
-    const std::int64_t numel = units[u].numel();
-    const auto r = sb::fsdp::shard_range(numel, strategy == "no_shard" ? 1 : s, 0);
-    if (strategy == "no_shard") {
-      e["grad_all_reduce"] += all_reduce_bytes(r.padded, w, p);
-    } else if (strategy == "zero1") {  // all-reduce, then the updated slice gathered (fp32)
-      e["grad_all_reduce"] += all_reduce_bytes(r.padded, w, p);
-      e["param_all_gather"] += gather_bytes(r.size, w, 4, p);
-    } else {  // sharded params: gathered once (shard_grad_op, pinned) or twice per step
-      const int gathers = strategy == "shard_grad_op" || acquires[u] > 1 ? 1 : 2;
-      e["param_all_gather"] += gathers * gather_bytes(r.size, s, param_elt, p);
-      e["grad_reduce_scatter"] += reduce_scatter_bytes(r.size, s, p);
-      if (strategy == "hybrid_shard" && R > 1)
-        e["grad_all_reduce"] += all_reduce_bytes(r.size, R, p);
-    }
-  }
+  for (const auto& [kind, bytes] :
+       sb::fsdp::step_wire_bytes(info, units, acquires, mesh, param_dtype, torch::kFloat32, p))
+    e[sb::comm::kind_name(kind)] = bytes;
   return e;
+}
+
+// The communicator of a strategy: two emulated nodes when its record runs a collective over
+// dp_replicate (hybrid sharding), else one.
+int shard_group_of(const std::string& strategy) {
+  return sb::fsdp::strategy_info(strategy).uses(sb::fsdp::MeshDim::dp_replicate) ? shard_group() : 0;
 }
 
 sb::fsdp::EngineConfig config(const std::string& strategy, const Policy& p,
@@ -121,7 +93,7 @@ struct Sums {
 // learns which units are pinned).
 Sums measured(sb::models::Model& model, const std::string& strategy, const Policy& p,
               torch::ScalarType dtype) {
-  Communicator comm(MPI_COMM_WORLD, strategy == "hybrid_shard" ? shard_group() : 0);
+  Communicator comm(MPI_COMM_WORLD, shard_group_of(strategy));
   std::mutex m;
   Sums sum;
   comm.set_trace_hook(
@@ -150,14 +122,22 @@ TEST_P(WireBytes, EveryPresetMatchesTheFormula) {
   auto model = sb::models::make_model("gpt2-tiny");
   const auto acquires = acquires_per_forward(*model);
   const auto fp32_none = expected(strategy, model->units(), acquires,
-                                  sb::comm::policy_preset("none"), 4);
-  for (const auto& preset : sb::comm::policy_names()) {
-    if (preset == "custom") continue;
-    const Policy p = sb::comm::policy_preset(preset);
+                                  sb::comm::policy_preset("none"), torch::kFloat32);
+  std::vector<Policy> policies;
+  for (const auto& preset : sb::comm::policy_names())
+    if (preset != "custom") policies.push_back(sb::comm::policy_preset(preset));
+  Policy psgd;  // PowerSGD on the all-reduce: its own wire (P and Q)
+  psgd.preset = "custom";
+  psgd.grad_all_reduce.name = "powersgd";
+  psgd.grad_all_reduce.rank = 2;
+  psgd.grad_all_reduce.error_feedback = true;
+  policies.push_back(psgd);
+  for (const Policy& p : policies) {
+    const std::string preset = p.preset == "custom" ? "powersgd" : p.preset;
     for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
-      const auto want = expected(strategy, model->units(), acquires, p, c10::elementSize(dtype));
+      const auto want = expected(strategy, model->units(), acquires, p, dtype);
       const auto got = measured(*model, strategy, p, dtype);
-      const std::string what = strategy + "/" + preset + "/" + sb::fsdp::dtype_name(dtype);
+      const std::string what = strategy + "/" + preset + "/" + sb::models::dtype_name(dtype);
       auto at = [](const std::map<std::string, Bytes>& m, const std::string& k) -> Bytes {
         return m.count(k) ? m.at(k) : 0;
       };
@@ -178,9 +158,9 @@ TEST_P(WireBytes, EveryPresetMatchesTheFormula) {
   }
 }
 
+// Every registered strategy: its record must say what its class puts on the wire.
 INSTANTIATE_TEST_SUITE_P(AllStrategies, WireBytes,
-                         ::testing::Values("no_shard", "zero1", "shard_grad_op", "full_shard",
-                                           "hybrid_shard"));
+                         ::testing::ValuesIn(sb::fsdp::strategy_names()));
 
 // zero1 under `hybrid`: the replica's other slices arrive as bf16, this rank's own slice (its
 // optimizer master) stays exact fp32.

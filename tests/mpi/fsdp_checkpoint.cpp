@@ -132,9 +132,12 @@ std::vector<std::pair<std::string, sb::comm::Policy>> policies(const std::string
   std::vector<std::pair<std::string, sb::comm::Policy>> out;
   for (const auto& name : sb::comm::policy_names())
     if (name != "custom") out.emplace_back(name, sb::comm::policy_preset(name));
-  const bool sharded = strategy == "full_shard" || strategy == "shard_grad_op";
-  const bool all_reduce = strategy != "full_shard" && strategy != "shard_grad_op";
-  const bool params = strategy != "no_shard" && strategy != "zero1";
+  // What the strategy's record says it runs (zero1's after-step gather of the fp32 replica is
+  // left exact: only gathers of sharded parameters are compressed here).
+  const auto& info = sb::fsdp::strategy_info(strategy);
+  const bool reduce_scatter = info.issues(sb::comm::CollectiveKind::GradReduceScatter);
+  const bool all_reduce = info.issues(sb::comm::CollectiveKind::GradAllReduce);
+  const bool params = info.layout.params_sharded;
   sb::comm::CompressorConfig sto;  // stochastic int8
   sto.name = "int8";
   sto.block = 64;
@@ -143,7 +146,7 @@ std::vector<std::pair<std::string, sb::comm::Policy>> policies(const std::string
     sb::comm::Policy p;
     p.preset = "custom";
     if (params) p.param_all_gather = sto;
-    if (sharded || strategy == "hybrid_shard") {
+    if (reduce_scatter) {
       p.grad_reduce_scatter = sto;
       p.grad_reduce_scatter.error_feedback = true;
     }
@@ -168,7 +171,7 @@ TEST(Checkpoint, ResumeIsBitExactForEveryCompressionPolicyOnEveryStrategy) {
   auto model = tiny();
   for (const std::string& s : sb::fsdp::strategy_names())
     for (const auto& [name, policy] : policies(s)) {
-      Communicator comm(MPI_COMM_WORLD, s == "hybrid_shard" ? (n == 4 ? 2 : 1) : 0);
+      Communicator comm(MPI_COMM_WORLD, replicates(s) ? (n == 4 ? 2 : 1) : 0);
       auto cfg = config(s);
       cfg.compression = policy;
       const auto straight = run_engine(*model, comm, cfg, kB, kT, 4);

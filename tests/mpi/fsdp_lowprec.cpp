@@ -41,7 +41,7 @@ TEST(Lowprec, EveryStrategyMatchesTheOneProcessRunInTheSameDtype) {
     Communicator self(MPI_COMM_SELF, 1);
     const auto want = run_engine(*model, self, lowprec("no_shard", dt), kB, kT, kSteps);
     for (const std::string s : {"no_shard", "zero1", "shard_grad_op", "full_shard", "hybrid_shard"}) {
-      Communicator comm(MPI_COMM_WORLD, s == "hybrid_shard" ? two_nodes() : 0);
+      Communicator comm(MPI_COMM_WORLD, replicates(s) ? two_nodes() : 0);
       const auto got = run_engine(*model, comm, lowprec(s, dt), kB, kT, kSteps);
       double worst = 0;
       for (int i = 0; i < kSteps; ++i) {

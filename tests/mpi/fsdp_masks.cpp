@@ -37,7 +37,7 @@ TEST_P(MaskParity, MaskedTrainingMatchesOneProcessAndStaysPruned) {
   for (const std::string preset : {"gpt2-tiny", "bert-tiny"}) {
     auto model = sb::models::make_model(preset);
     const auto masks = masks_of(*model);
-    const int sg = strategy == "hybrid_shard" && world_size() % 2 == 0 ? world_size() / 2 : 0;
+    const int sg = replicates(strategy) && world_size() % 2 == 0 ? world_size() / 2 : 0;
     Communicator comm(MPI_COMM_WORLD, sg);
     sb::fsdp::Engine e(*model, comm, engine_config(strategy, kSteps), sb::models::init_params(model->units(), 1234));
     e.set_masks(masks);

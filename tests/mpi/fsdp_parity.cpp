@@ -72,7 +72,7 @@ class Parity : public ::testing::TestWithParam<std::tuple<std::string, std::stri
 TEST_P(Parity, MatchesOneProcessTrainer) {
   const auto& [strategy, preset] = GetParam();
   auto model = sb::models::make_model(preset);
-  Communicator comm(MPI_COMM_WORLD, strategy == "hybrid_shard" ? two_nodes() : 0);
+  Communicator comm(MPI_COMM_WORLD, replicates(strategy) ? two_nodes() : 0);
   auto got = run_engine(*model, comm, config(strategy), kB, kT, kSteps);
   expect_match(got, reference(preset), strategy + "/" + preset);
   // Training moved the parameters: the comparison is not between two idle runs.
@@ -157,7 +157,7 @@ TEST(Parity, UnitsSmallerThanTheWorld) {
   TinyUnits model;
   auto ref = run_reference(model);
   for (const std::string s : {"no_shard", "zero1", "shard_grad_op", "full_shard", "hybrid_shard"}) {
-    Communicator comm(MPI_COMM_WORLD, s == "hybrid_shard" ? two_nodes() : 0);
+    Communicator comm(MPI_COMM_WORLD, replicates(s) ? two_nodes() : 0);
     auto got = run_engine(model, comm, config(s), kB, kT, kSteps);
     expect_match(got, ref, s + "/tiny-units");
   }

@@ -1,12 +1,15 @@
 // Engine state: model-state bytes per rank equal the documented formula exactly for every
-// strategy; full_shard's peak stays within its bound; sharded checkpoints resume bit for bit
+// strategy, and the memory model's terms equal the engine's bytes term by term; full_shard's
+// peak stays within its bound; sharded checkpoints resume bit for bit
 // and a checkpoint from another world size or strategy is refused by name.
 #include <filesystem>
 #include <fstream>
 
 #include "tests/mpi/fsdp_testlib.h"
-#include "workloads/data/safetensors.h"
 #include "tests/mpi/mpi_main.h"
+#include "workloads/data/safetensors.h"
+#include "workloads/fsdp/memory_model.h"
+#include "workloads/models/dtype.h"
 
 using namespace sbtest;
 using sb::comm::Communicator;
@@ -30,7 +33,7 @@ TEST(Memory, ModelStateEqualsTheFormula) {
   for (const std::string& s : sb::fsdp::strategy_names()) {
     const int rows = static_cast<int>(kB / n);
     for (int accum : {1, rows % 2 == 0 ? 2 : 3}) {
-      Communicator comm(MPI_COMM_WORLD, s == "hybrid_shard" ? sg : 0);
+      Communicator comm(MPI_COMM_WORLD, replicates(s) ? sg : 0);
       auto cfg = config(s);
       sb::fsdp::Engine e(*model, comm, cfg, sb::models::init_params(model->units(), 1));
       run_engine(*model, comm, cfg, kB, kT, 2, accum, 0, &e);
@@ -39,8 +42,14 @@ TEST(Memory, ModelStateEqualsTheFormula) {
                                                       accum, cfg.compression);
       EXPECT_EQ(m.model_state, expect) << s << " accum " << accum;
       EXPECT_EQ(m.gathered, 0u) << s << ": nothing stays gathered between steps";
-      if (accum == 1 && s == "no_shard") no_shard = m.model_state;
-      if (accum == 1 && s == "full_shard") {
+      // The ratio and the peak bound are about two layouts: nothing sharded (no_shard), and
+      // everything sharded over the world and freed after forward (full_shard).
+      const auto& info = sb::fsdp::strategy_info(s);
+      const auto& l = info.layout;
+      const bool zero3 = l.params_sharded && l.grads_sharded && l.optim_sharded &&
+                         l.reshard_after_forward && !replicates(s);
+      if (accum == 1 && !l.sharded()) no_shard = m.model_state;
+      if (accum == 1 && zero3) {
         full_shard = m.model_state;
         // Peak bound: 16 P / N + padding, plus the largest unit's full params and gradients
         // (its in-flight full gradient and its reduce output), plus two more units' params
@@ -84,7 +93,7 @@ TEST(Memory, CompressionStateEqualsThePrediction) {
   bool some_state = false;
   for (const std::string& s : sb::fsdp::strategy_names()) {
     for (const auto& policy : policies) {
-      Communicator comm(MPI_COMM_WORLD, s == "hybrid_shard" ? sg : 0);
+      Communicator comm(MPI_COMM_WORLD, replicates(s) ? sg : 0);
       auto cfg = config(s);
       cfg.compression = policy;
       sb::fsdp::Engine e(*model, comm, cfg, sb::models::init_params(model->units(), 1));
@@ -101,6 +110,75 @@ TEST(Memory, CompressionStateEqualsThePrediction) {
   EXPECT_TRUE(some_state) << "no policy kept any state: the test compares zeros";
 }
 
+// The memory model (fsdp::predict_memory: what `plan --memory` prints and the train task
+// records beside the engine's bytes) against Engine::memory(), term by term, for every
+// registered strategy: parameters, gradients (with gradient accumulation's buffer), optimizer
+// state, compression state and model state exactly; gathered parameters exactly where they
+// are replicated (their bf16 copy, none in fp32), and where they are sharded nothing gathered
+// between steps and a peak within the model's estimate (the unit computing, the prefetched
+// one and the tied embedding).
+TEST(Memory, PredictionEqualsTheEngineTermByTerm) {
+  const int n = world_size();
+  const int sg = n % 2 == 0 ? n / 2 : n;
+  const int rows = static_cast<int>(kB / n);
+  auto model = sb::models::make_model("gpt2-tiny");
+  sb::comm::Policy psgd = sb::comm::policy_preset("none");
+  psgd.preset = "custom";
+  psgd.grad_all_reduce.name = "powersgd";
+  psgd.grad_all_reduce.rank = 2;
+  psgd.grad_all_reduce.error_feedback = true;
+  struct Case {
+    int accum;
+    torch::ScalarType dtype;
+    sb::comm::Policy policy;
+  };
+  const std::vector<Case> cases = {{1, torch::kFloat32, sb::comm::policy_preset("none")},
+                                   {rows % 2 == 0 ? 2 : 3, torch::kFloat32, sb::comm::policy_preset("hybrid")},
+                                   {1, torch::kBFloat16, sb::comm::policy_preset("none")},
+                                   {1, torch::kFloat32, psgd}};
+  for (const std::string& s : sb::fsdp::strategy_names()) {
+    for (const Case& c : cases) {
+      Communicator comm(MPI_COMM_WORLD, replicates(s) ? sg : 0);
+      auto cfg = config(s);
+      cfg.param_dtype = c.dtype;
+      cfg.compression = c.policy;
+      sb::fsdp::Engine e(*model, comm, cfg, sb::models::init_params(model->units(), 1));
+      run_engine(*model, comm, cfg, kB, kT, 2, c.accum, 0, &e);
+      const auto m = e.memory();
+      sb::fsdp::MemoryInputs in;
+      in.units = model->units();
+      in.model = model->config();
+      in.strategy = s;
+      in.world = n;
+      in.shard_group = sg;
+      in.param_dtype = c.dtype;
+      in.grad_accum = c.accum;
+      in.policy = c.policy;
+      in.prefetch = cfg.prefetch;
+      const auto p = sb::fsdp::predict_memory(in);
+      const std::string what = fmt::format("{} accum {} {} {}", s, c.accum,
+                                           sb::models::dtype_name(c.dtype), c.policy.describe());
+      EXPECT_EQ(m.param, p.param) << what;
+      EXPECT_EQ(m.grad, p.grad) << what;
+      EXPECT_EQ(m.optim, p.optim) << what;
+      EXPECT_EQ(m.compression, p.compression) << what;
+      EXPECT_EQ(m.model_state, p.model_state) << what;
+      if (!sb::fsdp::strategy_info(s).layout.params_sharded) {
+        EXPECT_EQ(m.gathered, p.gathered) << what;
+        EXPECT_EQ(m.peak_gathered, p.gathered) << what;
+      } else {
+        EXPECT_EQ(m.gathered, 0u) << what;
+        EXPECT_GT(m.peak_gathered, 0u) << what;
+        EXPECT_LE(m.peak_gathered, p.gathered) << what;
+      }
+      if (world_rank() == 0 && c.accum == 1 && c.dtype == torch::kFloat32 && !c.policy.any())
+        std::printf("[ memory ] %-14s peak gathered %8llu B, predicted %8llu B\n", s.c_str(),
+                    static_cast<unsigned long long>(m.peak_gathered),
+                    static_cast<unsigned long long>(p.gathered));
+    }
+  }
+}
+
 // The progress mode changes when transfers happen, not what they deliver. poll and inline
 // both use the non-blocking MPI calls: bit for bit equal. thread uses the blocking ones, whose
 // (tuned) reduction order may differ from the non-blocking (libnbc) one from 3 ranks on:
@@ -115,7 +193,7 @@ TEST(Progress, InlineAndPollGiveTheThreadModesBits) {
     std::vector<RunResult> runs;
     for (auto mode : {sb::comm::ProgressMode::Thread, sb::comm::ProgressMode::Poll,
                       sb::comm::ProgressMode::Inline}) {
-      Communicator comm(MPI_COMM_WORLD, s == "hybrid_shard" ? (n == 4 ? 2 : 1) : 0);
+      Communicator comm(MPI_COMM_WORLD, replicates(s) ? (n == 4 ? 2 : 1) : 0);
       comm.set_progress(mode);
       runs.push_back(run_engine(*model, comm, config(s), kB, kT, 4));
     }
@@ -163,9 +241,9 @@ TEST(Checkpoint, ExportsOneSafetensorsFileTheOneProcessLoaderReads) {
   const std::string dir = shared_tmpdir("export");
   for (const std::string model_name : {"gpt2-tiny", "bert-tiny"})
     for (const std::string s : {"full_shard", "hybrid_shard", "zero1"}) {
-      if (s == "hybrid_shard" && world_size() % 2 != 0) continue;  // needs groups of 2
+      if (replicates(s) && world_size() % 2 != 0) continue;  // needs groups of 2
       auto model = sb::models::make_model(model_name);
-      Communicator comm(MPI_COMM_WORLD, s == "hybrid_shard" ? 2 : 0);
+      Communicator comm(MPI_COMM_WORLD, replicates(s) ? 2 : 0);
       sb::fsdp::Engine e(*model, comm, config(s), sb::models::init_params(model->units(), 7));
       run_engine(*model, comm, config(s), kB, kT, 2, 1, 0, &e);
       const std::string ck = dir + "/" + model_name + "_" + s;

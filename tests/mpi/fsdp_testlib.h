@@ -102,6 +102,12 @@ inline std::string shared_tmpdir(const std::string& prefix, const std::string& t
   return buf;
 }
 
+// Whether a strategy's record runs collectives over dp_replicate (hybrid sharding): its tests
+// build the communicator with shard groups (emulated nodes).
+inline bool replicates(const std::string& strategy) {
+  return sb::fsdp::strategy_info(strategy).uses(sb::fsdp::MeshDim::dp_replicate);
+}
+
 // An engine configuration for the tests: strategy, and AdamW over `steps` steps.
 inline sb::fsdp::EngineConfig engine_config(const std::string& strategy, std::int64_t steps = 10) {
   sb::fsdp::EngineConfig c;

@@ -19,6 +19,7 @@
 #include "tests/mpi/mpi_main.h"
 #include "workloads/data/training_source.h"
 #include "workloads/models/device.h"
+#include "workloads/models/dtype.h"
 #include "workloads/train/peak.h"
 #include "workloads/train/peak_cache.h"
 
@@ -53,7 +54,7 @@ struct CacheFile {
 
 std::string key(torch::ScalarType dt) {
   return sb::train::peak_cache_key(sb::machine_now("").cpu_model, at::get_num_threads(), ranks_on_node(),
-                                   sb::fsdp::dtype_name(dt), "at::mm");
+                                   sb::models::dtype_name(dt), "at::mm");
 }
 
 // A fake entry, so that nothing is measured.
@@ -127,10 +128,10 @@ TEST(TrainPeak, ADtypeWithoutUnitsHasNoPeakAndNoMfu) {
   for (auto dt : {torch::kBFloat16, torch::kHalf}) {
     const std::string missing = sb::models::missing_fast_units(torch::kCPU, dt);
     if (!missing.empty()) {
-      CacheFile cache(sb::fsdp::dtype_name(dt));
+      CacheFile cache(sb::models::dtype_name(dt));
       store(cache.file, torch::kFloat, 40.0, 55.5);  // the fp32 peak beside it, not measured
       const auto k = sb::train::training_peaks(torch::kCPU, dt, 0, MPI_COMM_WORLD);
-      const std::string name = sb::fsdp::dtype_name(dt);
+      const std::string name = sb::models::dtype_name(dt);
       EXPECT_EQ(k.no_mfu, fmt::format("no MFU: no {} peak: the {}", name, missing));
       EXPECT_TRUE(std::isnan(k.divisor));
       EXPECT_TRUE(k.compute.curve.sizes.empty()) << "measured a dtype without units";

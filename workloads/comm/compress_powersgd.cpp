@@ -162,6 +162,16 @@ std::int64_t PowerSGD::flat_state_bytes(std::int64_t n, std::int64_t rank, bool 
   return 4 * cols * rank + (error_feedback ? 4 * rows * cols : 0);
 }
 
+std::int64_t PowerSGD::flat_wire_bytes(std::int64_t n, std::int64_t rank, int world) {
+  if (world <= 1) return 0;
+  const auto w = static_cast<std::int64_t>(world);
+  // exact_phases: 4-byte elements, a chunk of ceil(m / world) to each other rank, twice.
+  const auto exact = [w](std::int64_t m) { return 2 * (w - 1) * 4 * ((m + w - 1) / w); };
+  const auto [rows, cols] = flat_shape(n);
+  if (std::min(rows, cols) <= rank) return exact(rows * cols);
+  return exact(rows * rank) + exact(cols * rank);
+}
+
 std::int64_t PowerSGD::state_bytes() const {
   std::int64_t b = 0;
   for (const auto& [k, q] : q_) b += 4 * q.numel();

@@ -58,6 +58,10 @@ class PowerSGD {
   // Q (cols x rank) + the residual (rows x cols) with error feedback, fp32; 0 when the
   // matrix is too small to compress.
   static std::int64_t flat_state_bytes(std::int64_t n, std::int64_t rank, bool error_feedback);
+  // The bytes all_reduce_flat of n elements among `world` ranks puts on the wire from this
+  // rank: the exact (fp32, reduce-scatter + all-gather) all-reduces of P (rows x rank) and Q
+  // (cols x rank), or of the whole padded matrix when it is too small to compress.
+  static std::int64_t flat_wire_bytes(std::int64_t n, std::int64_t rank, int world);
   // Checkpoints: Q as out[prefix + "q/" + key], residuals as out[prefix + "residual/" + key].
   // The initial Q of a key comes from (seed, key) alone, so Q itself is all the warm start
   // and random state there is; load_state replaces both maps.

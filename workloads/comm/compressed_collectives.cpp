@@ -337,6 +337,27 @@ std::int64_t CompressedCollectives::state_bytes_of(const Policy& p, CollectiveKi
   return 4 * padded + 4 * (padded / world);
 }
 
+std::int64_t CompressedCollectives::wire_bytes_of(const Policy& p, CollectiveKind k,
+                                                  std::int64_t n, int world,
+                                                  std::int64_t elt_bytes) {
+  if (world <= 1) return 0;
+  const auto w = static_cast<std::int64_t>(world);
+  if (!p.compresses(k)) {
+    const char* op = k == CollectiveKind::ParamAllGather      ? "all_gather"
+                     : k == CollectiveKind::GradReduceScatter ? "reduce_scatter"
+                                                              : "all_reduce";
+    return static_cast<std::int64_t>(wire_bytes(op, static_cast<std::uint64_t>(elt_bytes * n), world));
+  }
+  const CompressorConfig& c = p[k];
+  if (k == CollectiveKind::GradAllReduce && c.name == "powersgd")
+    return PowerSGD::flat_wire_bytes(n, c.rank, world);
+  const auto compressor = make_compressor(c);
+  if (k == CollectiveKind::GradAllReduce) return 2 * (w - 1) * compressor->wire_bytes((n + w - 1) / w);
+  SB_CHECK(n % w == 0, "{} of {} elements over {} ranks: not a whole shard each", kind_name(k), n,
+           world);
+  return (w - 1) * compressor->wire_bytes(n / w);
+}
+
 StateDict CompressedCollectives::state() const {
   StateDict s;
   param_->save_state(s, "param/");

@@ -128,6 +128,13 @@ class CompressedCollectives {
   // PowerSGD: PowerSGD::flat_state_bytes. The parameter gather keeps nothing.
   static std::int64_t state_bytes_of(const Policy& p, CollectiveKind k, std::int64_t n,
                                      int world);
+  // The bytes one collective of kind k on a full buffer of n elements among `world` ranks
+  // puts on the wire from this rank, under p (docs/COMPRESSION.md "Wire bytes of one step"):
+  // uncompressed, comm::wire_bytes of n elements of elt_bytes each; compressed, (world - 1)
+  // wires of the shard n / world (gather, reduce-scatter; n a multiple of world), twice that
+  // of ceil(n / world) for the all-reduce, PowerSGD::flat_wire_bytes for PowerSGD. 0 for one rank.
+  static std::int64_t wire_bytes_of(const Policy& p, CollectiveKind k, std::int64_t n, int world,
+                                    std::int64_t elt_bytes);
   // Everything a later call depends on (error-feedback residuals, PowerSGD's Q and residuals,
   // stochastic-rounding generators), for checkpoints; load_state replaces it all. Call both
   // only while no collective runs. Names: param/, grad/, allreduce/ (compressors), grad_ef/,

@@ -4,7 +4,6 @@
 
 #include <functional>
 #include <map>
-#include <set>
 
 #include "harness/core/check.h"
 #include "harness/workload.h"
@@ -16,15 +15,6 @@ constexpr CollectiveKind kKinds[] = {CollectiveKind::ParamAllGather,
                                      CollectiveKind::GradReduceScatter,
                                      CollectiveKind::GradAllReduce};
 
-// Key prefix of each kind for the custom policy: compress.<prefix>.<field>.
-const char* key_prefix(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::ParamAllGather: return "compress.param";
-    case CollectiveKind::GradReduceScatter: return "compress.grad";
-    case CollectiveKind::GradAllReduce: return "compress.allreduce";
-  }
-  return "";
-}
 const char* kFields[] = {"name", "block", "ratio", "rank", "error_feedback", "stochastic"};
 
 CompressorConfig cfg(const std::string& name) {
@@ -99,14 +89,6 @@ std::string preset_list() {
   return s;
 }
 
-// Which collective kinds a strategy runs (unknown strategy: all of them, no complaint).
-std::set<CollectiveKind> kinds_of(const std::string& strategy) {
-  if (strategy == "no_shard") return {CollectiveKind::GradAllReduce};
-  if (strategy == "full_shard" || strategy == "shard_grad_op")
-    return {CollectiveKind::ParamAllGather, CollectiveKind::GradReduceScatter};
-  return {kKinds[0], kKinds[1], kKinds[2]};
-}
-
 bool explicitly_set(const sb::Point& p, const std::string& key) {
   return p.has(key) && p.where(key).line != 0;
 }
@@ -151,22 +133,22 @@ const sb::Registrar registrar([] {
       return;
     }
     const int world = p.has("world") ? static_cast<int>(p.get_int("world")) : 1;
-    const std::string strategy = p.has("strategy") ? p.get_string("strategy") : "";
     for (const auto& msg : policy_problems(policy, world)) out.push_back({"compression", msg});
-    if (name == "custom") {
-      // A compressor on a collective the strategy never runs is a suite mistake, not a no-op.
-      const auto used = kinds_of(strategy);
-      for (auto k : kKinds)
-        if (policy.compresses(k) && !used.count(k))
-          out.push_back({std::string(key_prefix(k)) + ".name",
-                         fmt::format("strategy {} runs no {} collective, so {}.name = \"{}\" "
-                                     "would never be used; set it to \"none\"",
-                                     strategy, kind_name(k), key_prefix(k), policy[k].name)});
-    }
+    // A compressor on a collective the strategy never issues: workloads/fsdp/strategy.cpp
+    // asks the strategy's record.
   });
 });
 
 }  // namespace
+
+const char* key_prefix(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::ParamAllGather: return "compress.param";
+    case CollectiveKind::GradReduceScatter: return "compress.grad";
+    case CollectiveKind::GradAllReduce: return "compress.allreduce";
+  }
+  return "";
+}
 
 const char* kind_name(CollectiveKind k) {
   switch (k) {

@@ -14,6 +14,9 @@ namespace sb::comm {
 enum class CollectiveKind { ParamAllGather, GradReduceScatter, GradAllReduce };
 // "param_all_gather", "grad_reduce_scatter", "grad_all_reduce" (the CommEvent::kind values).
 const char* kind_name(CollectiveKind k);
+// Key prefix of each kind for the custom policy: compress.<prefix>.<field> ("compress.param",
+// "compress.grad", "compress.allreduce").
+const char* key_prefix(CollectiveKind k);
 
 struct Policy {
   std::string preset = "none";          // the "compression" value it came from

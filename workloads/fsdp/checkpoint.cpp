@@ -19,6 +19,7 @@
 #include "workloads/fsdp/checkpoint_set.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/fsdp/unit.h"
+#include "workloads/models/dtype.h"
 
 namespace sb::fsdp {
 namespace {
@@ -80,15 +81,15 @@ struct Reader {
 };
 
 // This run's header (everything but the payload fields).
-Header run_header(comm::Communicator& c, const Layout& layout, const EngineConfig& cfg,
+Header run_header(comm::Communicator& c, comm::Group shard_group, const EngineConfig& cfg,
                   const std::string& strategy, const Units& units, std::int64_t step) {
   Header h;
   h.world = c.size();
-  h.group = c.size(layout.group);
+  h.group = c.size(shard_group);
   h.rank = c.rank();
   h.step = step;
   h.strategy = strategy;
-  h.dtype = dtype_name(cfg.param_dtype);
+  h.dtype = models::dtype_name(cfg.param_dtype);
   h.compression = cfg.compression.describe();
   for (const auto& U : units)
     h.units.push_back({U->flat.numel, U->range.padded, U->range.size, U->opt_off, U->opt_n});
@@ -334,7 +335,7 @@ void Engine::save(const std::string& dir) const {
                                                                        "step {} in {}", step_, dir);
   exchange(comm_, what, root ? attempt([&] { ckpt::prepare_set(dir, step_); }) : "");
   // Every rank's file, durable before anything is committed.
-  Header h = run_header(comm_, layout_, cfg_, strategy_->name(), units_, step_);
+  Header h = run_header(comm_, shard_group_, cfg_, cfg_.strategy, units_, step_);
   std::string file;
   const std::string err = attempt([&] {
     comm::StateDict state = coll_->compression_state();
@@ -385,7 +386,7 @@ void Engine::load(const std::string& dir) {
       exchange(comm_, fmt::format("resuming from {}", dir), pick_err, chosen.set_dir)[0];
   if (!chosen.warning.empty()) std::fprintf(stderr, "warning: %s\n", chosen.warning.c_str());
 
-  const Header run = run_header(comm_, layout_, cfg_, strategy_->name(), units_, 0);
+  const Header run = run_header(comm_, shard_group_, cfg_, cfg_.strategy, units_, 0);
   RankFile rf;
   comm::StateDict state;  // compression and engine state, after the units' tensors
   const std::string err = attempt([&] {
@@ -447,7 +448,7 @@ models::UnitTensors read_checkpoint_params(const std::string& dir, const models:
   if (!chosen.warning.empty()) std::fprintf(stderr, "warning: %s\n", chosen.warning.c_str());
   const std::string& set = chosen.set_dir;
   const ckpt::Marker m = ckpt::read_marker(set);
-  const Layout layout = strategy_layout(m.strategy);
+  const Layout layout = strategy_info(m.strategy).layout;
   const auto& specs = model.units();
   const int files = layout.params_sharded ? m.group : 1;
   // Each unit's flat master buffer (all shards), filled one rank file at a time so that only

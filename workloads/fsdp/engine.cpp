@@ -1,6 +1,7 @@
 // The FSDP engine's mechanics: flat buffers, gather/free, autograd hooks, gradient
-// reduction, the sharded AdamW step and memory accounting. Strategy-specific choices come
-// from the Strategy's Layout and reduce_grad (strategy_*.cpp).
+// reduction, inference and memory accounting (the step and its optimizer: step.cpp).
+// Strategy-specific choices come from the strategy's record (its Layout and mesh groups) and
+// its class's reduce_grad / after_update (strategy_*.cpp).
 #include "workloads/fsdp/engine.h"
 
 #include <cmath>
@@ -12,21 +13,12 @@
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
 #include "harness/core/mpi_context.h"
-#include "harness/workload.h"
-#include "workloads/comm/compressed_collectives.h"
 #include "workloads/fsdp/unit.h"
 #include "workloads/models/device.h"
 
 namespace sb::fsdp {
 
 namespace {
-sb::Registrar reg_dtypes([] {
-  sb::register_name("dtype", "fp32", "32-bit float");
-  sb::register_name("dtype", "bf16", "bfloat16 (8-bit exponent, 7-bit mantissa)");
-  sb::register_name("dtype", "fp16", "IEEE half (5-bit exponent, 10-bit mantissa)");
-  sb::register_name("dtype", "auto", "dtype only: bf16 where the device has bf16 matrix units "
-                                     "(AMX or AVX-512 bf16, a GPU), else fp32");
-});
 
 // Runs fn after W's AccumulateGrad stored the unit's full gradient in W.grad().
 struct PostHook final : torch::autograd::FunctionPostHook {
@@ -51,84 +43,6 @@ void alloc_storage(const torch::Tensor& t) {
   s->set_nbytes(n);
 }
 }  // namespace
-
-torch::ScalarType dtype_from_name(const std::string& name) {
-  if (name == "fp32") return torch::kFloat32;
-  if (name == "bf16") return torch::kBFloat16;
-  if (name == "fp16") return torch::kFloat16;
-  SB_FAIL("unknown dtype '{}'; known dtypes: fp32, bf16, fp16", name);
-}
-torch::ScalarType resolve_dtype(const std::string& name, const torch::Device& device,
-                                std::string* why) {
-  if (name != "auto") {
-    if (why) *why = "dtype = \"" + name + "\"";
-    return dtype_from_name(name);
-  }
-  // bf16, not fp16: it needs no loss scaling and every unit that speeds up fp16 matmuls
-  // (a GPU's tensor cores, AMX-FP16) comes with bf16 units too.
-  const std::string missing = models::missing_fast_units(device, torch::kBFloat16);
-  if (why) *why = missing.empty() ? "auto: bf16, the device has bf16 units" : "auto: fp32, the " + missing;
-  return missing.empty() ? torch::kBFloat16 : torch::kFloat32;
-}
-
-std::string dtype_name(torch::ScalarType t) {
-  if (t == torch::kFloat32) return "fp32";
-  if (t == torch::kBFloat16) return "bf16";
-  if (t == torch::kFloat16) return "fp16";
-  return c10::toString(t);
-}
-
-std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
-                                const std::string& strategy, int world, int shard_group,
-                                torch::ScalarType param_dtype, int grad_accum,
-                                const comm::Policy& policy) {
-  const Layout l = strategy_layout(strategy);
-  const bool sharded_any = l.params_sharded || l.optim_sharded;
-  const int n = !sharded_any ? 1 : l.group == comm::Group::Shard ? shard_group : world;
-  const std::uint64_t elt = c10::elementSize(param_dtype);
-  std::uint64_t total = 0;
-  for (const auto& u : units) {
-    const ShardRange r = shard_range(u.numel(), n, 0);
-    const std::uint64_t padded = r.padded, S = r.size;
-    total += 4 * (l.params_sharded ? S : padded);                   // fp32 master
-    total += 4 * (l.grads_sharded ? S : padded);                    // reduced gradient
-    total += grad_accum > 1 ? 4 * padded : 0;                       // accumulation buffer
-    total += 8 * (l.optim_sharded ? S : padded);                    // exp_avg, exp_avg_sq
-    total += !l.params_sharded && param_dtype != torch::kFloat32 ? elt * padded : 0;  // copy
-  }
-  return total + compression_state_bytes(units, strategy, world, shard_group, policy);
-}
-
-std::uint64_t compression_state_bytes(const std::vector<models::UnitSpec>& units,
-                                      const std::string& strategy, int world, int shard_group,
-                                      const comm::Policy& policy) {
-  using K = comm::CollectiveKind;
-  const auto of = [&](K k, std::int64_t n, int group) {
-    return static_cast<std::uint64_t>(comm::CompressedCollectives::state_bytes_of(policy, k, n, group));
-  };
-  const Layout l = strategy_layout(strategy);
-  const int n = l.group == comm::Group::Shard ? shard_group : world, replicas = world / n;
-  std::uint64_t total = 0;
-  for (const auto& u : units) {
-    if (!l.params_sharded && !l.grads_sharded) {  // no_shard, zero1: one all-reduce per unit
-      const bool zero1 = l.optim_sharded;
-      total += of(K::GradAllReduce, zero1 ? shard_range(u.numel(), world, 0).padded : u.numel(),
-                  world);
-      continue;
-    }
-    const ShardRange r = shard_range(u.numel(), n, 0);
-    total += of(K::GradReduceScatter, r.padded, n);
-    if (l.group == comm::Group::Shard && replicas > 1)
-      total += of(K::GradAllReduce, r.size, replicas);  // hybrid_shard's replica all-reduce
-  }
-  return total;
-}
-
-std::int64_t loss_terms(const models::Batch& b) {
-  if (b.targets.defined()) return (b.targets != -100).sum().item<std::int64_t>();
-  SB_CHECK(b.labels.defined(), "a batch needs targets or labels to have a loss");
-  return b.labels.size(0);
-}
 
 // ---- construction ------------------------------------------------------------------------
 namespace {
@@ -172,8 +86,8 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
 
 Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
                const std::function<torch::Tensor(int, std::int64_t, std::int64_t)>& initial_slice)
-    : model_(model), comm_(comm), cfg_(std::move(cfg)), strategy_(make_strategy(cfg_.strategy)),
-      layout_(strategy_->layout()) {
+    : model_(model), comm_(comm), cfg_(std::move(cfg)), info_(strategy_info(cfg_.strategy)),
+      strategy_(info_.make()), layout_(info_.layout), shard_group_(info_.group(MeshDim::dp_shard)) {
   coll_ = std::make_unique<Collectives>(comm_, cfg_.compression);
   if (cfg_.loss_scaling) {
     SB_CHECK(cfg_.loss_scale_init > 0 && std::isfinite(cfg_.loss_scale_init) &&
@@ -183,9 +97,9 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     scale_ = cfg_.loss_scale_init;
   }
   const auto& specs = model_.units();
-  const bool sharded_any = layout_.params_sharded || layout_.optim_sharded;
-  const int N = sharded_any ? comm_.size(layout_.group) : 1;
-  const int r = sharded_any ? comm_.rank(layout_.group) : 0;
+  // Padded to a multiple of dp_shard and cut into shards when anything is sharded.
+  const int N = layout_.sharded() ? comm_.size(shard_group_) : 1;
+  const int r = layout_.sharded() ? comm_.rank(shard_group_) : 0;
   for (std::size_t u = 0; u < specs.size(); ++u) {
     auto U = std::make_unique<Unit>();
     U->key = fmt::format("unit{}", u);
@@ -268,7 +182,7 @@ void Engine::gather(int u, bool wait) {
     alloc_storage(U.W);
     U.gathered = true;
     // The fp32 master shard (S): Collectives casts it once, to what goes on the wire.
-    U.gather_req = coll_->all_gather_params(U.master, U.W_raw, layout_.group);
+    U.gather_req = coll_->all_gather_params(U.master, U.W_raw, shard_group_);
     U.gather_pending = true;
     note_memory();
   }
@@ -399,105 +313,6 @@ void Engine::finish_grads() {
   inflight_bytes_ = 0;
 }
 
-// ---- the step ----------------------------------------------------------------------------
-StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t global_terms) {
-  SB_CHECK(!micro.empty(), "a step needs at least one micro-batch");
-  SB_CHECK(!cfg_.forward_only, "Engine::step on a forward-only engine (EngineConfig::forward_only)");
-  SB_CHECK(global_terms > 0, "the step's global batch has {} loss terms", global_terms);
-  StepStats s;
-  comm_.reset_exposed();
-  gather_wait_s_ = 0;
-  accumulating_ = micro.size() > 1;
-  refresh_replicas();
-
-  double local = 0;
-  for (std::size_t i = 0; i < micro.size(); ++i) {
-    final_micro_ = i + 1 == micro.size();
-    const std::int64_t terms = loss_terms(micro[i]);
-    SB_CHECK(terms > 0, "micro-batch {} on rank {} has no loss terms (every target is -100); "
-             "use a larger batch", i, comm_.rank());
-    const double t0 = MPI_Wtime();
-    begin_forward();
-    auto loss = loss_fn_ ? loss_fn_(*this, micro[i]) : model_.loss(*this, micro[i]);
-    end_forward();
-    // Weighted so that summing over ranks and micro-steps gives the global mean (times the
-    // loss scale, 1 without scaling: the same bits).
-    // Scaled in fp32: an fp16 loss times the scale overflows long before its gradients do.
-    auto scaled = (cfg_.loss_scaling ? loss.to(torch::kFloat32) : loss) *
-                  (static_cast<double>(terms) / static_cast<double>(global_terms) * scale_);
-    models::synchronize(cfg_.device);  // GPU kernels run asynchronously: time what ran
-    const double t1 = MPI_Wtime();
-    if (i == 0) s.comm_exposed_forward_s = comm_.exposed_s();
-    scaled.backward();
-    local += scaled.item<double>() / scale_;
-    if (final_micro_) finish_grads();
-    for (int u = 0; u < static_cast<int>(units_.size()); ++u) free_unit(u);  // unused in backward
-    models::synchronize(cfg_.device);
-    const double t2 = MPI_Wtime();
-    s.forward_s += t1 - t0;
-    s.backward_s += t2 - t1;
-  }
-  const double t3 = MPI_Wtime(), exposed_before_opt = comm_.exposed_s();
-  s.loss = comm_.all_reduce_scalar(local, comm::Group::World);
-  s.loss_scale = scale_;
-  optimizer_step(s);
-  models::synchronize(cfg_.device);
-  s.optimizer_s = MPI_Wtime() - t3;
-  s.comm_exposed_s = comm_.exposed_s();
-  s.comm_exposed_optimizer_s = s.comm_exposed_s - exposed_before_opt;
-  s.gather_wait_s = gather_wait_s_;
-  ++step_;
-  return s;
-}
-
-void Engine::optimizer_step(StepStats& s) {
-  std::vector<torch::Tensor> gs;  // this rank's optimizer slice of each unit's gradient
-  double sumsq = 0;
-  for (auto& U : units_) {
-    auto g = layout_.grads_sharded ? U->grad : U->grad.narrow(0, U->opt_off, U->opt_n);
-    if (cfg_.loss_scaling) g.mul_(1.0 / scale_);  // unscaled before the norm and the clip
-    const double n = g.norm().item<double>();
-    sumsq += n * n;
-    gs.push_back(g);
-  }
-  if (layout_.optim_sharded) sumsq = comm_.all_reduce_scalar(sumsq, layout_.group);
-  s.grad_norm = std::sqrt(sumsq);
-  if (cfg_.loss_scaling) {
-    // Every rank decides alike: inf or nan anywhere skips the step everywhere.
-    const double bad = std::isfinite(sumsq) ? 0.0 : 1.0;
-    if (comm_.all_reduce_scalar(bad, comm::Group::World, comm::ReduceOp::Max) > 0) {
-      s.skipped = true;
-      ++skipped_;
-      // Every rank alike: a run whose gradients stay non-finite has diverged, not overflowed.
-      SB_CHECK(++skipped_in_row_ < kMaxSkipsInARow,
-               "loss scaling: {} steps in a row had non-finite gradients (scale down to {:g} "
-               "from loss_scale_init {:g}): the run diverged; lower lr (now {:g}) or train in "
-               "bf16", skipped_in_row_, scale_, cfg_.loss_scale_init, cfg_.adamw.lr);
-      good_steps_ = 0;
-      scale_ *= 0.5;
-      return;
-    }
-    skipped_in_row_ = 0;
-    if (++good_steps_ >= cfg_.loss_scale_growth_interval) {
-      good_steps_ = 0;
-      scale_ *= 2.0;
-    }
-  }
-  const double coef = optim::clip_coefficient(s.grad_norm, cfg_.adamw.grad_clip);
-  const double lr = optim::lr_at(cfg_.adamw, step_);
-  for (std::size_t u = 0; u < units_.size(); ++u) {
-    Unit& U = *units_[u];
-    if (coef < 1.0) gs[u].mul_(coef);
-    auto p = U.master.narrow(0, U.opt_off, U.opt_n);
-    // Adam's step count: the updates applied (skipped steps do not count, as in PyTorch).
-    optim::adamw_update(p, gs[u], U.exp_avg, U.exp_avg_sq, step_ + 1 - skipped_, lr, cfg_.adamw,
-                        U.decay);
-    if (!layout_.params_sharded && layout_.optim_sharded)
-      strategy_->after_update(*coll_, U.master, U.range);
-    if (U.mask.defined()) U.master.mul_(U.mask);
-  }
-}
-
 void Engine::set_masks(const models::UnitTensors& masks) {
   if (masks.empty()) {
     for (auto& U : units_) U->mask = torch::Tensor();
@@ -545,7 +360,7 @@ std::vector<std::vector<torch::Tensor>> Engine::full_params() {
     torch::Tensor full = U->master;
     if (layout_.params_sharded) {
       full = torch::empty({U->range.padded}, U->master.options());
-      comm_.all_gather(U->master, full, layout_.group);
+      comm_.all_gather(U->master, full, shard_group_);
     }
     auto parts = full.to(torch::kCPU).split_with_sizes(U->split_sizes);  // host copies
     std::vector<torch::Tensor> ps;

@@ -25,17 +25,10 @@
 
 namespace sb::fsdp {
 
-// "fp32" | "bf16" | "fp16" (name set "dtype"); unknown: error listing them.
-torch::ScalarType dtype_from_name(const std::string& name);
 // Slices of whole units: element ranges of each unit's flattened initial values (the slice
 // source of an Engine) cut from a source of whole units.
 std::function<torch::Tensor(int, std::int64_t, std::int64_t)> unit_slices(
     const models::Model& model, std::function<std::vector<torch::Tensor>(int)> initial_unit);
-std::string dtype_name(torch::ScalarType t);
-// The `dtype` key of training: a dtype name, or "auto" = bf16 where the device has bf16
-// matrix units (models::missing_fast_units), else fp32; `why` receives the reason.
-torch::ScalarType resolve_dtype(const std::string& name, const torch::Device& device,
-                                std::string* why = nullptr);
 
 struct EngineConfig {
   std::string strategy = "no_shard";  // the `strategy` key's default (harness/workload.cpp)
@@ -92,24 +85,6 @@ inline void add_engine_memory(const MemoryStats& e, sb::RankMemory& m) {
   m.model_state_bytes = e.model_state;
   m.peak_model_state_bytes = e.peak_model_state;
 }
-
-// Model-state bytes per rank between steps (docs/METRICS.md, "Model-state memory"), what
-// MemoryStats::model_state holds from the first step on: params + grads (+ the fp32
-// accumulation buffer when grad_accum > 1) + Adam moments + the replicated low-precision
-// copy + the compression state of `policy` (compression_state_bytes). shard_group: the
-// sharding group's size for hybrid_shard.
-std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
-                                const std::string& strategy, int world, int shard_group,
-                                torch::ScalarType param_dtype, int grad_accum,
-                                const comm::Policy& policy);
-
-// Compression state per rank once every unit's gradients were reduced (error-feedback
-// residuals, PowerSGD's Q and residuals): exactly what MemoryStats::compression holds from
-// the first step on, from the sizes alone (comm::CompressedCollectives::state_bytes_of per
-// collective the strategy runs on each unit).
-std::uint64_t compression_state_bytes(const std::vector<models::UnitSpec>& units,
-                                      const std::string& strategy, int world, int shard_group,
-                                      const comm::Policy& policy);
 
 // Loss terms of a batch: targets != -100 (LM, MLM), or rows when there are only labels.
 std::int64_t loss_terms(const models::Batch& b);
@@ -178,7 +153,7 @@ class Engine final : public models::ParamProvider {
   double loss_scale() const { return scale_; }             // for the next step
   void reset_peak() { peak_ = peak_gathered_ = 0; note_memory(); }
   const EngineConfig& config() const { return cfg_; }
-  const Strategy& strategy() const { return *strategy_; }
+  const StrategyInfo& strategy_record() const { return info_; }
   comm::Communicator& communicator() { return comm_; }
 
   // Sharded checkpoint (collective, between steps): the set dir/step-<N>/ of one file per
@@ -193,7 +168,7 @@ class Engine final : public models::ParamProvider {
   std::vector<torch::Tensor> acquire(int unit) override;
   void release(int unit, const torch::Tensor& out) override;
 
-  struct Unit;  // engine.cpp
+  struct Unit;  // unit.h
 
  private:
   void begin_forward();
@@ -206,6 +181,7 @@ class Engine final : public models::ParamProvider {
   void on_grad(int u);
   void finish_grads();
   void optimizer_step(StepStats& s);
+  bool loss_scaler_skips(double sumsq, StepStats& s);  // step.cpp
   void note_memory();
   void refresh_replicas();
 
@@ -213,12 +189,16 @@ class Engine final : public models::ParamProvider {
   LossFn loss_fn_;  // set_loss; empty: model_.loss
   comm::Communicator& comm_;
   EngineConfig cfg_;
+  const StrategyInfo& info_;  // the strategy's record
   std::unique_ptr<Strategy> strategy_;
-  Layout layout_;
+  Layout layout_;             // info_.layout
+  comm::Group shard_group_;   // the group of dp_shard: what units are sharded over
   std::unique_ptr<Collectives> coll_;
   std::vector<std::unique_ptr<Unit>> units_;
   std::int64_t step_ = 0;
-  double scale_ = 1;                 // loss scaling (EngineConfig::loss_scaling)
+  // Loss scaling (EngineConfig::loss_scaling; step.cpp): the scale, good steps in a row,
+  // steps skipped in all and in a row.
+  double scale_ = 1;
   std::int64_t good_steps_ = 0, skipped_ = 0, skipped_in_row_ = 0;
   // 2^64 of headroom halved away: beyond it no scale makes the gradients finite.
   static constexpr std::int64_t kMaxSkipsInARow = 64;

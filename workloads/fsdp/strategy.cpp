@@ -1,8 +1,6 @@
-// Strategy registry and the Collectives wrapper that applies the compression policy.
+// The strategy registry (records checked and completed at registration, the policy check that
+// asks them) and the Collectives wrapper that applies the compression policy.
 #include "workloads/fsdp/strategy.h"
-
-#include <map>
-#include <fmt/ranges.h>  // fmt::join
 
 #include "harness/core/check.h"
 #include "harness/workload.h"
@@ -10,32 +8,174 @@
 
 namespace sb::fsdp {
 namespace {
-std::map<std::string, StrategyFactory>& registry() {
-  static std::map<std::string, StrategyFactory> r;
+
+using comm::CollectiveKind;
+
+sb::Registry<StrategyInfo>& registry() {
+  static sb::Registry<StrategyInfo> r("sharding strategy", "strategy");
   return r;
 }
-}  // namespace
 
-void register_strategy(const std::string& name, const std::string& doc, StrategyFactory f) {
-  registry()[name] = std::move(f);
-  sb::register_name("strategy", name, doc);
+// What the engine can run: the phases and kinds its hooks call a strategy for
+// (Strategy::reduce_grad in backward, after_update after the optimizer), and layouts its
+// buffers support. A record that breaks one is a programming error, refused at start-up.
+void check_record(const std::string& name, const StrategyInfo& info) {
+  const Layout& l = info.layout;
+  const auto fail = [&](const std::string& why) {
+    SB_FAIL("sharding strategy '{}' registers a record the engine cannot run: {}", name, why);
+  };
+  if (!info.make) fail("no factory (StrategyInfo::make)");
+  if (l.reshard_after_forward && !l.params_sharded)
+    fail("reshard_after_forward needs params_sharded (replicated parameters are never freed)");
+  if (l.grads_sharded && !l.params_sharded && !l.optim_sharded)
+    fail("grads_sharded needs a sharded optimizer or sharded parameters to consume the shard");
+  bool reduces = false, scatters = false;
+  for (const CollectiveUse& c : info.collectives) {
+    const std::string what = fmt::format("{} in {}", comm::kind_name(c.kind), phase_name(c.phase));
+    switch (c.phase) {
+      case StepPhase::forward:
+        fail(what + ": forward collectives are the engine's (the parameter all-gather of a "
+             "layout with params_sharded); list only what the strategy's class issues");
+        break;
+      case StepPhase::backward:
+        if (c.kind == CollectiveKind::ParamAllGather)
+          fail(what + ": the backward re-gather is the engine's (reshard_after_forward)");
+        if (c.payload != Payload::grads) fail(what + ": a gradient reduction carries grads");
+        reduces = true;
+        scatters |= c.kind == CollectiveKind::GradReduceScatter;
+        break;
+      case StepPhase::after_optimizer:
+        if (c.kind != CollectiveKind::ParamAllGather || c.payload != Payload::master ||
+            l.params_sharded || !l.optim_sharded)
+          fail(what + ": after the optimizer the engine supports one thing, the all-gather of "
+               "the updated slices into the fp32 master replica (replicated params, sharded "
+               "optimizer)");
+        break;
+    }
+  }
+  if (!reduces) fail("no gradient collective in backward: gradients would never be summed");
+  if (scatters != l.grads_sharded)
+    fail(l.grads_sharded ? "grads_sharded, but no grad_reduce_scatter produces the shard"
+                         : "a grad_reduce_scatter leaves a shard, but grads_sharded is false");
 }
 
-std::vector<std::string> strategy_names() {
-  std::vector<std::string> out;
-  for (const auto& [n, f] : registry()) out.push_back(n);
+// The parameter all-gathers the engine issues for a layout, ahead of the strategy's own.
+std::vector<CollectiveUse> engine_gathers(const Layout& l) {
+  std::vector<CollectiveUse> out;
+  if (l.params_sharded)
+    out.push_back({CollectiveKind::ParamAllGather, StepPhase::forward, MeshDim::dp_shard,
+                   Extent::unit, Payload::params});
+  if (l.reshard_after_forward)
+    out.push_back({CollectiveKind::ParamAllGather, StepPhase::backward, MeshDim::dp_shard,
+                   Extent::unit, Payload::params});
   return out;
 }
 
-std::unique_ptr<Strategy> make_strategy(const std::string& name) {
-  auto it = registry().find(name);
-  if (it == registry().end())
-    SB_FAIL("unknown strategy '{}'; known strategies: {}", name,
-            fmt::format("{}", fmt::join(strategy_names(), ", ")));
-  return it->second();
+// A custom compression policy that compresses a kind of collective the strategy never issues
+// is a suite mistake, not a no-op (the record says which kinds it issues).
+void validate_policy(const sb::Point& p, std::vector<sb::Diagnostic>& out) {
+  if (!p.has("compression") || p.get_string("compression") != "custom" || !p.has("strategy"))
+    return;
+  const std::string strategy = p.get_string("strategy");
+  const StrategyInfo* info = find_strategy(strategy);
+  if (!info) return;  // the name check reports it
+  comm::Policy policy;
+  try {
+    policy = comm::policy_from_point(p);
+  } catch (const sb::Error&) {
+    return;  // the policy's own validator reports it
+  }
+  for (auto k : {CollectiveKind::ParamAllGather, CollectiveKind::GradReduceScatter,
+                 CollectiveKind::GradAllReduce})
+    if (policy.compresses(k) && !info->issues(k)) {
+      const std::string key = std::string(comm::key_prefix(k)) + ".name";
+      out.push_back({key, fmt::format("strategy {} runs no {} collective, so {} = \"{}\" "
+                                      "would never be used; set it to \"none\"",
+                                      strategy, comm::kind_name(k), key, policy[k].name)});
+    }
 }
 
-Layout strategy_layout(const std::string& name) { return make_strategy(name)->layout(); }
+sb::Registrar reg([] { sb::register_validator(validate_policy); });
+
+}  // namespace
+
+const char* dim_name(MeshDim d) {
+  switch (d) {
+    case MeshDim::dp_shard: return "dp_shard";
+    case MeshDim::dp_replicate: return "dp_replicate";
+    case MeshDim::dp: return "dp";
+  }
+  return "?";
+}
+
+const char* phase_name(StepPhase p) {
+  switch (p) {
+    case StepPhase::forward: return "forward";
+    case StepPhase::backward: return "backward";
+    case StepPhase::after_optimizer: return "after_optimizer";
+  }
+  return "?";
+}
+
+int DpMesh::size(MeshDim d) const {
+  switch (d) {
+    case MeshDim::dp_shard: return dp_shard;
+    case MeshDim::dp_replicate: return dp_replicate;
+    case MeshDim::dp: return dp_shard * dp_replicate;
+  }
+  return 1;
+}
+
+bool StrategyInfo::issues(comm::CollectiveKind k) const {
+  for (const auto& c : collectives)
+    if (c.kind == k) return true;
+  return false;
+}
+bool StrategyInfo::uses(MeshDim d) const {
+  for (const auto& c : collectives)
+    if (c.over == d) return true;
+  return false;
+}
+bool StrategyInfo::has_phase(StepPhase p) const {
+  for (const auto& c : collectives)
+    if (c.phase == p) return true;
+  return false;
+}
+
+DpMesh StrategyInfo::mesh(int world, int shard_group) const {
+  if (!uses(MeshDim::dp_replicate)) return {world, 1};
+  SB_CHECK(shard_group >= 1 && world % shard_group == 0,
+           "shard group {} must be >= 1 and divide the world size {}", shard_group, world);
+  return {shard_group, world / shard_group};
+}
+
+comm::Group StrategyInfo::group(MeshDim d) const {
+  switch (d) {
+    case MeshDim::dp: return comm::Group::World;
+    case MeshDim::dp_replicate: return comm::Group::Replica;
+    case MeshDim::dp_shard: break;
+  }
+  return uses(MeshDim::dp_replicate) ? comm::Group::Shard : comm::Group::World;
+}
+
+std::int64_t StrategyInfo::elements(const CollectiveUse& c, const ShardRange& r) {
+  return c.elements == Extent::unit ? r.padded : r.size;
+}
+
+void register_strategy(const std::string& name, const std::string& doc, StrategyInfo info) {
+  check_record(name, info);
+  auto all = engine_gathers(info.layout);
+  all.insert(all.end(), info.collectives.begin(), info.collectives.end());
+  info.collectives = std::move(all);
+  registry().add(name, doc, std::move(info));
+}
+
+const StrategyInfo& strategy_info(const std::string& name) { return registry().get(name); }
+const StrategyInfo* find_strategy(const std::string& name) { return registry().find(name); }
+std::unique_ptr<Strategy> make_strategy(const std::string& name) {
+  return strategy_info(name).make();
+}
+std::vector<std::string> strategy_names() { return registry().names(); }
 
 // ---- Collectives -------------------------------------------------------------------------
 Collectives::Collectives(comm::Communicator& c, const comm::Policy& policy)

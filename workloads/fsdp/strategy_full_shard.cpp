@@ -10,8 +10,6 @@ namespace {
 
 class FullShard final : public Strategy {
  public:
-  std::string name() const override { return "full_shard"; }
-  Layout layout() const override { return {true, true, true, true, comm::Group::World}; }
   void reduce_grad(Collectives& c, const std::string& key, const torch::Tensor& g,
                    const torch::Tensor& out, std::vector<comm::Request>& pending) const override {
     pending.push_back(c.reduce_scatter_grads(key, g, out, comm::Group::World));
@@ -19,8 +17,14 @@ class FullShard final : public Strategy {
 };
 
 sb::Registrar reg([] {
+  StrategyInfo info;
+  info.layout.params_sharded = info.layout.grads_sharded = info.layout.optim_sharded = true;
+  info.layout.reshard_after_forward = true;
+  info.collectives = {{comm::CollectiveKind::GradReduceScatter, StepPhase::backward,
+                       MeshDim::dp_shard, Extent::unit, Payload::grads}};
+  info.make = [] { return std::make_unique<FullShard>(); };
   register_strategy("full_shard", "ZeRO-3: params gathered per unit, freed after use",
-                    [] { return std::make_unique<FullShard>(); });
+                    std::move(info));
 });
 
 }  // namespace

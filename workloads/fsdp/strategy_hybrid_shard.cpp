@@ -10,8 +10,6 @@ namespace {
 
 class HybridShard final : public Strategy {
  public:
-  std::string name() const override { return "hybrid_shard"; }
-  Layout layout() const override { return {true, true, true, true, comm::Group::Shard}; }
   void reduce_grad(Collectives& c, const std::string& key, const torch::Tensor& g,
                    const torch::Tensor& out, std::vector<comm::Request>& pending) const override {
     pending.push_back(c.reduce_scatter_grads(key, g, out, comm::Group::Shard));
@@ -22,9 +20,19 @@ class HybridShard final : public Strategy {
 };
 
 sb::Registrar reg([] {
+  StrategyInfo info;
+  info.layout.params_sharded = info.layout.grads_sharded = info.layout.optim_sharded = true;
+  info.layout.reshard_after_forward = true;
+  // The collective over dp_replicate makes the mesh hybrid: dp_shard = the shard group.
+  info.collectives = {{comm::CollectiveKind::GradReduceScatter, StepPhase::backward,
+                       MeshDim::dp_shard, Extent::unit, Payload::grads},
+                      {comm::CollectiveKind::GradAllReduce, StepPhase::backward,
+                       MeshDim::dp_replicate, Extent::shard, Payload::grads,
+                       /*skipped_on_one_rank=*/true}};
+  info.make = [] { return std::make_unique<HybridShard>(); };
   register_strategy("hybrid_shard",
                     "full_shard within shard groups, gradient all-reduce across replicas",
-                    [] { return std::make_unique<HybridShard>(); });
+                    std::move(info));
 });
 
 }  // namespace

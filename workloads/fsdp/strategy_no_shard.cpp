@@ -9,8 +9,6 @@ namespace {
 
 class NoShard final : public Strategy {
  public:
-  std::string name() const override { return "no_shard"; }
-  Layout layout() const override { return {false, false, false, false, comm::Group::World}; }
   void reduce_grad(Collectives& c, const std::string& key, const torch::Tensor& g,
                    const torch::Tensor& out, std::vector<comm::Request>& pending) const override {
     if (!out.is_same(g)) out.copy_(g);
@@ -19,8 +17,13 @@ class NoShard final : public Strategy {
 };
 
 sb::Registrar reg([] {
+  StrategyInfo info;
+  // Layout: everything replicated (the default).
+  info.collectives = {{comm::CollectiveKind::GradAllReduce, StepPhase::backward, MeshDim::dp,
+                       Extent::unit, Payload::grads}};
+  info.make = [] { return std::make_unique<NoShard>(); };
   register_strategy("no_shard", "DDP: replicated state, per-unit gradient all-reduce",
-                    [] { return std::make_unique<NoShard>(); });
+                    std::move(info));
 });
 
 }  // namespace

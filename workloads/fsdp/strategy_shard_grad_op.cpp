@@ -9,8 +9,6 @@ namespace {
 
 class ShardGradOp final : public Strategy {
  public:
-  std::string name() const override { return "shard_grad_op"; }
-  Layout layout() const override { return {true, true, true, false, comm::Group::World}; }
   void reduce_grad(Collectives& c, const std::string& key, const torch::Tensor& g,
                    const torch::Tensor& out, std::vector<comm::Request>& pending) const override {
     pending.push_back(c.reduce_scatter_grads(key, g, out, comm::Group::World));
@@ -18,8 +16,14 @@ class ShardGradOp final : public Strategy {
 };
 
 sb::Registrar reg([] {
+  StrategyInfo info;
+  info.layout.params_sharded = info.layout.grads_sharded = info.layout.optim_sharded = true;
+  info.layout.reshard_after_forward = false;
+  info.collectives = {{comm::CollectiveKind::GradReduceScatter, StepPhase::backward,
+                       MeshDim::dp_shard, Extent::unit, Payload::grads}};
+  info.make = [] { return std::make_unique<ShardGradOp>(); };
   register_strategy("shard_grad_op", "ZeRO-2: params kept gathered from forward to backward",
-                    [] { return std::make_unique<ShardGradOp>(); });
+                    std::move(info));
 });
 
 }  // namespace

@@ -10,8 +10,6 @@ namespace {
 
 class Zero1 final : public Strategy {
  public:
-  std::string name() const override { return "zero1"; }
-  Layout layout() const override { return {false, false, true, false, comm::Group::World}; }
   void reduce_grad(Collectives& c, const std::string& key, const torch::Tensor& g,
                    const torch::Tensor& out, std::vector<comm::Request>& pending) const override {
     if (!out.is_same(g)) out.copy_(g);
@@ -31,8 +29,15 @@ class Zero1 final : public Strategy {
 };
 
 sb::Registrar reg([] {
+  StrategyInfo info;
+  info.layout.optim_sharded = true;  // params and grads replicated
+  info.collectives = {{comm::CollectiveKind::GradAllReduce, StepPhase::backward, MeshDim::dp,
+                       Extent::unit, Payload::grads},
+                      {comm::CollectiveKind::ParamAllGather, StepPhase::after_optimizer,
+                       MeshDim::dp_shard, Extent::unit, Payload::master}};
+  info.make = [] { return std::make_unique<Zero1>(); };
   register_strategy("zero1", "ZeRO-1: optimizer state sharded, params all-gathered after step",
-                    [] { return std::make_unique<Zero1>(); });
+                    std::move(info));
 });
 
 }  // namespace

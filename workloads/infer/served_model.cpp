@@ -14,6 +14,10 @@
 
 namespace sb::infer {
 
+// Sharded inference (world > 1) runs this strategy, whatever the point's `strategy` key says
+// (the validator refuses another): its record shards parameters and frees them after use.
+constexpr const char* kServingStrategy = "full_shard";
+
 namespace {
 
 // The training loss's gradient w.r.t. every weight, summed over the batches (fp32, host).
@@ -68,7 +72,7 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
   if (ctx.size > 1) {  // built outside inference mode: the engine's buffers are ordinary tensors
     s.comm = std::make_unique<comm::Communicator>(ctx.world, ctx.size, true, comm::backend_choice(p));
     fsdp::EngineConfig ec;
-    ec.strategy = "full_shard";
+    ec.strategy = kServingStrategy;
     ec.forward_only = true;
     ec.device = s.device;
     s.engine = std::make_unique<fsdp::Engine>(*s.served, *s.comm, ec, served);
@@ -131,7 +135,7 @@ void ServedModel::record(Recorder& rec, const Point& p, int rank) const {
   rec.text("torch_version", TORCH_VERSION);
   rec.text("cpu_allocator", models::cpu_allocator_name());
   rec.text("quantization", p.get_string("quantization"));
-  rec.text("sharding", engine ? "full_shard" : "none");
+  rec.text("sharding", engine ? kServingStrategy : "none");
   rec.text("compute_dtype", compute == torch::kBFloat16 ? "bf16" : compute == torch::kHalf ? "fp16" : "fp32");
   rec.text("compute_dtype_reason", compute_why);
   if (!int8_engine.engine.empty()) {
@@ -153,10 +157,11 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   if (!serves(p)) return;
   const std::string task = p.get_string("task");
   if (p.get_int("world") > 1) {  // sharded: fp32 full_shard only
-    if (p.has("strategy") && p.get_string("strategy") != "full_shard")
-      out.push_back({"strategy", fmt::format("{} on {} ranks shards the weights with full_shard; "
-                                             "set strategy = \"full_shard\" (or world = 1)", task,
-                                             p.get_int("world"))});
+    if (p.has("strategy") && p.get_string("strategy") != kServingStrategy)
+      out.push_back({"strategy", fmt::format("{} on {} ranks shards the weights with {}; set "
+                                             "strategy = \"{}\" (or world = 1)", task,
+                                             p.get_int("world"), kServingStrategy,
+                                             kServingStrategy)});
     if (p.get_string("quantization") != "none")
       out.push_back({"quantization", fmt::format("quantized {} runs on one rank; set world = 1 or "
                                                  "quantization = \"none\" (world is {})", task,

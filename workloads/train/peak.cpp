@@ -14,8 +14,8 @@
 #include "harness/core/check.h"
 #include "harness/core/mpi_context.h"
 #include "harness/core/machine.h"
-#include "workloads/fsdp/engine.h"
 #include "workloads/models/device.h"
+#include "workloads/models/dtype.h"
 #include "workloads/train/peak_cache.h"
 
 namespace sb::train {
@@ -77,7 +77,7 @@ void measure(MeasuredPeak& p, const GemmPath& path, const torch::Device& d, torc
 // entry) or measured now. The slowest rank's.
 MeasuredPeak dtype_peak(const torch::Device& d, torch::ScalarType dt, MPI_Comm world, const NodeComm& node) {
   MeasuredPeak p;
-  p.dtype = fsdp::dtype_name(dt);
+  p.dtype = models::dtype_name(dt);
   p.gflops = kNan;
   if (dt != torch::kFloat) {
     const std::string missing = models::missing_fast_units(d, dt);
@@ -109,7 +109,7 @@ Peaks training_peaks(const torch::Device& d, torch::ScalarType compute, double g
   Peaks k;
   const NodeComm node(world);
   if (given_gflops > 0) {
-    k.compute.dtype = fsdp::dtype_name(compute);
+    k.compute.dtype = models::dtype_name(compute);
     k.compute.gflops = k.fp32.gflops = kNan;
     k.compute.none = k.fp32.none = "not measured: peak_gflops is given";
     k.fp32.dtype = "fp32";

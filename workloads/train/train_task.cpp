@@ -1,12 +1,15 @@
 // The "train" task's registration: its config keys, the validators that refuse impossible
 // combinations before any rank starts, and the model-state formula `shardbench plan` shows.
+#include <cmath>
 #include <filesystem>
 
 #include "harness/core/check.h"
 #include "harness/workload.h"
+#include "workloads/comm/policy.h"
+#include "workloads/data/batches.h"
 #include "workloads/data/labelled.h"
 #include "workloads/data/text_corpus.h"
-#include "workloads/fsdp/engine.h"
+#include "workloads/models/dtype.h"
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/models/model.h"
@@ -110,19 +113,24 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
 // may run on another node than the job); on a GPU, bf16 (compute capability 8.0 and later).
 torch::ScalarType planned_dtype(const Point& p) {
   const std::string d = p.get_string("dtype");
-  if (d != "auto") return fsdp::dtype_from_name(d);
-  return p.get_string("device") == "cpu" ? fsdp::resolve_dtype(d, torch::kCPU) : torch::kBFloat16;
+  if (d != "auto") return models::dtype_from_name(d);
+  return p.get_string("device") == "cpu" ? models::resolve_dtype(d, torch::kCPU) : torch::kBFloat16;
 }
 
-double state_bytes(const Point& p) {
+// The memory model of a point as `plan` sees it: the planned dtype, shard_group 0 (ranks per
+// node) taken as the world (plan does not know the nodes).
+fsdp::MemoryPrediction planned_memory(const Point& p) {
   auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
-  const int world = static_cast<int>(p.get_int("world"));
-  int sg = static_cast<int>(p.get_int("shard_group"));
-  if (sg == 0) sg = world;  // plan does not know the nodes: assume one
-  const std::string strategy = p.get_string("strategy");
-  return static_cast<double>(fsdp::model_state_bytes(
-      model->units(), strategy, world, sg, planned_dtype(p),
-      static_cast<int>(p.get_int("grad_accum")), comm::policy_from_point(p)));
+  const int sg = static_cast<int>(p.get_int("shard_group"));
+  return fsdp::predict_memory(memory_inputs(p, *model, planned_dtype(p), sg));
+}
+
+double state_bytes(const Point& p) { return static_cast<double>(planned_memory(p).model_state); }
+
+std::vector<std::pair<std::string, double>> memory_terms(const Point& p) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& t : planned_memory(p).terms()) out.emplace_back(t.name, static_cast<double>(t.bytes));
+  return out;
 }
 
 // Every key here is read by the train task only (a point of another task may not set it).
@@ -163,8 +171,7 @@ sb::Registrar reg([] {
   // peer computes, instead of waiting for the peer's next unit boundary), inline otherwise
   // (poll's 20 us sleeps slow libnbc's many-round all-reduce). docs/FSDP.md "Benchmark".
   register_name("comm_progress", "auto",
-                "poll for strategies that shard parameters (full_shard, shard_grad_op, "
-                "hybrid_shard), inline for no_shard and zero1");
+                "poll for strategies whose layout shards parameters, inline for the others");
   key({"comm_progress", KeyType::Name, std::string("auto"), "comm_progress",
        "how overlapped collectives progress: auto, thread, poll or inline (docs/FSDP.md)"});
   s("checkpoint_dir", "", "directory of sharded checkpoints (saved at the end; empty = none)");
@@ -190,8 +197,38 @@ sb::Registrar reg([] {
     "fp16: finite steps in a row before the loss scale doubles (halved on a skipped step)");
   f("peak_gflops", 0.0, "peak GFLOP/s of one rank for MFU; 0 = measure once per run");
   register_validator(validate);
-  register_task({"train", [] { return make_train_workload(); }, state_bytes});
+  register_task({"train", [] { return make_train_workload(); }, state_bytes, memory_terms});
 });
 
 }  // namespace
+
+fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
+                                 torch::ScalarType param_dtype, int shard_group) {
+  fsdp::MemoryInputs in;
+  in.units = model.units();
+  in.model = model.config();
+  in.strategy = p.get_string("strategy");
+  in.world = static_cast<int>(p.get_int("world"));
+  in.shard_group = shard_group;
+  in.param_dtype = param_dtype;
+  in.grad_accum = static_cast<int>(p.get_int("grad_accum"));
+  in.policy = comm::policy_from_point(p);
+  in.prefetch = p.get_bool("prefetch");
+  // One micro-batch of this rank; the loss over every position (causal LM), the masked ones
+  // (MLM: at most the masking probability of them) or one row each (labelled data).
+  in.rows = p.get_int("batch") / std::max<I>(1, in.world * in.grad_accum);
+  in.seq = p.get_int("seq");
+  const auto& c = in.model;
+  if (data::is_labelled_path(p.get_string("data"))) {
+    in.loss_rows = in.rows;
+    in.loss_classes = c.num_labels;
+  } else {
+    const bool causal = models::family(c.family).objective == models::Objective::CausalLm;
+    const double share = causal ? 1.0 : data::MlmConfig{}.prob;
+    in.loss_rows = static_cast<I>(std::ceil(share * static_cast<double>(in.rows * in.seq)));
+    in.loss_classes = c.vocab;
+  }
+  return in;
+}
+
 }  // namespace sb::train

@@ -31,6 +31,7 @@
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
+#include "workloads/models/dtype.h"
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/models/params.h"
@@ -66,8 +67,8 @@ fsdp::EngineConfig engine_config(const Point& p, const torch::Device& device,
   fsdp::EngineConfig cfg;
   cfg.strategy = p.get_string("strategy");
   cfg.device = device;
-  cfg.param_dtype = fsdp::resolve_dtype(p.get_string("dtype"), device, dtype_why);
-  cfg.reduce_dtype = fsdp::dtype_from_name(p.get_string("reduce_dtype"));
+  cfg.param_dtype = models::resolve_dtype(p.get_string("dtype"), device, dtype_why);
+  cfg.reduce_dtype = models::dtype_from_name(p.get_string("reduce_dtype"));
   cfg.prefetch = p.get_bool("prefetch");
   cfg.compression = comm::policy_from_point(p);
   cfg.adamw.lr = p.get_double("lr");
@@ -158,7 +159,7 @@ void TrainWorkload::build(RunContext& ctx) {
                                               true, comm::backend_choice(p));
   std::string progress = p.get_string("comm_progress");
   if (progress == "auto")  // train_task.cpp says why
-    progress = fsdp::strategy_layout(cfg_.strategy).params_sharded ? "poll" : "inline";
+    progress = fsdp::strategy_info(cfg_.strategy).layout.params_sharded ? "poll" : "inline";
   comm_->set_progress(progress);
   if (!p.get_string("teacher").empty()) {
     build_teacher(ctx);
@@ -424,8 +425,12 @@ double TrainWorkload::mlm_accuracy(RunContext& ctx) {
 
 void TrainWorkload::record_results(RunContext& ctx) {
   auto& rec = ctx.recorder;
+  // The memory model's prediction beside what the engine measured (docs/METRICS.md).
+  const auto predicted = fsdp::predict_memory(memory_inputs(
+      ctx.point, *model_, cfg_.param_dtype, comm_->size(comm::Group::Shard)));
   sb::RankMemory m = sb::rank_memory_now(ctx.rank);
   fsdp::add_engine_memory(engine_->memory(), m);
+  fsdp::add_predicted_memory(predicted, m);
   rec.memory(m);
 
   const double eval = evaluate(ctx, *engine_);
@@ -449,10 +454,7 @@ void TrainWorkload::record_results(RunContext& ctx) {
   record_peaks_and_flops(ctx);
   rec.scalar("params", static_cast<double>(models::count_params(model_->units())));
   rec.scalar("model_state_bytes_formula",  // the plan's prediction
-             static_cast<double>(fsdp::model_state_bytes(
-                 model_->units(), cfg_.strategy, ctx.size, comm_->size(comm::Group::Shard),
-                 cfg_.param_dtype, static_cast<int>(ctx.point.get_int("grad_accum")),
-                 cfg_.compression)));
+             static_cast<double>(predicted.model_state));
   rec.scalar("threads_per_rank", at::get_num_threads());
   rec.text("torch_version", TORCH_VERSION);
   rec.text("cpu_allocator", models::cpu_allocator_name());
@@ -466,7 +468,7 @@ void TrainWorkload::record_results(RunContext& ctx) {
     rec.scalar("final_loss_scale", engine_->loss_scale());
   }
   rec.text("device", device_.str());
-  rec.text("compute_dtype", fsdp::dtype_name(cfg_.param_dtype));  // dtype = "auto" resolved
+  rec.text("compute_dtype", models::dtype_name(cfg_.param_dtype));  // dtype = "auto" resolved
   rec.text("compute_dtype_reason", dtype_why_);
   if (device_.is_cuda())
     rec.scalar("device_peak_allocated_bytes",

@@ -1,0 +1,197 @@
+// Strategy records (workloads/fsdp/strategy.h): what each shipped strategy says it does, the
+// mesh and groups derived from a record, records the engine cannot run refused at
+// registration with the reason, the compression policy checked against the record (not the
+// strategy's name), and the memory model's activation terms against their documented formula.
+#include <gtest/gtest.h>
+
+#include "harness/core/check.h"
+#include "harness/workload.h"
+#include "workloads/fsdp/memory_model.h"
+#include "workloads/fsdp/strategy.h"
+
+namespace {
+
+using sb::comm::CollectiveKind;
+using sb::fsdp::CollectiveUse;
+using sb::fsdp::Extent;
+using sb::fsdp::MeshDim;
+using sb::fsdp::Payload;
+using sb::fsdp::StepPhase;
+using sb::fsdp::StrategyInfo;
+
+// "kind phase over elements payload[, skipped on one rank]", one per collective, in order.
+std::vector<std::string> listed(const StrategyInfo& s) {
+  std::vector<std::string> out;
+  for (const CollectiveUse& c : s.collectives)
+    out.push_back(fmt::format("{} {} {} {} {}{}", sb::comm::kind_name(c.kind),
+                              sb::fsdp::phase_name(c.phase), sb::fsdp::dim_name(c.over),
+                              c.elements == Extent::unit ? "unit" : "shard",
+                              c.payload == Payload::params   ? "params"
+                              : c.payload == Payload::master ? "master"
+                                                             : "grads",
+                              c.skipped_on_one_rank ? ", skipped on one rank" : ""));
+  return out;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const sb::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(StrategyRecord, ShippedStrategiesSayWhatTheyIssue) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(listed(sb::fsdp::strategy_info("no_shard")),
+            (V{"grad_all_reduce backward dp unit grads"}));
+  EXPECT_EQ(listed(sb::fsdp::strategy_info("zero1")),
+            (V{"grad_all_reduce backward dp unit grads",
+               "param_all_gather after_optimizer dp_shard unit master"}));
+  EXPECT_EQ(listed(sb::fsdp::strategy_info("shard_grad_op")),
+            (V{"param_all_gather forward dp_shard unit params",
+               "grad_reduce_scatter backward dp_shard unit grads"}));
+  EXPECT_EQ(listed(sb::fsdp::strategy_info("full_shard")),
+            (V{"param_all_gather forward dp_shard unit params",
+               "param_all_gather backward dp_shard unit params",
+               "grad_reduce_scatter backward dp_shard unit grads"}));
+  EXPECT_EQ(listed(sb::fsdp::strategy_info("hybrid_shard")),
+            (V{"param_all_gather forward dp_shard unit params",
+               "param_all_gather backward dp_shard unit params",
+               "grad_reduce_scatter backward dp_shard unit grads",
+               "grad_all_reduce backward dp_replicate shard grads, skipped on one rank"}));
+  EXPECT_EQ(sb::fsdp::strategy_names(),
+            (V{"full_shard", "hybrid_shard", "no_shard", "shard_grad_op", "zero1"}));
+}
+
+TEST(StrategyRecord, MeshAndGroupsComeFromTheRecord) {
+  const auto& hybrid = sb::fsdp::strategy_info("hybrid_shard");
+  const auto& full = sb::fsdp::strategy_info("full_shard");
+  const auto hm = hybrid.mesh(8, 2), fm = full.mesh(8, 2);
+  EXPECT_EQ(hm.dp_shard, 2);
+  EXPECT_EQ(hm.dp_replicate, 4);
+  EXPECT_EQ(hm.size(MeshDim::dp), 8);
+  EXPECT_EQ(fm.dp_shard, 8);  // no collective over dp_replicate: the shard group is ignored
+  EXPECT_EQ(fm.dp_replicate, 1);
+  EXPECT_EQ(hybrid.group(MeshDim::dp_shard), sb::comm::Group::Shard);
+  EXPECT_EQ(hybrid.group(MeshDim::dp_replicate), sb::comm::Group::Replica);
+  EXPECT_EQ(full.group(MeshDim::dp_shard), sb::comm::Group::World);
+  EXPECT_EQ(sb::fsdp::strategy_info("no_shard").group(MeshDim::dp), sb::comm::Group::World);
+  EXPECT_EQ(full.shard_factor(fm), 8);
+  EXPECT_EQ(sb::fsdp::strategy_info("no_shard").shard_factor(fm), 1);  // nothing sharded
+  EXPECT_EQ(sb::fsdp::strategy_info("zero1").shard_factor(fm), 8);     // the optimizer is
+  EXPECT_NE(error_of([&] { hybrid.mesh(6, 4); }).find("shard group 4 must be >= 1 and divide "
+                                                      "the world size 6"),
+            std::string::npos);
+}
+
+TEST(StrategyRecord, UnknownAndDuplicateNamesAreRefused) {
+  EXPECT_NE(error_of([] { sb::fsdp::strategy_info("zero9"); })
+                .find("unknown sharding strategy 'zero9'; known: full_shard, hybrid_shard, "
+                      "no_shard, shard_grad_op, zero1"),
+            std::string::npos);
+  StrategyInfo copy = sb::fsdp::strategy_info("no_shard");
+  copy.collectives = {{CollectiveKind::GradAllReduce, StepPhase::backward, MeshDim::dp,
+                       Extent::unit, Payload::grads}};
+  EXPECT_NE(error_of([&] { sb::fsdp::register_strategy("no_shard", "again", copy); })
+                .find("sharding strategy 'no_shard' is registered twice (two files claim the "
+                      "name): rename one"),
+            std::string::npos);
+}
+
+// Records the engine could not run are refused at registration (static init: at start-up),
+// each with its reason; nothing is registered.
+TEST(StrategyRecord, RecordsTheEngineCannotRunAreRefused) {
+  const auto refused = [](const std::string& name, StrategyInfo info) {
+    if (!info.make) info.make = sb::fsdp::strategy_info("no_shard").make;
+    return error_of([&] { sb::fsdp::register_strategy(name, "test", std::move(info)); });
+  };
+  const CollectiveUse all_reduce{CollectiveKind::GradAllReduce, StepPhase::backward, MeshDim::dp,
+                                 Extent::unit, Payload::grads};
+  StrategyInfo s;
+  s.collectives = {{CollectiveKind::ParamAllGather, StepPhase::forward, MeshDim::dp_shard,
+                    Extent::unit, Payload::params},
+                   all_reduce};
+  EXPECT_NE(refused("t_forward", s).find("sharding strategy 't_forward' registers a record the "
+                                         "engine cannot run: param_all_gather in forward: "
+                                         "forward collectives are the engine's"),
+            std::string::npos);
+  s.collectives = {};
+  EXPECT_NE(refused("t_none", s).find("no gradient collective in backward: gradients would "
+                                      "never be summed"),
+            std::string::npos);
+  s.collectives = {all_reduce};
+  s.layout.grads_sharded = s.layout.optim_sharded = true;
+  EXPECT_NE(refused("t_shard", s).find("grads_sharded, but no grad_reduce_scatter produces the "
+                                       "shard"),
+            std::string::npos);
+  s = StrategyInfo{};
+  s.layout.reshard_after_forward = true;
+  s.collectives = {all_reduce};
+  EXPECT_NE(refused("t_reshard", s).find("reshard_after_forward needs params_sharded"),
+            std::string::npos);
+  s = StrategyInfo{};
+  s.collectives = {all_reduce, {CollectiveKind::ParamAllGather, StepPhase::after_optimizer,
+                                MeshDim::dp_shard, Extent::unit, Payload::master}};
+  EXPECT_NE(refused("t_after", s).find("param_all_gather in after_optimizer: after the "
+                                       "optimizer the engine supports one thing"),
+            std::string::npos);  // replicated optimizer: nothing to gather
+  s.layout.optim_sharded = true;
+  s.make = nullptr;
+  EXPECT_NE(error_of([&] { sb::fsdp::register_strategy("t_nomake", "test", s); })
+                .find("no factory (StrategyInfo::make)"),
+            std::string::npos);
+  for (const char* n : {"t_forward", "t_none", "t_shard", "t_reshard", "t_after", "t_nomake"})
+    EXPECT_EQ(sb::fsdp::find_strategy(n), nullptr) << n;
+}
+
+// A custom policy that compresses a collective the strategy's record does not list is
+// refused (it would never be used); zero1 runs no reduce-scatter, hybrid_shard runs all three.
+TEST(StrategyRecord, CompressionPolicyIsCheckedAgainstTheRecord) {
+  const auto diagnostics = [](const std::string& strategy, const char* key) {
+    sb::Point p;
+    for (const auto& k : sb::registered_keys()) p.set(k.key, k.default_value);
+    p.set("task", std::string("train"));
+    p.set("world", std::int64_t{4});
+    p.set("strategy", strategy);
+    p.set("compression", std::string("custom"), sb::SourcePos{"s.toml", 2, 1});
+    p.set(key, std::string("int8"), sb::SourcePos{"s.toml", 3, 1});
+    std::vector<sb::Diagnostic> d;
+    for (const auto& v : sb::registered_validators()) v(p, d);
+    std::vector<std::string> out;
+    for (const auto& x : d)
+      if (x.key.rfind("compress.", 0) == 0) out.push_back(x.key + ": " + x.message);
+    return out;
+  };
+  EXPECT_EQ(diagnostics("zero1", "compress.grad.name"),
+            (std::vector<std::string>{
+                "compress.grad.name: strategy zero1 runs no grad_reduce_scatter collective, so "
+                "compress.grad.name = \"int8\" would never be used; set it to \"none\""}));
+  EXPECT_TRUE(diagnostics("zero1", "compress.param.name").empty());  // its after-step gather
+  for (const char* k : {"compress.param.name", "compress.grad.name", "compress.allreduce.name"})
+    EXPECT_TRUE(diagnostics("hybrid_shard", k).empty()) << k;
+  EXPECT_EQ(diagnostics("full_shard", "compress.allreduce.name").size(), 1u);
+}
+
+// The activation terms, against docs/METRICS.md "Memory model": gpt2-tiny (d 64, 2 layers, 4
+// heads, d_ff 256, vocab 256), 2 rows of 16 tokens in fp32, the loss over every position.
+TEST(MemoryModel, ActivationTermsFollowTheFormula) {
+  sb::fsdp::MemoryInputs in;
+  in.model.n_layer = 2, in.model.d_model = 64, in.model.n_head = 4, in.model.d_ff = 256;
+  in.model.vocab = 256;
+  in.rows = 2, in.seq = 16, in.loss_rows = 32, in.loss_classes = 256;
+  const auto p = sb::fsdp::predict_memory(in);
+  EXPECT_EQ(p.activation_layers, 2u * 32 * (4 * 64 + 4 * 64 + 2 * 256) * 4);  // 262144
+  EXPECT_EQ(p.activation_attention, 2u * 2 * 4 * 16 * 16 * 4);               // 16384
+  EXPECT_EQ(p.activation_head, 32u * 256 * 4);
+  EXPECT_EQ(p.offload, 0u);
+  in.param_dtype = torch::kBFloat16;  // blocks and attention in the compute dtype, loss in fp32
+  const auto b = sb::fsdp::predict_memory(in);
+  EXPECT_EQ(b.activation_layers * 2, p.activation_layers);
+  EXPECT_EQ(b.activation_attention * 2, p.activation_attention);
+  EXPECT_EQ(b.activation_head, p.activation_head);
+  EXPECT_EQ(p.model_state, 0u);  // no units
+}
+
+}  // namespace

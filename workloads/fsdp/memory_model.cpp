@@ -1,0 +1,151 @@
+// The memory model (memory_model.h): each term from the strategy's record and the sizes.
+#include "workloads/fsdp/memory_model.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "workloads/comm/compressed_collectives.h"
+#include "workloads/fsdp/shard.h"
+#include "workloads/fsdp/strategy.h"
+
+namespace sb::fsdp {
+namespace {
+
+using U64 = std::uint64_t;
+
+// State the compression policy keeps per rank: for every collective of the record on every
+// unit, what CompressedCollectives keeps once it ran (also over one rank, unless the record
+// skips it there).
+U64 compression_bytes(const StrategyInfo& s, const std::vector<models::UnitSpec>& units,
+                      const DpMesh& mesh, const comm::Policy& policy) {
+  const int n = s.shard_factor(mesh);
+  U64 total = 0;
+  for (const auto& u : units) {
+    const ShardRange r = shard_range(u.numel(), n, 0);
+    for (const CollectiveUse& c : s.collectives) {
+      const int ranks = mesh.size(c.over);
+      if (ranks <= 1 && c.skipped_on_one_rank) continue;
+      total += static_cast<U64>(comm::CompressedCollectives::state_bytes_of(
+          policy, c.kind, StrategyInfo::elements(c, r), ranks));
+    }
+  }
+  return total;
+}
+
+// The most gathered parameter bytes at once. Replicated parameters: the compute-dtype copy
+// of every unit (none in fp32, where the model computes on the master itself). Sharded and
+// kept gathered until backward (no reshard after forward): every unit at the end of forward.
+// Sharded and freed after use: the unit computing, the prefetched one and a unit the model
+// acquires twice per forward (a tied embedding, kept from forward to backward), estimated as
+// the largest units.
+U64 gathered_bytes(const Layout& l, const std::vector<U64>& unit_bytes, bool fp32, bool prefetch) {
+  U64 all = 0;
+  for (U64 b : unit_bytes) all += b;
+  if (!l.params_sharded) return fp32 ? 0 : all;
+  if (!l.reshard_after_forward) return all;
+  std::vector<U64> sorted = unit_bytes;
+  std::sort(sorted.begin(), sorted.end(), std::greater<U64>());
+  const std::size_t held = std::min<std::size_t>(sorted.size(), prefetch ? 3 : 2);
+  U64 total = 0;
+  for (std::size_t i = 0; i < held; ++i) total += sorted[i];
+  return total;
+}
+
+// Activations autograd keeps for the backward of one micro-batch of `rows` x `seq` tokens
+// (elt bytes per element in the compute dtype), per block: the inputs of both LayerNorms and
+// of the four linear layers (4 d), q, k, v and the attention output (4 x the attention width
+// a), the MLP's hidden state before and after GELU (2 f); GPT-2's and BERT's blocks alike.
+void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPrediction& p) {
+  if (in.rows <= 0 || in.seq <= 0) return;
+  const models::ModelConfig& c = in.model;
+  const auto tokens = static_cast<U64>(in.rows * in.seq), L = static_cast<U64>(c.n_layer);
+  const auto per_token = static_cast<U64>(4 * c.d_model + 4 * c.attn_width() + 2 * c.d_ff);
+  p.activation_layers = L * tokens * per_token * elt;
+  // The softmax output (B, H, T, T), kept for the softmax's and probs x V's backward (the
+  // naive and chunked kernels; kernels that recompute it keep less).
+  p.activation_attention = L * static_cast<U64>(in.rows * c.n_head * in.seq * in.seq) * elt;
+  // Cross-entropy keeps the fp32 log-softmax of the logits it is taken over.
+  p.activation_head = static_cast<U64>(in.loss_rows * in.loss_classes) * 4;
+}
+
+}  // namespace
+
+MemoryPrediction predict_memory(const MemoryInputs& in) {
+  const StrategyInfo& s = strategy_info(in.strategy);
+  const Layout& l = s.layout;
+  const DpMesh mesh = s.mesh(in.world, in.shard_group == 0 ? in.world : in.shard_group);
+  const int n = s.shard_factor(mesh);
+  const U64 elt = c10::elementSize(in.param_dtype);
+  MemoryPrediction p;
+  std::vector<U64> unit_bytes;  // gathered, compute dtype
+  for (const auto& u : in.units) {
+    const ShardRange r = shard_range(u.numel(), n, 0);
+    const U64 padded = static_cast<U64>(r.padded), S = static_cast<U64>(r.size);
+    p.param += 4 * (l.params_sharded ? S : padded);
+    p.grad += 4 * (l.grads_sharded ? S : padded) + (in.grad_accum > 1 ? 4 * padded : 0);
+    p.optim += 8 * (l.optim_sharded ? S : padded);
+    unit_bytes.push_back(elt * padded);
+  }
+  p.compression = compression_bytes(s, in.units, mesh, in.policy);
+  p.gathered = gathered_bytes(l, unit_bytes, in.param_dtype == torch::kFloat32, in.prefetch);
+  activation_bytes(in, elt, p);
+  p.model_state = p.param + p.grad + p.optim + p.compression + (l.params_sharded ? 0 : p.gathered);
+  return p;
+}
+
+std::vector<MemoryPrediction::Term> MemoryPrediction::terms() const {
+  return {{"param", param},
+          {"grad", grad},
+          {"optim", optim},
+          {"compression", compression},
+          {"gathered", gathered},
+          {"activation_layers", activation_layers},
+          {"activation_attention", activation_attention},
+          {"activation_head", activation_head},
+          {"offload", offload},
+          {"model_state", model_state}};
+}
+
+void add_predicted_memory(const MemoryPrediction& p, sb::RankMemory& m) {
+  m.predicted_param_bytes = p.param;
+  m.predicted_grad_bytes = p.grad;
+  m.predicted_optim_bytes = p.optim;
+  m.predicted_compression_bytes = p.compression;
+  m.predicted_gathered_bytes = p.gathered;
+  m.predicted_activation_layers_bytes = p.activation_layers;
+  m.predicted_activation_attention_bytes = p.activation_attention;
+  m.predicted_activation_head_bytes = p.activation_head;
+  m.predicted_offload_bytes = p.offload;
+  m.predicted_model_state_bytes = p.model_state;
+}
+
+namespace {
+MemoryInputs state_inputs(const std::vector<models::UnitSpec>& units, const std::string& strategy,
+                          int world, int shard_group, const comm::Policy& policy) {
+  MemoryInputs in;
+  in.units = units;
+  in.strategy = strategy;
+  in.world = world;
+  in.shard_group = shard_group;
+  in.policy = policy;
+  return in;
+}
+}  // namespace
+
+std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
+                                const std::string& strategy, int world, int shard_group,
+                                torch::ScalarType param_dtype, int grad_accum,
+                                const comm::Policy& policy) {
+  MemoryInputs in = state_inputs(units, strategy, world, shard_group, policy);
+  in.param_dtype = param_dtype;
+  in.grad_accum = grad_accum;
+  return predict_memory(in).model_state;
+}
+
+std::uint64_t compression_state_bytes(const std::vector<models::UnitSpec>& units,
+                                      const std::string& strategy, int world, int shard_group,
+                                      const comm::Policy& policy) {
+  return predict_memory(state_inputs(units, strategy, world, shard_group, policy)).compression;
+}
+
+}  // namespace sb::fsdp

@@ -1,0 +1,83 @@
+// The memory model of a training rank: bytes per rank by term, from the strategy's record
+// (what is sharded, which collectives keep state), the model's unit sizes and shapes and the
+// run's settings. It is the one model: `plan` prints it (the train task's estimate), the
+// train task records it beside what the engine measures (RankMemory's predicted_* columns),
+// and the tests hold the exact terms to the engine's bytes. A new dimension or feature adds
+// a term here (docs/METRICS.md "Memory model"), not a second model.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "harness/trace/records.h"
+#include "workloads/comm/policy.h"
+#include "workloads/models/model.h"
+
+namespace sb::fsdp {
+
+// What the model needs to know of a run.
+struct MemoryInputs {
+  std::vector<models::UnitSpec> units;  // the trained model's units (Engine's)
+  models::ModelConfig model;            // shapes, for the activation terms
+  std::string strategy = "no_shard";
+  int world = 1;
+  int shard_group = 0;  // ranks per shard group (hybrid sharding); 0 = the world
+  torch::ScalarType param_dtype = torch::kFloat32;
+  int grad_accum = 1;
+  comm::Policy policy = comm::policy_preset("none");
+  bool prefetch = true;
+  // Activations of one micro-batch on this rank: rows of `seq` tokens; the loss is taken
+  // over loss_rows rows of loss_classes logits (causal LM: rows x seq x vocab).
+  std::int64_t rows = 0, seq = 0, loss_rows = 0, loss_classes = 0;
+};
+
+// Bytes per rank. Exact (equal to Engine::memory() between steps from the first step on,
+// tests/mpi/fsdp_state.cpp): param, grad, optim, compression, model_state, and gathered for
+// strategies that replicate parameters. Estimates: gathered for sharded parameters and the
+// activation terms. docs/METRICS.md "Memory model" has every formula.
+struct MemoryPrediction {
+  std::uint64_t param = 0;        // fp32 master parameters
+  std::uint64_t grad = 0;         // reduced fp32 gradients (+ the accumulation buffer)
+  std::uint64_t optim = 0;        // Adam's two moments
+  std::uint64_t compression = 0;  // error-feedback residuals, PowerSGD's matrices
+  // Communication buffers: the most gathered (unsharded, compute dtype) parameter bytes held
+  // at once within a step, prefetch and units kept from forward to backward included;
+  // replicated parameters: their compute-dtype copy (none in fp32), held throughout.
+  std::uint64_t gathered = 0;
+  // Activations autograd keeps for backward, of one micro-batch (estimates, by kind).
+  std::uint64_t activation_layers = 0;     // the blocks' saved inputs (LayerNorm, linear, GELU)
+  std::uint64_t activation_attention = 0;  // attention probabilities (B, H, T, T) per block
+  std::uint64_t activation_head = 0;       // the loss's fp32 log-probabilities
+  std::uint64_t offload = 0;               // host staging of offloaded state: none yet
+  // Between steps: param + grad + optim + compression (+ gathered for replicated
+  // parameters): MemoryStats::model_state.
+  std::uint64_t model_state = 0;
+
+  struct Term {
+    const char* name;  // "param", ...: the RankMemory column predicted_<name>_bytes
+    std::uint64_t bytes;
+  };
+  std::vector<Term> terms() const;  // every term, in the order above
+};
+
+MemoryPrediction predict_memory(const MemoryInputs& in);
+
+// The prediction's columns of the rank's memory record (beside what the engine measured).
+void add_predicted_memory(const MemoryPrediction& p, sb::RankMemory& m);
+
+// Model-state bytes per rank between steps (MemoryPrediction::model_state, without
+// activations): what `plan` shows and MemoryStats::model_state holds from the first step on.
+std::uint64_t model_state_bytes(const std::vector<models::UnitSpec>& units,
+                                const std::string& strategy, int world, int shard_group,
+                                torch::ScalarType param_dtype, int grad_accum,
+                                const comm::Policy& policy);
+
+// Compression state per rank once every unit's gradients were reduced
+// (MemoryPrediction::compression): what MemoryStats::compression holds from the first step on.
+std::uint64_t compression_state_bytes(const std::vector<models::UnitSpec>& units,
+                                      const std::string& strategy, int world, int shard_group,
+                                      const comm::Policy& policy);
+
+}  // namespace sb::fsdp

@@ -1,0 +1,125 @@
+// One optimizer step of the FSDP engine: the micro-steps (forward, backward, the gradient
+// reductions the hooks start), the global loss, the gradient norm and clip, dynamic loss
+// scaling, and the sharded AdamW update followed by the strategy's after-update collectives.
+#include <cmath>
+
+#include "harness/core/check.h"
+#include "harness/core/mpi_context.h"
+#include "workloads/fsdp/engine.h"
+#include "workloads/fsdp/unit.h"
+#include "workloads/models/device.h"
+
+namespace sb::fsdp {
+
+std::int64_t loss_terms(const models::Batch& b) {
+  if (b.targets.defined()) return (b.targets != -100).sum().item<std::int64_t>();
+  SB_CHECK(b.labels.defined(), "a batch needs targets or labels to have a loss");
+  return b.labels.size(0);
+}
+
+StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t global_terms) {
+  SB_CHECK(!micro.empty(), "a step needs at least one micro-batch");
+  SB_CHECK(!cfg_.forward_only, "Engine::step on a forward-only engine (EngineConfig::forward_only)");
+  SB_CHECK(global_terms > 0, "the step's global batch has {} loss terms", global_terms);
+  StepStats s;
+  comm_.reset_exposed();
+  gather_wait_s_ = 0;
+  accumulating_ = micro.size() > 1;
+  refresh_replicas();
+
+  double local = 0;
+  for (std::size_t i = 0; i < micro.size(); ++i) {
+    final_micro_ = i + 1 == micro.size();
+    const std::int64_t terms = loss_terms(micro[i]);
+    SB_CHECK(terms > 0, "micro-batch {} on rank {} has no loss terms (every target is -100); "
+             "use a larger batch", i, comm_.rank());
+    const double t0 = MPI_Wtime();
+    begin_forward();
+    auto loss = loss_fn_ ? loss_fn_(*this, micro[i]) : model_.loss(*this, micro[i]);
+    end_forward();
+    // Weighted so that summing over ranks and micro-steps gives the global mean (times the
+    // loss scale, 1 without scaling: the same bits).
+    // Scaled in fp32: an fp16 loss times the scale overflows long before its gradients do.
+    auto scaled = (cfg_.loss_scaling ? loss.to(torch::kFloat32) : loss) *
+                  (static_cast<double>(terms) / static_cast<double>(global_terms) * scale_);
+    models::synchronize(cfg_.device);  // GPU kernels run asynchronously: time what ran
+    const double t1 = MPI_Wtime();
+    if (i == 0) s.comm_exposed_forward_s = comm_.exposed_s();
+    scaled.backward();
+    local += scaled.item<double>() / scale_;
+    if (final_micro_) finish_grads();
+    for (int u = 0; u < static_cast<int>(units_.size()); ++u) free_unit(u);  // unused in backward
+    models::synchronize(cfg_.device);
+    const double t2 = MPI_Wtime();
+    s.forward_s += t1 - t0;
+    s.backward_s += t2 - t1;
+  }
+  const double t3 = MPI_Wtime(), exposed_before_opt = comm_.exposed_s();
+  s.loss = comm_.all_reduce_scalar(local, comm::Group::World);
+  s.loss_scale = scale_;
+  optimizer_step(s);
+  models::synchronize(cfg_.device);
+  s.optimizer_s = MPI_Wtime() - t3;
+  s.comm_exposed_s = comm_.exposed_s();
+  s.comm_exposed_optimizer_s = s.comm_exposed_s - exposed_before_opt;
+  s.gather_wait_s = gather_wait_s_;
+  ++step_;
+  return s;
+}
+
+// Dynamic loss scaling (EngineConfig::loss_scaling, torch.cuda.amp.GradScaler's rule): true
+// when this step's gradients are not finite on some rank, which skips the update on every
+// rank and halves the scale; else counts a good step and doubles the scale after
+// loss_scale_growth_interval of them in a row.
+bool Engine::loss_scaler_skips(double sumsq, StepStats& s) {
+  // Every rank decides alike: inf or nan anywhere skips the step everywhere.
+  const double bad = std::isfinite(sumsq) ? 0.0 : 1.0;
+  if (comm_.all_reduce_scalar(bad, comm::Group::World, comm::ReduceOp::Max) > 0) {
+    s.skipped = true;
+    ++skipped_;
+    // Every rank alike: a run whose gradients stay non-finite has diverged, not overflowed.
+    SB_CHECK(++skipped_in_row_ < kMaxSkipsInARow,
+             "loss scaling: {} steps in a row had non-finite gradients (scale down to {:g} "
+             "from loss_scale_init {:g}): the run diverged; lower lr (now {:g}) or train in "
+             "bf16", skipped_in_row_, scale_, cfg_.loss_scale_init, cfg_.adamw.lr);
+    good_steps_ = 0;
+    scale_ *= 0.5;
+    return true;
+  }
+  skipped_in_row_ = 0;
+  if (++good_steps_ >= cfg_.loss_scale_growth_interval) {
+    good_steps_ = 0;
+    scale_ *= 2.0;
+  }
+  return false;
+}
+
+void Engine::optimizer_step(StepStats& s) {
+  std::vector<torch::Tensor> gs;  // this rank's optimizer slice of each unit's gradient
+  double sumsq = 0;
+  for (auto& U : units_) {
+    auto g = layout_.grads_sharded ? U->grad : U->grad.narrow(0, U->opt_off, U->opt_n);
+    if (cfg_.loss_scaling) g.mul_(1.0 / scale_);  // unscaled before the norm and the clip
+    const double n = g.norm().item<double>();
+    sumsq += n * n;
+    gs.push_back(g);
+  }
+  if (layout_.optim_sharded) sumsq = comm_.all_reduce_scalar(sumsq, shard_group_);
+  s.grad_norm = std::sqrt(sumsq);
+  if (cfg_.loss_scaling && loss_scaler_skips(sumsq, s)) return;
+  const double coef = optim::clip_coefficient(s.grad_norm, cfg_.adamw.grad_clip);
+  const double lr = optim::lr_at(cfg_.adamw, step_);
+  const bool after_update = info_.has_phase(StepPhase::after_optimizer);
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    Unit& U = *units_[u];
+    if (coef < 1.0) gs[u].mul_(coef);
+    auto p = U.master.narrow(0, U.opt_off, U.opt_n);
+    // Adam's step count: the updates applied (skipped steps do not count, as in PyTorch).
+    optim::adamw_update(p, gs[u], U.exp_avg, U.exp_avg_sq, step_ + 1 - skipped_, lr, cfg_.adamw,
+                        U.decay);
+    if (after_update) strategy_->after_update(*coll_, U.master, U.range);
+    if (U.mask.defined()) U.master.mul_(U.mask);
+  }
+}
+
+}  // namespace sb::fsdp
