@@ -51,8 +51,8 @@ void register_key(KeySpec spec);
 const std::vector<KeySpec>& registered_keys();
 const KeySpec* find_key(const std::string& key);
 
-// Named variants (models, strategies, compressors, ...): the known names of each set; an
-// unknown name is an error listing the known ones, one registered twice fails at start-up.
+// Named variants (models, strategies, compressors, ...): the known names of each set,
+// so that an unknown name is an error listing the known ones.
 void register_name(const std::string& set, const std::string& name, const std::string& doc);
 std::vector<std::pair<std::string, std::string>> registered_names(const std::string& set);
 std::vector<std::string> registered_name_sets();  // sorted, for `shardbench keys`
@@ -115,7 +115,7 @@ struct TaskInfo {
   // `shardbench plan --memory` (docs/METRICS.md "Memory model"); empty: none.
   std::function<std::vector<std::pair<std::string, double>>(const Point&)> memory_terms_per_rank;
 };
-void register_task(TaskInfo info);  // also a name of the "task" set; twice fails at start-up
+void register_task(TaskInfo info);
 const TaskInfo* find_task(const std::string& task);
 
 // Static registration helper: `static sb::Registrar reg([]{ ... register_* ... });`

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "harness/core/check.h"
@@ -65,6 +66,19 @@ std::vector<std::string> oversubscribed_points(const Suite& suite, int cores, in
 std::vector<std::string> launcher_names() { return registry().names(); }
 
 const LauncherInfo& launcher_info(const std::string& name) { return info_or_fail(name); }
+
+std::string allocation_problem(const std::string& launcher, bool scheduler_allocates) {
+  const std::string& env = info_or_fail(launcher).allocation_env;
+  if (env.empty() || scheduler_allocates || std::getenv(env.c_str()) != nullptr) return "";
+  std::vector<std::string> free;  // the launchers that start ranks anywhere
+  registry().each([&](const std::string& n, const LauncherInfo& i) {
+    if (i.allocation_env.empty()) free.push_back(n);
+  });
+  return fmt::format("launcher '{}' starts ranks only inside an allocation ({} is not set): run "
+                     "this inside one, hand the points to a cluster (`shardbench submit`), or "
+                     "set `launcher` to one that needs none ({})",
+                     launcher, env, free.empty() ? "none registered" : fmt::format("{}", fmt::join(free, ", ")));
+}
 
 std::unique_ptr<Launcher> find_launcher(const std::string& name) {
   return info_or_fail(name).make();

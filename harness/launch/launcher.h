@@ -41,6 +41,10 @@ struct LauncherInfo {
   // and the one-node cluster, never in a real cluster's job script (Open MPI's
   // --allow-run-as-root), so `submit` warns a root user.
   std::string root_flag;
+  // The environment variable set inside the allocation it needs to start ranks ("" = none:
+  // it starts them anywhere). srun starts ranks only inside a Slurm allocation (SLURM_JOB_ID);
+  // a scheduler whose record says it allocates (SchedulerInfo::allocates) provides one.
+  std::string allocation_env;
 };
 
 // Launchers register by name at static-init time (one file each: mpirun.cpp, srun.cpp); the
@@ -51,6 +55,9 @@ void register_launcher(const std::string& name, const std::string& doc, Launcher
 // By name; an unknown name throws sb::Error listing the known ones.
 std::unique_ptr<Launcher> find_launcher(const std::string& name);
 const LauncherInfo& launcher_info(const std::string& name);
+// Why `launcher` cannot start ranks here under a scheduler that does (scheduler_allocates) or
+// does not run its jobs inside an allocation, with the fix; "" when it can.
+std::string allocation_problem(const std::string& launcher, bool scheduler_allocates);
 std::vector<std::string> launcher_names();  // sorted
 
 }  // namespace sb

@@ -55,7 +55,7 @@ std::string choose_scheduler(const std::string& name, bool cluster) {
   if (fit.empty())
     SB_FAIL("no registered scheduler {}; known schedulers: {}", kind(cluster), registry().known());
   if (fit.size() > 1)
-    SB_FAIL("{} registered schedulers {} ({}): choose one with --scheduler", fit.size(),
+    SB_FAIL("more than one registered scheduler {}: {}; choose one with --scheduler",
             kind(cluster), fmt::join(fit, ", "));
   return fit.front();
 }

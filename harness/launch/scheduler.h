@@ -62,6 +62,10 @@ struct SchedulerInfo {
   bool partitions = false;
   // Has a one-node test cluster (ScheduleOptions::local_cluster).
   bool local_cluster = false;
+  // Its jobs run inside an allocation of the cluster's, so a launcher that needs one
+  // (LauncherInfo::allocation_env) may start their ranks; one that does not allocate runs
+  // such a launcher only where the environment already is an allocation (salloc).
+  bool allocates = false;
 };
 
 // Schedulers register by name at static-init time (one file each: local.cpp, slurm.cpp); a

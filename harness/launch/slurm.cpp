@@ -201,6 +201,7 @@ const Registrar kRegister([] {
   i.job_time_limit = true;  // sbatch --time
   i.partitions = true;      // sbatch --partition
   i.local_cluster = true;   // jobscripts/local-cluster.sh
+  i.allocates = true;       // each array task is an allocation (srun starts ranks there)
   register_scheduler("slurm", "sbatch job arrays, one per world size and thread count",
                      std::move(i));
 });

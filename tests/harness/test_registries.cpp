@@ -3,11 +3,13 @@
 // scheduler and launcher carries a record that callers ask. `sweep` and `submit` go through the
 // scheduler registry: a scheduler registered here, in the test file, is the one they run.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -92,23 +94,41 @@ int run_cli(std::vector<std::string> args) {
   return 0;
 }
 
-std::string suite_file() {
+// A two-point suite of the test task (world 1 and 2) with `extra_base` in its [base] table.
+std::string suite_file(const std::string& extra_base = "") {
   const std::filesystem::path d =
       std::filesystem::temp_directory_path() / fmt::format("sb-registries-{}", getpid());
   std::filesystem::create_directories(d);
   const std::string f = (d / "reg.toml").string();
-  std::ofstream(f) << "[suite]\nname = \"reg\"\n\n[base]\ntask = \"regtest\"\n\n[axes]\n"
-                      "world = [1, 2]\n";
+  std::ofstream(f) << "[suite]\nname = \"reg\"\n\n[base]\ntask = \"regtest\"\n" << extra_base
+                   << "\n[axes]\nworld = [1, 2]\n";
   return f;
 }
+
+// Unsets (or sets) an environment variable for one scope, restoring it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) setenv(name, value, 1); else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1); else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 TEST(Schedulers, RecordsSayWhatEachCanDo) {
   const SchedulerInfo& local = scheduler_info("local");
   EXPECT_FALSE(local.needs_cluster);
-  EXPECT_FALSE(local.job_arrays || local.job_time_limit || local.partitions || local.local_cluster);
+  EXPECT_FALSE(local.job_arrays || local.job_time_limit || local.partitions ||
+               local.local_cluster || local.allocates);
   const SchedulerInfo& slurm = scheduler_info("slurm");
   EXPECT_TRUE(slurm.needs_cluster && slurm.job_arrays && slurm.job_time_limit &&
-              slurm.partitions && slurm.local_cluster);
+              slurm.partitions && slurm.local_cluster && slurm.allocates);
   EXPECT_EQ(scheduler_names(), (std::vector<std::string>{"local", "slurm", "testq"}));
   EXPECT_EQ(find_scheduler("slurm")->name(), "slurm");
 }
@@ -134,8 +154,9 @@ TEST(Schedulers, EachCommandChoosesByTheRecord) {
   EXPECT_EQ(choose_scheduler("testq", true), "testq");
   EXPECT_EQ(choose_scheduler("slurm", true), "slurm");
   std::string e = error_of([] { choose_scheduler("", true); });
-  EXPECT_NE(e.find("2 registered schedulers hands points to a cluster's queue (`shardbench "
-                   "submit`) (slurm, testq): choose one with --scheduler"), std::string::npos) << e;
+  EXPECT_NE(e.find("more than one registered scheduler hands points to a cluster's queue "
+                   "(`shardbench submit`): slurm, testq; choose one with --scheduler"),
+            std::string::npos) << e;
   e = error_of([] { choose_scheduler("slurm", false); });
   EXPECT_NE(e.find("scheduler 'slurm' hands points to a cluster's queue (`shardbench submit`); "
                    "this command needs one that runs points on this machine (`shardbench "
@@ -183,6 +204,39 @@ TEST(Schedulers, SweepRefusesAClusterScheduler) {
   const std::string e = error_of([&] { run_cli({"sweep", suite, "--scheduler", "testq"}); });
   EXPECT_NE(e.find("scheduler 'testq' hands points to a cluster's queue"), std::string::npos) << e;
   std::filesystem::remove_all(std::filesystem::path(suite).parent_path());
+}
+
+// The local scheduler (sweep's by its record) asks the launcher's record whether it needs an
+// allocation, and refuses before running anything outside one.
+TEST(Schedulers, SweepRunsTheLocalSchedulerWhichRefusesALauncherThatNeedsAnAllocation) {
+  const ScopedEnv outside("SLURM_JOB_ID", nullptr);
+  const std::string suite = suite_file("launcher = \"srun\"\n");
+  const std::string results = std::filesystem::path(suite).parent_path() / "results";
+  const std::string e = error_of([&] { run_cli({"sweep", suite, "--results", results}); });
+  EXPECT_NE(e.find("2 points (0, 1) cannot run here: launcher 'srun' starts ranks only inside "
+                   "an allocation (SLURM_JOB_ID is not set): run this inside one, hand the "
+                   "points to a cluster (`shardbench submit`), or set `launcher` to one that "
+                   "needs none (mpirun)"), std::string::npos) << e;
+  EXPECT_FALSE(std::filesystem::exists(results + "/points"));  // refused before anything ran
+  std::filesystem::remove_all(std::filesystem::path(suite).parent_path());
+}
+
+TEST(Launchers, AllocationFromTheRecords) {
+  EXPECT_EQ(launcher_info("srun").allocation_env, "SLURM_JOB_ID");
+  EXPECT_EQ(launcher_info("mpirun").allocation_env, "");
+  {
+    const ScopedEnv outside("SLURM_JOB_ID", nullptr);
+    EXPECT_EQ(allocation_problem("mpirun", false), "");
+    EXPECT_EQ(allocation_problem("srun", scheduler_info("slurm").allocates), "");
+    EXPECT_NE(allocation_problem("srun", scheduler_info("local").allocates)
+                  .find("launcher 'srun' starts ranks only inside an allocation"),
+              std::string::npos);
+  }
+  const ScopedEnv inside("SLURM_JOB_ID", "42");  // a sweep inside salloc may use srun
+  EXPECT_EQ(allocation_problem("srun", false), "");
+  EXPECT_NE(error_of([] { allocation_problem("aprun", false); })
+                .find("unknown launcher 'aprun'; known launchers: mpirun, srun"),
+            std::string::npos);
 }
 
 TEST(Launchers, RecordsAndDuplicates) {
