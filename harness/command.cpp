@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "harness/command.h"
+#include "harness/core/check.h"
 #include "harness/core/registry.h"
 
 namespace sb::cli {
@@ -16,6 +17,11 @@ Registry<Command>& all() {
 void register_command(Command c) {
   const std::string name = c.name, help = c.help;
   all().add(name, help, std::move(c));
+}
+void check_command(const std::string& word) {
+  if (word.empty() || word[0] == '-' || all().has(word)) return;
+  // A user's typo, not a bug: no file:line of ours in the message.
+  throw Error(fmt::format("unknown command '{}'; known commands: {}", word, all().known()));
 }
 std::vector<Command> commands() {
   std::vector<Command> out;

@@ -18,6 +18,9 @@ struct Command {
 // A name registered twice fails at start-up.
 void register_command(Command c);
 std::vector<Command> commands();  // in name order (`shardbench --help` lists them so)
+// The first word of a command line: an option ("--help") or a registered command; anything else
+// throws sb::Error listing the known commands (CLI11 would only say a subcommand is required).
+void check_command(const std::string& word);
 
 struct Exit {
   int code;

@@ -33,7 +33,7 @@ std::string error_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const Error& e) {
-    return e.what();
+    return e.message();  // without the file:line of the check
   }
   return "(no error)";
 }
@@ -265,6 +265,29 @@ TEST(Commands, SortedAndADuplicateFails) {
     EXPECT_NE(std::find(names.begin(), names.end(), c), names.end()) << c;
   const std::string e = error_of([] { cli::register_command({"sweep", "again", nullptr}); });
   EXPECT_NE(e.find("command 'sweep' is registered twice"), std::string::npos) << e;
+}
+
+TEST(Commands, AnUnknownOneListsTheKnown) {
+  std::string known;
+  for (const auto& c : cli::commands()) known += (known.empty() ? "" : ", ") + c.name;
+  EXPECT_EQ(error_of([] { cli::check_command("sweeep"); }),
+            "unknown command 'sweeep'; known commands: " + known);
+  EXPECT_EQ(error_of([] { cli::check_command("sweep"); }), "(no error)");
+  EXPECT_EQ(error_of([] { cli::check_command("--help"); }), "(no error)");
+}
+
+// An unknown task or name is a suite error at plan (file:line:col, key), listing the known
+// names of the set; the task registry's names are the `task` key's set.
+TEST(NameSets, AnUnknownNameListsTheKnown) {
+  const std::string suite = suite_file("launcher = \"aprun\"\n");
+  const std::string e = error_of([&] { load_suite(suite); });
+  EXPECT_NE(e.find(":6:12: launcher: unknown launcher 'aprun': known names are mpirun, srun"),
+            std::string::npos) << e;
+  std::ofstream(suite) << "[suite]\nname = \"reg\"\n\n[base]\ntask = \"nonesuch\"\n";
+  const std::string t = error_of([&] { load_suite(suite); });
+  EXPECT_NE(t.find(":5:8: task: unknown task 'nonesuch': known names are regtest"),
+            std::string::npos) << t;
+  std::filesystem::remove_all(std::filesystem::path(suite).parent_path());
 }
 
 TEST(Tasks, FoundByNameAndADuplicateFails) {
