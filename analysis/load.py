@@ -9,7 +9,12 @@ import h5py
 import numpy as np
 import pandas as pd
 
-SCHEMA_VERSION = 1
+from analysis.root_attributes import ROOT_ATTRIBUTES, SCHEMA_VERSION
+
+# The root attributes (analysis/root_attributes.py, generated from the harness's one table of
+# them) become each point's row of Results.points, except these JSON objects, which are parsed
+# into Results.config (whose keys join the row) and Results.reference.
+JSON_ATTRIBUTES = ("config", "reference")
 # <index>-<id>.h5, or while being written <index>-<id>.h5.tmp (the schema's name) or
 # <index>-<id>.h5.tmp.<pid> (the C++ writer's per-process name).
 FILE_RE = re.compile(r"^(\d+)-([^.]+)\.h5(\.tmp(?:\.\d+)?)?$")
@@ -137,33 +142,34 @@ def _dtype_name(ds):
     return "string" if h5py.check_string_dtype(ds.dtype) is not None else ds.dtype.name
 
 
+def _attribute(dtype, v):
+    return _text(v) if dtype == "string" else float(v) if dtype == "float64" else int(v)
+
+
+def _root_attributes(attrs):
+    """Every root attribute of ROOT_ATTRIBUTES, typed; one added after a file was written (not
+    `always`) reads as its default there (machine: "{}", conditions unknown). The version is
+    checked first: another version's file may lack or mean other attributes."""
+    version = int(attrs["schema_version"])
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"schema_version {version}, this analysis reads {SCHEMA_VERSION}")
+    missing = [a.name for a in ROOT_ATTRIBUTES if a.always and a.name not in attrs]
+    if missing:
+        raise ValueError(f"root attributes missing: {', '.join(missing)}")
+    return {a.name: _attribute(a.dtype, attrs[a.name]) if a.name in attrs else a.default
+            for a in ROOT_ATTRIBUTES}
+
+
 def read_point(path):
     """One point file -> identity, config, reference, record tables, scalars, series, texts and
     the record columns' schema rows (SCHEMA_COLUMNS). Raises on any defect."""
     with h5py.File(path, "r") as f:
-        a = f.attrs
-        version = int(a["schema_version"])
-        if version != SCHEMA_VERSION:
-            raise ValueError(f"schema_version {version}, this analysis reads {SCHEMA_VERSION}")
-        pid = _text(a["point_id"])
-        p = {
-            "point_index": int(a["point_index"]), "point_id": pid,
-            "point_name": _text(a["point_name"]), "status": _text(a["status"]),
-            "failure_reason": _text(a["failure_reason"]), "baseline_id": _text(a["baseline_id"]),
-            "suite": _text(a["suite"]), "world_size": int(a["world_size"]),
-            "threads_per_rank": int(a["threads_per_rank"]), "elapsed_s": float(a["elapsed_s"]),
-            "git_commit": _text(a["git_commit"]), "file": os.path.basename(path),
-            # Provenance, shown so that mixed builds or suite edits are visible in a report.
-            "suite_sha256": _text(a["suite_sha256"]),
-            "shardbench_version": _text(a["shardbench_version"]),
-            "versions": _text(a["versions"]), "hosts": _text(a["hosts"]),
-            "slurm_job_id": _text(a["slurm_job_id"]), "start_time": _text(a["start_time"]),
-            "end_time": _text(a["end_time"]),
-            # Files from before the machine was recorded read as "{}" (conditions unknown).
-            "machine": _text(a["machine"]) if "machine" in a else "{}",
-        }
-        config = json.loads(_text(a["config"]))
-        reference = json.loads(_text(a["reference"]) or "{}")
+        root = _root_attributes(f.attrs)
+        pid = root["point_id"]
+        p = {k: v for k, v in root.items() if k not in JSON_ATTRIBUTES}
+        p["file"] = os.path.basename(path)
+        config = json.loads(root["config"])
+        reference = json.loads(root["reference"] or "{}")
         read = {g: _read_group(f, g, pid) for g in RECORD_GROUPS}
         tables = {g: df for g, (df, _) in read.items()}
         schema = [row for _, rows in read.values() for row in rows]

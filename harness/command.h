@@ -15,8 +15,12 @@ struct Command {
   // sb::Error on failure, or sb::cli::Exit to leave with a specific code.
   std::function<void(CLI::App& sub)> setup;
 };
+// A name registered twice fails at start-up.
 void register_command(Command c);
-const std::vector<Command>& commands();
+std::vector<Command> commands();  // in name order (`shardbench --help` lists them so)
+// The first word of a command line: an option ("--help") or a registered command; anything else
+// throws sb::Error listing the known commands (CLI11 would only say a subcommand is required).
+void check_command(const std::string& word);
 
 struct Exit {
   int code;

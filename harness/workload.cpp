@@ -1,14 +1,19 @@
 // Registries behind harness/workload.h (keys, name sets, validators, tasks) and the BASE
 // keys every point has. Workloads add theirs at static-init time, so every registry is a
-// function-local static (constructed on first use, whatever the static-init order).
+// function-local static (constructed on first use, whatever the static-init order). Name sets
+// and tasks are Registry<Info>s (harness/core/registry.h): a name registered twice fails at
+// start-up.
 #include "harness/workload.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "harness/core/check.h"
 #include "harness/core/heartbeat.h"
+#include "harness/core/registry.h"
 #include "harness/spec/base_config.h"
 #include "harness/spec/config.h"
 #include "harness/spec/mesh_config.h"
@@ -23,9 +28,11 @@ std::vector<KeySpec>& keys() {
   static std::vector<KeySpec> k;
   return k;
 }
-// set -> name -> doc; std::map keeps names sorted for "known names are ..." messages.
-std::map<std::string, std::map<std::string, std::string>>& names() {
-  static std::map<std::string, std::map<std::string, std::string>> n;
+// A name of a set is its doc alone (the Registry keeps it).
+struct NameEntry {};
+// set -> its names; Registry keeps them sorted for "known names are ..." messages.
+std::map<std::string, Registry<NameEntry>>& names() {
+  static std::map<std::string, Registry<NameEntry>> n;
   return n;
 }
 std::vector<Validator>& validators() {
@@ -36,8 +43,9 @@ std::vector<SuiteValidator>& suite_validators() {
   static std::vector<SuiteValidator> v;
   return v;
 }
-std::map<std::string, TaskInfo>& tasks() {
-  static std::map<std::string, TaskInfo> t;
+// The names join the "task" name set (the `task` key's).
+Registry<TaskInfo>& tasks() {
+  static Registry<TaskInfo> t("task", "task");
   return t;
 }
 
@@ -99,13 +107,15 @@ const KeySpec* find_key(const std::string& key) {
 void register_name(const std::string& set, const std::string& name, const std::string& doc) {
   SB_CHECK(!set.empty() && !name.empty(), "register_name: empty set or name ('{}', '{}')", set,
            name);
-  names()[set].emplace(name, doc);  // first registration's doc wins
+  names().try_emplace(set, fmt::format("'{}' name", set)).first->second.add(name, doc, {});
 }
 
 std::vector<std::pair<std::string, std::string>> registered_names(const std::string& set) {
   auto it = names().find(set);
   if (it == names().end()) return {};
-  return {it->second.begin(), it->second.end()};
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& n : it->second.names()) out.emplace_back(n, it->second.doc(n));
+  return out;
 }
 
 std::vector<std::string> registered_name_sets() {
@@ -150,17 +160,11 @@ std::optional<PathWriter> point_writing(const std::vector<Point>& points, const 
 }
 
 void register_task(TaskInfo info) {
-  SB_CHECK(!info.task.empty(), "register_task: empty task name");
-  SB_CHECK(tasks().count(info.task) == 0, "register_task '{}': registered twice", info.task);
-  register_name("task", info.task, "a registered workload");
-  std::string t = info.task;
-  tasks().emplace(t, std::move(info));
+  const std::string name = info.task;
+  tasks().add(name, "a registered workload", std::move(info));
 }
 
-const TaskInfo* find_task(const std::string& task) {
-  auto it = tasks().find(task);
-  return it == tasks().end() ? nullptr : &it->second;
-}
+const TaskInfo* find_task(const std::string& task) { return tasks().find(task); }
 
 namespace {
 // Field by field: brace-initializing only the first fields of KeySpec warns (-Wextra).

@@ -72,7 +72,9 @@ Row point_row(const std::string& dir, const ManifestPoint& p,
   } else if (const auto a = active.find(p.index); a != active.end()) {
     const auto& [sched, st] = a->second;
     r.state = st == "running" || st == "RUNNING" || st == "COMPLETING" ? "running" : "pending";
-    r.detail = sched == "local" ? "local sweep" : sched + " " + st;
+    // A cluster scheduler's state is its queue's word ("slurm PENDING"); one that runs points
+    // here has only "running" to say, so the line says how they run ("local sweep").
+    r.detail = scheduler_info(sched).needs_cluster ? sched + " " + st : sched + " sweep";
     if (r.state == "running") {
       r.progress = read_progress(dir, p.index, p.id);
       if (r.progress.is_object() && r.progress.value("total", 0L) > 0) {

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   for (const auto& c : sb::cli::commands()) c.setup(*app.add_subcommand(c.name, c.help));
   try {
+    if (argc > 1) sb::cli::check_command(argv[1]);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

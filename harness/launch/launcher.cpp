@@ -1,4 +1,5 @@
-// Launcher registry: the known launchers by name.
+// Launcher registry: the known launchers by name, each with its record; the launch spec of a
+// point and the oversubscription check of the local scheduler.
 #include "harness/launch/launcher.h"
 
 #include <fmt/format.h>
@@ -7,10 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "harness/core/check.h"
 #include "harness/core/machine.h"
+#include "harness/core/registry.h"
 #include "harness/spec/base_config.h"
 #include "harness/spec/point.h"
 #include "harness/spec/suite.h"
@@ -18,16 +21,24 @@
 
 namespace sb {
 
-// Every program links the harness whole-archive, so self-registering files are kept.
-static std::vector<std::pair<std::string, LauncherFactory>>& table() {
-  static std::vector<std::pair<std::string, LauncherFactory>> t;
-  return t;
+namespace {
+// Every program links the harness whole-archive, so self-registering files are kept. The names
+// join the "launcher" name set (the `launcher` key's).
+Registry<LauncherInfo>& registry() {
+  static Registry<LauncherInfo> r("launcher", "launcher");
+  return r;
 }
 
-void register_launcher(const std::string& name, const std::string& doc, LauncherFactory make) {
-  for (const auto& [n, f] : table()) SB_CHECK(n != name, "launcher '{}' registered twice", name);
-  table().emplace_back(name, make);
-  register_name("launcher", name, doc);
+// The message users and tests know (Registry::get says "known: ...").
+const LauncherInfo& info_or_fail(const std::string& name) {
+  if (const LauncherInfo* i = registry().find(name)) return *i;
+  SB_FAIL("unknown launcher '{}'; known launchers: {}", name, registry().known());
+}
+}  // namespace
+
+void register_launcher(const std::string& name, const std::string& doc, LauncherInfo info) {
+  SB_CHECK(info.make, "launcher '{}' registered without a factory", name);
+  registry().add(name, doc, std::move(info));
 }
 
 LaunchSpec launch_spec_for(const Point& p) {
@@ -52,16 +63,25 @@ std::vector<std::string> oversubscribed_points(const Suite& suite, int cores, in
   return out;
 }
 
-std::vector<std::string> launcher_names() {
-  std::vector<std::string> n;
-  for (const auto& [name, make] : table()) n.push_back(name);
-  return n;
+std::vector<std::string> launcher_names() { return registry().names(); }
+
+const LauncherInfo& launcher_info(const std::string& name) { return info_or_fail(name); }
+
+std::string allocation_problem(const std::string& launcher, bool scheduler_allocates) {
+  const std::string& env = info_or_fail(launcher).allocation_env;
+  if (env.empty() || scheduler_allocates || std::getenv(env.c_str()) != nullptr) return "";
+  std::vector<std::string> free;  // the launchers that start ranks anywhere
+  registry().each([&](const std::string& n, const LauncherInfo& i) {
+    if (i.allocation_env.empty()) free.push_back(n);
+  });
+  return fmt::format("launcher '{}' starts ranks only inside an allocation ({} is not set): run "
+                     "this inside one, hand the points to a cluster (`shardbench submit`), or "
+                     "set `launcher` to one that needs none ({})",
+                     launcher, env, free.empty() ? "none registered" : fmt::format("{}", fmt::join(free, ", ")));
 }
 
 std::unique_ptr<Launcher> find_launcher(const std::string& name) {
-  for (const auto& [n, make] : table())
-    if (n == name) return make();
-  SB_FAIL("unknown launcher '{}'; known launchers: {}", name, fmt::join(launcher_names(), ", "));
+  return info_or_fail(name).make();
 }
 
 }  // namespace sb

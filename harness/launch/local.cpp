@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "harness/core/check.h"
@@ -139,6 +140,22 @@ std::vector<const Point*> points_to_run(const Suite& suite, const ScheduleOption
   return out;
 }
 
+// A launcher that starts ranks only inside an allocation (srun) fails at once outside one, so
+// the sweep refuses before running anything, naming the points and the fix. Whether this
+// scheduler's own jobs are an allocation is its record's to say.
+void refuse_missing_allocation(const std::vector<const Point*>& todo, const ScheduleOptions& opt,
+                               bool scheduler_allocates) {
+  std::map<std::string, std::vector<std::int64_t>> by_launcher;  // launcher -> point indices
+  for (const Point* p : todo)
+    by_launcher[opt.launcher.empty() ? base_config(*p).launcher : opt.launcher].push_back(p->index);
+  for (const auto& [launcher, points] : by_launcher) {
+    const std::string why = allocation_problem(launcher, scheduler_allocates);
+    if (!why.empty())
+      SB_FAIL("{} point{} ({}) cannot run here: {}", points.size(),
+              points.size() == 1 ? "" : "s", fmt::format("{}", fmt::join(points, ", ")), why);
+  }
+}
+
 class LocalScheduler final : public Scheduler {
  public:
   std::string name() const override { return "local"; }
@@ -147,6 +164,8 @@ class LocalScheduler final : public Scheduler {
     namespace fs = std::filesystem;
     const std::string dir = opt.results_dir;
     refuse_oversubscription(suite, opt);
+    refuse_missing_allocation(points_to_run(suite, opt, dir), opt,
+                              scheduler_info(name()).allocates);
     const ResultsLock lock(dir);
     fs::create_directories(dir + "/points");
     fs::create_directories(dir + "/logs");
@@ -339,7 +358,12 @@ class LocalScheduler final : public Scheduler {
 };
 
 const Registrar kRegister([] {
-  register_scheduler("local", [] { return std::unique_ptr<Scheduler>(new LocalScheduler); });
+  SchedulerInfo i;
+  i.make = [] { return std::unique_ptr<Scheduler>(new LocalScheduler); };
+  i.needs_cluster = false;  // this machine, one point after another
+  i.allocates = false;      // srun only where the sweep itself runs inside an allocation
+  register_scheduler("local", "every point here, one after another, through its launcher",
+                     std::move(i));
 });
 }  // namespace
 

@@ -8,13 +8,16 @@
 
 namespace sb {
 namespace {
+// Open MPI refuses to start ranks as root without it.
+constexpr const char* kRootFlag = "--allow-run-as-root";
+
 class MpirunLauncher final : public Launcher, public PinningLauncher {
  public:
   std::string name() const override { return "mpirun"; }
   // A workstation or the local one-node cluster.
   std::vector<std::string> prefix(const LaunchSpec& s) const override {
     std::vector<std::string> a = {"mpirun"};
-    if (s.as_root) a.push_back("--allow-run-as-root");  // Open MPI refuses root otherwise
+    if (s.as_root) a.push_back(kRootFlag);
     // More ranks than cores is normal on a small machine; binding a multi-threaded rank to one
     // core would serialize its threads, so ranks are left unbound.
     for (const char* w : {"--oversubscribe", "--bind-to", "none"}) a.push_back(w);
@@ -37,8 +40,10 @@ class MpirunLauncher final : public Launcher, public PinningLauncher {
 };
 
 const Registrar kRegister([] {
-  register_launcher("mpirun", "Open MPI's mpirun -np WORLD",
-                    [] { return std::unique_ptr<Launcher>(new MpirunLauncher); });
+  LauncherInfo i;
+  i.make = [] { return std::unique_ptr<Launcher>(new MpirunLauncher); };
+  i.root_flag = kRootFlag;
+  register_launcher("mpirun", "Open MPI's mpirun -np WORLD", std::move(i));
 });
 }  // namespace
 

@@ -1,5 +1,6 @@
 // Schedulers: how the points of a suite get run (local: one after another through a
-// launcher; slurm: a job array per world size). One per file, chosen by name.
+// launcher; slurm: a job array per world size). One per file, registered by name with a record
+// of what it can do (SchedulerInfo), which callers ask instead of comparing names.
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +26,9 @@ struct ScheduleOptions {
   std::string launcher;        // override of the points' launcher ("" = the point's)
   std::string partition;       // slurm partition ("" = the cluster's default)
   int time_min = 0;            // slurm --time in minutes (0 = from the points' time_limit)
+  // A cluster scheduler's one-node test cluster (jobscripts/local-cluster.sh): ranks start as
+  // on a workstation (as root, oversubscribed, unbound) instead of pinned to cores.
+  bool local_cluster = false;
   std::FILE* out = stdout;
 };
 
@@ -41,10 +45,39 @@ class Scheduler {
                                                              std::string* note) const = 0;
 };
 
-// Schedulers register by name at static-init time (one file each: local.cpp, slurm.cpp).
 using SchedulerFactory = std::function<std::unique_ptr<Scheduler>()>;
-void register_scheduler(const std::string& name, SchedulerFactory make);
+
+// What a scheduler is and can do.
+struct SchedulerInfo {
+  SchedulerFactory make;
+  // false: runs the points on this machine, now (`shardbench sweep`); true: hands them to a
+  // cluster's batch queue (`shardbench submit`), whose states active_points reports
+  // ("PENDING", "RUNNING", ...).
+  bool needs_cluster = false;
+  // Submits job arrays, whose tasks running at once ScheduleOptions::max_parallel caps.
+  bool job_arrays = false;
+  // Its jobs have a time limit of their own (ScheduleOptions::time_min), beside the points'.
+  bool job_time_limit = false;
+  // Its jobs go to a named partition of the cluster (ScheduleOptions::partition).
+  bool partitions = false;
+  // Has a one-node test cluster (ScheduleOptions::local_cluster).
+  bool local_cluster = false;
+  // Its jobs run inside an allocation of the cluster's, so a launcher that needs one
+  // (LauncherInfo::allocation_env) may start their ranks; one that does not allocate runs
+  // such a launcher only where the environment already is an allocation (salloc).
+  bool allocates = false;
+};
+
+// Schedulers register by name at static-init time (one file each: local.cpp, slurm.cpp); a
+// name registered twice fails at start-up.
+void register_scheduler(const std::string& name, const std::string& doc, SchedulerInfo info);
 std::unique_ptr<Scheduler> find_scheduler(const std::string& name);  // unknown -> lists known
-std::vector<std::string> scheduler_names();
+const SchedulerInfo& scheduler_info(const std::string& name);        // unknown -> lists known
+std::vector<std::string> scheduler_names();                          // sorted
+
+// The scheduler `shardbench sweep` (cluster false) or `submit` (cluster true) runs: `name` when
+// given, which must be of that kind, else the one registered scheduler of that kind (an error
+// listing them when there are several: pass --scheduler).
+std::string choose_scheduler(const std::string& name, bool cluster);
 
 }  // namespace sb

@@ -187,12 +187,23 @@ class SlurmScheduler final : public Scheduler {
   }
 
   int schedule(const Suite& suite, const ScheduleOptions& opt) const override {
-    return submit_suite(suite, opt, SlurmSite{});
+    SlurmSite site;
+    site.local_cluster = opt.local_cluster;
+    return submit_suite(suite, opt, site);
   }
 };
 
 const Registrar kRegister([] {
-  register_scheduler("slurm", [] { return std::unique_ptr<Scheduler>(new SlurmScheduler); });
+  SchedulerInfo i;
+  i.make = [] { return std::unique_ptr<Scheduler>(new SlurmScheduler); };
+  i.needs_cluster = true;
+  i.job_arrays = true;      // one sbatch --array per world size and thread count
+  i.job_time_limit = true;  // sbatch --time
+  i.partitions = true;      // sbatch --partition
+  i.local_cluster = true;   // jobscripts/local-cluster.sh
+  i.allocates = true;       // each array task is an allocation (srun starts ranks there)
+  register_scheduler("slurm", "sbatch job arrays, one per world size and thread count",
+                     std::move(i));
 });
 }  // namespace
 
@@ -234,10 +245,11 @@ int submit_suite(const Suite& suite, const ScheduleOptions& opt, const SlurmSite
       std::fprintf(opt.out, "---- %s (not submitted: --dry-run)\n%s", script.c_str(), text.c_str());
       continue;
     }
-    if (!site.local_cluster && js.launcher == "mpirun" && geteuid() == 0 && !warned_root) {
-      std::fprintf(opt.out, "warning: submitting as root: Open MPI's mpirun refuses to start "
-                            "ranks as root on a real cluster (only --local-cluster adds "
-                            "--allow-run-as-root)\n");
+    const std::string& root_flag = launcher_info(js.launcher).root_flag;
+    if (!site.local_cluster && !root_flag.empty() && geteuid() == 0 && !warned_root) {
+      std::fprintf(opt.out, "warning: submitting as root: launcher %s refuses to start ranks "
+                            "as root on a real cluster (only --local-cluster adds %s)\n",
+                   js.launcher.c_str(), root_flag.c_str());
       warned_root = true;
     }
     submit_script(script, js, paths, opt);

@@ -1,5 +1,6 @@
 // The Slurm scheduler's own interface beside the generic Scheduler (scheduler.h): where the
-// job scripts run, and how a launcher pins ranks there. `shardbench submit` is its caller.
+// job scripts run, and how a launcher pins ranks there. `shardbench submit` reaches it through
+// the scheduler registry (the "slurm" scheduler's schedule()).
 #pragma once
 #include <string>
 #include <vector>
@@ -20,7 +21,8 @@ struct SlurmSite {
 };
 
 // Submits (or with opt.dry_run only writes and prints) the job arrays of the points that still
-// need to run: one per world size and thread count. Returns the exit code.
+// need to run: one per world size and thread count. Returns the exit code. The scheduler's
+// schedule() calls it with site.local_cluster = opt.local_cluster.
 int submit_suite(const Suite& suite, const ScheduleOptions& opt, const SlurmSite& site);
 
 // Implemented beside Launcher by the launchers a real cluster's job script may use

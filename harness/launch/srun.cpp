@@ -29,8 +29,10 @@ class SrunLauncher final : public Launcher, public PinningLauncher {
 };
 
 const Registrar kRegister([] {
-  register_launcher("srun", "Slurm's srun inside an allocation",
-                    [] { return std::unique_ptr<Launcher>(new SrunLauncher); });
+  LauncherInfo i;
+  i.make = [] { return std::unique_ptr<Launcher>(new SrunLauncher); };
+  i.allocation_env = "SLURM_JOB_ID";  // set by sbatch and salloc
+  register_launcher("srun", "Slurm's srun inside an allocation", std::move(i));
 });
 }  // namespace
 

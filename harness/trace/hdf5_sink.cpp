@@ -1,6 +1,7 @@
 // HDF5 sink: writes a point's result as docs/HDF5_SCHEMA.md says (C API), to a temporary
-// name renamed when complete; and reads back the few attributes the schedulers need. The
-// record groups' columns are generated from the records' Tables in hdf5_table.cpp.
+// name renamed when complete; and reads back its root attributes (the schedulers' summary).
+// Root attributes come from Table<ResultMeta> (result.h), the record groups' columns from the
+// records' Tables in hdf5_table.cpp.
 #include <hdf5.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,6 +12,9 @@
 #include <cstring>
 #include <filesystem>
 #include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/core/check.h"
 #include "harness/trace/hdf5_io.h"
@@ -35,35 +39,20 @@ void check_name(const std::string& kind, const std::string& name) {
            "workload that records it", kind, name);
 }
 
-// Root attributes (docs/HDF5_SCHEMA.md, "Root attributes").
+// One root attribute, typed by its ResultMeta member (the Table's types: int64, float64, string).
+void write_attribute(hid_t obj, const char* name, std::int64_t v) {
+  attr_scalar<std::int64_t>(obj, name, H5T_NATIVE_INT64, H5T_STD_I64LE, v);
+}
+void write_attribute(hid_t obj, const char* name, double v) {
+  attr_scalar<double>(obj, name, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, v);
+}
+void write_attribute(hid_t obj, const char* name, const std::string& v) {
+  attr_string(obj, name, v);
+}
+
+// Root attributes: every entry of Table<ResultMeta> (result.h), in its order.
 void write_meta(hid_t f, const ResultMeta& m) {
-  const hid_t I64 = H5T_STD_I64LE, F64 = H5T_IEEE_F64LE;
-  attr_scalar<std::int64_t>(f, "schema_version", H5T_NATIVE_INT64, I64, kSchemaVersion);
-  attr_string(f, "status", m.status);
-  attr_string(f, "failure_reason", m.failure_reason);
-  attr_string(f, "suite", m.suite);
-  attr_string(f, "suite_file", m.suite_file);
-  attr_string(f, "suite_sha256", m.suite_sha256);
-  attr_scalar<std::int64_t>(f, "point_index", H5T_NATIVE_INT64, I64, m.point_index);
-  attr_string(f, "point_id", m.point_id);
-  attr_string(f, "point_name", m.point_name);
-  attr_string(f, "baseline_id", m.baseline_id);
-  attr_string(f, "config", m.config);
-  attr_string(f, "reference", m.reference);
-  attr_string(f, "git_commit", m.git_commit);
-  attr_string(f, "shardbench_version", m.shardbench_version);
-  attr_string(f, "versions", m.versions);
-  attr_string(f, "hosts", m.hosts);
-  attr_string(f, "machine", m.machine);
-  attr_scalar<std::int64_t>(f, "world_size", H5T_NATIVE_INT64, I64, m.world_size);
-  attr_scalar<std::int64_t>(f, "threads_per_rank", H5T_NATIVE_INT64, I64, m.threads_per_rank);
-  attr_string(f, "slurm_job_id", m.slurm_job_id);
-  attr_string(f, "slurm_array_job_id", m.slurm_array_job_id);
-  attr_string(f, "slurm_array_task_id", m.slurm_array_task_id);
-  attr_string(f, "command_line", m.command_line);
-  attr_string(f, "start_time", m.start_time);
-  attr_string(f, "end_time", m.end_time);
-  attr_scalar<double>(f, "elapsed_s", H5T_NATIVE_DOUBLE, F64, m.elapsed_s);
+  for_each_field<ResultMeta>([&](const auto& a) { write_attribute(f, a.name, m.*a.member); });
 }
 
 // Named values the workload chose: scalars, series and texts.
@@ -99,7 +88,6 @@ void write_file(hid_t f, const ResultMeta& m, const Recorder& rec) {
 }
 
 std::string read_attr_string(hid_t obj, const char* name) {
-  if (H5Aexists(obj, name) <= 0) return "";
   H5Id a(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose, std::string("open attribute ") + name);
   H5Id type(make_vlen_string(), H5Tclose, "create string type");
   char* p = nullptr;
@@ -107,6 +95,31 @@ std::string read_attr_string(hid_t obj, const char* name) {
   std::string s = p ? p : "";
   H5free_memory(p);
   return s;
+}
+
+template <class T>
+T read_attr_scalar(hid_t obj, const char* name, hid_t mem_type) {
+  H5Id a(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose, std::string("open attribute ") + name);
+  T v{};
+  h5(H5Aread(a, mem_type, &v), std::string("read attribute ") + name);
+  return v;
+}
+
+void read_attribute(hid_t obj, const char* name, std::int64_t& v) {
+  v = read_attr_scalar<std::int64_t>(obj, name, H5T_NATIVE_INT64);
+}
+void read_attribute(hid_t obj, const char* name, double& v) {
+  v = read_attr_scalar<double>(obj, name, H5T_NATIVE_DOUBLE);
+}
+void read_attribute(hid_t obj, const char* name, std::string& v) { v = read_attr_string(obj, name); }
+
+// Every root attribute of Table<ResultMeta> that the file has; the ones it lacks keep m's value
+// and are named in `absent`.
+void read_meta(hid_t f, ResultMeta& m, std::vector<std::string>* absent = nullptr) {
+  for_each_field<ResultMeta>([&](const auto& a) {
+    if (H5Aexists(f, a.name) > 0) read_attribute(f, a.name, m.*a.member);
+    else if (absent && a.presence == Presence::always) absent->push_back(a.name);
+  });
 }
 }  // namespace
 
@@ -179,21 +192,36 @@ ResultSummary read_result_summary(const std::string& path) {
   }
   H5Id file(f, H5Fclose, "open " + path);
   try {
-    s.status = read_attr_string(file, "status");
-    s.failure_reason = read_attr_string(file, "failure_reason");
-    s.point_id = read_attr_string(file, "point_id");
-    s.point_name = read_attr_string(file, "point_name");
-    s.end_time = read_attr_string(file, "end_time");
+    ResultMeta m;
+    m.status.clear();  // absent: unreadable, not "done"
+    read_meta(file, m);
+    s.status = m.status;
+    s.failure_reason = m.failure_reason;
+    s.point_id = m.point_id;
+    s.point_name = m.point_name;
+    s.end_time = m.end_time;
+    s.elapsed_s = m.elapsed_s;
     s.steps = step_rows(file);
-    if (H5Aexists(file, "elapsed_s") > 0) {
-      H5Id a(H5Aopen(file, "elapsed_s", H5P_DEFAULT), H5Aclose, "open attribute elapsed_s");
-      h5(H5Aread(a, H5T_NATIVE_DOUBLE, &s.elapsed_s), "read attribute elapsed_s");
-    }
   } catch (const Error& e) {
     s.status = std::string("unreadable: ") + e.what();
   }
   if (s.status.empty()) s.status = "unreadable: no status attribute";
   return s;
+}
+
+ResultMeta read_result_meta(const std::string& path) {
+  hid_t f = -1;
+  H5E_BEGIN_TRY { f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT); }
+  H5E_END_TRY;
+  SB_CHECK(f >= 0, "cannot open {} as an HDF5 file", path);
+  H5Id file(f, H5Fclose, "open " + path);
+  ResultMeta m;
+  std::vector<std::string> absent;
+  read_meta(file, m, &absent);
+  SB_CHECK(absent.empty(), "{}: root attribute{} {} missing (docs/HDF5_SCHEMA.md, \"Root "
+           "attributes\"): not a complete result file", path, absent.size() > 1 ? "s" : "",
+           fmt::format("{}", fmt::join(absent, ", ")));
+  return m;
 }
 
 }  // namespace sb

@@ -1,10 +1,12 @@
 // Test helper: writes the analysis fixture through the real C++ HDF5 writer
 // (sb::write_result_hdf5). make_fixture.py describes the points as JSON; this program turns
-// each into a ResultMeta + Recorder (records field by field through their Tables,
-// harness/trace/records.h) and writes it, so the analysis tests read files that the harness
-// itself produced. Usage: analysis_fixture_writer POINTS.json
+// each into a ResultMeta + Recorder (attribute by attribute and record field by field through
+// their Tables, harness/trace/result.h and records.h) and writes it, so the analysis tests
+// read files that the harness itself produced. Usage: analysis_fixture_writer POINTS.json
 #include <cstdio>
 #include <fstream>
+#include <set>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -16,29 +18,19 @@
 namespace {
 using nlohmann::json;
 
+// The root attributes through their Table (harness/trace/result.h): each one the JSON object
+// gives, by its type; the others keep ResultMeta's default. A key that is no root attribute is
+// an error, so a fixture cannot write an attribute the harness does not have.
 sb::ResultMeta meta_of(const json& m) {
   sb::ResultMeta r;
-  r.status = m.at("status");
-  r.failure_reason = m.at("failure_reason");
-  r.suite = m.at("suite");
-  r.suite_file = m.at("suite_file");
-  r.suite_sha256 = m.at("suite_sha256");
-  r.point_index = m.at("point_index");
-  r.point_id = m.at("point_id");
-  r.point_name = m.at("point_name");
-  r.baseline_id = m.at("baseline_id");
-  r.config = m.at("config");
-  r.reference = m.at("reference");
-  r.git_commit = m.at("git_commit");
-  r.shardbench_version = m.at("shardbench_version");
-  r.versions = m.at("versions");
-  r.hosts = m.at("hosts");
-  r.world_size = m.at("world_size");
-  r.threads_per_rank = m.at("threads_per_rank");
-  r.command_line = m.at("command_line");
-  r.start_time = m.at("start_time");
-  r.end_time = m.at("end_time");
-  r.elapsed_s = m.at("elapsed_s");
+  std::set<std::string> known;
+  sb::for_each_field<sb::ResultMeta>([&](const auto& f) {
+    using M = typename std::decay_t<decltype(f)>::Member;
+    known.insert(f.name);
+    if (m.contains(f.name)) r.*f.member = m.at(f.name).template get<M>();
+  });
+  for (const auto& [k, v] : m.items())
+    if (!known.count(k)) throw std::runtime_error("meta: '" + k + "' is no root attribute");
   return r;
 }
 

@@ -3,13 +3,17 @@
 # C++ side is not built, and for the tests that damage a file). The record columns, their types,
 # units and docs are not listed here: they come from `shardbench schema --json` (SB_SHARDBENCH_BIN,
 # which ctest sets) or, without a build, from the generated tables of docs/HDF5_SCHEMA.md (a
-# ctest keeps those equal to that command's output).
+# ctest keeps those equal to that command's output). Nor are the root attributes: they come
+# from analysis/root_attributes.py (`shardbench schema --python`, kept equal by a ctest), which
+# analysis/load.py reads too.
 # The numbers are chosen so that every table value can be computed by hand (see test_*.py).
 import functools
 import json
 import os
 import re
 import subprocess
+
+import sys
 
 import h5py
 import numpy as np
@@ -23,9 +27,13 @@ DTYPES = {"int8": np.int8, "int32": np.int32, "int64": np.int64, "uint64": np.ui
 DEFAULTS = {"ranks": {"host": "localhost"}, "queries": {"samples": 1}}
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if REPO not in sys.path:  # run as a script: `import analysis` from the checkout
+    sys.path.insert(0, REPO)
+from analysis.root_attributes import ROOT_ATTRIBUTES  # noqa: E402
 SCHEMA_DOC = os.path.join(REPO, "docs", "HDF5_SCHEMA.md")
 # The generated region's markers (tests/harness/check_schema_doc.sh writes and checks it).
-DOC_BEGIN = "<!-- BEGIN generated: shardbench schema markdown (from harness/trace/records.h) -->"
+DOC_BEGIN = ("<!-- BEGIN generated: shardbench schema --markdown --only columns "
+             "(from harness/trace/records.h) -->")
 DOC_END = "<!-- END generated -->"
 
 
@@ -43,7 +51,8 @@ def schema_from_doc(path=SCHEMA_DOC):
     generated region of docs/HDF5_SCHEMA.md: a line `/<group>`: <doc> (<origin>). per group,
     then its table rows | `<column>` | <dtype> | <unit> | <doc> |."""
     text = open(path, encoding="utf-8").read()
-    region = text[text.index(DOC_BEGIN) + len(DOC_BEGIN):text.index(DOC_END)]
+    start = text.index(DOC_BEGIN) + len(DOC_BEGIN)
+    region = text[start:text.index(DOC_END, start)]
     groups = []
     for line in region.splitlines():
         g = re.match(r"^`/(\w+)`: (.*) \((recorded on rank 0|gathered from every rank)\)\.$", line)
@@ -82,7 +91,7 @@ def point_record(path, *, index, point_id, name, config, baseline_id="", referen
     """One point as plain data: root attributes and complete records (every column of the
     schema present; omitted fields take DEFAULTS or 0). Either writer takes it."""
     world = int(config.get("world", 1))
-    meta = dict(
+    meta = root_attributes(
         status=status, failure_reason=failure_reason, suite=suite,
         suite_file=f"suite/{suite}.toml", suite_sha256="0" * 64, point_index=index,
         point_id=point_id, point_name=name, baseline_id=baseline_id,
@@ -99,6 +108,15 @@ def point_record(path, *, index, point_id, name, config, baseline_id="", referen
                 scalars={k: float(v) for k, v in (scalars or {}).items()},
                 series={k: [float(x) for x in v] for k, v in (series or {}).items()},
                 texts=dict(texts or {}))
+
+
+def root_attributes(**given):
+    """Every root attribute of the schema (analysis/root_attributes.py), in file order: the
+    given value, else the attribute's default. A name that is no root attribute is an error."""
+    unknown = sorted(set(given) - {a.name for a in ROOT_ATTRIBUTES})
+    if unknown:
+        raise KeyError(f"no root attribute {', '.join(unknown)}")
+    return {a.name: _value(a.dtype, given.get(a.name, a.default)) for a in ROOT_ATTRIBUTES}
 
 
 def _value(dtype, v):
@@ -129,14 +147,8 @@ def write_h5(rec):
     os.makedirs(os.path.dirname(rec["path"]), exist_ok=True)
     with h5py.File(rec["path"], "w") as f:
         m = rec["meta"]
-        for k, v in m.items():
-            if isinstance(v, str):
-                f.attrs[k] = v
-            elif isinstance(v, float):
-                f.attrs[k] = np.float64(v)
-            else:
-                f.attrs[k] = np.int64(v)
-        f.attrs["schema_version"] = np.int64(1)
+        for a in ROOT_ATTRIBUTES:  # as hdf5_sink.cpp writes them, typed by the schema
+            f.attrs[a.name] = m[a.name] if a.dtype == "string" else DTYPES[a.dtype](m[a.name])
 
         for grp in groups():  # as hdf5_table.cpp writes them
             g = f.create_group(grp["name"])
@@ -421,5 +433,4 @@ def problem_records(pts, i):
 
 
 if __name__ == "__main__":
-    import sys
     write_fixture(sys.argv[1] if len(sys.argv) > 1 else "results/fixture")

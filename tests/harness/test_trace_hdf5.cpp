@@ -1,5 +1,6 @@
 // HDF5 result files against docs/HDF5_SCHEMA.md: every documented attribute, group and
-// dataset, with its HDF5 type class/size and the values written; chunked and extendible
+// dataset, with its HDF5 type class/size and the values written; the root attributes exactly
+// those of Table<ResultMeta> and read back through it; chunked and extendible
 // datasets; the temporary-name-then-rename rule (a killed writer leaves no final file);
 // the summary reader; and the cost of recording (tracing must not slow a step).
 #include <hdf5.h>
@@ -66,6 +67,7 @@ sb::ResultMeta full_meta() {
   m.shardbench_version = "0.1.0";
   m.versions = sb::versions_json({{"torch_version", "1.13.1"}});
   m.hosts = sb::json_string_list({"node-a", "node-b"});
+  m.machine = R"({"nodes":[],"ranks_per_node":2})";
   m.world_size = 2;
   m.threads_per_rank = 4;
   m.slurm_job_id = "77";
@@ -233,6 +235,7 @@ TEST(TraceHdf5, EveryDocumentedFieldHasItsTypeAndValue) {
                         "\"compiler\":\""})
     EXPECT_NE(versions.find(k), std::string::npos) << versions << " lacks " << k;
   EXPECT_EQ(attr_str(f, "hosts"), R"(["node-a","node-b"])");
+  EXPECT_EQ(attr_str(f, "machine"), R"({"nodes":[],"ranks_per_node":2})");
   EXPECT_EQ(attr_num<std::int64_t>(f, "world_size", H5T_NATIVE_INT64, H5T_INTEGER), 2);
   EXPECT_EQ(attr_num<std::int64_t>(f, "threads_per_rank", H5T_NATIVE_INT64, H5T_INTEGER), 4);
   EXPECT_EQ(attr_str(f, "slurm_job_id"), "77");
@@ -293,6 +296,68 @@ TEST(TraceHdf5, EveryDocumentedFieldHasItsTypeAndValue) {
   g = H5Gopen2(f, "texts", H5P_DEFAULT);
   EXPECT_EQ(attr_str(g, "torch_version"), "1.13.1");
   H5Gclose(g);
+  fs::remove_all(dir);
+}
+
+// The root attributes of the file are exactly the entries of Table<ResultMeta>, each with the
+// HDF5 type of its column type: no attribute written by hand beside the table, none left out.
+TEST(TraceHdf5, RootAttributesAreExactlyTheTable) {
+  const std::string dir = temp_dir("root");
+  const std::string path = dir + "/points/0-x.h5";
+  sb::write_result_hdf5(path, full_meta(), full_recorder());
+  Reader r(path);
+  ASSERT_GE(r.f, 0);
+  std::vector<std::string> in_file;
+  H5Aiterate2(r.f, H5_INDEX_NAME, H5_ITER_INC, nullptr,
+              [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
+                static_cast<std::vector<std::string>*>(out)->push_back(name);
+                return 0;
+              }, &in_file);
+  std::vector<std::string> in_table;
+  sb::for_each_field<sb::ResultMeta>([&](const auto& a) {
+    in_table.push_back(a.name);
+    switch (a.type) {
+      case sb::ColumnType::int64: expect_attr_type(r.f, a.name, H5T_INTEGER, 8); break;
+      case sb::ColumnType::float64: expect_attr_type(r.f, a.name, H5T_FLOAT, 8); break;
+      case sb::ColumnType::string: expect_attr_type(r.f, a.name, H5T_STRING, 0); break;
+      default: ADD_FAILURE() << a.name << ": a root attribute of a type the writer has no case for";
+    }
+  });
+  std::sort(in_table.begin(), in_table.end());
+  EXPECT_EQ(in_file, in_table);
+  fs::remove_all(dir);
+}
+
+// Writer and reader agree on every attribute of the table; an attribute added later (machine)
+// reads as its default from a file without it, one every file has is an error naming it.
+TEST(TraceHdf5, RootAttributesReadBackThroughTheTable) {
+  const std::string dir = temp_dir("meta");
+  const std::string path = dir + "/points/0-x.h5";
+  const sb::ResultMeta want = full_meta();
+  sb::write_result_hdf5(path, want, full_recorder());
+  const sb::ResultMeta got = sb::read_result_meta(path);
+  sb::for_each_field<sb::ResultMeta>([&](const auto& a) {
+    EXPECT_EQ(got.*a.member, want.*a.member) << a.name;
+  });
+
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  EXPECT_GE(H5Adelete(f, "machine"), 0);
+  H5Fclose(f);
+  EXPECT_EQ(sb::read_result_meta(path).machine, "{}");
+  f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  EXPECT_GE(H5Adelete(f, "status"), 0);
+  EXPECT_GE(H5Adelete(f, "elapsed_s"), 0);
+  H5Fclose(f);
+  try {
+    sb::read_result_meta(path);
+    ADD_FAILURE() << "expected sb::Error";
+  } catch (const sb::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": root attributes status, elapsed_s missing "
+                                         "(docs/HDF5_SCHEMA.md, \"Root attributes\"): not a "
+                                         "complete result file"),
+              std::string::npos) << e.what();
+  }
   fs::remove_all(dir);
 }
 

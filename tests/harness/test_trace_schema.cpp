@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -172,6 +173,75 @@ TEST(TraceSchema, MarkdownHasARowPerColumn) {
       EXPECT_NE(md.find(row), std::string::npos) << row;
     });
   });
+}
+
+// The root attributes' table follows the columns' conventions: each named once, with a doc,
+// and a unit that agrees with the name's suffix (elapsed_s: s).
+TEST(TraceSchema, EachRootAttributeIsNamedOnceWithItsUnitAndDoc) {
+  std::set<std::string> seen;
+  sb::for_each_field<sb::ResultMeta>([&](const auto& a) {
+    const std::string name = a.name, unit = a.unit;
+    EXPECT_TRUE(seen.insert(name).second) << name << " twice";
+    EXPECT_FALSE(std::string(a.doc).empty()) << name;
+    const bool seconds = name.size() > 2 && name.compare(name.size() - 2, 2, "_s") == 0;
+    EXPECT_EQ(unit, seconds ? "s" : "") << name;
+  });
+  EXPECT_TRUE(seen.count("schema_version") && seen.count("status") && seen.count("elapsed_s"));
+}
+
+TEST(TraceSchema, JsonListsEveryRootAttributeWithTypeDefaultAndPresence) {
+  const auto doc = nlohmann::json::parse(sb::schema_json());
+  std::vector<std::string> names;
+  sb::for_each_field<sb::ResultMeta>([&](const auto& a) { names.push_back(a.name); });
+  std::vector<std::string> listed;
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& a : doc.at("attributes")) {
+    listed.push_back(a.at("name"));
+    by_name[a.at("name")] = a;
+  }
+  EXPECT_EQ(listed, names);
+  EXPECT_EQ(by_name.at("schema_version"),
+            (nlohmann::json{{"name", "schema_version"}, {"dtype", "int64"}, {"unit", ""},
+                            {"always", true}, {"default", sb::kSchemaVersion},
+                            {"doc", by_name.at("schema_version").at("doc")}}));
+  EXPECT_EQ(by_name.at("status").at("default"), "done");
+  EXPECT_EQ(by_name.at("elapsed_s").at("dtype"), "float64");
+  EXPECT_EQ(by_name.at("elapsed_s").at("unit"), "s");
+  EXPECT_EQ(by_name.at("point_index").at("default"), -1);
+  // Files from before the machine was recorded lack it: it reads as "{}".
+  EXPECT_EQ(by_name.at("machine").at("always"), false);
+  EXPECT_EQ(by_name.at("machine").at("default"), "{}");
+  EXPECT_EQ(by_name.at("hosts").at("always"), true);
+}
+
+TEST(TraceSchema, MarkdownHasARowPerRootAttributeAndEachPartAlone) {
+  const std::string attrs = sb::schema_markdown(sb::SchemaPart::attributes);
+  const std::string cols = sb::schema_markdown(sb::SchemaPart::columns);
+  EXPECT_EQ(sb::schema_markdown(), attrs + "\n" + cols);
+  EXPECT_EQ(attrs.rfind("| attribute | type | unit | meaning |\n|---|---|---|---|\n", 0), 0u);
+  EXPECT_NE(attrs.find("| `elapsed_s` | float64 | s | wall time of the run |\n"), std::string::npos)
+      << attrs;
+  EXPECT_NE(attrs.find(" (absent in files written before it was added: read as `{}`) |"),
+            std::string::npos) << attrs;
+  EXPECT_EQ(cols.find("| attribute |"), std::string::npos);
+  EXPECT_EQ(attrs.find("`/steps`"), std::string::npos);
+  sb::for_each_field<sb::ResultMeta>([&](const auto& a) {
+    EXPECT_NE(attrs.find(fmt::format("| `{}` | {} |", a.name, sb::column_type_name(a.type))),
+              std::string::npos) << a.name;
+  });
+}
+
+TEST(TraceSchema, PythonListsEveryRootAttribute) {
+  const std::string py = sb::schema_python();
+  EXPECT_NE(py.find("\nSCHEMA_VERSION = 1\n"), std::string::npos) << py;
+  EXPECT_NE(py.find(R"(    RootAttribute("status", "string", "", True, "done",)"), std::string::npos)
+      << py;
+  EXPECT_NE(py.find(R"(    RootAttribute("machine", "string", "", False, "{}",)"), std::string::npos)
+      << py;
+  EXPECT_NE(py.find(R"(    RootAttribute("elapsed_s", "float64", "s", True, 0.0,)"),
+            std::string::npos) << py;
+  // Quotes in a doc are escaped, so the module stays valid Python.
+  EXPECT_NE(py.find(R"(the baseline point's id (\"\" if none))"), std::string::npos) << py;
 }
 
 TEST(TraceHdf5Tables, ColumnsCarryUnitAndDocAndGroupsListTheirColumns) {
