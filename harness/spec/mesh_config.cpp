@@ -83,6 +83,9 @@ void MeshConfig::declare(Fields<MeshConfig>& f) {
 void canonicalize_mesh(Point& p) {
   if (!p.has("world") || !p.has("mesh.dp_shard")) return;  // not a full point (tests)
   auto get = [&](const char* k) { return p.get_int(k); };
+  // Replicas not in the file are 1 again here: a task whose variant keeps replicas derives
+  // them after this (train_mesh.cpp), so a [baseline] of another strategy does not keep them.
+  if (!set_in_file(p, "mesh.dp_replicate")) p.set("mesh.dp_replicate", std::int64_t{1});
   const std::int64_t rest = get("mesh.dp_replicate") * get("mesh.tp") * get("mesh.pp") *
                             get("mesh.sp");
   // Derived values are stored without a file position, so that a later change of what they

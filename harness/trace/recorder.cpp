@@ -105,10 +105,14 @@ void Recorder::gather(MPI_Comm comm) {
   }
 }
 
-RankMemory rank_memory_now(int rank) {
+RankMemory rank_memory_now(int rank, const Mesh& mesh) {
   RankMemory m;
   m.rank = rank;
   m.host = host_name();
+  const auto c = mesh.coords(rank);
+  m.mesh_pp = c[int(MeshDim::pp)], m.mesh_dp_replicate = c[int(MeshDim::dp_replicate)];
+  m.mesh_dp_shard = c[int(MeshDim::dp_shard)], m.mesh_sp = c[int(MeshDim::sp)];
+  m.mesh_tp = c[int(MeshDim::tp)];
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   m.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;  // Linux: KiB

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/core/mesh.h"
 #include "harness/trace/fields.h"
 
 namespace sb {
@@ -65,6 +66,9 @@ struct RankMemory {  // per rank
                 predicted_activation_layers_bytes = 0, predicted_activation_attention_bytes = 0,
                 predicted_activation_head_bytes = 0, predicted_offload_bytes = 0,
                 predicted_model_state_bytes = 0;
+  // The rank's coordinates in the point's process mesh (harness/core/mesh.h), one per
+  // dimension; the mesh's sizes are the config's mesh.* keys. Appended, as above.
+  std::int32_t mesh_pp = 0, mesh_dp_replicate = 0, mesh_dp_shard = 0, mesh_sp = 0, mesh_tp = 0;
 };
 
 template <>
@@ -110,12 +114,20 @@ struct Table<RankMemory> {
       field("predicted_offload_bytes", &R::predicted_offload_bytes, "bytes",
             "memory model: host staging of offloaded state (none yet: 0)"),
       field("predicted_model_state_bytes", &R::predicted_model_state_bytes, "bytes",
-            "memory model: model state between steps (exact: equals model_state_bytes)"));
+            "memory model: model state between steps (exact: equals model_state_bytes)"),
+      field("mesh_pp", &R::mesh_pp, "", "the rank's pipeline-stage coordinate in the process mesh"),
+      field("mesh_dp_replicate", &R::mesh_dp_replicate, "",
+            "the rank's replica coordinate (hybrid sharding's replica group) in the process mesh"),
+      field("mesh_dp_shard", &R::mesh_dp_shard, "",
+            "the rank's coordinate within its shard group in the process mesh"),
+      field("mesh_sp", &R::mesh_sp, "", "the rank's sequence-parallel coordinate in the process mesh"),
+      field("mesh_tp", &R::mesh_tp, "", "the rank's tensor-parallel coordinate in the process mesh"));
 };
 
-// This rank's identity (rank, host) and its process's peak resident memory now (getrusage);
-// the caller adds what it owns (parameters, gradients, ...). The one place that reads them.
-RankMemory rank_memory_now(int rank);
+// This rank's identity (rank, host, its coordinates in the point's resolved mesh) and its
+// process's peak resident memory now (getrusage); the caller adds what it owns (parameters,
+// gradients, ...). The one place that reads them.
+RankMemory rank_memory_now(int rank, const Mesh& mesh);
 
 struct CommEvent {  // one collective as seen by one rank
   std::int64_t step = 0;

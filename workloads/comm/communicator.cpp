@@ -69,26 +69,51 @@ std::string broadcast_file(const std::string& path, MPI_Comm comm) {
 }  // namespace
 
 // ---- Communicator ------------------------------------------------------------------------
+namespace {
+
+// shard_group's mesh: dp_shard = shard_group and the replicas the rest; 0 = a node's ranks.
+sb::Mesh shard_group_mesh(MPI_Comm world, int shard_group) {
+  int n = 0;
+  MPI_Comm_size(world, &n);
+  // Checked before any collective, so every rank fails alike.
+  SB_CHECK(shard_group == 0 || (shard_group >= 1 && n % shard_group == 0),
+           "shard_group {} must be >= 1 and divide the world size {} (e.g. shard_group = {})",
+           shard_group, n, n);
+  sb::Mesh m;
+  m.dp_shard = shard_group;
+  m.dp_replicate = shard_group == 0 ? 0 : n / shard_group;
+  return m;
+}
+
+}  // namespace
+
 Communicator::Communicator(MPI_Comm world, int shard_group, bool async,
                            const BackendChoice& backend)
+    : Communicator(world, shard_group_mesh(world, shard_group), async, backend) {}
+
+Communicator::Communicator(MPI_Comm world, const sb::Mesh& mesh, bool async,
+                           const BackendChoice& backend)
     : choice_(backend) {
-  if (shard_group != 0) {  // checked before any collective, so every rank fails alike
-    int n = 0;
-    MPI_Comm_size(world, &n);
-    SB_CHECK(shard_group >= 1 && n % shard_group == 0,
-             "shard_group {} must be >= 1 and divide the world size {} (e.g. shard_group = {})",
-             shard_group, n, n);
-  }
+  build(world, mesh, async);
+}
+
+void Communicator::build(MPI_Comm world, sb::Mesh mesh, bool async) {
+  int n = 0;
+  MPI_Comm_size(world, &n);
+  // Checked before any collective, so every rank fails alike.
+  SB_CHECK(!mesh.resolved() || mesh.world() == n,
+           "the process mesh {} has {} ranks but the world has {}: dp_replicate x dp_shard x tp "
+           "x pp x sp must equal the world size", mesh.str(), mesh.world(), n);
   MPI_Comm_dup(world, &world_);
   MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(world_, &rank_[0]);
   MPI_Comm_size(world_, &size_[0]);
-  const int r = rank_[0], n = size_[0];
+  const int r = rank_[0];
 
-  int s = shard_group;
-  if (s == 0) {  // ranks per node; every node must hold the same number of ranks
+  if (!mesh.resolved()) {  // the shard group is a node's ranks; every node must hold as many
     MPI_Comm node;
     MPI_Comm_split_type(world_, MPI_COMM_TYPE_SHARED, r, MPI_INFO_NULL, &node);
+    int s = 0;
     MPI_Comm_size(node, &s);
     MPI_Comm_free(&node);
     int lo = s, hi = s;
@@ -96,12 +121,14 @@ Communicator::Communicator(MPI_Comm world, int shard_group, bool async,
     MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, world_);
     SB_CHECK(lo == hi, "nodes hold between {} and {} ranks; set shard_group explicitly to a "
              "divisor of the world size {}", lo, hi, n);
+    const std::string why = mesh.resolve_node_local(n, s);
+    SB_CHECK(why.empty(), "{}", why);
   }
-  SB_CHECK(s >= 1 && n % s == 0, "shard_group {} must be >= 1 and divide the world size {} "
-           "(e.g. shard_group = {})", s, n, n);
-  // Shard groups are contiguous blocks of ranks (block placement puts one on each node).
-  MPI_Comm_split(world_, r / s, r, &shard_);
-  MPI_Comm_split(world_, r % s, r, &replica_);
+  mesh_ = mesh;
+  // One communicator per data-parallel dimension, by the mesh's placement (mesh.h: dp_shard
+  // inside dp_replicate, so a shard group is contiguous ranks, on one node when it fits).
+  MPI_Comm_split(world_, mesh_.color(r, {sb::MeshDim::dp_shard}), r, &shard_);
+  MPI_Comm_split(world_, mesh_.color(r, {sb::MeshDim::dp_replicate}), r, &replica_);
   for (MPI_Comm c : {shard_, replica_}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
   MPI_Comm_rank(shard_, &rank_[1]);
   MPI_Comm_size(shard_, &size_[1]);

@@ -20,6 +20,7 @@
 #include <mpi.h>
 #include <torch/types.h>
 
+#include "harness/core/mesh.h"
 #include "harness/trace/records.h"
 #include "workloads/comm/backend.h"
 #include "workloads/comm/composite.h"
@@ -52,10 +53,18 @@ class Communicator {
   // these hosts fails on every rank.
   explicit Communicator(MPI_Comm world, int shard_group = 0, bool async = true,
                         const BackendChoice& backend = {});
+  // The groups from a process mesh (harness/core/mesh.h): Shard = the ranks differing only in
+  // dp_shard, Replica = only in dp_replicate, World = all. A mesh with dp_shard = 0 and
+  // dp_replicate = 0 takes the ranks of a node as the shard group (hybrid sharding's default).
+  // The mesh's product must be the world's size (else every rank fails alike).
+  Communicator(MPI_Comm world, const sb::Mesh& mesh, bool async = true,
+               const BackendChoice& backend = {});
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
+  // The mesh this communicator's groups were built from, resolved (no 0 sizes).
+  const sb::Mesh& mesh() const { return mesh_; }
   int rank(Group g = Group::World) const;
   int size(Group g = Group::World) const;
   MPI_Comm mpi(Group g) const;
@@ -169,6 +178,8 @@ class Communicator {
   Request all_to_all_impl(const torch::Tensor& in, const torch::Tensor& out, Group g,
                           const std::string& kind, bool sync);
 
+  void build(MPI_Comm world, sb::Mesh mesh, bool async);
+  sb::Mesh mesh_;
   MPI_Comm world_ = MPI_COMM_NULL, shard_ = MPI_COMM_NULL, replica_ = MPI_COMM_NULL;
   MPI_Comm chain_[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};  // the chain lane (backend.h)
   int rank_[3] = {0, 0, 0}, size_[3] = {1, 1, 1};

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "harness/spec/mesh_config.h"
 #include "harness/core/mpi_context.h"
 #include "workloads/data/labelled.h"
 #include "workloads/data/safetensors.h"
@@ -133,7 +134,7 @@ void ServedModel::record(Recorder& rec, const Point& p, int rank) const {
                                  : std::string()));
     }
   }
-  sb::RankMemory m = sb::rank_memory_now(rank);
+  sb::RankMemory m = sb::rank_memory_now(rank, config<MeshConfig>(p).mesh());
   if (engine) {
     fsdp::add_engine_memory(engine->memory(), m);
   } else {

@@ -13,6 +13,7 @@
 #include "harness/core/mpi_context.h"
 #include "harness/trace/result.h"
 #include "harness/trace/recorder.h"
+#include "harness/spec/mesh_config.h"
 #include "harness/workload.h"
 #include "workloads/comm/communicator.h"
 #include "workloads/micro/backend_tuning.h"
@@ -87,7 +88,7 @@ class MicroWorkload : public Workload {
                         fmt::format("{} B: {:.1f} us", cc.size_bytes(), t.mean_s * 1e6));
     }
     ctx.progress.end();
-    ctx.recorder.memory(rank_memory_now(ctx.rank));
+    ctx.recorder.memory(rank_memory_now(ctx.rank, config<MeshConfig>(ctx.point).mesh()));
     ctx.recorder.text("cpu_allocator", models::cpu_allocator_name());
     ctx.recorder.scalar("wrong", static_cast<double>(total_wrong));
     if (total_wrong)
@@ -158,7 +159,7 @@ class MicroWorkload : public Workload {
     if (ctx.rank == 0) comm::write_table(t, path);
     ctx.recorder.text("backend_table", comm::table_text(t));
     ctx.recorder.text("backend_table_path", path);
-    ctx.recorder.memory(rank_memory_now(ctx.rank));
+    ctx.recorder.memory(rank_memory_now(ctx.rank, config<MeshConfig>(ctx.point).mesh()));
   }
 
   std::vector<std::unique_ptr<comm::Communicator>> tuned_;

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "harness/core/check.h"
+#include "harness/spec/mesh_config.h"
 #include "harness/workload.h"
 #include "workloads/comm/policy.h"
 #include "workloads/data/batches.h"
@@ -131,11 +132,11 @@ torch::ScalarType planned_dtype(const Point& p) {
   return p.get_string("device") == "cpu" ? models::resolve_dtype(d, torch::kCPU) : torch::kBFloat16;
 }
 
-// The memory model of a point as `plan` sees it: the planned dtype, shard_group 0 (ranks per
-// node) taken as the world (plan does not know the nodes).
+// The memory model of a point as `plan` sees it: the planned dtype, the mesh's shard group,
+// where it is a node's ranks (0) taken as the world (plan does not know the nodes).
 fsdp::MemoryPrediction planned_memory(const Point& p) {
   auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
-  const int sg = static_cast<int>(p.get_int("shard_group"));
+  const int sg = config<MeshConfig>(p).dp_shard;
   return fsdp::predict_memory(memory_inputs(p, *model, planned_dtype(p), sg));
 }
 

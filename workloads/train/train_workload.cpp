@@ -21,6 +21,7 @@
 #include "harness/core/fault.h"
 #include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
+#include "harness/spec/mesh_config.h"
 #include "harness/trace/recorder.h"
 #include "workloads/comm/policy.h"
 #include "workloads/data/batches.h"
@@ -136,6 +137,12 @@ class TrainWorkload final : public sb::Workload {
   void record_results(RunContext& ctx);
   void record_peaks_and_flops(RunContext& ctx);
   void export_weights(RunContext& ctx);
+  // This rank's rows of a global batch: its slice by data-parallel coordinate (ranks that
+  // differ only in tp, pp or sp read the same rows).
+  models::Batch dp_rows(const models::Batch& global) const {
+    const auto& m = comm_->mesh();
+    return data::rank_rows(global, m.dp_rank(comm_->rank()), m.dp_size());
+  }
 
   // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
   // every rank before these are destroyed (their destructors wait on peers). Destroyed in
@@ -177,8 +184,10 @@ void TrainWorkload::build(RunContext& ctx) {
   sb::heartbeat::set_phase("peak GEMM");  // long, without collectives: beats, no verdict
   peaks_ = train::training_peaks(device_, cfg_.param_dtype, p.get_double("peak_gflops"), ctx.world);
   model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
-  comm_ = std::make_unique<comm::Communicator>(ctx.world, static_cast<int>(p.get_int("shard_group")),
-                                              true, comm::backend_choice(p));
+  // The groups from the point's mesh (train_mesh.cpp: hybrid sharding's node-local default
+  // resolves here); data is split by the data-parallel coordinate (dp_rows).
+  comm_ = std::make_unique<comm::Communicator>(ctx.world, config<MeshConfig>(p).mesh(), true,
+                                              comm::backend_choice(p));
   std::string progress = p.get_string("comm_progress");
   if (progress == "auto")  // train_task.cpp says why
     progress = fsdp::strategy_info(cfg_.strategy).layout.params_sharded ? "poll" : "inline";
@@ -280,7 +289,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     sb::fault_point("step");  // tests/failure/failure_paths.sh
     prune_step(ctx, s);
     auto global = source_->train(s);
-    auto micro = data::split_rows(data::rank_rows(global, ctx.rank, ctx.size), accum);
+    auto micro = data::split_rows(dp_rows(global), accum);
     for (auto& m : micro) m = data::to_device(m, device_);
     const double t0 = MPI_Wtime();
     if (teacher_engine_) {  // the teacher's outputs ride in each micro-batch (distill.h)
@@ -407,7 +416,7 @@ double TrainWorkload::evaluate(RunContext& ctx, fsdp::Engine& engine) {
   for (I i = 0; i < ctx.point.get_int("eval_batches"); ++i) {
     sb::heartbeat::tick();
     auto g = source_->heldout(i);
-    auto mine = data::rank_rows(g, ctx.rank, ctx.size);
+    auto mine = dp_rows(g);
     const I terms = fsdp::loss_terms(mine);
     sum += engine.forward_loss(data::to_device(mine, device_)).item<double>() *
            static_cast<double>(terms);
@@ -447,7 +456,7 @@ double TrainWorkload::mlm_accuracy(RunContext& ctx) {
   double v[2] = {0, 0};  // hits, masked tokens
   for (I i = 0; i < ctx.point.get_int("eval_batches"); ++i) {
     sb::heartbeat::tick();
-    auto mine = data::rank_rows(source_->heldout(i), ctx.rank, ctx.size);
+    auto mine = dp_rows(source_->heldout(i));
     auto logits = engine_->forward_logits(data::to_device(mine, device_)).cpu();
     auto masked = mine.targets != -100;
     v[0] += ((logits.argmax(-1) == mine.targets) & masked).sum().item<double>();
@@ -463,7 +472,7 @@ void TrainWorkload::record_results(RunContext& ctx) {
   // The memory model's prediction beside what the engine measured (docs/METRICS.md).
   const auto predicted = fsdp::predict_memory(memory_inputs(
       ctx.point, *model_, cfg_.param_dtype, comm_->size(comm::Group::Shard)));
-  sb::RankMemory m = sb::rank_memory_now(ctx.rank);
+  sb::RankMemory m = sb::rank_memory_now(ctx.rank, comm_->mesh());
   fsdp::add_engine_memory(engine_->memory(), m);
   fsdp::add_predicted_memory(predicted, m);
   rec.memory(m);

@@ -1,0 +1,81 @@
+// The train task's process mesh (docs/SUITES.md "mesh"): shard_group is the old name of
+// mesh.dp_shard, and a strategy whose record reduces over replicas (hybrid_shard today) takes
+// the ranks of a node as its shard group by default, as shard_group = 0 always meant. The
+// mesh's own canonical form (harness/spec/mesh_config.cpp) runs first; this fills in what only
+// the strategy's record knows, and refuses what no strategy can run.
+#include <fmt/format.h>
+
+#include "harness/spec/mesh_config.h"
+#include "harness/workload.h"
+#include "workloads/fsdp/strategy.h"
+
+namespace sb::train {
+namespace {
+
+using I = std::int64_t;
+
+bool in_file(const Point& p, const char* key) { return p.has(key) && p.where(key).line != 0; }
+
+const fsdp::StrategyInfo* train_strategy(const Point& p) {
+  if (!p.has("task") || p.get_string("task") != "train" || !p.has("strategy") ||
+      !p.has("mesh.dp_shard") || !p.has("shard_group"))
+    return nullptr;  // another task, or not a full point (tests)
+  return fsdp::find_strategy(p.get_string("strategy"));
+}
+
+bool keeps_replicas(const fsdp::StrategyInfo& s) { return s.uses(fsdp::MeshDim::dp_replicate); }
+
+// Derived values are set without a file position (as mesh_config.cpp does), so a [baseline]
+// that changes world derives them again.
+void canonicalize(Point& p) {
+  const auto* s = train_strategy(p);
+  if (!s || !keeps_replicas(*s)) return;  // shards over every data-parallel rank: the default
+  const I others = p.get_int("mesh.tp") * p.get_int("mesh.pp") * p.get_int("mesh.sp");
+  I shard = in_file(p, "mesh.dp_shard") ? p.get_int("mesh.dp_shard") : p.get_int("shard_group");
+  if (in_file(p, "mesh.dp_replicate") && !in_file(p, "mesh.dp_shard") &&
+      !in_file(p, "shard_group"))
+    return;  // the replicas given: mesh_config.cpp derived dp_shard from them
+  if (shard == 0) {  // the ranks of a node, resolved at launch (Mesh::resolve_node_local)
+    p.set("mesh.dp_shard", I{0});
+    if (!in_file(p, "mesh.dp_replicate")) p.set("mesh.dp_replicate", I{0});
+    return;
+  }
+  if (!in_file(p, "mesh.dp_shard")) p.set("mesh.dp_shard", shard);
+  const I world = p.get_int("world");
+  if (!in_file(p, "mesh.dp_replicate") && others > 0 && world % (shard * others) == 0)
+    p.set("mesh.dp_replicate", world / (shard * others));
+}
+
+std::string strategies_with_replicas() {
+  std::string out;
+  for (const auto& name : fsdp::strategy_names())
+    if (keeps_replicas(fsdp::strategy_info(name))) out += (out.empty() ? "" : ", ") + name;
+  return out.empty() ? "(none registered)" : out;
+}
+
+void validate(const Point& p, std::vector<Diagnostic>& out) {
+  const auto* s = train_strategy(p);
+  if (!s) return;
+  const std::string strategy = p.get_string("strategy");
+  if (keeps_replicas(*s) && in_file(p, "shard_group") && in_file(p, "mesh.dp_shard") &&
+      p.get_int("shard_group") != p.get_int("mesh.dp_shard"))
+    out.push_back({"mesh.dp_shard",
+                   fmt::format("shard_group = {} and mesh.dp_shard = {} disagree: shard_group is "
+                               "the old name of mesh.dp_shard; set only mesh.dp_shard",
+                               p.get_int("shard_group"), p.get_int("mesh.dp_shard"))});
+  const I replicas = p.get_int("mesh.dp_replicate");
+  if (!keeps_replicas(*s) && replicas != 1)
+    out.push_back({"mesh.dp_replicate",
+                   fmt::format("mesh.dp_replicate = {}: strategy '{}' keeps no replicas (it "
+                               "shards over every data-parallel rank); set mesh.dp_replicate = 1, "
+                               "or use a strategy that replicates shard groups: {}",
+                               replicas, strategy, strategies_with_replicas())});
+}
+
+Registrar reg([] {
+  register_canonicalizer(canonicalize);
+  register_validator(validate);
+});
+
+}  // namespace
+}  // namespace sb::train
