@@ -214,3 +214,58 @@ TEST(Compressors, UnknownNamesAndBadInputsAreClearErrors) {
   EXPECT_NE(e.find("topk compressor: ratio = 0 must be in (0, 1]"), std::string::npos) << e;
   EXPECT_EQ(sb::comm::compressor_names(), (std::vector<std::string>{"bf16", "fp16", "int8", "none", "topk"}));
 }
+
+// The registry of records: a second file claiming a name, or a setting another compressor
+// declares, fails at start-up (here: when registering); an unknown name lists every known one.
+TEST(CompressorRegistry, DuplicatesFailAndUnknownNamesListTheKnownOnes) {
+  using sb::comm::CompressorInfo;
+  using sb::comm::register_compressor;
+  auto codec = [](const CompressorConfig&) { return make_compressor(cfg("none")); };
+  EXPECT_EQ(error_of([&] { register_compressor("int8", "a second int8", codec); }),
+            "compressor 'int8' is registered twice (two files claim the name): rename one");
+  CompressorInfo info;
+  info.make = codec;
+  info.settings = {{"block", sb::KeyType::Int, 64, 1, 1e9, false, "elements per block"}};
+  EXPECT_NE(error_of([&] { register_compressor("int4", "int4", info); })
+                .find("compressor 'int4': setting 'block' is already declared by compressor "
+                      "'int8' (keys compress.*.block); name yours differently"),
+            std::string::npos);
+  EXPECT_FALSE(sb::comm::compressors().has("int4")) << "a refused record must not be half-added";
+
+  EXPECT_NE(error_of([] { sb::comm::compressor_info("zstd"); })
+                .find("unknown compressor 'zstd'; known: bf16, fp16, int8, none, powersgd, topk"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { cfg("int8").set("blok", 3); })
+                .find("compressor setting 'blok' is declared by no compressor; known settings: "
+                      "block, rank, ratio, stochastic"),
+            std::string::npos);
+}
+
+// What callers ask instead of the name: the form, the identity, the settings and their keys.
+TEST(CompressorRegistry, RecordsDescribeFormSettingsAndKeys) {
+  using sb::comm::CompressorForm;
+  const auto& psgd = sb::comm::compressor_info("powersgd");
+  EXPECT_EQ(psgd.form, CompressorForm::WholeAllReduce);
+  EXPECT_NE(error_of([] { make_compressor(cfg("powersgd")); }).find("needs an all-reduce between its two halves"),
+            std::string::npos);
+  EXPECT_TRUE(sb::comm::compressor_info("none").identity);
+  EXPECT_FALSE(sb::comm::compressor_info("bf16").identity);
+  // Unset settings read as their declared defaults; keys and docs as `shardbench keys` lists them.
+  EXPECT_EQ(cfg("int8").get_int("block"), 256);
+  EXPECT_EQ(cfg("topk").get("ratio"), 0.01);
+  EXPECT_EQ(cfg("powersgd").get_int("rank"), 4);
+  EXPECT_FALSE(cfg("int8").get_bool("stochastic"));
+  const sb::KeySpec* k = sb::find_key("compress.grad.block");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->doc, "custom policy: int8 elements per fp32 scale on grad_reduce_scatter");
+  EXPECT_EQ(k->default_value, sb::Value{std::int64_t{256}});
+  k = sb::find_key("compress.allreduce.ratio");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->default_value, sb::Value{0.01});
+  EXPECT_EQ(k->doc, "custom policy: topk fraction kept on grad_all_reduce");
+  std::string owner;
+  ASSERT_NE(sb::comm::find_setting("rank", &owner), nullptr);
+  EXPECT_EQ(owner, "powersgd");
+  EXPECT_EQ(sb::comm::range_text(*sb::comm::find_setting("ratio")), "in (0, 1]");
+  EXPECT_EQ(sb::comm::range_text(*sb::comm::find_setting("rank")), ">= 1");
+}
