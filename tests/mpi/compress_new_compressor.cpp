@@ -28,8 +28,11 @@ using sb::comm::CompressorConfig;
 
 const char* kName = "int16";
 constexpr std::int64_t kGroup = 64;  // the suite's compress.grad.group
-// Relative loss difference allowed against the uncompressed reference (measured: see below).
-constexpr double kLossTolerance = 1e-3;
+// Relative loss difference allowed against the uncompressed one-process reference: int16 codes
+// err by up to half a step (2^-16 of the group's maximum), error feedback re-sends it. Measured
+// on the 6 steps: 4.5e-7, 1.3e-6, 8.9e-6 at 2, 3, 4 ranks; a codec that loses values or a
+// wrong sum moves the loss by far more (the uncompressed path is held to 1e-5).
+constexpr double kLossTolerance = 5e-5;
 
 // ---- the compressor: all a newcomer writes ---------------------------------------------
 // Wire: [g fp32 steps][n int16 codes], g = ceil(n / group): 4 g + 2 n bytes.

@@ -221,8 +221,9 @@ TEST(CompressorRegistry, DuplicatesFailAndUnknownNamesListTheKnownOnes) {
   using sb::comm::CompressorInfo;
   using sb::comm::register_compressor;
   auto codec = [](const CompressorConfig&) { return make_compressor(cfg("none")); };
-  EXPECT_EQ(error_of([&] { register_compressor("int8", "a second int8", codec); }),
-            "compressor 'int8' is registered twice (two files claim the name): rename one");
+  EXPECT_NE(error_of([&] { register_compressor("int8", "a second int8", codec); })
+                .find("compressor 'int8' is registered twice (two files claim the name): rename one"),
+            std::string::npos);
   CompressorInfo info;
   info.make = codec;
   info.settings = {{"block", sb::KeyType::Int, 64, 1, 1e9, false, "elements per block"}};

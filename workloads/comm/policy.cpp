@@ -160,7 +160,9 @@ CompressorConfig& Policy::operator[](CollectiveKind k) {
 }
 
 bool Policy::compresses(CollectiveKind k) const {
-  return !compressor_info((*this)[k].name).identity;
+  // An unknown name counts as compressing: policy_problems reports it with the known ones.
+  const CompressorInfo* info = compressors().find((*this)[k].name);
+  return !info || !info->identity;
 }
 
 bool Policy::any() const {
