@@ -166,49 +166,6 @@ void register_task(TaskInfo info) {
 
 const TaskInfo* find_task(const std::string& task) { return tasks().find(task); }
 
-namespace {
-// Field by field: brace-initializing only the first fields of KeySpec warns (-Wextra).
-KeySpec key_spec(const char* key, KeyType type, Value def, const char* name_set,
-                 const char* doc) {
-  KeySpec ks;
-  ks.key = key, ks.type = type, ks.default_value = std::move(def);
-  ks.name_set = name_set, ks.doc = doc;
-  return ks;
-}
-
-// The keys of the model tasks that the harness still declares for the workloads (to move to
-// the workloads' own sections).
-Registrar model_keys([] {
-  using Tasks = std::vector<std::string>;
-  using I = std::int64_t;
-  const Tasks model_tasks{"train", "infer", "serve"};  // the tasks that build a model
-  auto name = [](const char* k, const char* set, const char* def, const char* doc,
-                 Tasks tasks = {}, bool accepts_path = false) {
-    KeySpec ks = key_spec(k, KeyType::Name, std::string(def), set, doc);
-    ks.tasks = std::move(tasks);
-    ks.accepts_path = accepts_path;
-    register_key(std::move(ks));
-  };
-  auto integer = [](const char* k, I def, I lo, I hi, const char* doc, Tasks tasks = {}) {
-    KeySpec ks = key_spec(k, KeyType::Int, def, "", doc);
-    ks.min_int = lo, ks.max_int = hi, ks.tasks = std::move(tasks);
-    register_key(std::move(ks));
-  };
-  name("model", "model", "gpt2-tiny",
-       "model architecture and size: a preset, or a local Hugging Face folder (config.json + "
-       "model.safetensors; a value with '/')", model_tasks, true);
-  name("strategy", "strategy", "no_shard", "sharding strategy (ZeRO stage)", model_tasks);
-  name("compression", "compression", "none", "communication compression policy", {"train"});
-  name("quantization", "quantization", "none", "inference quantization", {"infer", "serve"});
-  name("attention", "attention", "naive", "attention kernel", model_tasks);
-  name("dtype", "dtype", "fp32", "parameter and compute dtype: fp32, bf16, fp16, or auto (bf16 "
-       "where the device has bf16 matrix units, else fp32)", {"train"});
-  integer("batch", 8, 1, I{1} << 24, "GLOBAL samples per optimizer step or per inference batch; "
-          "divisible by world", model_tasks);
-  integer("seq", 64, 1, I{1} << 20, "sequence length in tokens", model_tasks);
-});
-}  // namespace
-
 // The BASE keys: what every point has, whatever its task.
 void BaseConfig::declare(Fields<BaseConfig>& f) {
   using I = std::int64_t;

@@ -18,7 +18,7 @@ CompressorConfig config(const std::string& name) {
   CompressorConfig c;
   if (name == "topk1%") {
     c.name = "topk";
-    c.ratio = 0.01;
+    c.set("ratio", 0.01);
   } else {
     c.name = name;
   }

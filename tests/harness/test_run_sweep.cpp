@@ -400,16 +400,16 @@ warmup = 0
 )");
   const std::string mnt = f.dir + "/small";
   fs::create_directories(mnt);
-  const auto m = sb::run_process({"mount", "-t", "tmpfs", "-o", "size=192k", "tmpfs", mnt}, {});
+  const auto m = sb::run_process({"mount", "-t", "tmpfs", "-o", "size=224k", "tmpfs", mnt}, {});
   if (!m.ok()) GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << m.describe();
   struct Unmount {
     std::string at;
     ~Unmount() { sb::run_process({"umount", "-l", at}, {}); }
   } unmount{mnt};
   const std::string results = mnt + "/results";
-  // Ballast: leave about 80 KiB free, more than a failure record (every group's empty table
-  // with its column attributes: 51 KB with the memory model's columns) and the point's log
-  // need, and less than the 400-step trace (270 KB).
+  // Ballast: leave about 112 KiB free, more than a failure record (every group's empty table
+  // with its column attributes: 51 KB with the memory model's columns, more with the ranks'
+  // mesh coordinates) and the point's log need, and less than the 400-step trace (270 KB).
   const auto fill = sb::run_process({"dd", "if=/dev/zero", "of=" + mnt + "/ballast", "bs=4k",
                                      "count=28"}, {});
   ASSERT_TRUE(fill.ok()) << fill.describe();

@@ -129,7 +129,7 @@ TEST_P(WireBytes, EveryPresetMatchesTheFormula) {
   Policy psgd;  // PowerSGD on the all-reduce: its own wire (P and Q)
   psgd.preset = "custom";
   psgd.grad_all_reduce.name = "powersgd";
-  psgd.grad_all_reduce.rank = 2;
+  psgd.grad_all_reduce.set("rank", 2);
   psgd.grad_all_reduce.error_feedback = true;
   policies.push_back(psgd);
   for (const Policy& p : policies) {

@@ -85,9 +85,9 @@ std::vector<CompressorConfig> configs() {
   for (const char* name : {"none", "fp16", "bf16", "int8", "int8s", "topk"}) {
     CompressorConfig c;
     c.name = name;
-    if (c.name == "int8s") c.name = "int8", c.stochastic = true;
-    c.block = 64;
-    c.ratio = 0.05;
+    if (c.name == "int8s") c.name = "int8", c.set("stochastic", true);
+    c.set("block", 64);
+    c.set("ratio", 0.05);
     v.push_back(c);
   }
   return v;
@@ -96,7 +96,7 @@ CompressorConfig for_rank(CompressorConfig c, int q) {
   c.seed = 7 + q;
   return c;
 }
-std::string label(const CompressorConfig& c) { return c.name + (c.stochastic ? "-stochastic" : ""); }
+std::string label(const CompressorConfig& c) { return c.name + (c.get_bool("stochastic") ? "-stochastic" : ""); }
 
 // Every rank holds the same tensor (bit for bit)?
 bool same_on_all_ranks(const torch::Tensor& t) {
@@ -249,7 +249,7 @@ TEST_P(OnBackend, PowerSGDErrorFeedbackTracksTheSumOverSteps) {
   Policy p;
   p.preset = "custom";
   p.grad_all_reduce.name = "powersgd";
-  p.grad_all_reduce.rank = 2;
+  p.grad_all_reduce.set("rank", 2);
   p.grad_all_reduce.error_feedback = true;
   CompressedCollectives cc(p, r);
   const std::int64_t len = 900;  // folded into 30 x 30

@@ -70,9 +70,9 @@ Policy stateful(const std::string& all_reduce) {
   p.preset = "custom";
   p.grad_all_reduce.name = all_reduce;
   p.grad_all_reduce.error_feedback = true;
-  p.grad_all_reduce.stochastic = all_reduce == "int8";
-  p.grad_all_reduce.block = 64;
-  p.grad_all_reduce.rank = 2;
+  p.grad_all_reduce.set("stochastic", all_reduce == "int8");
+  p.grad_all_reduce.set("block", 64);
+  p.grad_all_reduce.set("rank", 2);
   return p;
 }
 

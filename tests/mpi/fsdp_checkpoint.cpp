@@ -140,8 +140,8 @@ std::vector<std::pair<std::string, sb::comm::Policy>> policies(const std::string
   const bool params = info.layout.params_sharded;
   sb::comm::CompressorConfig sto;  // stochastic int8
   sto.name = "int8";
-  sto.block = 64;
-  sto.stochastic = true;
+  sto.set("block", 64);
+  sto.set("stochastic", true);
   for (const bool powersgd : {true, false}) {
     sb::comm::Policy p;
     p.preset = "custom";
@@ -154,9 +154,9 @@ std::vector<std::pair<std::string, sb::comm::Policy>> policies(const std::string
       p.grad_all_reduce = sto;
       if (powersgd) {
         p.grad_all_reduce.name = "powersgd";
-        p.grad_all_reduce.rank = 2;
+        p.grad_all_reduce.set("rank", 2);
       }
-      p.grad_all_reduce.stochastic = !powersgd;
+      p.grad_all_reduce.set("stochastic", !powersgd);
       p.grad_all_reduce.error_feedback = true;
     }
     for (auto* c : {&p.param_all_gather, &p.grad_reduce_scatter, &p.grad_all_reduce}) c->seed = 5;

@@ -83,10 +83,10 @@ TEST(Memory, CompressionStateEqualsThePrediction) {
   sb::comm::Policy psgd, topk_ef;
   psgd.preset = topk_ef.preset = "custom";
   psgd.grad_all_reduce.name = "powersgd";
-  psgd.grad_all_reduce.rank = 2;
+  psgd.grad_all_reduce.set("rank", 2);
   psgd.grad_all_reduce.error_feedback = true;
   topk_ef.grad_reduce_scatter.name = "topk";
-  topk_ef.grad_reduce_scatter.ratio = 0.05;
+  topk_ef.grad_reduce_scatter.set("ratio", 0.05);
   topk_ef.grad_reduce_scatter.error_feedback = true;
   policies.push_back(psgd);
   policies.push_back(topk_ef);
@@ -125,7 +125,7 @@ TEST(Memory, PredictionEqualsTheEngineTermByTerm) {
   sb::comm::Policy psgd = sb::comm::policy_preset("none");
   psgd.preset = "custom";
   psgd.grad_all_reduce.name = "powersgd";
-  psgd.grad_all_reduce.rank = 2;
+  psgd.grad_all_reduce.set("rank", 2);
   psgd.grad_all_reduce.error_feedback = true;
   struct Case {
     int accum;

@@ -49,9 +49,9 @@ TEST(Compressors, WireBytesAreExactForEveryN) {
   for (std::int64_t n : {1, 7, 255, 256, 257, 1000, 4096, 100003}) {
     auto x = test_vector(n, 1);
     CompressorConfig i8 = cfg("int8");
-    i8.block = 64;
+    i8.set("block", 64);
     CompressorConfig tk = cfg("topk");
-    tk.ratio = 0.013;
+    tk.set("ratio", 0.013);
     const std::int64_t k = std::min<std::int64_t>(
         n, std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(0.013 * double(n) - 1e-9))));
     const std::vector<std::pair<CompressorConfig, std::int64_t>> expect = {
@@ -74,12 +74,12 @@ TEST(Compressors, WireBytesAreExactForEveryN) {
 
 TEST(Compressors, TopkRatioGivesCeilK) {
   CompressorConfig c = cfg("topk");
-  c.ratio = 0.01;
+  c.set("ratio", 0.01);
   auto t = make_compressor(c);
   EXPECT_EQ(t->wire_bytes(1000), 8 * 10);    // exactly 10, not 11 from 0.01's representation
   EXPECT_EQ(t->wire_bytes(1001), 8 * 11);    // ceil(10.01)
   EXPECT_EQ(t->wire_bytes(50), 8 * 1);       // at least one
-  c.ratio = 1.0;
+  c.set("ratio", 1.0);
   EXPECT_EQ(make_compressor(c)->wire_bytes(37), 8 * 37);
 }
 
@@ -98,7 +98,7 @@ TEST(Compressors, Int8RoundTripWithinHalfAStepOfItsBlock) {
     const std::int64_t n = 2000;  // not a multiple of 256: a partial last block
     auto x = test_vector(n, 3);
     CompressorConfig c = cfg("int8");
-    c.block = block;
+    c.set("block", block);
     auto comp = make_compressor(c);
     auto y = comp->decompress(comp->compress(x), n);
     auto xa = x.accessor<float, 1>(), ya = y.accessor<float, 1>();
@@ -124,7 +124,7 @@ TEST(Compressors, Int8StochasticRoundingIsSeededAndWithinOneStep) {
   const std::int64_t n = 4096;
   auto x = test_vector(n, 4);
   CompressorConfig c = cfg("int8");
-  c.stochastic = true;
+  c.set("stochastic", true);
   c.seed = 42;
   auto a = make_compressor(c), b = make_compressor(c);
   auto wa = a->compress(x);
@@ -144,7 +144,7 @@ TEST(Compressors, TopkKeepsExactlyTheKLargestMagnitudes) {
   const std::int64_t n = 5000;
   auto x = test_vector(n, 5).mul_(torch::rand({n}) + 0.5);  // distinct magnitudes
   CompressorConfig c = cfg("topk");
-  c.ratio = 0.01;
+  c.set("ratio", 0.01);
   auto comp = make_compressor(c);
   auto y = comp->decompress(comp->compress(x), n);
   const std::int64_t k = 50;
@@ -170,8 +170,8 @@ TEST(Compressors, TopkKeepsExactlyTheKLargestMagnitudes) {
 TEST(ErrorFeedback, SentPlusResidualEqualsSumOfInputs) {
   for (const char* name : {"topk", "int8", "bf16"}) {
     CompressorConfig c = cfg(name);
-    c.ratio = 0.05;
-    c.block = 32;
+    c.set("ratio", 0.05);
+    c.set("block", 32);
     auto comp = make_compressor(c);
     sb::comm::ErrorFeedback ef;
     const std::int64_t n = 777;
@@ -209,8 +209,64 @@ TEST(Compressors, UnknownNamesAndBadInputsAreClearErrors) {
   e = error_of([&] { int8->decompress(torch::zeros({10}, torch::kUInt8), 100); });
   EXPECT_NE(e.find("int8: expected a contiguous uint8 wire buffer of 104 bytes"), std::string::npos) << e;
   CompressorConfig c = cfg("topk");
-  c.ratio = 0;
+  c.set("ratio", 0);
   e = error_of([&] { make_compressor(c); });
   EXPECT_NE(e.find("topk compressor: ratio = 0 must be in (0, 1]"), std::string::npos) << e;
   EXPECT_EQ(sb::comm::compressor_names(), (std::vector<std::string>{"bf16", "fp16", "int8", "none", "topk"}));
+}
+
+// The registry of records: a second file claiming a name, or a setting another compressor
+// declares, fails at start-up (here: when registering); an unknown name lists every known one.
+TEST(CompressorRegistry, DuplicatesFailAndUnknownNamesListTheKnownOnes) {
+  using sb::comm::CompressorInfo;
+  using sb::comm::register_compressor;
+  auto codec = [](const CompressorConfig&) { return make_compressor(cfg("none")); };
+  EXPECT_NE(error_of([&] { register_compressor("int8", "a second int8", codec); })
+                .find("compressor 'int8' is registered twice (two files claim the name): rename one"),
+            std::string::npos);
+  CompressorInfo info;
+  info.make = codec;
+  info.settings = {{"block", sb::KeyType::Int, 64, 1, 1e9, false, "elements per block"}};
+  EXPECT_NE(error_of([&] { register_compressor("int4", "int4", info); })
+                .find("compressor 'int4': setting 'block' is already declared by compressor "
+                      "'int8' (keys compress.*.block); name yours differently"),
+            std::string::npos);
+  EXPECT_FALSE(sb::comm::compressors().has("int4")) << "a refused record must not be half-added";
+
+  EXPECT_NE(error_of([] { sb::comm::compressor_info("zstd"); })
+                .find("unknown compressor 'zstd'; known: bf16, fp16, int8, none, powersgd, topk"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { cfg("int8").set("blok", 3); })
+                .find("compressor setting 'blok' is declared by no compressor; known settings: "
+                      "block, rank, ratio, stochastic"),
+            std::string::npos);
+}
+
+// What callers ask instead of the name: the form, the identity, the settings and their keys.
+TEST(CompressorRegistry, RecordsDescribeFormSettingsAndKeys) {
+  using sb::comm::CompressorForm;
+  const auto& psgd = sb::comm::compressor_info("powersgd");
+  EXPECT_EQ(psgd.form, CompressorForm::WholeAllReduce);
+  EXPECT_NE(error_of([] { make_compressor(cfg("powersgd")); }).find("needs an all-reduce between its two halves"),
+            std::string::npos);
+  EXPECT_TRUE(sb::comm::compressor_info("none").identity);
+  EXPECT_FALSE(sb::comm::compressor_info("bf16").identity);
+  // Unset settings read as their declared defaults; keys and docs as `shardbench keys` lists them.
+  EXPECT_EQ(cfg("int8").get_int("block"), 256);
+  EXPECT_EQ(cfg("topk").get("ratio"), 0.01);
+  EXPECT_EQ(cfg("powersgd").get_int("rank"), 4);
+  EXPECT_FALSE(cfg("int8").get_bool("stochastic"));
+  const sb::KeySpec* k = sb::find_key("compress.grad.block");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->doc, "custom policy: int8 elements per fp32 scale on grad_reduce_scatter");
+  EXPECT_EQ(k->default_value, sb::Value{std::int64_t{256}});
+  k = sb::find_key("compress.allreduce.ratio");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->default_value, sb::Value{0.01});
+  EXPECT_EQ(k->doc, "custom policy: topk fraction kept on grad_all_reduce");
+  std::string owner;
+  ASSERT_NE(sb::comm::find_setting("rank", &owner), nullptr);
+  EXPECT_EQ(owner, "powersgd");
+  EXPECT_EQ(sb::comm::range_text(*sb::comm::find_setting("ratio")), "in (0, 1]");
+  EXPECT_EQ(sb::comm::range_text(*sb::comm::find_setting("rank")), ">= 1");
 }

@@ -2,6 +2,7 @@
 // fp32 step s = max|x| / 127 and int8 codes q = round(x / s) (or stochastic rounding), so
 // the deterministic round trip errs by at most s/2 per element.
 // Wire layout: [nb fp32 steps][n int8 codes], nb = ceil(n / block): 4 * nb + n bytes.
+#include <limits>
 #include <mutex>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -11,11 +12,12 @@
 
 namespace sb::comm {
 namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 class Int8Compressor final : public Compressor {
  public:
   explicit Int8Compressor(const CompressorConfig& c)
-      : block_(c.block), stochastic_(c.stochastic),
+      : block_(c.get_int("block")), stochastic_(c.get_bool("stochastic")),
         gen_(at::make_generator<at::CPUGeneratorImpl>(c.seed)) {
     SB_CHECK(block_ >= 1, "int8 compressor: block = {} must be at least 1 (key compress.*.block)",
              block_);
@@ -80,11 +82,14 @@ class Int8Compressor final : public Compressor {
   mutable at::Generator gen_;  // mutable: save_state locks its mutex
 };
 
-const bool registered = (register_compressor(
-                             "int8", "block-wise absmax int8, one fp32 step per block (4*ceil(n/block)+n B)",
-                             [](const CompressorConfig& c) {
-                               return std::make_unique<Int8Compressor>(c);
-                             }),
-                         true);
+const sb::Registrar registrar([] {
+  CompressorInfo info;
+  info.settings = {{"block", KeyType::Int, 256, 1, kInf, false, "elements per fp32 scale"},
+                   {"stochastic", KeyType::Bool, 0, 0, 1, false, "stochastic rounding"}};
+  info.make = [](const CompressorConfig& c) { return std::make_unique<Int8Compressor>(c); };
+  register_compressor("int8",
+                      "block-wise absmax int8, one fp32 step per block (4*ceil(n/block)+n B)",
+                      std::move(info));
+});
 }  // namespace
 }  // namespace sb::comm

@@ -3,11 +3,13 @@
 
 namespace sb::comm {
 namespace {
-const bool registered = (register_compressor("none", "fp32 on the wire, uncompressed (4 B/elem)",
-                                             [](const CompressorConfig&) {
-                                               return std::make_unique<CastCompressor>(
-                                                   "none", torch::kFloat);
-                                             }),
-                         true);
+const sb::Registrar registrar([] {
+  CompressorInfo info;
+  info.identity = true;  // a collective with it is the uncompressed one
+  info.make = [](const CompressorConfig&) {
+    return std::make_unique<CastCompressor>("none", torch::kFloat);
+  };
+  register_compressor("none", "fp32 on the wire, uncompressed (4 B/elem)", std::move(info));
+});
 }  // namespace
 }  // namespace sb::comm

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -26,9 +27,25 @@ void check_matrix(const std::string& key, const torch::Tensor& m) {
            "for flat buffers", key, c10::toString(m.scalar_type()), c10::str(m.sizes()));
 }
 
+// Its record: a whole all-reduce with one setting, its state and wire bytes from the sizes.
 const sb::Registrar registrar([] {
-  sb::register_name("compressor", "powersgd",
-                    "rank-r PowerSGD with error feedback and warm start (gradient all-reduce only)");
+  CompressorInfo info;
+  info.form = CompressorForm::WholeAllReduce;
+  info.why_whole = "needs an all-reduce between its two halves (P and Q)";
+  info.settings = {{"rank", KeyType::Int, 4, 1, std::numeric_limits<double>::infinity(), false,
+                    "rank"}};
+  info.make_all_reduce = [](const CompressorConfig& c) {
+    return std::make_unique<PowerSGD>(c.get_int("rank"), c.seed, c.error_feedback);
+  };
+  info.state_bytes = [](const CompressorConfig& c, std::int64_t n) {
+    return PowerSGD::flat_state_bytes(n, c.get_int("rank"), c.error_feedback);
+  };
+  info.wire_bytes = [](const CompressorConfig& c, std::int64_t n, int world) {
+    return PowerSGD::flat_wire_bytes(n, c.get_int("rank"), world);
+  };
+  register_compressor("powersgd",
+                      "rank-r PowerSGD with error feedback and warm start (gradient all-reduce only)",
+                      std::move(info));
 });
 
 }  // namespace
@@ -43,7 +60,7 @@ std::vector<CompositePhase> PowerSGD::exact_phases(Source input, std::vector<std
                                           int world, Sink deliver, CollectiveStats* bytes) {
   std::int64_t n = 1;
   for (auto d : shape) n *= d;
-  return all_reduce_phases([input] { return input().reshape({-1}).contiguous(); }, n,
+  return comm::all_reduce_phases([input] { return input().reshape({-1}).contiguous(); }, n,
                            none_.get(), nullptr, {}, world,
                            [deliver, shape](const torch::Tensor& r) { deliver(r.view(shape)); },
                            bytes);

@@ -20,13 +20,15 @@
 #include "workloads/comm/backend.h"
 #include "workloads/comm/composite.h"
 #include "workloads/comm/compressor.h"
+#include "workloads/comm/whole_all_reduce.h"
 
 namespace sb::comm {
 
 struct CollectiveStats;
 class Communicator;
 
-class PowerSGD {
+// The whole all-reduce record of "powersgd" (setting rank) is registered in compress_powersgd.cpp.
+class PowerSGD final : public WholeAllReduce {
  public:
   PowerSGD(std::int64_t rank, std::uint64_t seed, bool error_feedback = true);
 
@@ -50,8 +52,17 @@ class PowerSGD {
                                             std::function<void(const torch::Tensor&)> deliver,
                                             CollectiveStats* bytes);
 
+  // WholeAllReduce: all_reduce_flat_phases.
+  std::vector<CompositePhase> all_reduce_phases(const std::string& key,
+                                                std::function<torch::Tensor()> input,
+                                                std::int64_t n, int world,
+                                                std::function<void(const torch::Tensor&)> deliver,
+                                                CollectiveStats* bytes) override {
+    return all_reduce_flat_phases(key, std::move(input), n, world, std::move(deliver), bytes);
+  }
+
   std::int64_t rank() const { return rank_; }
-  std::int64_t state_bytes() const;  // residuals + warm-start Q
+  std::int64_t state_bytes() const override;  // residuals + warm-start Q
   // The (rows, cols) matrix all_reduce_flat folds n elements into.
   static std::pair<std::int64_t, std::int64_t> flat_shape(std::int64_t n);
   // What state_bytes() grows by once all_reduce_flat ran on a new key of n elements:
@@ -65,8 +76,8 @@ class PowerSGD {
   // Checkpoints: Q as out[prefix + "q/" + key], residuals as out[prefix + "residual/" + key].
   // The initial Q of a key comes from (seed, key) alone, so Q itself is all the warm start
   // and random state there is; load_state replaces both maps.
-  void save_state(StateDict& out, const std::string& prefix) const;
-  void load_state(const StateDict& in, const std::string& prefix);
+  void save_state(StateDict& out, const std::string& prefix) const override;
+  void load_state(const StateDict& in, const std::string& prefix) override;
 
  private:
   using Source = std::function<torch::Tensor()>;

@@ -15,7 +15,7 @@ namespace {
 
 class TopKCompressor final : public Compressor {
  public:
-  explicit TopKCompressor(const CompressorConfig& c) : ratio_(c.ratio) {
+  explicit TopKCompressor(const CompressorConfig& c) : ratio_(c.get("ratio")) {
     SB_CHECK(ratio_ > 0 && ratio_ <= 1,
              "topk compressor: ratio = {} must be in (0, 1] (key compress.*.ratio, e.g. 0.01 "
              "keeps 1%)", ratio_);
@@ -90,11 +90,19 @@ class TopKCompressor final : public Compressor {
   double ratio_;
 };
 
-const bool registered = (register_compressor(
-                             "topk", "k = ceil(ratio*n) largest magnitudes as (int32, fp32) pairs (8k B)",
-                             [](const CompressorConfig& c) {
-                               return std::make_unique<TopKCompressor>(c);
-                             }),
-                         true);
+const sb::Registrar registrar([] {
+  CompressorInfo info;
+  info.settings = {{"ratio", KeyType::Float, 0.01, 0, 1, /*lo_open=*/true, "fraction kept"}};
+  info.make = [](const CompressorConfig& c) { return std::make_unique<TopKCompressor>(c); };
+  info.validate = [](const CompressorConfig& c, CollectiveKind k, std::vector<std::string>& out) {
+    if (k == CollectiveKind::ParamAllGather)
+      out.push_back(fmt::format("{} ({}.*): topk would drop {:.4g}% of the weights every forward "
+                                "(nothing accumulates them back); use bf16, fp16 or int8 for "
+                                "parameters", kind_name(k), key_prefix(k),
+                                100.0 * (1.0 - c.get("ratio"))));
+  };
+  register_compressor("topk", "k = ceil(ratio*n) largest magnitudes as (int32, fp32) pairs (8k B)",
+                      std::move(info));
+});
 }  // namespace
 }  // namespace sb::comm

@@ -239,9 +239,10 @@ CompressedCollectives::CompressedCollectives(const Policy& policy, int rank) : p
   param_ = make_for(policy.param_all_gather, rank);
   grad_ = make_for(policy.grad_reduce_scatter, rank);
   const auto& ar = policy.grad_all_reduce;
-  if (ar.name == "powersgd") {
-    // Same seed on every rank: the initial Q must be identical everywhere.
-    powersgd_ = std::make_unique<PowerSGD>(ar.rank, ar.seed, ar.error_feedback);
+  const CompressorInfo& info = compressor_info(ar.name);
+  if (info.form == CompressorForm::WholeAllReduce) {
+    // Same seed on every rank: its result (PowerSGD's initial Q) must be identical everywhere.
+    whole_ = info.make_all_reduce(ar);
   } else {
     allreduce_ = make_for(ar, rank);
   }
@@ -286,8 +287,8 @@ CompressedOp CompressedCollectives::all_reduce_grads_op(const std::string& key,
   Source in = [t] { return t.to(torch::kFloat32); };
   Sink out = [t](const torch::Tensor& r) { t.copy_(r); };
   CompressedOp op;
-  if (powersgd_) {
-    op.run.phases = powersgd_->all_reduce_flat_phases(key, in, t.numel(), world, out, &op.bytes);
+  if (whole_) {
+    op.run.phases = whole_->all_reduce_phases(key, in, t.numel(), world, out, &op.bytes);
   } else {
     ErrorFeedback* ef = policy_.grad_all_reduce.error_feedback ? &allreduce_ef_ : nullptr;
     op.run.phases =
@@ -322,15 +323,15 @@ torch::Tensor CompressedCollectives::all_reduce_grads(const std::string& key, co
 
 std::int64_t CompressedCollectives::state_bytes() const {
   return grad_ef_.residual_bytes() + allreduce_ef_.residual_bytes() +
-         (powersgd_ ? powersgd_->state_bytes() : 0);
+         (whole_ ? whole_->state_bytes() : 0);
 }
 
 std::int64_t CompressedCollectives::state_bytes_of(const Policy& p, CollectiveKind k,
                                                    std::int64_t n, int world) {
   const CompressorConfig& c = p[k];
   if (k == CollectiveKind::ParamAllGather || !p.compresses(k)) return 0;
-  if (k == CollectiveKind::GradAllReduce && c.name == "powersgd")
-    return PowerSGD::flat_state_bytes(n, c.rank, c.error_feedback);
+  const CompressorInfo& info = compressor_info(c.name);
+  if (info.form == CompressorForm::WholeAllReduce) return info.state_bytes(c, n);
   if (!c.error_feedback) return 0;
   if (k == CollectiveKind::GradReduceScatter) return 4 * n;
   const std::int64_t padded = (n + world - 1) / world * world;
@@ -349,8 +350,8 @@ std::int64_t CompressedCollectives::wire_bytes_of(const Policy& p, CollectiveKin
     return static_cast<std::int64_t>(wire_bytes(op, static_cast<std::uint64_t>(elt_bytes * n), world));
   }
   const CompressorConfig& c = p[k];
-  if (k == CollectiveKind::GradAllReduce && c.name == "powersgd")
-    return PowerSGD::flat_wire_bytes(n, c.rank, world);
+  const CompressorInfo& info = compressor_info(c.name);
+  if (info.form == CompressorForm::WholeAllReduce) return info.wire_bytes(c, n, world);
   const auto compressor = make_compressor(c);
   if (k == CollectiveKind::GradAllReduce) return 2 * (w - 1) * compressor->wire_bytes((n + w - 1) / w);
   SB_CHECK(n % w == 0, "{} of {} elements over {} ranks: not a whole shard each", kind_name(k), n,
@@ -365,16 +366,16 @@ StateDict CompressedCollectives::state() const {
   if (allreduce_) allreduce_->save_state(s, "allreduce/");
   grad_ef_.save_state(s, "grad_ef/");
   allreduce_ef_.save_state(s, "allreduce_ef/");
-  if (powersgd_) powersgd_->save_state(s, "powersgd/");
+  if (whole_) whole_->save_state(s, whole_prefix());
   return s;
 }
 
 void CompressedCollectives::load_state(const StateDict& s) {
-  const char* known[] = {"param/", "grad/", "allreduce/", "grad_ef/", "allreduce_ef/",
-                         "powersgd/"};
+  std::vector<std::string> known = {"param/", "grad/", "allreduce/", "grad_ef/", "allreduce_ef/"};
+  if (whole_) known.push_back(whole_prefix());
   for (const auto& [name, t] : s) {
     bool ok = false;
-    for (const char* k : known) ok = ok || name.rfind(k, 0) == 0;
+    for (const auto& k : known) ok = ok || name.rfind(k, 0) == 0;
     SB_CHECK(ok, "compression state entry \"{}\" belongs to no part of policy {}; the state "
              "was saved by another version", name, policy_.describe());
   }
@@ -383,7 +384,7 @@ void CompressedCollectives::load_state(const StateDict& s) {
   if (allreduce_) allreduce_->load_state(s, "allreduce/");
   grad_ef_.load_state(s, "grad_ef/");
   allreduce_ef_.load_state(s, "allreduce_ef/");
-  if (powersgd_) powersgd_->load_state(s, "powersgd/");
+  if (whole_) whole_->load_state(s, whole_prefix());
 }
 
 }  // namespace sb::comm

@@ -22,6 +22,7 @@
 #include "workloads/comm/compressor.h"
 #include "workloads/comm/error_feedback.h"
 #include "workloads/comm/policy.h"
+#include "workloads/comm/whole_all_reduce.h"
 
 namespace sb::comm {
 
@@ -79,13 +80,13 @@ torch::Tensor compressed_all_reduce(const torch::Tensor& x, Compressor& c, Commu
                                     Group g, CollectiveStats* stats = nullptr,
                                     ErrorFeedback* ef = nullptr, const std::string& key = {});
 
-// The policy applied: one compressor (and error-feedback state, PowerSGD state) per kind.
+// The policy applied: one compressor (and error-feedback state, a whole all-reduce's state) per kind.
 // The *_op calls only describe (they read no state); the phases they return use the kind's
 // compressor and state when they run. Phases of one kind must run on one thread at a time:
 // the progress engine runs them on its communication thread in issue order, or all on the
 // caller (inline, synchronous calls), so issue every collective of one CompressedCollectives
 // through one communicator. Kinds are independent. `key` names the buffer (e.g. "unit3"):
-// residuals and PowerSGD's warm start are kept per key, so use a stable key per flat buffer.
+// residuals and a whole all-reduce's state (PowerSGD's warm start) are kept per key, so use a stable key per flat buffer.
 class CompressedCollectives {
  public:
   // rank: this process's world rank, mixed into the stochastic-rounding seed so that ranks
@@ -106,8 +107,8 @@ class CompressedCollectives {
   CompressedOp reduce_scatter_grads_op(const std::string& key, const torch::Tensor& full,
                                        const torch::Tensor& shard, int world);
   // t ((n), any float dtype, read as fp32) <- the sum, in place: compressed_all_reduce (two
-  // phases), or PowerSGD (all_reduce_flat: four) when the policy's grad_all_reduce is
-  // "powersgd".
+  // phases) of an element-wise compressor, or the phases of a whole all-reduce (PowerSGD:
+  // four) when the policy's grad_all_reduce is one.
   CompressedOp all_reduce_grads_op(const std::string& key, const torch::Tensor& t, int world);
 
   // The same, blocking on group g of comm (traced as their kinds): (world * s) fp32 -> (s)
@@ -118,35 +119,38 @@ class CompressedCollectives {
   torch::Tensor all_reduce_grads(const std::string& key, const torch::Tensor& x,
                                  Communicator& comm, Group g, CollectiveStats* stats = nullptr);
 
-  // Bytes of compression state this rank holds (residuals, PowerSGD Q): model-state memory.
+  // Bytes of compression state this rank holds (residuals, a whole all-reduce's state such as
+  // PowerSGD's Q): model-state memory.
   std::int64_t state_bytes() const;
   // What state_bytes() grows by once a collective of kind k ran on a new key among `world`
   // ranks, from the sizes alone (plan's prediction): n = the elements of the full buffer
   // (reduce-scatter: world x the shard; all-reduce: the buffer). Error feedback keeps the
   // residual of what was compressed: the reduce-scatter's whole input (4 n), the all-reduce's
   // padded input and its reduced chunk (4 n' + 4 n'/world, n' = world ceil(n/world));
-  // PowerSGD: PowerSGD::flat_state_bytes. The parameter gather keeps nothing.
+  // a whole all-reduce: its record's state_bytes. The parameter gather keeps nothing.
   static std::int64_t state_bytes_of(const Policy& p, CollectiveKind k, std::int64_t n,
                                      int world);
   // The bytes one collective of kind k on a full buffer of n elements among `world` ranks
   // puts on the wire from this rank, under p (docs/COMPRESSION.md "Wire bytes of one step"):
   // uncompressed, comm::wire_bytes of n elements of elt_bytes each; compressed, (world - 1)
   // wires of the shard n / world (gather, reduce-scatter; n a multiple of world), twice that
-  // of ceil(n / world) for the all-reduce, PowerSGD::flat_wire_bytes for PowerSGD. 0 for one rank.
+  // of ceil(n / world) for the all-reduce, a whole all-reduce's record's wire_bytes. 0 for one
+  // rank.
   static std::int64_t wire_bytes_of(const Policy& p, CollectiveKind k, std::int64_t n, int world,
                                     std::int64_t elt_bytes);
-  // Everything a later call depends on (error-feedback residuals, PowerSGD's Q and residuals,
+  // Everything a later call depends on (error-feedback residuals, a whole all-reduce's state,
   // stochastic-rounding generators), for checkpoints; load_state replaces it all. Call both
   // only while no collective runs. Names: param/, grad/, allreduce/ (compressors), grad_ef/,
-  // allreduce_ef/, powersgd/.
+  // allreduce_ef/, <name>/ of a whole all-reduce (powersgd/).
   StateDict state() const;
   void load_state(const StateDict& s);
 
  private:
   Policy policy_;
-  std::unique_ptr<Compressor> param_, grad_, allreduce_;  // allreduce_ null for powersgd
+  std::unique_ptr<Compressor> param_, grad_, allreduce_;  // allreduce_ null for a whole one
   ErrorFeedback grad_ef_, allreduce_ef_;
-  std::unique_ptr<PowerSGD> powersgd_;
+  std::unique_ptr<WholeAllReduce> whole_;  // the all-reduce's, when its form is whole
+  std::string whole_prefix() const { return policy_.grad_all_reduce.name + "/"; }
 };
 
 // ---- building blocks (compressed_collectives.cpp, compress_powersgd.cpp) -------------------

@@ -1,13 +1,19 @@
-// Compressors for collectives: one per file, chosen by name (none, fp16, bf16, int8, topk).
-// A compressor maps a 1-D fp32 tensor of n elements to a uint8 wire buffer whose size is
-// a pure function of n (wire_bytes), so collectives can use fixed-count MPI calls.
-// Error feedback (what was not sent is added to the next input) is a separate wrapper.
+// Compressors for collectives: one per file (compress_<name>.cpp), registered by name with a
+// record of what it is (CompressorInfo: its form, settings, validation, state and wire bytes),
+// which callers ask instead of comparing names. Two forms:
+// - element-wise codecs (none, fp16, bf16, int8, topk): a Compressor maps a 1-D fp32 tensor of
+//   n elements to a uint8 wire buffer whose size is a pure function of n (wire_bytes), so
+//   collectives can use fixed-count calls; error feedback (what was not sent is added to the
+//   next input) is a separate wrapper the collectives apply;
+// - whole all-reduces (powersgd): a WholeAllReduce (whole_all_reduce.h) runs the gradient
+//   all-reduce itself, as phases around exact plain collectives, and keeps its own state.
 // State that lives from call to call (int8's stochastic-rounding generator, error-feedback
 // residuals, PowerSGD's warm start) is saved and restored as a StateDict, so that a run resumed
 // from a checkpoint compresses exactly as the uninterrupted run would have.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,16 +21,35 @@
 
 #include <torch/types.h>
 
+#include "harness/core/registry.h"
+#include "harness/workload.h"
+
 namespace sb::comm {
 
+enum class CollectiveKind { ParamAllGather, GradReduceScatter, GradAllReduce };
+// "param_all_gather", "grad_reduce_scatter", "grad_all_reduce" (the CommEvent::kind values).
+const char* kind_name(CollectiveKind k);
+// Key prefix of each kind for the custom policy: compress.<prefix>.<field> ("compress.param",
+// "compress.grad", "compress.allreduce").
+const char* key_prefix(CollectiveKind k);
+constexpr CollectiveKind kCollectiveKinds[] = {CollectiveKind::ParamAllGather,
+                                               CollectiveKind::GradReduceScatter,
+                                               CollectiveKind::GradAllReduce};
+
 struct CompressorConfig {
-  std::string name = "none";      // none | fp16 | bf16 | int8 | topk | powersgd
-  std::int64_t block = 256;       // int8: elements per absmax block (one fp32 scale each)
-  bool stochastic = false;        // int8: stochastic rounding
-  double ratio = 0.01;            // topk: k = ceil(ratio * n), at least 1
-  std::int64_t rank = 4;          // powersgd: approximation rank
-  bool error_feedback = false;    // topk/int8/powersgd: keep the residual per rank
-  std::uint64_t seed = 0;         // stochastic rounding
+  std::string name = "none";      // a registered compressor (compressor_info)
+  bool error_feedback = false;    // keep the residual per rank (not with an identity codec)
+  std::uint64_t seed = 0;         // stochastic rounding, warm starts
+  // The compressor's own settings (CompressorInfo::settings, keys compress.<collective>.<key>)
+  // as given; one not given reads as its declared default. Values are doubles (integers and
+  // switches exactly); settings of other compressors may be present and are ignored.
+  std::map<std::string, double> settings;
+
+  // key must be a setting some registered compressor declares (else sb::Error listing them).
+  CompressorConfig& set(const std::string& key, double value);
+  double get(const std::string& key) const;
+  std::int64_t get_int(const std::string& key) const { return static_cast<std::int64_t>(get(key)); }
+  bool get_bool(const std::string& key) const { return get(key) != 0; }
 };
 
 // Compression state by name, per rank: tensors (CPU, contiguous) under names such as
@@ -58,16 +83,79 @@ class Compressor {
   virtual void load_state(const StateDict& in, const std::string& prefix) {}
 };
 
-// Throws sb::Error listing the known names for an unknown cfg.name; "powersgd" is refused
-// here with the reason (it is not element-wise: see compress_powersgd.h).
+class WholeAllReduce;  // whole_all_reduce.h
+
+// One setting of a compressor: the key compress.<collective>.<key> of the custom policy (one
+// per collective kind), its type, default and range. A setting name belongs to one compressor
+// (registering another compressor with it fails: name yours differently).
+struct CompressorSetting {
+  std::string key;                 // "block"
+  KeyType type = KeyType::Int;     // Int, Float or Bool
+  double def = 0;                  // default
+  // Range of Int and Float settings: lo <= v (lo < v when lo_open) and v <= hi; checked by the
+  // policy's validation ("int8 block = 0 must be >= 1").
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  bool lo_open = false;
+  // What it sets, after the compressor's name: the key's doc is "custom policy: <compressor>
+  // <what> on <collective>"; a switch set on another compressor is refused as "<what> applies
+  // to <compressor> only".
+  std::string what;
+};
+
+enum class CompressorForm {
+  Elementwise,    // a codec (make): the collectives compress, send, decompress and reduce
+  WholeAllReduce  // runs the gradient all-reduce itself (make_all_reduce), e.g. PowerSGD
+};
+
+// What a compressor is and can do; callers ask this, never the name.
+struct CompressorInfo {
+  CompressorForm form = CompressorForm::Elementwise;
+  // The wire is the input as it is (none): a collective with it is not compressed, and error
+  // feedback has nothing to keep.
+  bool identity = false;
+  std::vector<CompressorSetting> settings;
+  // Element-wise form: the codec. Its wire bytes are Compressor::wire_bytes; its state is the
+  // error-feedback residual the collectives keep (CompressedCollectives::state_bytes_of).
+  std::function<std::unique_ptr<Compressor>(const CompressorConfig&)> make;
+  // Whole all-reduce form: the all-reduce, built with the same seed on every rank; why it
+  // cannot be element-wise (messages: "powersgd <why>"); the state bytes a new buffer of n
+  // elements adds on a rank, and the bytes one all-reduce of n elements among `world` ranks
+  // sends from a rank (docs/COMPRESSION.md).
+  std::function<std::unique_ptr<WholeAllReduce>(const CompressorConfig&)> make_all_reduce;
+  std::string why_whole;
+  std::function<std::int64_t(const CompressorConfig&, std::int64_t n)> state_bytes;
+  std::function<std::int64_t(const CompressorConfig&, std::int64_t n, int world)> wire_bytes;
+  // Problems of this compressor on collective kind k beyond its settings' ranges (e.g. topk
+  // on the parameter gather), each a sentence that says how to fix it; may be empty.
+  std::function<void(const CompressorConfig&, CollectiveKind, std::vector<std::string>&)> validate;
+};
+
+// Each compress_<name>.cpp registers its compressor at static-init time: the record, the name
+// in the harness name set "compressor" (which the compress.*.name keys accept), its settings'
+// keys compress.{param,grad,allreduce}.<key>, and for an element-wise codec that is not the
+// identity a "comm_impl" name of the micro task. A duplicate name or setting fails at start-up.
+void register_compressor(const std::string& name, const std::string& doc, CompressorInfo info);
+// An element-wise codec without settings.
+using CompressorFactory = std::function<std::unique_ptr<Compressor>(const CompressorConfig&)>;
+void register_compressor(const std::string& name, const std::string& doc, CompressorFactory f);
+
+// Every registered compressor, both forms (an unknown name lists the known ones).
+const Registry<CompressorInfo>& compressors();
+const CompressorInfo& compressor_info(const std::string& name);
+// The compressor that declares setting `key` and the declaration; nullptr when none does.
+const CompressorSetting* find_setting(const std::string& key, std::string* owner = nullptr);
+// "(0, 1]", ">= 1": the setting's range in messages.
+std::string range_text(const CompressorSetting& s);
+bool in_range(const CompressorSetting& s, double v);
+// "32", "0.02": a setting's value as a suite writes it.
+std::string value_text(const CompressorSetting& s, double v);
+
+// An element-wise codec. Throws sb::Error listing the known names for an unknown cfg.name;
+// a whole all-reduce (powersgd) is refused here with the reason.
 std::unique_ptr<Compressor> make_compressor(const CompressorConfig& cfg);
 // Element-wise compressors (what make_compressor accepts), sorted.
 std::vector<std::string> compressor_names();
-
-// Each compress_<name>.cpp registers its compressor at static-init time (and the name in the
-// harness name set "compressor", which the compress.*.name keys accept).
-using CompressorFactory = std::function<std::unique_ptr<Compressor>(const CompressorConfig&)>;
-void register_compressor(const std::string& name, const std::string& doc, CompressorFactory f);
 
 // Views a wire buffer (uint8, contiguous) at byte offset `offset` as `count` elements of
 // `dtype` (no copy; the view aliases the wire buffer).

@@ -4,6 +4,9 @@
 
 #include <functional>
 #include <map>
+#include <variant>
+
+#include <fmt/ranges.h>  // fmt::join
 
 #include "harness/core/check.h"
 #include "harness/workload.h"
@@ -11,11 +14,7 @@
 namespace sb::comm {
 namespace {
 
-constexpr CollectiveKind kKinds[] = {CollectiveKind::ParamAllGather,
-                                     CollectiveKind::GradReduceScatter,
-                                     CollectiveKind::GradAllReduce};
-
-const char* kFields[] = {"name", "block", "ratio", "rank", "error_feedback", "stochastic"};
+constexpr const auto& kKinds = kCollectiveKinds;
 
 CompressorConfig cfg(const std::string& name) {
   CompressorConfig c;
@@ -23,16 +22,31 @@ CompressorConfig cfg(const std::string& name) {
   return c;
 }
 CompressorConfig topk(double ratio, bool ef) {
-  auto c = cfg("topk");
-  c.ratio = ratio;
+  auto c = cfg("topk").set("ratio", ratio);
   c.error_feedback = ef;
   return c;
 }
 CompressorConfig int8(std::int64_t block, bool ef) {
-  auto c = cfg("int8");
-  c.block = block;
+  auto c = cfg("int8").set("block", static_cast<double>(block));
   c.error_feedback = ef;
   return c;
+}
+
+// The keys of one collective kind's compressor: its name and error feedback (every kind's,
+// declared here) and every compressor's settings (declared by their records).
+std::vector<std::string> kind_keys(CollectiveKind k) {
+  const std::string pre = key_prefix(k);
+  std::vector<std::string> keys{pre + ".name", pre + ".error_feedback"};
+  compressors().each([&](const std::string&, const CompressorInfo& info) {
+    for (const auto& s : info.settings) keys.push_back(pre + "." + s.key);
+  });
+  return keys;
+}
+
+double as_double(const sb::Value& v) {
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? 1 : 0;
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
+  return std::get<double>(v);
 }
 
 // The hybrid presets: bf16 on parameters, int8 + error feedback on the sharded gradient
@@ -99,26 +113,18 @@ const sb::Registrar registrar([] {
                     "spelled out per collective by the compress.{param,grad,allreduce}.* keys");
   for (auto k : kKinds) {
     const std::string pre = key_prefix(k), what = kind_name(k);
-    using I = std::int64_t;
+    // The compressors' settings' keys (compress.<kind>.<setting>) come from their records
+    // (compressor.cpp, register_compressor).
     sb::register_key({pre + ".name", KeyType::Name, std::string("none"), "compressor",
                       "custom policy: compressor on " + what});
-    sb::register_key({pre + ".block", KeyType::Int, I{256}, "",
-                      "custom policy: int8 elements per fp32 scale on " + what});
-    sb::register_key({pre + ".ratio", KeyType::Float, 0.01, "",
-                      "custom policy: topk fraction kept on " + what});
-    sb::register_key({pre + ".rank", KeyType::Int, I{4}, "",
-                      "custom policy: powersgd rank on " + what});
     sb::register_key({pre + ".error_feedback", KeyType::Bool, false, "",
                       "custom policy: keep and re-send what was dropped on " + what});
-    sb::register_key({pre + ".stochastic", KeyType::Bool, false, "",
-                      "custom policy: int8 stochastic rounding on " + what});
   }
   sb::register_validator([](const sb::Point& p, std::vector<sb::Diagnostic>& out) {
     const std::string name = p.has("compression") ? p.get_string("compression") : "none";
     if (name != "custom") {
       for (auto k : kKinds)
-        for (const char* f : kFields) {
-          const std::string key = std::string(key_prefix(k)) + "." + f;
+        for (const auto& key : kind_keys(k)) {
           if (explicitly_set(p, key))
             out.push_back({key, fmt::format("{} is read only when compression = \"custom\" (it "
                                             "is \"{}\"); set compression = \"custom\" or drop "
@@ -141,24 +147,6 @@ const sb::Registrar registrar([] {
 
 }  // namespace
 
-const char* key_prefix(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::ParamAllGather: return "compress.param";
-    case CollectiveKind::GradReduceScatter: return "compress.grad";
-    case CollectiveKind::GradAllReduce: return "compress.allreduce";
-  }
-  return "";
-}
-
-const char* kind_name(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::ParamAllGather: return "param_all_gather";
-    case CollectiveKind::GradReduceScatter: return "grad_reduce_scatter";
-    case CollectiveKind::GradAllReduce: return "grad_all_reduce";
-  }
-  return "?";
-}
-
 const CompressorConfig& Policy::operator[](CollectiveKind k) const {
   switch (k) {
     case CollectiveKind::ParamAllGather: return param_all_gather;
@@ -171,6 +159,12 @@ CompressorConfig& Policy::operator[](CollectiveKind k) {
   return const_cast<CompressorConfig&>(static_cast<const Policy&>(*this)[k]);
 }
 
+bool Policy::compresses(CollectiveKind k) const {
+  // An unknown name counts as compressing: policy_problems reports it with the known ones.
+  const CompressorInfo* info = compressors().find((*this)[k].name);
+  return !info || !info->identity;
+}
+
 bool Policy::any() const {
   for (auto k : kKinds)
     if (compresses(k)) return true;
@@ -178,12 +172,17 @@ bool Policy::any() const {
 }
 
 std::string Policy::describe() const {
+  // The compressor's own settings in declaration order: values, and switches when on.
   auto one = [](const CompressorConfig& c) {
     std::string args;
-    if (c.name == "int8") args = fmt::format("block={}{}", c.block, c.stochastic ? ",stochastic" : "");
-    if (c.name == "topk") args = fmt::format("ratio={}", c.ratio);
-    if (c.name == "powersgd") args = fmt::format("rank={}", c.rank);
-    if (c.error_feedback) args += args.empty() ? "ef" : ",ef";
+    if (const CompressorInfo* info = compressors().find(c.name))
+      for (const auto& s : info->settings) {
+        const double v = c.get(s.key);
+        if (s.type != KeyType::Bool) args += fmt::format(",{}={}", s.key, value_text(s, v));
+        else if (v != 0) args += "," + s.key;
+      }
+    if (c.error_feedback) args += ",ef";
+    if (!args.empty()) args.erase(0, 1);
     return args.empty() ? c.name : c.name + "(" + args + ")";
   };
   return fmt::format("param={} grad={} allreduce={}", one(param_all_gather), one(grad_reduce_scatter),
@@ -218,14 +217,15 @@ Policy policy_from_point(const sb::Point& p) {
     policy.preset = name;
     for (auto k : kKinds) {
       const std::string pre = key_prefix(k);
-      auto get = [&](const char* f) { return pre + "." + f; };
       CompressorConfig& c = policy[k];
-      if (p.has(get("name"))) c.name = p.get_string(get("name"));
-      if (p.has(get("block"))) c.block = p.get_int(get("block"));
-      if (p.has(get("ratio"))) c.ratio = p.get_double(get("ratio"));
-      if (p.has(get("rank"))) c.rank = p.get_int(get("rank"));
-      if (p.has(get("error_feedback"))) c.error_feedback = p.get_bool(get("error_feedback"));
-      if (p.has(get("stochastic"))) c.stochastic = p.get_bool(get("stochastic"));
+      if (p.has(pre + ".name")) c.name = p.get_string(pre + ".name");
+      if (p.has(pre + ".error_feedback")) c.error_feedback = p.get_bool(pre + ".error_feedback");
+      // Every compressor's settings (those of another compressor are ignored by this one,
+      // but a switch of another one that is on is refused by policy_problems).
+      compressors().each([&](const std::string&, const CompressorInfo& info) {
+        for (const auto& s : info.settings)
+          if (p.has(pre + "." + s.key)) c.settings[s.key] = as_double(p.get(pre + "." + s.key));
+      });
     }
   } else {
     policy = policy_preset(name);
@@ -243,42 +243,37 @@ std::vector<std::string> policy_problems(const Policy& policy, int world) {
   for (auto k : kKinds) {
     const CompressorConfig& c = policy[k];
     const std::string where = fmt::format("{} ({}.*)", kind_name(k), key_prefix(k));
-    const bool known = c.name == "powersgd" ||
-                       [&] {
-                         for (const auto& n : compressor_names())
-                           if (n == c.name) return true;
-                         return false;
-                       }();
-    if (!known) {
-      std::string names;
-      for (const auto& n : compressor_names()) names += n + ", ";
-      out.push_back(fmt::format("{}: unknown compressor \"{}\"; known: {}powersgd", where, c.name, names));
+    const CompressorInfo* info = compressors().find(c.name);
+    if (!info) {
+      out.push_back(fmt::format("{}: unknown compressor \"{}\"; known: {}", where, c.name,
+                                compressors().known()));
       continue;
     }
-    if (c.name == "powersgd" && k != CollectiveKind::GradAllReduce)
-      out.push_back(fmt::format("{}: powersgd needs an all-reduce between its two halves (P and "
-                                "Q), so it runs only on the gradient all-reduce "
-                                "(compress.allreduce.name); use int8 or topk here", where));
-    if (c.name == "topk" && k == CollectiveKind::ParamAllGather)
-      out.push_back(fmt::format("{}: topk would drop {:.4g}% of the weights every forward (nothing "
-                                "accumulates them back); use bf16, fp16 or int8 for parameters",
-                                where, 100.0 * (1.0 - c.ratio)));
+    if (info->form == CompressorForm::WholeAllReduce && k != CollectiveKind::GradAllReduce)
+      out.push_back(fmt::format("{}: {} {}, so it runs only on the gradient all-reduce "
+                                "(compress.allreduce.name); use an element-wise compressor here "
+                                "({})", where, c.name, info->why_whole,
+                                fmt::join(compressor_names(), ", ")));
     if (c.error_feedback && k == CollectiveKind::ParamAllGather)
       out.push_back(fmt::format("{}: error feedback needs a quantity that is summed over steps; "
                                 "parameters are not, so set compress.param.error_feedback = false",
                                 where));
-    if (c.error_feedback && c.name == "none")
-      out.push_back(fmt::format("{}: error feedback with compressor none keeps nothing; drop it",
-                                where));
-    if (c.stochastic && c.name != "int8")
-      out.push_back(fmt::format("{}: stochastic rounding applies to int8 only (compressor is {})",
+    if (c.error_feedback && info->identity)
+      out.push_back(fmt::format("{}: error feedback with compressor {} keeps nothing; drop it",
                                 where, c.name));
-    if (c.name == "int8" && c.block < 1)
-      out.push_back(fmt::format("{}: int8 block = {} must be >= 1", where, c.block));
-    if (c.name == "topk" && !(c.ratio > 0 && c.ratio <= 1))
-      out.push_back(fmt::format("{}: topk ratio = {} must be in (0, 1]", where, c.ratio));
-    if (c.name == "powersgd" && c.rank < 1)
-      out.push_back(fmt::format("{}: powersgd rank = {} must be >= 1", where, c.rank));
+    for (const auto& s : info->settings)
+      if (s.type != KeyType::Bool && !in_range(s, c.get(s.key)))
+        out.push_back(fmt::format("{}: {} {} = {} must be {}", where, c.name, s.key,
+                                  value_text(s, c.get(s.key)), range_text(s)));
+    // A switch of another compressor turned on asks for what this one does not do.
+    for (const auto& [key, v] : c.settings) {
+      std::string owner;
+      const CompressorSetting* s = find_setting(key, &owner);
+      if (s && owner != c.name && s->type == KeyType::Bool && v != 0)
+        out.push_back(fmt::format("{}: {} applies to {} only (compressor is {})", where, s->what,
+                                  owner, c.name));
+    }
+    if (info->validate) info->validate(c, k, out);
   }
   return out;
 }

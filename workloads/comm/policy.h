@@ -11,13 +11,6 @@
 
 namespace sb::comm {
 
-enum class CollectiveKind { ParamAllGather, GradReduceScatter, GradAllReduce };
-// "param_all_gather", "grad_reduce_scatter", "grad_all_reduce" (the CommEvent::kind values).
-const char* kind_name(CollectiveKind k);
-// Key prefix of each kind for the custom policy: compress.<prefix>.<field> ("compress.param",
-// "compress.grad", "compress.allreduce").
-const char* key_prefix(CollectiveKind k);
-
 struct Policy {
   std::string preset = "none";          // the "compression" value it came from
   CompressorConfig param_all_gather;    // FSDP parameter all-gather (sharded strategies)
@@ -26,7 +19,8 @@ struct Policy {
 
   const CompressorConfig& operator[](CollectiveKind k) const;
   CompressorConfig& operator[](CollectiveKind k);
-  bool compresses(CollectiveKind k) const { return (*this)[k].name != "none"; }
+  // Whether kind k's compressor changes what is sent (its record is not the identity).
+  bool compresses(CollectiveKind k) const;
   bool any() const;
   // One line for logs and texts: "param=bf16 grad=topk(ratio=0.01,ef) allreduce=none".
   std::string describe() const;

@@ -46,7 +46,7 @@ std::vector<std::string> impl_names() {
   std::vector<std::string> v;
   for (const auto& [name, doc] : plain_impls()) v.push_back(name);
   for (const auto& c : comm::compressor_names())
-    if (c != "none") v.push_back(c);
+    if (!comm::compressor_info(c).identity) v.push_back(c);
   return v;
 }
 
@@ -63,8 +63,7 @@ CollectiveCase::CollectiveCase(const CaseConfig& cfg, MPI_Comm world, comm::Comm
              op_name(cfg.op));
     comm::CompressorConfig cc;
     cc.name = cfg.impl;
-    cc.block = cfg.block;
-    cc.ratio = cfg.ratio;
+    cc.set("block", static_cast<double>(cfg.block)).set("ratio", cfg.ratio);
     compressor_ = comm::make_compressor(cc);  // unknown names are reported by the registry
   } else {
     SB_CHECK(std::find(impl_names().begin(), impl_names().end(), cfg.impl) != impl_names().end(),
