@@ -138,9 +138,10 @@ TEST(StrategyRecord, RecordsTheEngineCannotRunAreRefused) {
                                        "optimizer the engine supports one thing"),
             std::string::npos);  // replicated optimizer: nothing to gather
   s.layout.optim_sharded = true;
-  s.make = nullptr;
+  s.make = nullptr;  // a record alone runs its backward collectives (Strategy's default) only
   EXPECT_NE(error_of([&] { sb::fsdp::register_strategy("t_nomake", "test", s); })
-                .find("no factory (StrategyInfo::make)"),
+                .find("param_all_gather in after_optimizer: no class (StrategyInfo::make) runs "
+                      "it"),
             std::string::npos);
   for (const char* n : {"t_forward", "t_none", "t_shard", "t_reshard", "t_after", "t_nomake"})
     EXPECT_EQ(sb::fsdp::find_strategy(n), nullptr) << n;

@@ -87,7 +87,7 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
 Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
                const std::function<torch::Tensor(int, std::int64_t, std::int64_t)>& initial_slice)
     : model_(model), comm_(comm), cfg_(std::move(cfg)), info_(strategy_info(cfg_.strategy)),
-      strategy_(info_.make()), layout_(info_.layout), shard_group_(info_.group(MeshDim::dp_shard)) {
+      strategy_(make_strategy(cfg_.strategy)), layout_(info_.layout), shard_group_(info_.group(MeshDim::dp_shard)) {
   coll_ = std::make_unique<Collectives>(comm_, cfg_.compression);
   if (cfg_.loss_scaling) {
     SB_CHECK(cfg_.loss_scale_init > 0 && std::isfinite(cfg_.loss_scale_init) &&

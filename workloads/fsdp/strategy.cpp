@@ -24,7 +24,6 @@ void check_record(const std::string& name, const StrategyInfo& info) {
   const auto fail = [&](const std::string& why) {
     SB_FAIL("sharding strategy '{}' registers a record the engine cannot run: {}", name, why);
   };
-  if (!info.make) fail("no factory (StrategyInfo::make)");
   if (l.reshard_after_forward && !l.params_sharded)
     fail("reshard_after_forward needs params_sharded (replicated parameters are never freed)");
   if (l.grads_sharded && !l.params_sharded && !l.optim_sharded)
@@ -50,6 +49,10 @@ void check_record(const std::string& name, const StrategyInfo& info) {
           fail(what + ": after the optimizer the engine supports one thing, the all-gather of "
                "the updated slices into the fp32 master replica (replicated params, sharded "
                "optimizer)");
+        if (!info.make)
+          fail(what + ": no class (StrategyInfo::make) runs it: the default runs the backward "
+               "gradient collectives only; an after-optimizer gather needs the strategy's own "
+               "Strategy::after_update");
         break;
     }
   }
@@ -173,8 +176,30 @@ void register_strategy(const std::string& name, const std::string& doc, Strategy
 const StrategyInfo& strategy_info(const std::string& name) { return registry().get(name); }
 const StrategyInfo* find_strategy(const std::string& name) { return registry().find(name); }
 std::unique_ptr<Strategy> make_strategy(const std::string& name) {
-  return strategy_info(name).make();
+  const StrategyInfo& info = strategy_info(name);
+  std::unique_ptr<Strategy> s = info.make ? info.make() : std::make_unique<Strategy>();
+  s->record_ = &info;
+  return s;
 }
+
+void Strategy::reduce_grad(Collectives& c, const std::string& key, const torch::Tensor& g,
+                           const torch::Tensor& out, std::vector<comm::Request>& pending) const {
+  bool first = true;
+  for (const CollectiveUse& u : record().collectives) {
+    if (u.phase != StepPhase::backward || u.payload != Payload::grads) continue;
+    const comm::Group group = record().group(u.over);
+    if (u.skipped_on_one_rank && c.comm().size(group) <= 1) continue;
+    const std::string k = first ? key : key + "/" + comm::group_name(group);
+    if (u.kind == CollectiveKind::GradReduceScatter) {
+      pending.push_back(c.reduce_scatter_grads(k, g, out, group));
+    } else {  // GradAllReduce (check_record allows no other gradient collective)
+      if (first && !out.is_same(g)) out.copy_(g);
+      pending.push_back(c.all_reduce_grads(k, out, group));
+    }
+    first = false;
+  }
+}
+
 std::vector<std::string> strategy_names() { return registry().names(); }
 
 // ---- Collectives -------------------------------------------------------------------------

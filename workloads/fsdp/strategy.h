@@ -90,6 +90,8 @@ struct StrategyInfo {
   // front the parameter all-gathers the engine issues for the layout (forward, and backward
   // again when it reshards after forward).
   std::vector<CollectiveUse> collectives;
+  // The strategy's class, for what its record cannot say (zero1's after-optimizer gather);
+  // unset: the record's backward collectives run as Strategy's default reduce_grad does.
   StrategyFactory make;
 
   bool issues(comm::CollectiveKind k) const;  // any collective of that kind
@@ -159,13 +161,22 @@ class Strategy {
   virtual ~Strategy() = default;
   // Starts summing unit gradient g ((padded), reduce dtype) over ranks into out: ((S) when
   // grads are sharded, else (padded)): the record's backward gradient collectives. Every
-  // request goes into `pending`.
+  // request goes into `pending`. The default issues them in the record's order, each on its
+  // dimension's group: a reduce-scatter of g into out, or an all-reduce of out in place (of
+  // g copied into out when it is the first); a later one keys its compression state
+  // "<key>/<group>" ("/replica") and is skipped over one rank when marked so.
   virtual void reduce_grad(Collectives& c, const std::string& key, const torch::Tensor& g,
-                           const torch::Tensor& out, std::vector<comm::Request>& pending) const = 0;
+                           const torch::Tensor& out, std::vector<comm::Request>& pending) const;
   // After the optimizer updated this rank's slice r of the full fp32 replica `master`
   // ((padded)): the record's after-optimizer collectives (called only when it has some).
   virtual void after_update(Collectives& c, const torch::Tensor& master,
                             const ShardRange& r) const {}
+  // The record this strategy was made from (make_strategy sets it).
+  const StrategyInfo& record() const { return *record_; }
+
+ private:
+  friend std::unique_ptr<Strategy> make_strategy(const std::string& name);
+  const StrategyInfo* record_ = nullptr;
 };
 
 }  // namespace sb::fsdp

@@ -8,21 +8,12 @@
 namespace sb::fsdp {
 namespace {
 
-class FullShard final : public Strategy {
- public:
-  void reduce_grad(Collectives& c, const std::string& key, const torch::Tensor& g,
-                   const torch::Tensor& out, std::vector<comm::Request>& pending) const override {
-    pending.push_back(c.reduce_scatter_grads(key, g, out, comm::Group::World));
-  }
-};
-
 sb::Registrar reg([] {
   StrategyInfo info;
   info.layout.params_sharded = info.layout.grads_sharded = info.layout.optim_sharded = true;
   info.layout.reshard_after_forward = true;
   info.collectives = {{comm::CollectiveKind::GradReduceScatter, StepPhase::backward,
                        MeshDim::dp_shard, Extent::unit, Payload::grads}};
-  info.make = [] { return std::make_unique<FullShard>(); };
   register_strategy("full_shard", "ZeRO-3: params gathered per unit, freed after use",
                     std::move(info));
 });

@@ -8,17 +8,6 @@
 namespace sb::fsdp {
 namespace {
 
-class HybridShard final : public Strategy {
- public:
-  void reduce_grad(Collectives& c, const std::string& key, const torch::Tensor& g,
-                   const torch::Tensor& out, std::vector<comm::Request>& pending) const override {
-    pending.push_back(c.reduce_scatter_grads(key, g, out, comm::Group::Shard));
-    // Issued now, runs after the reduce-scatter (the communication thread keeps order).
-    if (c.comm().size(comm::Group::Replica) > 1)
-      pending.push_back(c.all_reduce_grads(key + "/replica", out, comm::Group::Replica));
-  }
-};
-
 sb::Registrar reg([] {
   StrategyInfo info;
   info.layout.params_sharded = info.layout.grads_sharded = info.layout.optim_sharded = true;
@@ -29,7 +18,6 @@ sb::Registrar reg([] {
                       {comm::CollectiveKind::GradAllReduce, StepPhase::backward,
                        MeshDim::dp_replicate, Extent::shard, Payload::grads,
                        /*skipped_on_one_rank=*/true}};
-  info.make = [] { return std::make_unique<HybridShard>(); };
   register_strategy("hybrid_shard",
                     "full_shard within shard groups, gradient all-reduce across replicas",
                     std::move(info));

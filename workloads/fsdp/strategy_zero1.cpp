@@ -10,11 +10,7 @@ namespace {
 
 class Zero1 final : public Strategy {
  public:
-  void reduce_grad(Collectives& c, const std::string& key, const torch::Tensor& g,
-                   const torch::Tensor& out, std::vector<comm::Request>& pending) const override {
-    if (!out.is_same(g)) out.copy_(g);
-    pending.push_back(c.all_reduce_grads(key, out, comm::Group::World));
-  }
+  // reduce_grad: the record's (Strategy's default): the gradient all-reduce over dp.
   void after_update(Collectives& c, const torch::Tensor& master,
                     const ShardRange& r) const override {
     // MPI forbids overlapping send and receive buffers: send a copy of the own slice.
