@@ -11,6 +11,7 @@
 #include "harness/workload.h"
 #include "tests/mpi/fsdp_testlib.h"
 #include "tests/mpi/mpi_main.h"
+#include "tests/mpi/train_point.h"
 #include "workloads/data/training_source.h"
 #include "workloads/fsdp/memory_model.h"
 #include "workloads/fsdp/strategy.h"
@@ -111,33 +112,16 @@ TEST(NewStrategy, PlanPrintsItsMemoryModel) {
   if (world_rank() == 0) std::printf("%s%s", plan.c_str(), memory.c_str());
 }
 
-struct NoProgress final : sb::Progress {
-  void begin(const std::string&, long) override {}
-  void step(long, const std::string&) override {}
-  void end() override {}
-};
-
 TEST(NewStrategy, TrainingPointMatchesTheOneProcessTrainerAndItsMemoryModel) {
   const sb::Suite s = sb::load_suite_text(suite_text(), "new_strategy.toml");
   const sb::Point& p = s.points[0];
   // The point, run by the registered train task on every rank.
-  sb::Recorder rec;
-  NoProgress progress;
-  sb::StopFlag stop;
-  sb::RunContext ctx{p, MPI_COMM_WORLD, world_rank(), world_size(), rec, progress, stop};
-  sb::find_task("train")->make()->run(ctx);
+  sb::Recorder rec;  // the point, run by the registered train task on every rank
+  run_train_point(p, rec);
 
   // The one-process trainer on the same global batches, weights and AdamW.
   auto model = sb::models::make_model("gpt2-tiny");
-  sb::train::TrainConfig tc;
-  tc.seed = static_cast<std::uint64_t>(p.get_int("seed"));
-  tc.adamw.lr = p.get_double("lr");
-  tc.adamw.min_lr = p.get_double("min_lr");
-  tc.adamw.weight_decay = p.get_double("weight_decay");
-  tc.adamw.grad_clip = p.get_double("grad_clip");
-  tc.adamw.warmup_steps = p.get_int("lr_warmup");
-  tc.adamw.total_steps = p.get_int("steps");
-  sb::train::ReferenceTrainer ref(*model, tc);
+  sb::train::ReferenceTrainer ref(*model, reference_config(p));
   const auto source = sb::data::training_source(p, model->config(), MPI_COMM_WORLD);
   ASSERT_EQ(rec.steps().size(), static_cast<std::size_t>(p.get_int("steps")));
   for (const auto& st : rec.steps()) {

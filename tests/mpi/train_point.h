@@ -1,0 +1,49 @@
+// What the one-file variant tests (fsdp_new_strategy.cpp, compress_new_compressor.cpp) share:
+// a training point run by the registered train task on every rank, and the one-process
+// reference trainer set up from the same point's AdamW keys, to compare its losses with.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <mpi.h>
+
+#include "harness/core/progress.h"
+#include "harness/core/stop_flag.h"
+#include "harness/spec/point.h"
+#include "harness/trace/recorder.h"
+#include "harness/workload.h"
+#include "workloads/train/reference_trainer.h"
+
+namespace sbtest {
+
+struct NoProgress final : sb::Progress {
+  void begin(const std::string&, long) override {}
+  void step(long, const std::string&) override {}
+  void end() override {}
+};
+
+// Runs point p with the train task on MPI_COMM_WORLD, recording into rec.
+inline void run_train_point(const sb::Point& p, sb::Recorder& rec) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  NoProgress progress;
+  sb::StopFlag stop;
+  sb::RunContext ctx{p, MPI_COMM_WORLD, rank, size, rec, progress, stop};
+  sb::find_task("train")->make()->run(ctx);
+}
+
+// The reference trainer's configuration for point p: its seed, AdamW and schedule.
+inline sb::train::TrainConfig reference_config(const sb::Point& p) {
+  sb::train::TrainConfig tc;
+  tc.seed = static_cast<std::uint64_t>(p.get_int("seed"));
+  tc.adamw.lr = p.get_double("lr");
+  tc.adamw.min_lr = p.get_double("min_lr");
+  tc.adamw.weight_decay = p.get_double("weight_decay");
+  tc.adamw.grad_clip = p.get_double("grad_clip");
+  tc.adamw.warmup_steps = p.get_int("lr_warmup");
+  tc.adamw.total_steps = p.get_int("steps");
+  return tc;
+}
+
+}  // namespace sbtest
