@@ -32,17 +32,21 @@ std::string hf_skip(const std::string& file_name) {
 
 std::string hf_name(const std::string& n) { return hf_skip(n).empty() ? canonical(n) : ""; }
 
+// BertConfig's required sizes, read and written by these names.
+constexpr std::initializer_list<HfSize> kSizes = {
+    {"num_hidden_layers", &ModelConfig::n_layer},
+    {"num_attention_heads", &ModelConfig::n_head},
+    {"hidden_size", &ModelConfig::d_model},
+    {"intermediate_size", &ModelConfig::d_ff},
+    {"vocab_size", &ModelConfig::vocab},
+    {"max_position_embeddings", &ModelConfig::max_pos}};
+
 // BertConfig's fields and defaults (the label count: the caller, from id2label or
 // num_labels); what our Bert does not implement is refused by name.
 ModelConfig read_config(const HfConfigReader& r) {
   r.refuse_encoder_decoder();
   ModelConfig c;
-  c.n_layer = r.positive("num_hidden_layers");
-  c.n_head = r.positive("num_attention_heads");
-  c.d_model = r.positive("hidden_size");
-  c.d_ff = r.positive("intermediate_size");
-  c.vocab = r.positive("vocab_size");
-  c.max_pos = r.positive("max_position_embeddings");
+  r.read_sizes(c, kSizes);
   c.type_vocab = r.has("type_vocab_size") ? r.positive("type_vocab_size") : 2;
   c.ln_eps = r.number("layer_norm_eps", 1e-12);
   r.one_of("hidden_act", r.text("hidden_act", "gelu"), {"gelu"}, "BERT's erf GELU");
@@ -54,18 +58,14 @@ ModelConfig read_config(const HfConfigReader& r) {
 
 // What BertForMaskedLM and BertForSequenceClassification load back as this model.
 nlohmann::json write_config(const ModelConfig& c) {
-  return {{"model_type", "bert"},
-          {"architectures", {"BertForMaskedLM", "BertForSequenceClassification"}},
-          {"num_hidden_layers", c.n_layer},
-          {"num_attention_heads", c.n_head},
-          {"hidden_size", c.d_model},
-          {"intermediate_size", c.d_ff},
-          {"vocab_size", c.vocab},
-          {"max_position_embeddings", c.max_pos},
-          {"type_vocab_size", c.type_vocab},
-          {"layer_norm_eps", c.ln_eps},
-          {"hidden_act", "gelu"},
-          {"position_embedding_type", "absolute"}};
+  nlohmann::json j = {{"model_type", "bert"},
+                      {"architectures", {"BertForMaskedLM", "BertForSequenceClassification"}},
+                      {"type_vocab_size", c.type_vocab},
+                      {"layer_norm_eps", c.ln_eps},
+                      {"hidden_act", "gelu"},
+                      {"position_embedding_type", "absolute"}};
+  HfConfigReader::write_sizes(c, kSizes, j);
+  return j;
 }
 
 const sb::Registrar kRegister([] {

@@ -49,7 +49,8 @@ struct Family {
   // (transformers' names; the first is the one it writes); its reader, config.json's fields
   // as our sizes (family and preset are set by the caller; a field it cannot honour is
   // refused through the reader's checks, naming file, field and value); its writer, the
-  // fields transformers' config class reads back as the same model. The label maps
+  // fields transformers' config class reads back as the same model (a family's sizes: one
+  // HfSize table both use, hf_config_reader.h). The label maps
   // (id2label, label2id: every transformers config has them) are read and written for a
   // family that classifies, not by these.
   std::vector<std::string> hf_model_types;

@@ -30,15 +30,17 @@ bool hf_transposed(const std::string& n) {
          ends_with(n, "mlp.c_fc.weight") || ends_with(n, "mlp.c_proj.weight");
 }
 
+// GPT2Config's required sizes, read and written by these names.
+constexpr std::initializer_list<HfSize> kSizes = {
+    {"n_layer", &ModelConfig::n_layer},   {"n_head", &ModelConfig::n_head},
+    {"n_embd", &ModelConfig::d_model},    {"vocab_size", &ModelConfig::vocab},
+    {"n_positions", &ModelConfig::max_pos}};
+
 // GPT2Config's fields and defaults; what our Gpt2 does not implement is refused by name.
 ModelConfig read_config(const HfConfigReader& r) {
   r.refuse_encoder_decoder();
   ModelConfig c;
-  c.n_layer = r.positive("n_layer");
-  c.n_head = r.positive("n_head");
-  c.d_model = r.positive("n_embd");
-  c.vocab = r.positive("vocab_size");
-  c.max_pos = r.positive("n_positions");
+  r.read_sizes(c, kSizes);
   c.d_ff = r.has("n_inner") ? r.positive("n_inner") : 4 * c.d_model;
   c.ln_eps = r.number("layer_norm_epsilon", 1e-5);
   // Our GELU is torch's tanh approximation, which is exactly transformers' gelu_new and
@@ -53,13 +55,13 @@ ModelConfig read_config(const HfConfigReader& r) {
 
 // What GPT2LMHeadModel loads back as this model (the last token id as BOS/EOS, as GPT-2's).
 nlohmann::json write_config(const ModelConfig& c) {
-  return {{"model_type", "gpt2"},          {"architectures", {"GPT2LMHeadModel"}},
-          {"n_layer", c.n_layer},          {"n_head", c.n_head},
-          {"n_embd", c.d_model},           {"n_inner", c.d_ff},
-          {"vocab_size", c.vocab},         {"n_positions", c.max_pos},
-          {"n_ctx", c.max_pos},            {"layer_norm_epsilon", c.ln_eps},
-          {"activation_function", "gelu_new"}, {"tie_word_embeddings", true},
-          {"bos_token_id", c.vocab - 1},   {"eos_token_id", c.vocab - 1}};
+  nlohmann::json j = {{"model_type", "gpt2"},          {"architectures", {"GPT2LMHeadModel"}},
+                      {"n_inner", c.d_ff},             {"n_ctx", c.max_pos},
+                      {"layer_norm_epsilon", c.ln_eps}, {"activation_function", "gelu_new"},
+                      {"tie_word_embeddings", true},   {"bos_token_id", c.vocab - 1},
+                      {"eos_token_id", c.vocab - 1}};
+  HfConfigReader::write_sizes(c, kSizes, j);
+  return j;
 }
 
 const sb::Registrar kRegister([] {

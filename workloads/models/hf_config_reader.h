@@ -10,8 +10,16 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/core/check.h"
+#include "workloads/models/model.h"
 
 namespace sb::models {
+
+// A size field of config.json and the ModelConfig member it holds: a family's one table of
+// them is what it reads (each required and positive, in the table's order) and writes.
+struct HfSize {
+  const char* field;
+  std::int64_t ModelConfig::*member;
+};
 
 struct HfConfigReader {
   using Json = nlohmann::json;
@@ -51,6 +59,12 @@ struct HfConfigReader {
     std::string list;
     for (const char* o : ok) list += (list.empty() ? "" : ", ") + std::string(o);
     SB_FAIL("{}: field '{}' is \"{}\"; shardbench supports {} ({})", file, k, v, list, why);
+  }
+  void read_sizes(ModelConfig& c, std::initializer_list<HfSize> sizes) const {
+    for (const HfSize& s : sizes) c.*s.member = positive(s.field);
+  }
+  static void write_sizes(const ModelConfig& c, std::initializer_list<HfSize> sizes, Json& j) {
+    for (const HfSize& s : sizes) j[s.field] = c.*s.member;
   }
   // Our model interface has neither cross-attention nor an encoder-decoder: every family
   // implemented so far refuses both, first.
