@@ -1,6 +1,7 @@
 // The model family registry (family.h).
 #include "workloads/models/family.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -17,13 +18,20 @@ std::map<std::string, Family>& registry() {
 }  // namespace
 
 void register_family(Family f) {
-  SB_CHECK(f.make && f.hf_name && f.hf_skip && f.hf_transposed && !f.eval_metric.empty(),
-           "model family '{}' registered without its factory, name map, skip list or metric",
-           f.name);
+  SB_CHECK(f.make && f.hf_name && f.hf_skip && f.hf_transposed && !f.eval_metric.empty() &&
+               !f.hf_model_types.empty() && f.hf_read_config && f.hf_write_config,
+           "model family '{}' registered without its factory, name map, skip list, metric, "
+           "model_type or config.json reader and writer", f.name);
   if (!f.hf_optional) f.hf_optional = [](const std::string&) { return false; };
+  SB_CHECK(!registry().count(f.name), "model family '{}' registered twice", f.name);
+  // config.json names its family by model_type: one family per value.
+  for (const auto& type : f.hf_model_types) {
+    const Family* other = family_reading(type);
+    SB_CHECK(!other, "model families '{}' and '{}' both read config.json model_type '{}'",
+             other ? other->name : "", f.name, type);
+  }
   const std::string name = f.name;
-  SB_CHECK(registry().emplace(name, std::move(f)).second, "model family '{}' registered twice",
-           name);
+  registry().emplace(name, std::move(f));
 }
 
 const Family& family(const std::string& name) {
@@ -31,6 +39,14 @@ const Family& family(const std::string& name) {
   if (it == registry().end())
     SB_FAIL("unknown model family '{}'; known: {}", name, fmt::join(family_names(), ", "));
   return it->second;
+}
+
+const Family* family_reading(const std::string& model_type) {
+  for (const auto& [name, f] : registry())
+    if (std::find(f.hf_model_types.begin(), f.hf_model_types.end(), model_type) !=
+        f.hf_model_types.end())
+      return &f;
+  return nullptr;
 }
 
 std::vector<std::string> family_names() {

@@ -1,16 +1,21 @@
-// What a model family is and can do. Callers (data, checkpoints, train, infer) ask the family
-// of a model instead of comparing family names; a family registers itself in its own file
-// (gpt2_family.cpp, bert_family.cpp), so adding one touches workloads/models/ only.
+// What a model family is and can do. Callers (data, checkpoints, train, infer, config.json)
+// ask the family of a model instead of comparing family names; a family registers itself in
+// its own file (gpt2_family.cpp, bert_family.cpp), with the Hugging Face config.json it reads
+// and writes. Adding one: its model (<name>.h/.cpp), its record (<name>_family.cpp) and its
+// presets (model.cpp's table); docs/ARCHITECTURE.md "Where a new variant goes".
 #pragma once
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace sb::models {
 
 class Model;
 struct ModelConfig;
+struct HfConfigReader;  // hf_config_reader.h
 
 enum class Objective {
   CausalLm,  // next-token prediction (targets shifted by the data loader)
@@ -40,12 +45,25 @@ struct Family {
   std::function<std::string(const std::string&)> hf_skip;
   std::function<bool(const std::string&)> hf_transposed;
   std::function<bool(const std::string&)> hf_optional;
+  // Hugging Face config.json (hf_config.h): the model_type values this family reads
+  // (transformers' names; the first is the one it writes); its reader, config.json's fields
+  // as our sizes (family and preset are set by the caller; a field it cannot honour is
+  // refused through the reader's checks, naming file, field and value); its writer, the
+  // fields transformers' config class reads back as the same model (a family's sizes: one
+  // HfSize table both use, hf_config_reader.h). The label maps
+  // (id2label, label2id: every transformers config has them) are read and written for a
+  // family that classifies, not by these.
+  std::vector<std::string> hf_model_types;
+  std::function<ModelConfig(const HfConfigReader&)> hf_read_config;
+  std::function<nlohmann::json(const ModelConfig&)> hf_write_config;
 };
 
 void register_family(Family f);
 // The family of that name; an unknown one is an error listing the known families.
 const Family& family(const std::string& name);
 std::vector<std::string> family_names();
+// The family whose record reads that config.json model_type; nullptr when none does.
+const Family* family_reading(const std::string& model_type);
 
 // Small helpers for the name maps.
 inline bool starts_with(const std::string& s, const std::string& pre) { return s.rfind(pre, 0) == 0; }
