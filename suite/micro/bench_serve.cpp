@@ -104,9 +104,11 @@ Run serve(Setup& s, const std::string& policy, const std::vector<RequestSpec>& r
   pc.max_prefill_tokens = 256;
   I cap = 1;
   for (const auto& r : reqs) cap = std::max(cap, r.prompt_len + r.output_len);
-  auto ex = executor(s, policy == "sequential" ? 1 : batch, cap, &reqs);
+  const auto pol = make_policy(policy, pc);
+  auto ex = executor(s, pol->max_running() > 0 ? std::min(batch, pol->max_running()) : batch, cap,
+                     &reqs);
   Run out;
-  out.r = run_server(reqs, *make_policy(policy, pc), *ex, ServerConfig{s.model->config().max_pos, -1});
+  out.r = run_server(reqs, *pol, *ex, ServerConfig{s.model->config().max_pos, -1});
   out.m = summarize(reqs, out.r, request_records(reqs, out.r, Slo{1e9, 1e9}));
   return out;
 }

@@ -12,6 +12,7 @@
 // Tests: tests/unit/serve_bert.cpp (both equal each request classified alone).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "workloads/serve/forward.h"
@@ -42,6 +43,7 @@ class BertExecutor final : public Executor {
   void move_row(std::int64_t, std::int64_t, std::int64_t) override {}  // no per-row state
   std::int64_t prefill_cost(const std::vector<std::int64_t>& prompt_lens) const override;
   bool packed() const { return packed_; }
+  std::string prefill_batching() const override { return packed_ ? "packed" : "padded"; }
 
  private:
   models::Model& model_;

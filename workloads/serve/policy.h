@@ -44,6 +44,9 @@ class Policy {
   // true: a finished request keeps its row and is decoded as padding until every request of
   // its batch has finished (static batching); false: it leaves at once (continuous).
   virtual bool batch_runs_to_completion() const = 0;
+  // The most requests it ever runs at once (0 = as many as the KV rows hold): the rows the
+  // server allocates.
+  virtual std::int64_t max_running() const { return 0; }
 };
 
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyConfig& c);

@@ -15,6 +15,7 @@ class Sequential final : public Policy {
     return d;
   }
   bool batch_runs_to_completion() const override { return true; }
+  std::int64_t max_running() const override { return 1; }
 };
 
 const sb::Registrar kRegister([] {

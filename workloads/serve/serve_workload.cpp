@@ -166,7 +166,8 @@ std::vector<I> ServeWorkload::prompt(I request) const {
 void ServeWorkload::make_executor(RunContext& ctx) {
   const Point& p = ctx.point;
   const I capacity = row_tokens(requests_, m_.served->config().max_pos);
-  I rows = p.get_string("serve_policy") == "sequential" ? 1 : p.get_int("batch");
+  I rows = p.get_int("batch");
+  if (const I most = policy_->max_running(); most > 0) rows = std::min(rows, most);
   RunForward run = [this](const std::function<torch::Tensor(models::ParamProvider&)>& f) {
     return m_.run(f);
   };
@@ -221,8 +222,7 @@ void ServeWorkload::record(RunContext& ctx, const ServeResult& r) {
   rec.scalar("kv_bytes_per_token", static_cast<double>(ex.kv_bytes_per_token()));
   m_.record(rec, p, ctx.rank);
   rec.text("serve_policy", policy_->name());
-  if (const auto* bert = dynamic_cast<const BertExecutor*>(executor_.get()))
-    rec.text("prefill_batching", bert->packed() ? "packed" : "padded");
+  if (const std::string b = ex.prefill_batching(); !b.empty()) rec.text("prefill_batching", b);
   rec.text("clock", "virtual: arrivals from the request list, steps advance it by their measured "
                     "wall time, idle time skipped (docs/METRICS.md, Serving)");
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "workloads/serve/policy.h"
@@ -40,6 +41,9 @@ class Executor {
   // Token positions a prefill of prompts of these lengths computes: padded to the longest
   // (n x longest), unless the executor packs prompts into fewer rows.
   virtual std::int64_t prefill_cost(const std::vector<std::int64_t>& prompt_lens) const;
+  // How prefill batches prompts, for the record ("padded", "packed"); "" where that is not a
+  // choice (a decoder prefills each request into its own KV row).
+  virtual std::string prefill_batching() const { return ""; }
 };
 
 struct ServerConfig {

@@ -26,6 +26,7 @@ class Leader final : public Executor {
   std::int64_t prefill_cost(const std::vector<std::int64_t>& prompt_lens) const override {
     return inner_.prefill_cost(prompt_lens);
   }
+  std::string prefill_batching() const override { return inner_.prefill_batching(); }
   void begin_step(std::int64_t step);  // the followers call on_step(step) too
   void finish();                       // the followers return
 
