@@ -13,6 +13,7 @@
 #include "harness/trace/recorder.h"
 #include "harness/workload.h"
 #include "workloads/train/reference_trainer.h"
+#include "workloads/train/train_workload.h"
 
 namespace sbtest {
 
@@ -37,12 +38,7 @@ inline void run_train_point(const sb::Point& p, sb::Recorder& rec) {
 inline sb::train::TrainConfig reference_config(const sb::Point& p) {
   sb::train::TrainConfig tc;
   tc.seed = static_cast<std::uint64_t>(p.get_int("seed"));
-  tc.adamw.lr = p.get_double("lr");
-  tc.adamw.min_lr = p.get_double("min_lr");
-  tc.adamw.weight_decay = p.get_double("weight_decay");
-  tc.adamw.grad_clip = p.get_double("grad_clip");
-  tc.adamw.warmup_steps = p.get_int("lr_warmup");
-  tc.adamw.total_steps = p.get_int("steps");
+  tc.adamw = sb::train::adamw_config(p);
   return tc;
 }
 

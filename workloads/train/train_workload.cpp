@@ -57,6 +57,17 @@ std::string init_weights_path(const Point& p) {
   return from;
 }
 
+optim::AdamWConfig adamw_config(const Point& p) {
+  optim::AdamWConfig a;
+  a.lr = p.get_double("lr");
+  a.min_lr = p.get_double("min_lr");
+  a.weight_decay = p.get_double("weight_decay");
+  a.grad_clip = p.get_double("grad_clip");
+  a.warmup_steps = p.get_int("lr_warmup");
+  a.total_steps = p.get_int("steps");
+  return a;
+}
+
 namespace {
 
 // The `init` key: a checkpoint (file or folder) to start from; "" starts from the model
@@ -86,12 +97,7 @@ fsdp::EngineConfig engine_config(const Point& p, const torch::Device& device,
   cfg.reduce_dtype = models::dtype_from_name(p.get_string("reduce_dtype"));
   cfg.prefetch = p.get_bool("prefetch");
   cfg.compression = comm::policy_from_point(p);
-  cfg.adamw.lr = p.get_double("lr");
-  cfg.adamw.min_lr = p.get_double("min_lr");
-  cfg.adamw.weight_decay = p.get_double("weight_decay");
-  cfg.adamw.grad_clip = p.get_double("grad_clip");
-  cfg.adamw.warmup_steps = p.get_int("lr_warmup");
-  cfg.adamw.total_steps = p.get_int("steps");
+  cfg.adamw = adamw_config(p);
   // fp16 anywhere in the step: dynamic loss scaling (EngineConfig::loss_scaling).
   cfg.loss_scaling = cfg.param_dtype == torch::kFloat16 || cfg.reduce_dtype == torch::kFloat16;
   cfg.loss_scale_init = p.get_double("loss_scale_init");

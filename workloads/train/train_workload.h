@@ -6,6 +6,7 @@
 
 #include "harness/workload.h"
 #include "workloads/fsdp/memory_model.h"
+#include "workloads/optim/adamw.h"
 
 namespace sb::train {
 
@@ -18,5 +19,8 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
 // The checkpoint (file or folder) a train point starts from: the `init` key, else the model
 // folder when `model` is one; "" = seeded weights (also init = "seed").
 std::string init_weights_path(const Point& p);
+// A train point's AdamW and learning-rate schedule (lr, min_lr, weight_decay, grad_clip,
+// lr_warmup, over `steps`): the engine's, and the reference trainer's in tests.
+optim::AdamWConfig adamw_config(const Point& p);
 
 }  // namespace sb::train
