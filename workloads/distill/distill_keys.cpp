@@ -3,7 +3,11 @@
 #include <filesystem>
 
 #include "harness/core/check.h"
+#include "harness/spec/base_config.h"
+#include "harness/spec/config.h"
+#include "harness/spec/model_keys.h"
 #include "harness/workload.h"
+#include "workloads/distill/distill_config.h"
 #include "workloads/models/family.h"
 #include "workloads/models/folder_check.h"
 #include "workloads/models/hf_config.h"
@@ -12,32 +16,30 @@
 namespace sb::distill {
 namespace {
 
-bool is_train(const Point& p) { return p.has("task") && p.get_string("task") == "train"; }
-
-void validate(const Point& p, std::vector<Diagnostic>& out) {
-  if (!is_train(p)) return;
-  const std::string teacher = p.get_string("teacher"), init = p.get_string("distill.student_init");
+// Run by plan on train points (the section's task).
+void validate(const DistillKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  const std::string& teacher = c.teacher;
+  const std::string& init = c.student_init;
   if (teacher.empty()) {
     if (init != "none")
       out.push_back({"distill.student_init", fmt::format("distill.student_init = \"{}\" copies a teacher's "
                                                          "layers; set teacher", init)});
-    if (!p.get_string("teacher_init").empty())
+    if (!c.teacher_init.empty())
       out.push_back({"teacher_init", "teacher_init gives the teacher's weights; set teacher"});
     return;
   }
-  if (p.get_double("distill.soft_weight") == 0 && p.get_double("distill.hard_weight") == 0 &&
-      p.get_double("distill.hidden_weight") == 0)
+  if (c.soft_weight == 0 && c.hard_weight == 0 && c.hidden_weight == 0)
     out.push_back({"distill.soft_weight", "every distillation weight is 0: the loss would be 0"});
   if (!p.get_string("init").empty() && init != "none")
     out.push_back({"init", fmt::format("init and distill.student_init = \"{}\" both set the student's "
                                        "first weights; keep one", init)});
-  const std::string ti = p.get_string("teacher_init");
+  const std::string& ti = c.teacher_init;
   if (!ti.empty() && !std::filesystem::exists(ti))
     out.push_back({"teacher_init", fmt::format("teacher_init '{}' does not exist (yet): the point will fail "
                                                "unless an earlier point or suite writes it", ti), true});
   models::ModelConfig s, t;
   try {
-    s = models::preset_config(p.get_string("model"));
+    s = models::preset_config(config<ModelKeys>(p).model);
   } catch (const sb::Error&) {
     return;  // the model's own check reports it
   }
@@ -70,38 +72,39 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
 // A teacher folder that is not there yet: fine when an earlier point exports it.
 void check_teacher_folder(const std::vector<Point>& points, std::size_t i,
                           std::vector<Diagnostic>& out) {
-  if (!is_train(points[i]) || points[i].get_string("teacher").empty()) return;
+  if (base_config(points[i]).task != "train" || config<DistillKeys>(points[i]).teacher.empty())
+    return;
   if (auto d = models::missing_model_folder(points, i, "teacher", "teacher folder"))
     out.push_back(*d);
 }
 
-void key(KeySpec ks) {
-  ks.tasks = {"train"};
-  register_key(std::move(ks));
-}
-KeySpec real(const char* k, double def, double lo, const char* doc) {
-  KeySpec ks{k, KeyType::Float, def, "", doc};
-  ks.min_float = lo, ks.max_float = 1e6;
-  return ks;
-}
-
 const sb::Registrar kRegister([] {
-  key({"teacher", KeyType::String, std::string(""), "",
-       "train: distil from this teacher (a preset or a model folder; \"\" = no distillation; docs/DISTILLATION.md)"});
-  key({"teacher_init", KeyType::String, std::string(""), "",
-       "train: the teacher's weights (checkpoint file or folder); \"\" = the teacher folder's, or seeded"});
-  key(real("distill.temperature", 2.0, 1e-3, "train: softmax temperature T of the soft targets"));
-  key(real("distill.soft_weight", 0.5, 0.0, "train: weight of T^2 x KL(teacher || student) on the logits"));
-  key(real("distill.hard_weight", 0.5, 0.0, "train: weight of the student's own loss"));
-  key(real("distill.hidden_weight", 0.0, 0.0, "train: weight of the last hidden states' squared error (equal widths)"));
   register_name("student_init", "none", "the student starts from its own init (seed, init or model folder)");
   register_name("student_init", "every_other",
                 "DistilBERT: embeddings and head from the teacher, student layer i from teacher layer i x L_t / L_s");
-  key({"distill.student_init", KeyType::Name, std::string("none"), "student_init",
-       "train: the student's first weights from the teacher's (every_other) or not (none)"});
-  register_validator(validate);
   register_suite_validator(check_teacher_folder);
 });
 
 }  // namespace
+
+void DistillKeys::declare(Fields<DistillKeys>& f) {
+  f.tasks({"train"});
+  f.add("teacher", &DistillKeys::teacher, std::string(""),
+        "train: distil from this teacher (a preset or a model folder; \"\" = no distillation; docs/DISTILLATION.md)");
+  f.add("teacher_init", &DistillKeys::teacher_init, std::string(""),
+        "train: the teacher's weights (checkpoint file or folder); \"\" = the teacher folder's, or seeded");
+  f.add("distill.temperature", &DistillKeys::temperature, 2.0,
+        "train: softmax temperature T of the soft targets").range(1e-3, 1e6);
+  f.add("distill.soft_weight", &DistillKeys::soft_weight, 0.5,
+        "train: weight of T^2 x KL(teacher || student) on the logits").range(0.0, 1e6);
+  f.add("distill.hard_weight", &DistillKeys::hard_weight, 0.5,
+        "train: weight of the student's own loss").range(0.0, 1e6);
+  f.add("distill.hidden_weight", &DistillKeys::hidden_weight, 0.0,
+        "train: weight of the last hidden states' squared error (equal widths)").range(0.0, 1e6);
+  f.name("distill.student_init", &DistillKeys::student_init, "student_init", "none",
+         "train: the student's first weights from the teacher's (every_other) or not (none)");
+  f.validate(validate);
+}
+SB_CONFIG_SECTION(DistillKeys);
+
 }  // namespace sb::distill

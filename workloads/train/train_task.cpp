@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "harness/core/check.h"
+#include "harness/spec/config.h"
 #include "harness/spec/mesh_config.h"
 #include "harness/workload.h"
 #include "workloads/comm/policy.h"
@@ -11,6 +12,7 @@
 #include "workloads/data/labelled.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/data/text_corpus.h"
+#include "workloads/distill/distill_config.h"
 #include "workloads/models/dtype.h"
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
@@ -100,12 +102,12 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                    true});
   // The weights it starts from, checked from their headers (names, shapes, dtypes); a
   // distillation student made from its teacher's layers reads none.
-  if (p.get_string("distill.student_init") != "every_other")
+  if (config<distill::DistillKeys>(p).student_init != "every_other")
     if (const std::string bad = data::checkpoint_problem(model, init_weights_path(p)); !bad.empty())
       out.push_back({init.empty() ? "model" : "init", bad});
   // A distillation teacher's weights, the same way (teacher_init, else the teacher folder).
-  if (const std::string teacher = p.get_string("teacher"); !teacher.empty()) {
-    const std::string ti = p.get_string("teacher_init");
+  if (const std::string teacher = config<distill::DistillKeys>(p).teacher; !teacher.empty()) {
+    const std::string ti = config<distill::DistillKeys>(p).teacher_init;
     const std::string from = !ti.empty() ? ti : models::is_model_path(teacher) ? teacher : "";
     if (const std::string bad = data::checkpoint_problem(teacher, from); !bad.empty())
       out.push_back({ti.empty() ? "teacher" : "teacher_init", bad});

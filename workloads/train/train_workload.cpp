@@ -21,15 +21,17 @@
 #include "harness/core/fault.h"
 #include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
+#include "harness/spec/config.h"
 #include "harness/spec/mesh_config.h"
 #include "harness/trace/recorder.h"
 #include "workloads/comm/policy.h"
 #include "workloads/data/batches.h"
 #include "workloads/data/labelled.h"
-#include "workloads/data/text_corpus.h"
 #include "workloads/data/safetensors.h"
+#include "workloads/data/text_corpus.h"
 #include "workloads/data/training_source.h"
 #include "workloads/distill/distill.h"
+#include "workloads/distill/distill_config.h"
 #include "workloads/distill/projected.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/cpu_allocator.h"
@@ -198,7 +200,7 @@ void TrainWorkload::build(RunContext& ctx) {
   if (progress == "auto")  // train_task.cpp says why
     progress = fsdp::strategy_info(cfg_.strategy).layout.params_sharded ? "poll" : "inline";
   comm_->set_progress(progress);
-  if (!p.get_string("teacher").empty()) {
+  if (!config<distill::DistillKeys>(p).teacher.empty()) {
     build_teacher(ctx);
   } else {
     engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_, initial_weights(p, *model_, &checkpoint_note_));
@@ -225,18 +227,18 @@ void TrainWorkload::build(RunContext& ctx) {
 // the student's loss: distill::combiner on the teacher outputs each micro-batch carries.
 void TrainWorkload::build_teacher(RunContext& ctx) {
   const Point& p = ctx.point;
-  const std::string teacher = p.get_string("teacher");
+  const std::string teacher = config<distill::DistillKeys>(p).teacher;
   teacher_ = models::make_model(teacher, p.get_string("attention"));
-  std::string from = p.get_string("teacher_init");
+  std::string from = config<distill::DistillKeys>(p).teacher_init;
   if (from.empty() && models::is_model_path(teacher)) from = teacher;
   std::string note;
   auto weights = from.empty() ? models::init_params(teacher_->units(), static_cast<std::uint64_t>(p.get_int("seed")))
                               : data::load_checkpoint(*teacher_, from, {}, &note);
   if (!note.empty()) teacher_checkpoint_note_ = "teacher " + note;
   // Hidden states of another width: matched through a projection the student learns (TinyBERT).
-  if (p.get_double("distill.hidden_weight") > 0 && teacher_->config().d_model != model_->config().d_model)
+  if (config<distill::DistillKeys>(p).hidden_weight > 0 && teacher_->config().d_model != model_->config().d_model)
     model_ = std::make_unique<distill::ProjectedStudent>(std::move(model_), teacher_->config().d_model);
-  if (p.get_string("distill.student_init") == "every_other")
+  if (config<distill::DistillKeys>(p).student_init == "every_other")
     engine_ = std::make_unique<fsdp::Engine>(*model_, *comm_, cfg_,
                                              distill::student_from_teacher(*model_, *teacher_, weights));
   else
@@ -246,10 +248,10 @@ void TrainWorkload::build_teacher(RunContext& ctx) {
   tc.loss_scaling = false;
   tc.compression = comm::policy_preset("none");
   teacher_engine_ = std::make_unique<fsdp::Engine>(*teacher_, *comm_, tc, weights);
-  distill_.temperature = p.get_double("distill.temperature");
-  distill_.soft_weight = p.get_double("distill.soft_weight");
-  distill_.hard_weight = p.get_double("distill.hard_weight");
-  distill_.hidden_weight = p.get_double("distill.hidden_weight");
+  distill_.temperature = config<distill::DistillKeys>(p).temperature;
+  distill_.soft_weight = config<distill::DistillKeys>(p).soft_weight;
+  distill_.hard_weight = config<distill::DistillKeys>(p).hard_weight;
+  distill_.hidden_weight = config<distill::DistillKeys>(p).hidden_weight;
   engine_->set_loss([this](models::ParamProvider& pp, const models::Batch& b) {
     return model_->loss_with(pp, b, distill::combiner(b, distill_));
   });
@@ -572,7 +574,7 @@ void TrainWorkload::record_teacher(RunContext& ctx) {
   if (auto* lb = dynamic_cast<const data::LabelledBatches*>(source_.get()))
     rec.scalar("teacher_classification_accuracy", classification_accuracy(ctx, *teacher_engine_, *lb, nullptr));
   rec.scalar("teacher_params", static_cast<double>(models::count_params(teacher_->units())));
-  rec.text("teacher", ctx.point.get_string("teacher"));
+  rec.text("teacher", config<distill::DistillKeys>(ctx.point).teacher);
 }
 
 void TrainWorkload::export_weights(RunContext& ctx) {
