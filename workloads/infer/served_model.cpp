@@ -13,6 +13,7 @@
 #include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
 #include "workloads/models/hf_config.h"
+#include "workloads/prune/prune_keys.h"
 
 namespace sb::infer {
 
@@ -61,15 +62,16 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
   if (ctx.rank == 0 && !s.checkpoint_note.empty())
     std::fprintf(stderr, "note: %s\n", s.checkpoint_note.c_str());
   // Pruning converts the model first; s.weights stay the unpruned reference.
-  const std::string pname = p.get_string("pruning");
-  prune::PruneConfig pc{p.get_double("pruning.sparsity"), p.get_string("pruning.scope"),
-                        p.get_string("pruning.importance")};
+  const auto& pk = config<prune::PruneKeys>(p);
+  const auto& pconv = config<prune::PruneConvertKeys>(p);
+  const std::string& pname = pk.method;
+  prune::PruneConfig pc{pk.sparsity, pk.scope, pconv.importance};
   models::UnitTensors grads;
   if (pc.importance == "taylor") {
     // Batches of the training split (never the data an infer point scores).
     auto src = data::training_source(p, s.model->config(), ctx.world);
     std::vector<models::Batch> batches;
-    for (std::int64_t i = 0; i < p.get_int("pruning.taylor_batches"); ++i) batches.push_back(src->train(i));
+    for (std::int64_t i = 0; i < pconv.taylor_batches; ++i) batches.push_back(src->train(i));
     grads = loss_gradient(*s.model, s.weights, batches);
     pc.gradients = &grads;
   }
@@ -77,7 +79,7 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
   s.served = std::move(s.pruning.model);
   auto served = std::move(s.pruning.weights);
   // The pruned checkpoint, written back out (ffn: its smaller d_ff in config.json).
-  if (const std::string out = p.get_string("pruning.export_folder"); !out.empty() && ctx.rank == 0)
+  if (const std::string& out = pconv.export_folder; !out.empty() && ctx.rank == 0)
     data::export_hf_folder(*s.served, served, out, {{}, data::tokenizer_dir_for(p)});
   s.params_nonzero = prune::count_nonzero(served);
   if (ctx.size > 1) {  // built outside inference mode: the engine's buffers are ordinary tensors
@@ -97,7 +99,7 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
   if (qname == "int8-dynamic") s.int8_engine = quant::select_int8_engine(p.get_string("int8_engine"));
   s.compute = quant::compute_dtype(qname, p.get_string("quant_compute"), s.device, &s.compute_why);
   if (pname == "magnitude" && qname == "none" && s.device.is_cpu())  // sparse where it pays
-    s.q = prune::sparse_weights(*s.served, served, p.get_string("pruning.kernel"), rows, &s.sparse);
+    s.q = prune::sparse_weights(*s.served, served, config<prune::PruneConvertKeys>(p).kernel, rows, &s.sparse);
   else
     s.q = quant::quantize(qname, *s.served, served, s.compute);
 }
@@ -115,18 +117,19 @@ void ServedModel::record(Recorder& rec, const Point& p, int rank) const {
   rec.scalar("model_bytes_ratio", model_bytes() / fp32_bytes);
   rec.scalar("params", static_cast<double>(models::count_params(served->units())));
   rec.scalar("params_nonzero", static_cast<double>(params_nonzero));
-  rec.text("pruning", p.get_string("pruning"));
+  const auto& pk = config<prune::PruneKeys>(p);
+  rec.text("pruning", pk.method);
   if (!checkpoint_note.empty()) rec.text("checkpoint_note", checkpoint_note);
-  if (p.get_string("pruning") != "none") {
+  if (pk.method != "none") {
     rec.scalar("pruning_eligible", static_cast<double>(pruning.eligible));
     rec.scalar("pruning_removed", static_cast<double>(pruning.removed));
-    rec.scalar("pruning_sparsity", p.get_double("pruning.sparsity"));
+    rec.scalar("pruning_sparsity", pk.sparsity);
     rec.scalar("d_ff", static_cast<double>(served->config().d_ff));
     if (sparse.csr_matrices + sparse.dense_matrices > 0) {
       rec.scalar("csr_matrices", static_cast<double>(sparse.csr_matrices));
       rec.scalar("dense_matrices", static_cast<double>(sparse.dense_matrices));
       rec.text("pruning_kernel", fmt::format(
-          "{}: {} CSR and {} dense matrices{}", p.get_string("pruning.kernel"), sparse.csr_matrices,
+          "{}: {} CSR and {} dense matrices{}", config<prune::PruneConvertKeys>(p).kernel, sparse.csr_matrices,
           sparse.dense_matrices,
           sparse.csr_seconds > 0 ? fmt::format(" (timed at start-up: CSR {:.1f} ms, dense {:.1f} ms "
                                                "over all matrices)", 1e3 * sparse.csr_seconds,

@@ -40,6 +40,7 @@
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/models/params.h"
+#include "workloads/prune/prune_keys.h"
 #include "workloads/prune/pruner.h"
 #include "workloads/prune/schedule.h"
 
@@ -210,11 +211,12 @@ void TrainWorkload::build(RunContext& ctx) {
   if (p.get_bool("resume")) resume(ctx);
   source_ = data::training_source(p, model_->config(), ctx.world, &corpus_);
   const I steps = p.get_int("steps");
-  schedule_.kind = p.get_string("pruning.schedule");
-  schedule_.sparsity = p.get_double("pruning.sparsity");
-  schedule_.begin = std::llround(p.get_double("pruning.begin") * static_cast<double>(steps));
-  schedule_.end = std::max<I>(schedule_.begin, std::llround(p.get_double("pruning.end") * static_cast<double>(steps)));
-  schedule_.every = p.get_int("pruning.every");
+  const auto& sched = config<prune::PruneScheduleKeys>(p);
+  schedule_.kind = sched.schedule;
+  schedule_.sparsity = config<prune::PruneKeys>(p).sparsity;
+  schedule_.begin = std::llround(sched.begin * static_cast<double>(steps));
+  schedule_.end = std::max<I>(schedule_.begin, std::llround(sched.end * static_cast<double>(steps)));
+  schedule_.every = sched.every;
 
   origin_ = MPI_Wtime();
   comm_->set_trace_hook([&ctx](const sb::CommEvent& e) { ctx.recorder.comm(e); }, origin_);
@@ -328,13 +330,13 @@ void TrainWorkload::step_loop(RunContext& ctx) {
 // engine masks each rank's part from then on. Outside the timed step; a resumed run re-prunes
 // at its first scheduled step (the checkpoint holds the zeros, not the masks).
 void TrainWorkload::prune_step(RunContext& ctx, I s) {
-  const std::string name = ctx.point.get_string("pruning");
+  const std::string& name = config<prune::PruneKeys>(ctx.point).method;
   if (name == "none") return;
   const double sparsity = prune::scheduled_sparsity(schedule_, s);
   if (sparsity < 0) return;
   sb::heartbeat::set_phase("pruning");
   const auto full = engine_->full_params();
-  const auto pr = prune::prune(name, *model_, full, {sparsity, ctx.point.get_string("pruning.scope")});
+  const auto pr = prune::prune(name, *model_, full, {sparsity, config<prune::PruneKeys>(ctx.point).scope});
   models::UnitTensors masks;
   const auto& units = model_->units();
   for (std::size_t u = 0; u < units.size(); ++u) {
@@ -490,7 +492,7 @@ void TrainWorkload::record_results(RunContext& ctx) {
   rec.series("eval_loss", eval);
   if (auto* lb = dynamic_cast<const data::LabelledBatches*>(source_.get())) record_labelled(ctx, *lb);
   if (teacher_engine_) record_teacher(ctx);
-  if (ctx.point.get_string("pruning") != "none") record_pruning(ctx);
+  if (config<prune::PruneKeys>(ctx.point).method != "none") record_pruning(ctx);
   if (!corpus_.key.empty()) {  // held-out text: perplexity = exp(mean cross-entropy)
     if (models::family(model_->config().family).objective == models::Objective::CausalLm)
       rec.scalar("perplexity", std::exp(eval));
