@@ -6,28 +6,29 @@
 #include <fmt/format.h>
 
 #include "harness/core/check.h"
+#include "harness/spec/base_config.h"
 #include "harness/workload.h"
 #include "workloads/comm/backend.h"
 #include "workloads/comm/backend_table.h"
+#include "workloads/comm/comm_config.h"
 #include "workloads/comm/communicator.h"
+#include "workloads/models/device_config.h"
 
 namespace sb::comm {
 
 BackendChoice backend_choice(const sb::Point& p) {
+  const BackendKeys& k = sb::config<BackendKeys>(p);
   BackendChoice c;
-  if (p.has("comm_backend")) c.name = p.get_string("comm_backend");
-  if (p.has("comm_tuning")) c.table = p.get_string("comm_tuning");
+  c.name = k.comm_backend;
+  c.table = k.comm_tuning;
   return c;
 }
 
 namespace {
 
-std::string device_of(const sb::Point& p) { return p.has("device") ? p.get_string("device") : "cpu"; }
-
-void validate(const sb::Point& p, std::vector<sb::Diagnostic>& out) {
-  if (!p.has("comm_backend")) return;
-  const std::string name = p.get_string("comm_backend");
-  const std::string device = device_of(p);
+void validate(const BackendKeys& k, const sb::Point& p, std::vector<sb::Diagnostic>& out) {
+  const std::string& name = k.comm_backend;
+  const std::string& device = sb::config<models::DeviceConfig>(p).device;
   if (name == "auto" && device == "cuda") {  // its table is beside the point then
     out.push_back({"comm_backend", "comm_backend = \"auto\" chooses among host backends "
                                    "(suite/tune-backends.toml measures mpi and gloo); on "
@@ -35,7 +36,7 @@ void validate(const sb::Point& p, std::vector<sb::Diagnostic>& out) {
     return;
   }
   if (name == "auto") {
-    const std::string path = p.get_string("comm_tuning");
+    const std::string& path = k.comm_tuning;
     if (!std::filesystem::exists(path)) {
       out.push_back({"comm_tuning", fmt::format("comm_backend = \"auto\" reads the tuning table "
                                                 "{}, which does not exist; {}", path, kMakeTable)});
@@ -43,7 +44,7 @@ void validate(const sb::Point& p, std::vector<sb::Diagnostic>& out) {
     }
     try {
       const BackendTable t = read_table(path);
-      const int world = p.has("world") ? static_cast<int>(p.get_int("world")) : 1;
+      const int world = sb::base_config(p).world;
       if (t.world != world)
         out.push_back({"comm_tuning", fmt::format("the tuning table {} is stale: it was measured "
                                                   "with {} ranks, this point runs {}; {}", path,
@@ -71,19 +72,19 @@ const sb::Registrar kRegister([] {
   sb::register_name("comm_backend", "auto",
                     "per (collective, size), the fastest backend of the tuning table "
                     "comm_tuning (written by suite/tune-backends.toml)");
-  sb::KeySpec backend{"comm_backend", sb::KeyType::Name, std::string("mpi"), "comm_backend",
-                      "library of the plain collectives: mpi, gloo, nccl or auto "
-                      "(docs/FSDP.md \"Backends\")"};
-  backend.tasks = {"train", "infer", "serve", "micro"};
-  sb::register_key(std::move(backend));
-  sb::KeySpec tuning{"comm_tuning", sb::KeyType::String,
-                     std::string("results/tune-backends/backend-table.toml"), "",
-                     "the tuning table comm_backend = \"auto\" reads and micro.impl = \"tune\" "
-                     "writes (relative to the working directory)"};
-  tuning.tasks = {"train", "infer", "serve", "micro"};
-  sb::register_key(std::move(tuning));
-  sb::register_validator(validate);
 });
 
 }  // namespace
+
+void BackendKeys::declare(sb::Fields<BackendKeys>& f) {
+  f.tasks({"train", "infer", "serve", "micro"});
+  f.name("comm_backend", &BackendKeys::comm_backend, "comm_backend", "mpi",
+         "library of the plain collectives: mpi, gloo, nccl or auto (docs/FSDP.md \"Backends\")");
+  f.add("comm_tuning", &BackendKeys::comm_tuning, "results/tune-backends/backend-table.toml",
+        "the tuning table comm_backend = \"auto\" reads and micro.impl = \"tune\" writes "
+        "(relative to the working directory)");
+  f.validate(validate);
+}
+SB_CONFIG_SECTION(BackendKeys);
+
 }  // namespace sb::comm

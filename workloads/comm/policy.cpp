@@ -9,6 +9,9 @@
 #include <fmt/ranges.h>  // fmt::join
 
 #include "harness/core/check.h"
+#include "harness/spec/base_config.h"
+#include "harness/spec/config.h"
+#include "harness/spec/model_keys.h"
 #include "harness/workload.h"
 
 namespace sb::comm {
@@ -121,7 +124,7 @@ const sb::Registrar registrar([] {
                       "custom policy: keep and re-send what was dropped on " + what});
   }
   sb::register_validator([](const sb::Point& p, std::vector<sb::Diagnostic>& out) {
-    const std::string name = p.has("compression") ? p.get_string("compression") : "none";
+    const std::string& name = sb::config<sb::TrainChoice>(p).compression;
     if (name != "custom") {
       for (auto k : kKinds)
         for (const auto& key : kind_keys(k)) {
@@ -138,7 +141,7 @@ const sb::Registrar registrar([] {
       out.push_back({"compression", e.what()});
       return;
     }
-    const int world = p.has("world") ? static_cast<int>(p.get_int("world")) : 1;
+    const int world = sb::base_config(p).world;
     for (const auto& msg : policy_problems(policy, world)) out.push_back({"compression", msg});
     // A compressor on a collective the strategy never issues: workloads/fsdp/strategy.cpp
     // asks the strategy's record.
@@ -210,8 +213,8 @@ Policy policy_preset(const std::string& name) {
 }
 
 Policy policy_from_point(const sb::Point& p) {
-  const std::string name = p.has("compression") ? p.get_string("compression") : "none";
-  const std::uint64_t seed = p.has("seed") ? static_cast<std::uint64_t>(p.get_int("seed")) : 0;
+  const std::string& name = sb::config<sb::TrainChoice>(p).compression;
+  const auto seed = static_cast<std::uint64_t>(sb::base_config(p).seed);
   Policy policy;
   if (name == "custom") {
     policy.preset = name;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "workloads/data/batches.h"
+#include "workloads/data/data_config.h"
 #include "workloads/data/tokenizer.h"
 
 namespace sb {

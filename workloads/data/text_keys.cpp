@@ -1,10 +1,13 @@
-// The keys of text corpora (train and infer read them alike) and the batches both tasks make
-// from the corpus a point names.
+// The keys of text corpora (TextKeys, data_config.h: train and infer read them alike) and the
+// batches both tasks make from the corpus a point names.
 #include <mpi.h>
 
 #include "harness/core/check.h"
 #include "harness/core/mpi_context.h"
+#include "harness/spec/base_config.h"
+#include "harness/spec/model_keys.h"
 #include "harness/workload.h"
+#include "workloads/data/data_config.h"
 #include "workloads/data/labelled.h"
 #include "workloads/data/text_corpus.h"
 #include "workloads/data/token_file.h"
@@ -15,58 +18,56 @@
 namespace sb::data {
 namespace {
 
-void key(KeySpec ks) {
-  ks.tasks = {"train", "infer"};
-  register_key(std::move(ks));
-}
-
 std::string tokenizer_name(const Point& p, const models::ModelConfig& m) {
-  const std::string t = p.get_string("tokenizer");
+  const std::string& t = config<TextKeys>(p).tokenizer;
   if (t != "auto") return t;
   return models::family(m.family).objective == models::Objective::MaskedLm ? "bert-wordpiece"
                                                                             : "gpt2-bpe";
 }
 
-void validate(const Point& p, std::vector<Diagnostic>& out) {
-  if (!p.has("task")) return;
-  const std::string task = p.get_string("task");
-  if (task != "train" && task != "infer") return;
-  const double hf = p.get_double("heldout_fraction");
+void validate(const TextKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  const double hf = c.heldout_fraction;
   if (!(hf > 0 && hf < 1))
     out.push_back({"heldout_fraction", fmt::format("heldout_fraction {} must lie in (0, 1)", hf)});
-  const std::string d = p.get_string("data");
+  const std::string& d = config<DataKeys>(p).data;
   if (!is_text_path(d)) return;
-  if (p.get_string("tokenizer") != "byte" && tokenizer_dir_for(p).empty())
+  if (c.tokenizer != "byte" && tokenizer_dir_for(p).empty())
     out.push_back({"tokenizer_dir", fmt::format("data = \"{}\" is text: set tokenizer_dir to the "
                                                 "tokenizer's files (GPT-2: vocab.json + "
                                                 "merges.txt; BERT: vocab.txt), or tokenizer = "
                                                 "\"byte\"", d)});
 }
 
-const sb::Registrar reg([] {
-  key({"token_cache", KeyType::String, std::string("results/token-cache"), "",
-       "data = text: the folder of its cached token files (train and held-out streams)"});
-  key({"heldout_fraction", KeyType::Float, 0.1, "",
-       "data = text: the fraction of documents held out for evaluation (seeded by seed)"});
+const sb::Registrar names([] {
   for (const char* t : {"auto", "gpt2-bpe", "bert-wordpiece", "byte"})
     register_name("tokenizer", t, std::string(t) == "auto" ? "gpt2-bpe for GPT-2, bert-wordpiece for BERT"
                                                            : "the tokenizer of that name");
-  key({"tokenizer", KeyType::Name, std::string("auto"), "tokenizer",
-       "data = text: the tokenizer (auto: the model family's), its files in tokenizer_dir"});
-  register_validator(validate);
 });
 
 }  // namespace
 
+void TextKeys::declare(Fields<TextKeys>& f) {
+  f.tasks({"train", "infer"});
+  f.add("token_cache", &TextKeys::token_cache, "results/token-cache",
+        "data = text: the folder of its cached token files (train and held-out streams)");
+  f.add("heldout_fraction", &TextKeys::heldout_fraction, 0.1,
+        "data = text: the fraction of documents held out for evaluation (seeded by seed)");
+  f.name("tokenizer", &TextKeys::tokenizer, "tokenizer", "auto",
+         "data = text: the tokenizer (auto: the model family's), its files in tokenizer_dir");
+  f.validate(validate);
+}
+SB_CONFIG_SECTION(TextKeys);
+
 TextSource text_source_for(const Point& p, const models::ModelConfig& m, MPI_Comm world,
                            std::int64_t batch) {
+  const TextKeys& k = config<TextKeys>(p);
   TextCorpusConfig c;
-  c.source = p.get_string("data");
-  c.cache_dir = p.get_string("token_cache");
+  c.source = config<DataKeys>(p).data;
+  c.cache_dir = k.token_cache;
   c.tokenizer = tokenizer_name(p, m);
   c.tokenizer_dir = tokenizer_dir_for(p);
-  c.heldout_fraction = p.get_double("heldout_fraction");
-  c.seed = static_cast<std::uint64_t>(p.get_int("seed"));
+  c.heldout_fraction = k.heldout_fraction;
+  c.seed = static_cast<std::uint64_t>(base_config(p).seed);
   int rank = 0;
   sb::check_mpi(MPI_Comm_rank(world, &rank), "MPI_Comm_rank (token cache)");
   TextSource out;
@@ -81,7 +82,7 @@ TextSource text_source_for(const Point& p, const models::ModelConfig& m, MPI_Com
       SB_CHECK(id < m.vocab, "data '{}' tokenized with {} gives id {} beyond model '{}''s "
                              "vocab_size {}: tokenizer and model do not belong together",
                c.source, c.tokenizer, id, m.preset, m.vocab);
-  const auto T = p.get_int("seq");
+  const auto T = config<ModelKeys>(p).seq;
   if (models::family(m.family).objective == models::Objective::MaskedLm) {
     const auto tok = make_tokenizer(c.tokenizer, c.tokenizer_dir);
     MlmConfig mlm;

@@ -1,6 +1,9 @@
 // The training stream of a point's `data` (training_source.h).
 #include "workloads/data/training_source.h"
 
+#include "harness/spec/base_config.h"
+#include "harness/spec/model_keys.h"
+#include "workloads/data/data_config.h"
 #include "workloads/data/labelled.h"
 #include "workloads/data/token_file.h"
 #include "workloads/models/family.h"
@@ -9,9 +12,10 @@ namespace sb::data {
 
 std::unique_ptr<BatchSource> training_source(const Point& p, const models::ModelConfig& m, MPI_Comm world,
                                              TextCorpus* corpus) {
-  const std::int64_t B = p.get_int("batch"), T = p.get_int("seq");
-  const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
-  const std::string d = p.get_string("data");
+  const ModelKeys& k = config<ModelKeys>(p);
+  const std::int64_t B = k.batch, T = k.seq;
+  const auto seed = static_cast<std::uint64_t>(base_config(p).seed);
+  const std::string& d = config<DataKeys>(p).data;
   if (is_labelled_path(d)) return std::make_unique<LabelledBatches>(load_labelled_for(p, m), B, seed);
   if (is_text_path(d)) {
     auto text = text_source_for(p, m, world, B);

@@ -3,6 +3,8 @@
 #include "workloads/fsdp/strategy.h"
 
 #include "harness/core/check.h"
+#include "harness/spec/config.h"
+#include "harness/spec/model_keys.h"
 #include "harness/workload.h"
 #include "workloads/comm/compressed_collectives.h"
 
@@ -77,9 +79,8 @@ std::vector<CollectiveUse> engine_gathers(const Layout& l) {
 // A custom compression policy that compresses a kind of collective the strategy never issues
 // is a suite mistake, not a no-op (the record says which kinds it issues).
 void validate_policy(const sb::Point& p, std::vector<sb::Diagnostic>& out) {
-  if (!p.has("compression") || p.get_string("compression") != "custom" || !p.has("strategy"))
-    return;
-  const std::string strategy = p.get_string("strategy");
+  if (sb::config<sb::TrainChoice>(p).compression != "custom") return;
+  const std::string& strategy = sb::config<sb::ModelKeys>(p).strategy;
   const StrategyInfo* info = find_strategy(strategy);
   if (!info) return;  // the name check reports it
   comm::Policy policy;

@@ -186,7 +186,7 @@ void InferWorkload::build(RunContext& ctx) {
 // order from this rank's first, cycled as needed.
 void InferWorkload::draw_samples(RunContext& ctx) {
   const auto seed = lg_.seed;
-  if (data::is_labelled_path(ctx.point.get_string("data"))) {
+  if (data::is_labelled_path(config<data::DataKeys>(ctx.point).data)) {
     labelled_ = data::load_labelled_for(ctx.point, m_.model->config());
     const auto& v = labelled_->validation;
     auto b = v.select(torch::arange(total_samples(lg_), torch::kLong)
@@ -196,7 +196,7 @@ void InferWorkload::draw_samples(RunContext& ctx) {
     samples_ = data::to_device(b, m_.device);
     return;
   }
-  if (data::is_text_path(ctx.point.get_string("data"))) {
+  if (data::is_text_path(config<data::DataKeys>(ctx.point).data)) {
     // A text corpus is read once, as batches of max_batch held-out rows (never the training
     // stream): record_model scores batches [0, accuracy_batches), the timed rows are the
     // batches after those, each rank its own.

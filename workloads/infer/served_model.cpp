@@ -54,7 +54,7 @@ std::string weights_path(const Point& p) {
 void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceMode>& inference,
                   std::int64_t rows) {
   const Point& p = ctx.point;
-  s.device = models::resolve_device(p.get_string("device"), sb::node_local_rank(ctx.world));
+  s.device = models::resolve_device(config<models::DeviceConfig>(p).device, sb::node_local_rank(ctx.world));
   s.model = models::make_model(p.get_string("model"), p.get_string("attention"));
   const std::string ckpt = weights_path(p);
   s.weights = ckpt.empty() ? models::init_params(s.model->units(), static_cast<std::uint64_t>(p.get_int("seed")))

@@ -13,11 +13,14 @@
 #include "harness/core/mpi_context.h"
 #include "harness/trace/result.h"
 #include "harness/trace/recorder.h"
+#include "harness/spec/base_config.h"
 #include "harness/spec/mesh_config.h"
 #include "harness/workload.h"
+#include "workloads/comm/comm_config.h"
 #include "workloads/comm/communicator.h"
 #include "workloads/micro/backend_tuning.h"
 #include "workloads/micro/collective_case.h"
+#include "workloads/micro/micro_config.h"
 #include "workloads/models/cpu_allocator.h"
 
 namespace sb::micro {
@@ -27,14 +30,15 @@ class MicroWorkload : public Workload {
  public:
   void run(RunContext& ctx) override {
     const Point& p = ctx.point;
+    const MicroConfig& mc = config<MicroConfig>(p);
     CaseConfig base;
-    base.op = op_from_name(p.get_string("micro.op"));
-    base.impl = p.get_string("micro.impl");
-    base.block = p.get_int("micro.block");
-    base.ratio = p.get_double("micro.ratio");
-    const std::int64_t lo = p.get_int("micro.min_bytes"), hi = p.get_int("micro.max_bytes");
-    const std::int64_t factor = p.get_int("micro.factor");
-    const int warmup = static_cast<int>(p.get_int("micro.warmup"));
+    base.op = op_from_name(mc.op);
+    base.impl = mc.impl;
+    base.block = mc.block;
+    base.ratio = mc.ratio;
+    const std::int64_t lo = mc.min_bytes, hi = mc.max_bytes;
+    const std::int64_t factor = mc.factor;
+    const int warmup = static_cast<int>(mc.warmup);
     if (base.impl == "tune") return tune(ctx, lo, hi, factor);
     const bool async = base.impl == "ours-async";
     // A member, not a local: see `comm_` below.
@@ -52,8 +56,7 @@ class MicroWorkload : public Workload {
       CaseConfig cfg = base;
       cfg.bytes = sizes[s];
       CollectiveCase cc(cfg, ctx.world, &comm);
-      const int iters = p.get_int("micro.iters") > 0 ? static_cast<int>(p.get_int("micro.iters"))
-                                                      : default_iterations(cfg.bytes);
+      const int iters = mc.iters > 0 ? static_cast<int>(mc.iters) : default_iterations(cfg.bytes);
       const Timing t = time_case(cc, warmup, iters, ctx.world);
       const std::int64_t wrong = cc.check();  // after the timed loop
       if (wrong && first_wrong_size < 0) first_wrong_size = cc.size_bytes();
@@ -150,7 +153,7 @@ class MicroWorkload : public Workload {
       ctx.recorder.series("tune.op_index", static_cast<double>(static_cast<int>(e.op)));
       for (const auto& [name, s] : e.seconds) ctx.recorder.series("tune." + name + "_s", s);
     }
-    const std::string path = ctx.point.get_string("comm_tuning");
+    const std::string path = config<comm::BackendKeys>(ctx.point).comm_tuning;
     if (!complete) {  // stopped early: a table without some collective would fail later
       ctx.recorder.text("backend_table", "not written: the point stopped before measuring "
                                          "every collective");
@@ -175,37 +178,45 @@ const Registrar reg([] {
   register_name("comm_impl", "tune",
                 "every collective on every CPU backend, interleaved: writes the tuning table of "
                 "comm_backend = \"auto\" to comm_tuning (micro.op is not used)");
-  register_key({"micro.op", KeyType::Name, std::string("all_reduce"), "collective",
-                "micro task: the collective to sweep"});
-  register_key({"micro.impl", KeyType::Name, std::string("mpi"), "comm_impl",
-                "micro task: implementation (mpi, ours, ours-async, or a compressor)"});
-  register_key({"micro.min_bytes", KeyType::Int, std::int64_t{4}, "", "micro task: smallest size"});
-  register_key({"micro.max_bytes", KeyType::Int, std::int64_t{1} << 20, "",
-                "micro task: largest size (at most 64 MiB is sensible here)"});
-  register_key({"micro.factor", KeyType::Int, std::int64_t{4}, "", "micro task: size step factor"});
-  register_key({"micro.iters", KeyType::Int, std::int64_t{0}, "",
-                "micro task: timed calls per size (0: by size, 200 small .. 5 large)"});
-  register_key({"micro.warmup", KeyType::Int, std::int64_t{2}, "",
-                "micro task: untimed calls per size before the timed ones"});
-  register_key({"micro.block", KeyType::Int, std::int64_t{256}, "", "micro task: int8 block"});
-  register_key({"micro.ratio", KeyType::Float, 0.01, "", "micro task: topk ratio"});
-  register_validator([](const Point& p, std::vector<Diagnostic>& out) {
-    if (!p.has("task") || p.get_string("task") != "micro") return;
-    const auto lo = p.get_int("micro.min_bytes"), hi = p.get_int("micro.max_bytes");
-    if (lo < 1 || hi < lo)
-      out.push_back({"micro.max_bytes", fmt::format("need 1 <= micro.min_bytes ({}) <= "
-                                                    "micro.max_bytes ({})", lo, hi)});
-    if (p.get_int("micro.factor") < 2)
-      out.push_back({"micro.factor", "micro.factor must be at least 2"});
-    const auto& impl = p.get_string("micro.impl");
-    const auto& op = p.get_string("micro.op");
-    if (is_compressed(impl) && (op == "broadcast" || op == "all_to_all"))
-      out.push_back({"micro.impl", fmt::format("compressed collectives exist for all_gather, "
-                                               "reduce_scatter and all_reduce, not {}", op)});
-  });
   register_task({"micro", [] { return std::make_unique<MicroWorkload>(); },
                  [](const Point&) { return 0.0; }});
 });
 
+// The sizes and the op a compressed implementation can run. micro.* keys are read by every
+// task (their tasks are "all" in `shardbench keys`), but only the micro task runs them.
+void validate(const MicroConfig& c, const Point& p, std::vector<Diagnostic>& out) {
+  if (base_config(p).task != "micro") return;
+  const auto lo = c.min_bytes, hi = c.max_bytes;
+  if (lo < 1 || hi < lo)
+    out.push_back({"micro.max_bytes", fmt::format("need 1 <= micro.min_bytes ({}) <= "
+                                                  "micro.max_bytes ({})", lo, hi)});
+  if (c.factor < 2)
+    out.push_back({"micro.factor", "micro.factor must be at least 2"});
+  if (is_compressed(c.impl) && (c.op == "broadcast" || c.op == "all_to_all"))
+    out.push_back({"micro.impl", fmt::format("compressed collectives exist for all_gather, "
+                                             "reduce_scatter and all_reduce, not {}", c.op)});
+}
+
 }  // namespace
+
+void MicroConfig::declare(Fields<MicroConfig>& f) {
+  using I = std::int64_t;
+  f.name("micro.op", &MicroConfig::op, "collective", "all_reduce",
+         "micro task: the collective to sweep");
+  f.name("micro.impl", &MicroConfig::impl, "comm_impl", "mpi",
+         "micro task: implementation (mpi, ours, ours-async, or a compressor)");
+  f.add("micro.min_bytes", &MicroConfig::min_bytes, I{4}, "micro task: smallest size");
+  f.add("micro.max_bytes", &MicroConfig::max_bytes, I{1} << 20,
+        "micro task: largest size (at most 64 MiB is sensible here)");
+  f.add("micro.factor", &MicroConfig::factor, I{4}, "micro task: size step factor");
+  f.add("micro.iters", &MicroConfig::iters, I{0},
+        "micro task: timed calls per size (0: by size, 200 small .. 5 large)");
+  f.add("micro.warmup", &MicroConfig::warmup, I{2},
+        "micro task: untimed calls per size before the timed ones");
+  f.add("micro.block", &MicroConfig::block, I{256}, "micro task: int8 block");
+  f.add("micro.ratio", &MicroConfig::ratio, 0.01, "micro task: topk ratio");
+  f.validate(validate);
+}
+SB_CONFIG_SECTION(MicroConfig);
+
 }  // namespace sb::micro

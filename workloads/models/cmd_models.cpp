@@ -8,6 +8,9 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/command.h"
+#include "harness/spec/base_config.h"
+#include "harness/spec/config.h"
+#include "harness/spec/model_keys.h"
 #include "harness/spec/plan.h"
 #include "harness/workload.h"
 #include "workloads/models/model.h"
@@ -29,9 +32,9 @@ Counts counts(const std::string& name) {
 // that builds no model (one that may not set the `model` key).
 std::string plan_cell(const sb::Point& p, bool with_heads) {
   const auto& tasks = sb::find_key("model")->tasks;
-  if (!tasks.empty() && std::find(tasks.begin(), tasks.end(), p.get_string("task")) == tasks.end())
+  if (!tasks.empty() && std::find(tasks.begin(), tasks.end(), sb::base_config(p).task) == tasks.end())
     return "-";
-  const Counts c = counts(p.get_string("model"));
+  const Counts c = counts(sb::config<sb::ModelKeys>(p).model);
   return std::to_string(with_heads ? c.all : c.backbone);
 }
 

@@ -14,7 +14,10 @@
 
 #include "harness/core/check.h"
 #include "harness/core/machine.h"
+#include "harness/spec/base_config.h"
+#include "harness/spec/model_keys.h"
 #include "harness/workload.h"
+#include "workloads/models/device_config.h"
 
 namespace sb::models {
 
@@ -92,50 +95,57 @@ std::int64_t device_peak_allocated_bytes(const torch::Device& d) {
 }
 
 namespace {
+// Known at plan time: whether this binary can use a GPU at all (a GPU itself is checked on
+// the node that runs the point, before the first step).
+void validate(const DeviceConfig& c, const sb::Point& p, std::vector<sb::Diagnostic>& out) {
+  if (c.device != "cuda") return;
+  if (!built_with_cuda())
+    out.push_back({"device",
+                   "device = \"cuda\" needs the CUDA build of shardbench (cmake --preset cuda "
+                   "&& cmake --build --preset cuda, then build-cuda/shardbench); this one was "
+                   "built with the default (CPU) preset"});
+  // What runs on a GPU: training (the FSDP engine, every strategy) and inference (one rank,
+  // or sharded), in fp32, fp16 or bf16. The int8 formats (LibTorch's CPU quantized
+  // engines), the compressed collectives (host codecs), sharded checkpoints and the
+  // collective micro-benchmarks keep host tensors.
+  const std::string& task = sb::base_config(p).task;
+  const bool infer = task == "infer";
+  if (!infer && task != "train")
+    out.push_back({"device", fmt::format("device = \"cuda\" runs task = \"train\" or "
+                                         "\"infer\"; set device = \"cpu\" for task = \"{}\"",
+                                         task)});
+  if (task == "train") {
+    const std::string& compression = sb::config<sb::TrainChoice>(p).compression;
+    if (compression != "none")
+      out.push_back({"compression", fmt::format("compression = \"{}\" runs its codecs on host "
+                                                "tensors; on device = \"cuda\" use "
+                                                "compression = \"none\"", compression)});
+    // The train area's keys (declared there).
+    for (const char* k : {"checkpoint_dir", "export_safetensors"})
+      if (p.has(k) && !p.get_string(k).empty())
+        out.push_back({k, fmt::format("{} writes host buffers; on device = \"cuda\" leave it "
+                                      "empty (sharded checkpoints of GPU runs are not "
+                                      "implemented yet)", k)});
+  }
+  const std::string& q = sb::config<sb::InferChoice>(p).quantization;
+  if (infer && q != "none" && q != "fp16" && q != "bf16")
+    out.push_back({"quantization", fmt::format("quantization = \"{}\" runs on CPU only "
+                                               "(LibTorch's int8 engines); on device = "
+                                               "\"cuda\" use none, fp16 or bf16", q)});
+}
+
 const sb::Registrar kRegister([] {
   sb::register_name("device", "cpu", "host tensors (intra-op threads: the `threads` key)");
   sb::register_name("device", "cuda",
                     "this rank's GPU (local rank modulo the GPUs visible); needs the CUDA build");
-  sb::register_key({"device", sb::KeyType::Name, std::string("cpu"), "device",
-                    "where tensors live and compute runs: cpu, or cuda (one GPU per rank)"});
-  // Known at plan time: whether this binary can use a GPU at all (a GPU itself is checked on
-  // the node that runs the point, before the first step).
-  sb::register_validator([](const sb::Point& p, std::vector<sb::Diagnostic>& out) {
-    if (!p.has("device") || p.get_string("device") != "cuda") return;
-    if (!built_with_cuda())
-      out.push_back({"device",
-                     "device = \"cuda\" needs the CUDA build of shardbench (cmake --preset cuda "
-                     "&& cmake --build --preset cuda, then build-cuda/shardbench); this one was "
-                     "built with the default (CPU) preset"});
-    // What runs on a GPU: training (the FSDP engine, every strategy) and inference (one rank,
-    // or sharded), in fp32, fp16 or bf16. The int8 formats (LibTorch's CPU quantized
-    // engines), the compressed collectives (host codecs), sharded checkpoints and the
-    // collective micro-benchmarks keep host tensors.
-    const std::string task = p.has("task") ? p.get_string("task") : "";
-    const bool infer = task == "infer";
-    if (!infer && task != "train")
-      out.push_back({"device", fmt::format("device = \"cuda\" runs task = \"train\" or "
-                                           "\"infer\"; set device = \"cpu\" for task = \"{}\"",
-                                           task)});
-    if (task == "train") {
-      if (p.has("compression") && p.get_string("compression") != "none")
-        out.push_back({"compression", fmt::format("compression = \"{}\" runs its codecs on host "
-                                                  "tensors; on device = \"cuda\" use "
-                                                  "compression = \"none\"",
-                                                  p.get_string("compression"))});
-      for (const char* k : {"checkpoint_dir", "export_safetensors"})
-        if (p.has(k) && !p.get_string(k).empty())
-          out.push_back({k, fmt::format("{} writes host buffers; on device = \"cuda\" leave it "
-                                        "empty (sharded checkpoints of GPU runs are not "
-                                        "implemented yet)", k)});
-    }
-    const std::string q = p.has("quantization") ? p.get_string("quantization") : "none";
-    if (infer && q != "none" && q != "fp16" && q != "bf16")
-      out.push_back({"quantization", fmt::format("quantization = \"{}\" runs on CPU only "
-                                                 "(LibTorch's int8 engines); on device = "
-                                                 "\"cuda\" use none, fp16 or bf16", q)});
-  });
 });
 }  // namespace
+
+void DeviceConfig::declare(sb::Fields<DeviceConfig>& f) {
+  f.name("device", &DeviceConfig::device, "device", "cpu",
+         "where tensors live and compute runs: cpu, or cuda (one GPU per rank)");
+  f.validate(validate);
+}
+SB_CONFIG_SECTION(DeviceConfig);
 
 }  // namespace sb::models

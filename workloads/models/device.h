@@ -7,6 +7,8 @@
 
 #include <torch/types.h>
 
+#include "workloads/models/device_config.h"
+
 namespace sb::models {
 
 // Configured with `cmake --preset cuda` (SHARDBENCH_CUDA: the GPU code paths compiled in).

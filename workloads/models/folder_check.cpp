@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "harness/core/check.h"
+#include "harness/spec/config.h"
+#include "harness/spec/model_keys.h"
 #include "workloads/models/hf_config.h"
 
 namespace sb::models {
@@ -42,7 +44,7 @@ namespace {
 const sb::Registrar kRegister([] {
   sb::register_suite_validator([](const std::vector<Point>& points, std::size_t i,
                                   std::vector<Diagnostic>& out) {
-    const std::string m = points[i].get_string("model");
+    const std::string& m = sb::config<sb::ModelKeys>(points[i]).model;
     if (!is_model_path(m)) return;
     if (auto d = missing_model_folder(points, i, "model", "model folder")) {
       out.push_back(*d);

@@ -19,6 +19,7 @@
 #include "harness/workload.h"
 #include "workloads/data/batches.h"
 #include "workloads/infer/served_model.h"
+#include "workloads/models/device_config.h"
 #include "workloads/models/family.h"
 #include "workloads/models/gpt2.h"
 #include "workloads/quant/quantizer.h"
@@ -254,7 +255,8 @@ void validate_classifier(const Point& p, const models::ModelConfig& m, std::vect
 std::optional<torch::ScalarType> planned_kv_dtype(const Point& p) {
   if (p.get_int("world") > 1) return torch::kFloat;
   const KeySpec* dev = find_key("device");
-  if (dev && p.get("device") != dev->default_value) return std::nullopt;  // default: the host
+  if (dev && Value(config<models::DeviceConfig>(p).device) != dev->default_value)
+    return std::nullopt;  // default: the host
   return quant::compute_dtype(p.get_string("quantization"), p.get_string("quant_compute"),
                               torch::Device(torch::kCPU));
 }

@@ -13,6 +13,7 @@
 #include "workloads/data/safetensors.h"
 #include "workloads/data/text_corpus.h"
 #include "workloads/distill/distill_config.h"
+#include "workloads/models/device_config.h"
 #include "workloads/models/dtype.h"
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
@@ -29,7 +30,7 @@ bool is_train(const Point& p) { return p.has("task") && p.get_string("task") == 
 // Input files are looked for at plan time, but only warned about: an earlier suite may write
 // them (a checkpoint, an exported corpus). Relative paths are from the current directory.
 void warn_missing_inputs(const Point& p, std::vector<Diagnostic>& out) {
-  const std::string& data = p.get_string("data");
+  const std::string& data = config<data::DataKeys>(p).data;
   // A misspelt keyword is an error of data's own check (labelled_keys.cpp), not a missing file.
   if (data != "markov" && data::data_keyword_typo(data).empty() && !std::filesystem::exists(data))
     out.push_back({"data", fmt::format("data file '{}' does not exist (yet): the point will fail "
@@ -82,7 +83,7 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
   const std::string model = p.get_string("model");
   try {
     const auto& fam = models::family(models::preset_config(model).family);
-    const std::string d = p.get_string("data");
+    const std::string& d = config<data::DataKeys>(p).data;
     if (data::is_labelled_path(d) && !fam.classifies)
       out.push_back({"data", fmt::format("data = \"{}\" is labelled text for sequence "
                                          "classification; model family {} has no such head (use "
@@ -131,7 +132,7 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
 torch::ScalarType planned_dtype(const Point& p) {
   const std::string d = p.get_string("dtype");
   if (d != "auto") return models::dtype_from_name(d);
-  return p.get_string("device") == "cpu" ? models::resolve_dtype(d, torch::kCPU) : torch::kBFloat16;
+  return config<models::DeviceConfig>(p).device == "cpu" ? models::resolve_dtype(d, torch::kCPU) : torch::kBFloat16;
 }
 
 // The memory model of a point as `plan` sees it: the planned dtype, the mesh's shard group,
@@ -246,7 +247,7 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   in.rows = p.get_int("batch") / std::max<I>(1, in.world * in.grad_accum);
   in.seq = p.get_int("seq");
   const auto& c = in.model;
-  if (data::is_labelled_path(p.get_string("data"))) {
+  if (data::is_labelled_path(config<data::DataKeys>(p).data)) {
     in.loss_rows = in.rows;
     in.loss_classes = c.num_labels;
   } else {

@@ -186,7 +186,7 @@ void TrainWorkload::build(RunContext& ctx) {
   sb::heartbeat::set_phase("build");
   at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
   // Before the communicator: NCCL binds to the current device.
-  device_ = models::resolve_device(p.get_string("device"), sb::node_local_rank(ctx.world));
+  device_ = models::resolve_device(config<models::DeviceConfig>(p).device, sb::node_local_rank(ctx.world));
   cfg_ = engine_config(p, device_, &dtype_why_);
   // MFU's peaks (peak.h), before the communicator, whose progress thread would share the cores
   // the GEMMs are timed on; the peak_gflops key replaces the measured one (a spec-sheet peak).
