@@ -135,6 +135,10 @@ struct TaskInfo {
   // The keys that lower a rank's memory, each with how ("raise it: smaller micro-batches"):
   // what an out-of-memory failure tells the user to change (harness/launch/out_of_memory.h).
   std::vector<std::pair<std::string, std::string>> memory_keys;
+  // The folder a rerun of the point continues from (its checkpoints), or "" when a rerun
+  // starts again at step 0: what a Slurm requeue after the pre-timeout signal asks
+  // (harness/launch/slurm_timeout.h). Unset: the task never resumes.
+  std::function<std::string(const Point&)> resume_dir;
 };
 void register_task(TaskInfo info);
 const TaskInfo* find_task(const std::string& task);

@@ -175,7 +175,7 @@ bool run_workload(const Point& p, MpiContext& mpi, Recorder& rec, Progress& prog
   bool stopped = false;
   try {
     SB_CHECK(task != nullptr, "no workload is registered for task '{}' (point {})",
-             p.get_string("task"), p.index);
+             base_config(p).task, p.index);
     w = task->make();
     RunContext ctx{p, mpi.world(), mpi.rank(), mpi.size(), rec, progress, stop};
     try {

@@ -6,7 +6,9 @@
 
 #include "harness/core/check.h"
 #include "harness/launch/results.h"
+#include "harness/spec/base_config.h"
 #include "harness/spec/suite.h"
+#include "harness/workload.h"
 
 namespace sb {
 namespace {
@@ -17,9 +19,9 @@ constexpr const char* kMoreTime =
 
 }  // namespace
 
-bool point_resumes(const Point& p) {
-  return p.has("checkpoint_dir") && !p.get_string("checkpoint_dir").empty() &&
-         p.has("resume") && p.get_bool("resume");
+std::string point_resume_dir(const Point& p) {
+  const TaskInfo* task = find_task(base_config(p).task);
+  return task && task->resume_dir ? task->resume_dir(p) : "";
 }
 
 TimeoutDecision decide_after_timeout(const Point& p, const ResultSummary& last,
@@ -27,15 +29,15 @@ TimeoutDecision decide_after_timeout(const Point& p, const ResultSummary& last,
   if (last.exists && (last.status == "done" || last.status == "failed"))
     return {TimeoutDecision::Finished, "the point ended on its own: " + last.status};
   const std::int64_t done = last.exists && last.status == "incomplete" ? last.steps : 0;
-  const std::string of = p.has("steps") ? fmt::format(" of {}", p.get_int("steps")) : "";
-  if (!point_resumes(p))
+  const std::string of = fmt::format(" of {}", base_config(p).steps);
+  const std::string dir = point_resume_dir(p);
+  if (dir.empty())
     return {TimeoutDecision::Fail,
             fmt::format("stopped by Slurm's pre-timeout signal after {} steps{}: the point needs "
                         "longer than the job's --time={} and does not resume, so a requeue "
                         "would start again at step 0; {}, or set checkpoint_dir and resume = "
                         "true so that a requeued task continues from its last checkpoint",
                         done, of, job_time, kMoreTime)};
-  const std::string dir = p.get_string("checkpoint_dir");
   if (done == 0)
     return {TimeoutDecision::Fail,
             fmt::format("stopped by Slurm's pre-timeout signal before it completed a step since "

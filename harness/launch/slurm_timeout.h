@@ -12,9 +12,9 @@ namespace sb {
 class Point;
 struct Suite;
 
-// Whether a rerun continues where the point stopped: it names a checkpoint_dir and sets
-// resume = true. These are keys of tasks that checkpoint (train); the harness only reads them.
-bool point_resumes(const Point& p);
+// The folder a rerun of `p` continues from, "" when it starts again at step 0: its task's
+// record says (TaskInfo::resume_dir; train: checkpoint_dir with resume = true).
+std::string point_resume_dir(const Point& p);
 
 struct TimeoutDecision {
   enum Action { Requeue, Fail, Finished } action = Fail;

@@ -1,6 +1,8 @@
 // Formatting of `shardbench plan` and `shardbench keys`: aligned plain-text tables.
 #include "harness/spec/plan.h"
 
+#include "harness/spec/base_config.h"
+
 #include "harness/core/format.h"
 
 #include <algorithm>
@@ -97,10 +99,11 @@ std::string format_plan(const Suite& suite, const std::vector<PlanColumn>& colum
       }
     };
     std::string base = p.baseline_id.empty() ? "-" : std::to_string(index_of.at(p.baseline_id));
-    std::vector<std::string> row{std::to_string(p.index), p.id, p.name, p.get_string("task"),
-                                 std::to_string(p.get_int("world")), base};
+    const BaseConfig& b = base_config(p);
+    std::vector<std::string> row{std::to_string(p.index), p.id, p.name, b.task,
+                                 std::to_string(b.world), base};
     for (const auto& c : columns) row.push_back(cell(c.header, [&] { return c.cell(p); }));
-    const TaskInfo* task = find_task(p.get_string("task"));
+    const TaskInfo* task = find_task(base_config(p).task);
     row.push_back(!task || !task->model_state_bytes_per_rank
                       ? "-"
                       : cell("state/rank", [&] {
@@ -120,7 +123,7 @@ std::string format_memory(const Suite& suite) {
   std::string notes;
   for (std::size_t i = 0; i < suite.points.size(); ++i) {
     const Point& p = suite.points[i];
-    const TaskInfo* task = find_task(p.get_string("task"));
+    const TaskInfo* task = find_task(base_config(p).task);
     if (!task || !task->memory_terms_per_rank) continue;
     try {
       for (const auto& [term, bytes] : task->memory_terms_per_rank(p)) {

@@ -17,6 +17,7 @@
 #include "harness/core/subprocess.h"
 #include "harness/launch/jobscript.h"
 #include "harness/launch/launcher.h"
+#include "harness/workload.h"
 #include "harness/launch/slurm_queue.h"
 #include "harness/launch/slurm_timeout.h"
 #include "harness/spec/suite.h"
@@ -275,10 +276,25 @@ TEST(JobScript, PreTimeoutSignalRequeuesOnlyWhenThePointResumes) {
 }
 
 namespace {
+// A task that checkpoints as train does: its record names the folder a rerun resumes from
+// (checkpoint_dir with resume = true), which is all the harness asks.
+const sb::Registrar checkpointing_task([] {
+  sb::TaskInfo t;
+  t.task = "checkpointing";
+  t.make = []() -> std::unique_ptr<sb::Workload> { return nullptr; };
+  t.resume_dir = [](const sb::Point& p) {
+    return p.get_bool("resume") ? p.get_string("checkpoint_dir") : std::string();
+  };
+  sb::register_task(std::move(t));
+});
+
 sb::Point timed_out_point(bool resume) {
   sb::Point p;
   p.index = 3;
   p.id = "abcd1234";
+  for (const sb::KeySpec& ks : sb::registered_keys())  // the base keys every point has
+    if (ks.tasks.empty()) p.set(ks.key, ks.default_value);
+  p.set("task", std::string("checkpointing"));
   p.set("steps", std::int64_t{1000});
   p.set("checkpoint_dir", std::string(resume ? "/scratch/ckpt" : ""));
   p.set("resume", resume);

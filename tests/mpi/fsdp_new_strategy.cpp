@@ -115,17 +115,14 @@ TEST(NewStrategy, PlanPrintsItsMemoryModel) {
 TEST(NewStrategy, TrainingPointMatchesTheOneProcessTrainerAndItsMemoryModel) {
   const sb::Suite s = sb::load_suite_text(suite_text(), "new_strategy.toml");
   const sb::Point& p = s.points[0];
-  // The point, run by the registered train task on every rank.
   sb::Recorder rec;  // the point, run by the registered train task on every rank
   run_train_point(p, rec);
 
   // The one-process trainer on the same global batches, weights and AdamW.
-  auto model = sb::models::make_model("gpt2-tiny");
-  sb::train::ReferenceTrainer ref(*model, reference_config(p));
-  const auto source = sb::data::training_source(p, model->config(), MPI_COMM_WORLD);
   ASSERT_EQ(rec.steps().size(), static_cast<std::size_t>(p.get_int("steps")));
+  const std::vector<double> ref = reference_losses(p, rec, "gpt2-tiny");
   for (const auto& st : rec.steps()) {
-    const double want = ref.step({source->train(st.step)}).loss;
+    const double want = ref.at(static_cast<std::size_t>(st.step));
     EXPECT_NEAR(st.loss, want, 1e-5 * std::abs(want)) << kName << " step " << st.step;
   }
   EXPECT_LT(rec.steps().back().loss, rec.steps().front().loss) << "the point did not train";

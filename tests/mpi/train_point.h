@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <mpi.h>
 
@@ -12,6 +13,8 @@
 #include "harness/spec/point.h"
 #include "harness/trace/recorder.h"
 #include "harness/workload.h"
+#include "workloads/data/training_source.h"
+#include "workloads/models/model.h"
 #include "workloads/train/reference_trainer.h"
 #include "workloads/train/train_workload.h"
 
@@ -40,6 +43,18 @@ inline sb::train::TrainConfig reference_config(const sb::Point& p) {
   tc.seed = static_cast<std::uint64_t>(p.get_int("seed"));
   tc.adamw = sb::train::adamw_config(p);
   return tc;
+}
+
+// The one-process trainer's loss at each step rec recorded, on the same global batches,
+// weights and AdamW as point p (model: p's preset).
+inline std::vector<double> reference_losses(const sb::Point& p, const sb::Recorder& rec,
+                                            const std::string& model_name) {
+  auto model = sb::models::make_model(model_name);
+  sb::train::ReferenceTrainer ref(*model, reference_config(p));
+  const auto source = sb::data::training_source(p, model->config(), MPI_COMM_WORLD);
+  std::vector<double> out;
+  for (const auto& st : rec.steps()) out.push_back(ref.step({source->train(st.step)}).loss);
+  return out;
 }
 
 }  // namespace sbtest

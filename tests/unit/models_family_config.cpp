@@ -10,6 +10,7 @@
 
 #include "harness/core/check.h"
 #include "harness/workload.h"
+#include "tests/unit/test_error.h"
 #include "tests/unit/test_tmp.h"
 #include "workloads/models/bert.h"
 #include "workloads/models/family.h"
@@ -61,15 +62,7 @@ std::string folder_with(const std::string& name, const std::string& config_json)
   return d;
 }
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const sb::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using sb::test::error_of;
 
 }  // namespace
 

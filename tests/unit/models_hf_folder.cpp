@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/core/check.h"
+#include "tests/unit/test_error.h"
 #include "tests/unit/test_tmp.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/models/hf_config.h"
@@ -46,16 +47,7 @@ nlohmann::json config_of(const std::string& dir) {
   return nlohmann::json::parse(f);
 }
 
-// The message of the error `f` throws ("" when none).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const sb::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using sb::test::error_of;
 
 }  // namespace
 

@@ -162,7 +162,9 @@ TEST(Prune, BadNamesAndSparsitiesAreErrors) {
     }
     return std::string();
   };
-  EXPECT_EQ(error("lottery", {0.5, "global"}), "pruning 'lottery' is unknown (`shardbench keys` lists them)");
+  // An unknown name lists the known ones (the registry's record, harness/core/registry.h).
+  EXPECT_EQ(error("lottery", {0.5, "global"}),
+            "unknown pruning method 'lottery'; known: 2:4, ffn, heads, magnitude, none");
   EXPECT_EQ(error("magnitude", {1.0, "global"}), "pruning.sparsity must lie in [0, 1), got 1");
   EXPECT_EQ(error("magnitude", {0.5, "row"}), "pruning.scope 'row': use global or layer");
 }

@@ -30,9 +30,6 @@ void validate(const DistillKeys& c, const Point& p, std::vector<Diagnostic>& out
   }
   if (c.soft_weight == 0 && c.hard_weight == 0 && c.hidden_weight == 0)
     out.push_back({"distill.soft_weight", "every distillation weight is 0: the loss would be 0"});
-  if (!p.get_string("init").empty() && init != "none")
-    out.push_back({"init", fmt::format("init and distill.student_init = \"{}\" both set the student's "
-                                       "first weights; keep one", init)});
   const std::string& ti = c.teacher_init;
   if (!ti.empty() && !std::filesystem::exists(ti))
     out.push_back({"teacher_init", fmt::format("teacher_init '{}' does not exist (yet): the point will fail "

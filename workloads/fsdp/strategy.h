@@ -79,6 +79,18 @@ struct CollectiveUse {
   bool skipped_on_one_rank = false;
 };
 
+// The parts the sharding records share: everything sharded (ZeRO-2 and -3, and hybrid_shard,
+// which differ only in reshard_after_forward and the replicas' all-reduce), and each unit's
+// gradient reduce-scattered over dp_shard as backward produces it.
+inline Layout fully_sharded(bool reshard_after_forward) {
+  return {.params_sharded = true, .grads_sharded = true, .optim_sharded = true,
+          .reshard_after_forward = reshard_after_forward};
+}
+inline CollectiveUse grad_reduce_scatter() {
+  return {comm::CollectiveKind::GradReduceScatter, StepPhase::backward, MeshDim::dp_shard,
+          Extent::unit, Payload::grads};
+}
+
 class Strategy;
 using StrategyFactory = std::function<std::unique_ptr<Strategy>()>;
 

@@ -10,10 +10,8 @@ namespace {
 
 sb::Registrar reg([] {
   StrategyInfo info;
-  info.layout.params_sharded = info.layout.grads_sharded = info.layout.optim_sharded = true;
-  info.layout.reshard_after_forward = true;
-  info.collectives = {{comm::CollectiveKind::GradReduceScatter, StepPhase::backward,
-                       MeshDim::dp_shard, Extent::unit, Payload::grads}};
+  info.layout = fully_sharded(/*reshard_after_forward=*/true);
+  info.collectives = {grad_reduce_scatter()};
   register_strategy("full_shard", "ZeRO-3: params gathered per unit, freed after use",
                     std::move(info));
 });

@@ -10,11 +10,9 @@ namespace {
 
 sb::Registrar reg([] {
   StrategyInfo info;
-  info.layout.params_sharded = info.layout.grads_sharded = info.layout.optim_sharded = true;
-  info.layout.reshard_after_forward = true;
+  info.layout = fully_sharded(/*reshard_after_forward=*/true);
   // The collective over dp_replicate makes the mesh hybrid: dp_shard = the shard group.
-  info.collectives = {{comm::CollectiveKind::GradReduceScatter, StepPhase::backward,
-                       MeshDim::dp_shard, Extent::unit, Payload::grads},
+  info.collectives = {grad_reduce_scatter(),
                       {comm::CollectiveKind::GradAllReduce, StepPhase::backward,
                        MeshDim::dp_replicate, Extent::shard, Payload::grads,
                        /*skipped_on_one_rank=*/true}};

@@ -9,10 +9,8 @@ namespace {
 
 sb::Registrar reg([] {
   StrategyInfo info;
-  info.layout.params_sharded = info.layout.grads_sharded = info.layout.optim_sharded = true;
-  info.layout.reshard_after_forward = false;
-  info.collectives = {{comm::CollectiveKind::GradReduceScatter, StepPhase::backward,
-                       MeshDim::dp_shard, Extent::unit, Payload::grads}};
+  info.layout = fully_sharded(/*reshard_after_forward=*/false);
+  info.collectives = {grad_reduce_scatter()};
   register_strategy("shard_grad_op", "ZeRO-2: params kept gathered from forward to backward",
                     std::move(info));
 });

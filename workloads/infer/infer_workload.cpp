@@ -14,6 +14,9 @@
 #include "harness/core/check.h"
 #include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
+#include "harness/spec/base_config.h"
+#include "harness/spec/config.h"
+#include "harness/spec/model_keys.h"
 #include "harness/trace/recorder.h"
 #include "harness/workload.h"
 #include "workloads/data/batches.h"
@@ -22,6 +25,7 @@
 #include "workloads/models/device.h"
 #include "workloads/models/family.h"
 #include "workloads/models/loss.h"
+#include "workloads/infer/infer_config.h"
 #include "workloads/infer/loadgen.h"
 #include "workloads/infer/served_model.h"
 #include "workloads/models/params.h"
@@ -31,7 +35,6 @@ namespace {
 
 using I = std::int64_t;
 
-bool is_infer(const Point& p) { return p.has("task") && p.get_string("task") == "infer"; }
 
 // Rows of b0 and b1 ... concatenated (undefined fields stay undefined).
 models::Batch cat_rows(const std::vector<models::Batch>& bs) {
@@ -104,12 +107,13 @@ Accuracy accuracy(models::Model& model, models::ParamProvider& fp32,
 
 LoadgenConfig loadgen_config(const Point& p) {
   LoadgenConfig lg;
-  lg.scenario = p.get_string("scenario");
-  lg.queries = p.get_int("queries");
-  lg.samples_per_query = p.get_int("samples_per_query");
-  lg.max_batch = p.get_int("batch");
-  lg.target_qps = p.get_double("target_qps");
-  lg.seed = static_cast<std::uint64_t>(p.get_int("seed"));
+  const InferKeys& k = config<InferKeys>(p);
+  lg.scenario = k.scenario;
+  lg.queries = k.queries;
+  lg.samples_per_query = k.samples_per_query;
+  lg.max_batch = config<ModelKeys>(p).batch;
+  lg.target_qps = k.target_qps;
+  lg.seed = static_cast<std::uint64_t>(base_config(p).seed);
   return lg;
 }
 
@@ -174,8 +178,8 @@ class InferWorkload final : public sb::Workload {
 
 void InferWorkload::build(RunContext& ctx) {
   const Point& p = ctx.point;
-  at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
-  build_served(m_, ctx, inference_, p.get_int("batch") * p.get_int("seq"));
+  at::set_num_threads(threads_per_rank(base_config(p).threads, ctx.world));
+  build_served(m_, ctx, inference_, config<ModelKeys>(p).batch * config<ModelKeys>(p).seq);
   lg_ = loadgen_config(p);
 }
 
@@ -202,13 +206,13 @@ void InferWorkload::draw_samples(RunContext& ctx) {
     // batches after those, each rank its own.
     text_ = data::text_source_for(ctx.point, m_.model->config(), ctx.world, lg_.max_batch).source;
     const I need = total_samples(lg_), per_rank = (need + lg_.max_batch - 1) / lg_.max_batch;
-    const I first = ctx.point.get_int("accuracy_batches") + static_cast<I>(ctx.rank) * per_rank;
+    const I first = config<InferKeys>(ctx.point).accuracy_batches + static_cast<I>(ctx.rank) * per_rank;
     std::vector<models::Batch> batches;
     for (I k = 0; k < per_rank; ++k) batches.push_back(text_->heldout(first + k));
     samples_ = data::to_device(data::slice_rows(cat_rows(batches), 0, need), m_.device);
     return;
   }
-  auto src = data::markov_source(m_.model->config(), 1, ctx.point.get_int("seq"), seed, seed);
+  auto src = data::markov_source(m_.model->config(), 1, config<ModelKeys>(ctx.point).seq, seed, seed);
   std::vector<models::Batch> rows;
   const I first_row = static_cast<I>(ctx.rank) * total_samples(lg_);
   for (I i = 0; i < total_samples(lg_); ++i) rows.push_back(src->heldout(first_row + i));
@@ -243,7 +247,7 @@ void InferWorkload::record_classification(RunContext& ctx) {
 }
 
 void InferWorkload::warm_up(RunContext& ctx) {  // excluded from statistics
-  const I warmup = ctx.point.get_int("warmup");
+  const I warmup = base_config(ctx.point).warmup;
   ctx.progress.begin(fmt::format("infer {} {}", ctx.point.name, lg_.scenario),
                      static_cast<long>(warmup));
   for (I w = 0; w < warmup && !ctx.stop_agreed(); ++w) {
@@ -275,13 +279,13 @@ void InferWorkload::record_step(RunContext& ctx, I n, double s, bool warmup) {
   r.warmup = warmup;
   r.wall_s = r.forward_s = s;
   r.samples_per_s = static_cast<double>(n) / s;
-  r.tokens_per_s = static_cast<double>(n * ctx.point.get_int("seq")) / s;
+  r.tokens_per_s = static_cast<double>(n * config<ModelKeys>(ctx.point).seq) / s;
   ctx.recorder.step(r);
 }
 
 void InferWorkload::record_latency(RunContext& ctx, const ScenarioResult& result) {
   auto& rec = ctx.recorder;
-  const I T = ctx.point.get_int("seq");
+  const I T = config<ModelKeys>(ctx.point).seq;
   std::vector<double> lat;
   for (const auto& qr : result.queries) {
     rec.query({lg_.scenario, qr.query, qr.issue_s, qr.latency_s, qr.samples, qr.samples * T});
@@ -306,14 +310,14 @@ void InferWorkload::record_model(RunContext& ctx) {
   auto& rec = ctx.recorder;
   const Point& p = ctx.point;
   m_.record(rec, p, ctx.rank);
-  if (labelled_ && p.get_int("accuracy_batches") > 0) {
+  if (labelled_ && config<InferKeys>(p).accuracy_batches > 0) {
     record_classification(ctx);
-  } else if (const I batches = p.get_int("accuracy_batches"); batches > 0) {
+  } else if (const I batches = config<InferKeys>(p).accuracy_batches; batches > 0) {
     models::PersistentParams fp32(m_.weights, /*requires_grad=*/false);
     // Same chain, another stream: never the scenario's rows (text: draw_samples keeps them
     // apart).
     auto markov = text_ ? nullptr
-                        : data::markov_source(m_.model->config(), lg_.max_batch, p.get_int("seq"),
+                        : data::markov_source(m_.model->config(), lg_.max_batch, config<ModelKeys>(p).seq,
                                               lg_.seed, lg_.seed + 7919);
     auto a = accuracy(*m_.model, fp32,
                       [this](const models::Batch& b) { return serve(b).to(torch::kCPU, torch::kFloat); },
@@ -325,57 +329,51 @@ void InferWorkload::record_model(RunContext& ctx) {
   }
 }
 
-void validate(const Point& p, std::vector<Diagnostic>& out) {
-  if (!is_infer(p)) return;
-  const std::string sc = p.get_string("scenario");
-  if (sc == "server" && p.get_double("target_qps") <= 0)
+void validate(const InferKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  const std::string& sc = c.scenario;
+  if (sc == "server" && c.target_qps <= 0)
     out.push_back({"target_qps", "the server scenario needs target_qps > 0"});
-  if (sc == "server" && p.get_double("server_latency_ms") <= 0)
+  if (sc == "server" && c.server_latency_ms <= 0)
     out.push_back({"server_latency_ms", "the server scenario needs a latency bound > 0 (ms)"});
-  if (p.get_int("queries") < 1) out.push_back({"queries", "queries must be >= 1"});
-  if (p.get_int("samples_per_query") < 1)
+  if (c.queries < 1) out.push_back({"queries", "queries must be >= 1"});
+  if (c.samples_per_query < 1)
     out.push_back({"samples_per_query", "samples_per_query must be >= 1"});
-  if (p.get_int("accuracy_batches") < 0)
+  if (c.accuracy_batches < 0)
     out.push_back({"accuracy_batches", "accuracy_batches must be >= 0"});
-  try {
-    const auto m = models::preset_config(p.get_string("model"));
-    if (p.get_int("seq") > m.max_pos)
-      out.push_back({"seq", fmt::format("seq {} exceeds model {}'s {} positions; use seq <= {} "
-                                        "or a model with more positions (`shardbench models`)",
-                                        p.get_int("seq"), m.preset, m.max_pos, m.max_pos)});
-  } catch (const sb::Error&) {
-    // an unknown model is reported by the name check
-  }
+  const ModelKeys& mk = config<ModelKeys>(p);
+  // positions beyond the model's do not exist (train and infer alike)
+  if (const std::string bad = models::seq_problem(mk.model, mk.seq); !bad.empty())
+    out.push_back({"seq", bad});
 }
 
-// Every key here is read by the infer task only (a point of another task may not set it);
-// the weights' keys, which serve reads too, are served_model.cpp's.
-void key(KeySpec ks) {
-  ks.tasks = {"infer"};
-  register_key(std::move(ks));
-}
+}  // namespace
 
-KeySpec integer(const char* k, I def, I lo, I hi, const char* doc) {
-  KeySpec ks{k, KeyType::Int, def, "", doc};
-  ks.min_int = lo, ks.max_int = hi;
-  return ks;
+void InferKeys::declare(Fields<InferKeys>& f) {
+  using I = std::int64_t;
+  f.tasks({"infer"});  // the weights' keys, which serve reads too, are served_model.cpp's
+  f.name("scenario", &InferKeys::scenario, "scenario", "single-stream",
+         "infer: MLPerf LoadGen scenario (single-stream, multi-stream, server, offline)");
+  f.add("queries", &InferKeys::queries, 32, "infer: queries issued (offline: x samples_per_query samples)")
+      .range(1, I{1} << 24);
+  f.add("samples_per_query", &InferKeys::samples_per_query, 8,
+        "infer: samples per query (multi-stream, offline)").range(1, I{1} << 20);
+  f.add("target_qps", &InferKeys::target_qps, 10.0, "infer: server scenario's mean Poisson arrival rate");
+  f.add("server_latency_ms", &InferKeys::server_latency_ms, 100.0,
+        "infer: server scenario's p99 latency bound; a point above it is INVALID (LoadGen's rule)");
+  f.add("accuracy_batches", &InferKeys::accuracy_batches, 2,
+        "infer: held-out batches (of `batch` samples) scored against the fp32 model").range(0, I{1} << 20);
+  f.validate(validate);
 }
+SB_CONFIG_SECTION(InferKeys);
+
+namespace {
 
 const sb::Registrar registrar([] {
-  key({"scenario", KeyType::Name, std::string("single-stream"), "scenario",
-       "infer: MLPerf LoadGen scenario (single-stream, multi-stream, server, offline)"});
-  key(integer("queries", 32, 1, I{1} << 24, "infer: queries issued (offline: x samples_per_query samples)"));
-  key(integer("samples_per_query", 8, 1, I{1} << 20, "infer: samples per query (multi-stream, offline)"));
-  key({"target_qps", KeyType::Float, 10.0, "", "infer: server scenario's mean Poisson arrival rate"});
-  key({"server_latency_ms", KeyType::Float, 100.0, "",
-       "infer: server scenario's p99 latency bound; a point above it is INVALID (LoadGen's rule)"});
-  key(integer("accuracy_batches", 2, 0, I{1} << 20,
-              "infer: held-out batches (of `batch` samples) scored against the fp32 model"));
-  register_validator(validate);
   register_task({"infer", [] { return std::make_unique<InferWorkload>(); }, [](const Point& p) {
-                   auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
+                   const ModelKeys& mk = config<ModelKeys>(p);
+                   auto model = models::make_model(mk.model, mk.attention);
                    return static_cast<double>(
-                       quant::quantized_model_bytes(p.get_string("quantization"), model->units()));
+                       quant::quantized_model_bytes(config<InferChoice>(p).quantization, model->units()));
                  },
                  {},  // memory terms: the plan's total only
                  {{"batch", "lower it: fewer rows per query"},

@@ -5,13 +5,17 @@
 
 #include <filesystem>
 
+#include "harness/spec/base_config.h"
+#include "harness/spec/config.h"
 #include "harness/spec/mesh_config.h"
+#include "harness/spec/model_keys.h"
 #include "harness/core/mpi_context.h"
 #include "workloads/data/labelled.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/data/training_source.h"
 #include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
+#include "workloads/infer/infer_config.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/prune/prune_keys.h"
 
@@ -44,8 +48,9 @@ models::UnitTensors loss_gradient(models::Model& model, const models::UnitTensor
 // The checkpoint a point serves: the `checkpoint` key, else the model folder when `model` is
 // one; "" = seeded weights.
 std::string weights_path(const Point& p) {
-  const std::string ckpt = p.get_string("checkpoint");
-  if (ckpt.empty() && models::is_model_path(p.get_string("model"))) return p.get_string("model");
+  const std::string& ckpt = config<WeightsKeys>(p).checkpoint;
+  const std::string& model = config<ModelKeys>(p).model;
+  if (ckpt.empty() && models::is_model_path(model)) return model;
   return ckpt;
 }
 
@@ -55,9 +60,9 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
                   std::int64_t rows) {
   const Point& p = ctx.point;
   s.device = models::resolve_device(config<models::DeviceConfig>(p).device, sb::node_local_rank(ctx.world));
-  s.model = models::make_model(p.get_string("model"), p.get_string("attention"));
+  s.model = models::make_model(config<ModelKeys>(p).model, config<ModelKeys>(p).attention);
   const std::string ckpt = weights_path(p);
-  s.weights = ckpt.empty() ? models::init_params(s.model->units(), static_cast<std::uint64_t>(p.get_int("seed")))
+  s.weights = ckpt.empty() ? models::init_params(s.model->units(), static_cast<std::uint64_t>(base_config(p).seed))
                            : data::load_checkpoint(*s.model, ckpt, {}, &s.checkpoint_note);
   if (ctx.rank == 0 && !s.checkpoint_note.empty())
     std::fprintf(stderr, "note: %s\n", s.checkpoint_note.c_str());
@@ -95,10 +100,12 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
   if (!s.device.is_cpu())  // the served copy on the device; s.weights stay on the host
     for (auto& unit : served)
       for (auto& t : unit) t = t.to(s.device);
-  const std::string qname = p.get_string("quantization");
-  if (qname == "int8-dynamic") s.int8_engine = quant::select_int8_engine(p.get_string("int8_engine"));
-  s.compute = quant::compute_dtype(qname, p.get_string("quant_compute"), s.device, &s.compute_why);
-  if (pname == "magnitude" && qname == "none" && s.device.is_cpu())  // sparse where it pays
+  const std::string& qname = config<InferChoice>(p).quantization;
+  const WeightsKeys& wk = config<WeightsKeys>(p);
+  if (qname == "int8-dynamic") s.int8_engine = quant::select_int8_engine(wk.int8_engine);
+  s.compute = quant::compute_dtype(qname, wk.quant_compute, s.device, &s.compute_why);
+  // Single weights zeroed (a threshold method): sparse kernels where they pay.
+  if (prune::pruner_info(pname).threshold && qname == "none" && s.device.is_cpu())
     s.q = prune::sparse_weights(*s.served, served, config<prune::PruneConvertKeys>(p).kernel, rows, &s.sparse);
   else
     s.q = quant::quantize(qname, *s.served, served, s.compute);
@@ -149,7 +156,7 @@ void ServedModel::record(Recorder& rec, const Point& p, int rank) const {
     rec.scalar("device_peak_allocated_bytes", static_cast<double>(models::device_peak_allocated_bytes(device)));
   rec.text("torch_version", TORCH_VERSION);
   rec.text("cpu_allocator", models::cpu_allocator_name());
-  rec.text("quantization", p.get_string("quantization"));
+  rec.text("quantization", config<InferChoice>(p).quantization);
   rec.text("sharding", engine ? kServingStrategy : "none");
   rec.text("compute_dtype", compute == torch::kBFloat16 ? "bf16" : compute == torch::kHalf ? "fp16" : "fp32");
   rec.text("compute_dtype_reason", compute_why);
@@ -163,68 +170,59 @@ void ServedModel::record(Recorder& rec, const Point& p, int rank) const {
 
 namespace {
 
-bool serves(const Point& p) {
-  return p.has("task") && (p.get_string("task") == "infer" || p.get_string("task") == "serve");
-}
-
 // The served model's cross-key rules, for both tasks.
-void validate(const Point& p, std::vector<Diagnostic>& out) {
-  if (!serves(p)) return;
-  const std::string task = p.get_string("task");
-  if (p.get_int("world") > 1) {  // sharded: fp32 full_shard only
-    if (p.has("strategy") && p.get_string("strategy") != kServingStrategy)
+void validate(const WeightsKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  const BaseConfig& b = base_config(p);
+  const std::string& quantization = config<InferChoice>(p).quantization;
+  if (b.world > 1) {  // sharded: fp32 full_shard only
+    if (const std::string& strategy = config<ModelKeys>(p).strategy; strategy != kServingStrategy)
       out.push_back({"strategy", fmt::format("{} on {} ranks shards the weights with {}; set "
-                                             "strategy = \"{}\" (or world = 1)", task,
-                                             p.get_int("world"), kServingStrategy,
-                                             kServingStrategy)});
-    if (p.get_string("quantization") != "none")
+                                             "strategy = \"{}\" (or world = 1)", b.task,
+                                             b.world, kServingStrategy, kServingStrategy)});
+    if (quantization != "none")
       out.push_back({"quantization", fmt::format("quantized {} runs on one rank; set world = 1 or "
-                                                 "quantization = \"none\" (world is {})", task,
-                                                 p.get_int("world"))});
+                                                 "quantization = \"none\" (world is {})", b.task,
+                                                 b.world)});
   }
-  if (const std::string bad = quant::check_compute_choice(p.get_string("quantization"),
-                                                          p.get_string("quant_compute"));
-      !bad.empty())
+  if (const std::string bad = quant::check_compute_choice(quantization, c.quant_compute); !bad.empty())
     out.push_back({"quant_compute", bad});
   // Only a warning: an earlier suite (quant-accuracy-train) may write the checkpoint.
-  const std::string& ckpt = p.get_string("checkpoint");
+  const std::string& ckpt = c.checkpoint;
   if (!ckpt.empty() && !std::filesystem::exists(ckpt))
     out.push_back({"checkpoint", fmt::format("checkpoint '{}' does not exist (yet): the point will "
                                              "fail unless an earlier suite writes it (e.g. with "
                                              "export_safetensors); check the path", ckpt), true});
   // The weights the point loads, checked from their headers (names, shapes, dtypes).
-  if (const std::string bad = data::checkpoint_problem(p.get_string("model"), weights_path(p));
+  if (const std::string bad = data::checkpoint_problem(config<ModelKeys>(p).model, weights_path(p));
       !bad.empty())
     out.push_back({ckpt.empty() ? "model" : "checkpoint", bad});
 }
 
-void weights_key(KeySpec ks) {
-  ks.tasks = {"infer", "serve"};
-  register_key(std::move(ks));
-}
+}  // namespace
 
-const sb::Registrar registrar([] {
-  weights_key({"checkpoint", KeyType::String, std::string(""), "",
-       "infer, serve: safetensors checkpoint (file or folder) to load (empty: the model folder's "
-       "weights when model is a folder, else seeded initial weights)"});
+void WeightsKeys::declare(Fields<WeightsKeys>& f) {
+  f.tasks({"infer", "serve"});
+  f.add("checkpoint", &WeightsKeys::checkpoint, std::string(""),
+        "infer, serve: safetensors checkpoint (file or folder) to load (empty: the model folder's "
+        "weights when model is a folder, else seeded initial weights)");
   register_name("quant_compute", "auto", "the format's low dtype where the device has its units, else fp32");
   register_name("quant_compute", "fp32", "fp32 activations; weights dequantized to fp32 on the fly");
   register_name("quant_compute", "bf16", "bf16 activations and GEMMs (bf16, int8-weight, int8-weight-channel)");
   register_name("quant_compute", "fp16", "fp16 activations and GEMMs (fp16)");
-  weights_key({"quant_compute", KeyType::Name, std::string("auto"), "quant_compute",
-       "infer, serve: the dtype a quantized model's forward computes in: auto (the format's low dtype, "
-       "bf16 for bf16 and int8-weight*, fp16 for fp16, where the device has fast units for it; "
-       "else fp32), fp32, bf16 or fp16"});
+  f.name("quant_compute", &WeightsKeys::quant_compute, "quant_compute", "auto",
+         "infer, serve: the dtype a quantized model's forward computes in: auto (the format's low dtype, "
+         "bf16 for bf16 and int8-weight*, fp16 for fp16, where the device has fast units for it; "
+         "else fp32), fp32, bf16 or fp16");
   register_name("int8_engine", "auto", "the fastest engine this LibTorch has, timed at start-up");
   register_name("int8_engine", "x86", "PyTorch's x86 engine (FBGEMM or oneDNN per op)");
   register_name("int8_engine", "fbgemm", "FBGEMM");
   register_name("int8_engine", "onednn", "oneDNN (VNNI/AMX where the CPU has them)");
   register_name("int8_engine", "qnnpack", "QNNPACK (mobile kernels)");
-  weights_key({"int8_engine", KeyType::Name, std::string("auto"), "int8_engine",
-       "infer, serve: LibTorch's int8 engine for int8-dynamic: auto (the fastest this LibTorch has, "
-       "measured at start-up), x86, fbgemm, onednn or qnnpack"});
-  register_validator(validate);
-});
+  f.name("int8_engine", &WeightsKeys::int8_engine, "int8_engine", "auto",
+         "infer, serve: LibTorch's int8 engine for int8-dynamic: auto (the fastest this LibTorch has, "
+         "measured at start-up), x86, fbgemm, onednn or qnnpack");
+  f.validate(validate);
+}
+SB_CONFIG_SECTION(WeightsKeys);
 
-}  // namespace
 }  // namespace sb::infer

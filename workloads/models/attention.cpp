@@ -29,6 +29,18 @@ void register_attention(const std::string& name, const std::string& doc, Attenti
   sb::register_name("attention", name, doc);
 }
 
+torch::Tensor by_query_chunks(std::int64_t tq, std::int64_t chunk,
+                              const std::function<torch::Tensor(std::int64_t, std::int64_t)>& run) {
+  std::vector<torch::Tensor> outs;
+  for (std::int64_t s = 0; s < tq; s += chunk) outs.push_back(run(s, std::min(chunk, tq - s)));
+  return outs.size() == 1 ? outs[0] : torch::cat(outs, 2);
+}
+
+std::int64_t checked_attention_chunk(std::int64_t chunk) {
+  SB_CHECK(chunk > 0, "attention_chunk must be positive, got {}", chunk);
+  return chunk;
+}
+
 std::vector<std::pair<std::string, std::string>> attention_variants() {
   std::vector<std::tuple<int, std::string, std::string>> sorted;
   for (const auto& [name, e] : registry()) sorted.emplace_back(e.order, name, e.doc);

@@ -2,6 +2,7 @@
 // ("naive", "chunked", "online"); GPT-2 and BERT call them, so a variant can be swapped
 // (and benchmarked) without touching model code.
 #pragma once
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -49,5 +50,19 @@ torch::Tensor attention_keep_mask(const AttentionMask& mask, std::int64_t q_begi
 using AttentionFactory = std::unique_ptr<Attention> (*)(std::int64_t chunk);
 void register_attention(const std::string& name, const std::string& doc, AttentionFactory make,
                         int order);
+
+// The variants that work on query chunks (chunked, online): run(s, n) computes the output
+// (B, H, n, Dh) of queries [s, s + n); the chunks' outputs are joined along the query axis.
+torch::Tensor by_query_chunks(std::int64_t tq, std::int64_t chunk,
+                              const std::function<torch::Tensor(std::int64_t, std::int64_t)>& run);
+// attention_chunk, checked (> 0) once where a chunked variant is made.
+std::int64_t checked_attention_chunk(std::int64_t chunk);
+// Registers variant A, constructed from the model's attention_chunk.
+template <class A>
+void register_chunked_attention(const std::string& name, const std::string& doc, int order) {
+  register_attention(name, doc, [](std::int64_t chunk) -> std::unique_ptr<Attention> {
+    return std::make_unique<A>(checked_attention_chunk(chunk));
+  }, order);
+}
 
 }  // namespace sb::models

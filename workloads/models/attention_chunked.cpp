@@ -13,17 +13,13 @@ namespace {
 
 class ChunkedAttention final : public Attention {
  public:
-  explicit ChunkedAttention(std::int64_t chunk) : chunk_(chunk) {
-    SB_CHECK(chunk > 0, "attention_chunk must be positive, got {}", chunk);
-  }
+  explicit ChunkedAttention(std::int64_t chunk) : chunk_(chunk) {}
   std::string name() const override { return "chunked"; }
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const AttentionMask& mask) const override {
     const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-    const std::int64_t tq = q.size(2), tk = k.size(2);
-    std::vector<torch::Tensor> outs;
-    for (std::int64_t s = 0; s < tq; s += chunk_) {
-      const std::int64_t n = std::min(chunk_, tq - s);
+    const std::int64_t tk = k.size(2);
+    return by_query_chunks(q.size(2), chunk_, [&](std::int64_t s, std::int64_t n) {
       // Causal: the last query of this chunk sees keys up to q_offset + s + n - 1.
       const std::int64_t nk = mask.causal ? std::min(tk, mask.q_offset + s + n) : tk;
       auto qc = q.narrow(2, s, n);                                        // (B, H, n, Dh)
@@ -31,9 +27,8 @@ class ChunkedAttention final : public Attention {
       auto scores = torch::matmul(qc, kc.transpose(-2, -1)).mul_(scale);  // (B, H, n, nk)
       auto keep = attention_keep_mask(mask, s, n, 0, nk, q.device());
       if (keep.defined()) scores = scores.masked_fill(keep.logical_not(), -INFINITY);
-      outs.push_back(torch::matmul(torch::softmax(scores, -1), vc));  // (B, H, n, Dh)
-    }
-    return outs.size() == 1 ? outs[0] : torch::cat(outs, 2);
+      return torch::matmul(torch::softmax(scores, -1), vc);  // (B, H, n, Dh)
+    });
   }
 
  private:
@@ -41,12 +36,9 @@ class ChunkedAttention final : public Attention {
 };
 
 const sb::Registrar kRegister([] {
-  register_attention("chunked",
-                     "queries in chunks of 128 (the model's attention_chunk); scores (B, H, 128, T) at a time",
-                     [](std::int64_t chunk) -> std::unique_ptr<Attention> {
-                       return std::make_unique<ChunkedAttention>(chunk);
-                     },
-                     /*order=*/1);
+  register_chunked_attention<ChunkedAttention>(
+      "chunked", "queries in chunks of 128 (the model's attention_chunk); scores (B, H, 128, T) at a time",
+      /*order=*/1);
 });
 
 }  // namespace

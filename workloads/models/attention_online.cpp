@@ -17,17 +17,13 @@ constexpr double kMasked = -1e30;
 
 class OnlineAttention final : public Attention {
  public:
-  explicit OnlineAttention(std::int64_t chunk) : chunk_(chunk) {
-    SB_CHECK(chunk > 0, "attention_chunk must be positive, got {}", chunk);
-  }
+  explicit OnlineAttention(std::int64_t chunk) : chunk_(chunk) {}
   std::string name() const override { return "online"; }
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const AttentionMask& mask) const override {
     const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-    const std::int64_t tq = q.size(2), tk = k.size(2);
-    std::vector<torch::Tensor> outs;
-    for (std::int64_t s = 0; s < tq; s += chunk_) {
-      const std::int64_t n = std::min(chunk_, tq - s);
+    const std::int64_t tk = k.size(2);
+    return by_query_chunks(q.size(2), chunk_, [&](std::int64_t s, std::int64_t n) {
       const std::int64_t kend = mask.causal ? std::min(tk, mask.q_offset + s + n) : tk;
       auto qc = q.narrow(2, s, n).mul(scale);  // (B, H, n, Dh)
       torch::Tensor m, l, acc;                 // (B, H, n, 1), (B, H, n, 1), (B, H, n, Dh)
@@ -52,9 +48,8 @@ class OnlineAttention final : public Attention {
           m = mn;
         }
       }
-      outs.push_back(acc / l);
-    }
-    return outs.size() == 1 ? outs[0] : torch::cat(outs, 2);
+      return acc / l;
+    });
   }
 
  private:
@@ -62,12 +57,9 @@ class OnlineAttention final : public Attention {
 };
 
 const sb::Registrar kRegister([] {
-  register_attention("online",
-                     "query and key chunks with an online (running max) softmax; no (chunk, T) scores",
-                     [](std::int64_t chunk) -> std::unique_ptr<Attention> {
-                       return std::make_unique<OnlineAttention>(chunk);
-                     },
-                     /*order=*/2);
+  register_chunked_attention<OnlineAttention>(
+      "online", "query and key chunks with an online (running max) softmax; no (chunk, T) scores",
+      /*order=*/2);
 });
 
 }  // namespace

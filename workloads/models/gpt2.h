@@ -10,19 +10,12 @@
 #include <vector>
 
 #include "workloads/models/attention.h"
+#include "workloads/models/kv_decoder.h"
 #include "workloads/models/model.h"
 
 namespace sb::models {
 
-// Keys and values of past tokens for incremental decoding; buffers are allocated once
-// for max_len tokens and filled in place.
-struct KVCache {
-  std::vector<torch::Tensor> k, v;  // per layer (B, H, max_len, Dh)
-  std::int64_t length = 0;          // tokens already cached
-  std::int64_t max_len = 0;
-};
-
-class Gpt2 final : public Model {
+class Gpt2 final : public Model, public KvDecoder {
  public:
   explicit Gpt2(ModelConfig cfg);
   const ModelConfig& config() const override { return cfg_; }
@@ -33,7 +26,8 @@ class Gpt2 final : public Model {
 
   // Empty cache for batch B and up to max_len tokens (<= max_pos), dtype/device of the weights.
   KVCache make_cache(std::int64_t batch, std::int64_t max_len,
-                     torch::TensorOptions opts = torch::kFloat32) const;
+                     torch::TensorOptions opts = torch::kFloat32) const override;
+  KvDecoder* kv_decoder() override { return this; }
   // ids: (B, t) new tokens after cache.length cached ones -> logits (B, t, V); appends the
   // new keys/values to the cache. Run under torch::NoGradGuard.
   torch::Tensor forward_cached(ParamProvider& p, const torch::Tensor& ids, KVCache& cache);
@@ -46,7 +40,7 @@ class Gpt2 final : public Model {
   // of the T new ones: the LM head runs on those rows only. Run under torch::NoGradGuard.
   torch::Tensor forward_rows(ParamProvider& p, const torch::Tensor& ids, KVCache& cache,
                              std::int64_t first_row, const std::vector<std::int64_t>& past,
-                             const std::vector<std::int64_t>& last);
+                             const std::vector<std::int64_t>& last) override;
 
  private:
   // ids (B, T) -> logits (B*T, V); cache may be null (full causal forward).

@@ -124,6 +124,18 @@ ModelConfig preset_config(const std::string& preset) {
   SB_FAIL("unknown model preset '{}'; known: {}", preset, known);
 }
 
+std::string seq_problem(const std::string& preset, std::int64_t seq) {
+  ModelConfig m;
+  try {
+    m = preset_config(preset);
+  } catch (const sb::Error&) {
+    return "";  // an unknown model is reported by the name check
+  }
+  if (seq <= m.max_pos) return "";
+  return fmt::format("seq {} exceeds model {}'s {} positions; use seq <= {} or a model with more "
+                     "positions (`shardbench models`)", seq, m.preset, m.max_pos, m.max_pos);
+}
+
 bool is_task_head(const std::string& name) {
   // distill.*: a distillation student's projection (distill/projected.h), trained with it.
   return name.rfind("cls.", 0) == 0 || name.rfind("classifier.", 0) == 0 || name.rfind("distill.", 0) == 0;

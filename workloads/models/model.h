@@ -14,6 +14,8 @@
 
 namespace sb::models {
 
+class KvDecoder;  // kv_decoder.h
+
 struct ParamSpec {
   std::string name;            // Hugging Face name, e.g. "h.3.attn.c_attn.weight"
   std::vector<std::int64_t> shape;
@@ -134,6 +136,9 @@ class Model {
   virtual TrainFlops train_flops(const Batch& b) const = 0;
   // (B, num_labels) sequence-classification logits (BERT); other families throw.
   virtual torch::Tensor classify(ParamProvider& p, const Batch& b);
+  // The model as serving's KV-cache decoder (kv_decoder.h), or nullptr when it does not
+  // decode incrementally: serving asks this, never the model's class.
+  virtual KvDecoder* kv_decoder() { return nullptr; }
 };
 
 // Registry of presets by name ("gpt2-tiny", "gpt2", ..., "bert-large"); a name with a '/' is
@@ -153,5 +158,8 @@ std::int64_t count_backbone_params(const std::vector<UnitSpec>& units);
 // The preset's (or folder's) configuration without building the model (unknown name: error
 // listing all; a folder's unsupported config.json field: error naming it).
 ModelConfig preset_config(const std::string& preset);
+// "" when rows of `seq` tokens fit the positions of model `preset` (or `preset` is unknown: the
+// name check reports that), else the message with the fix (train and infer, for key "seq").
+std::string seq_problem(const std::string& preset, std::int64_t seq);
 
 }  // namespace sb::models

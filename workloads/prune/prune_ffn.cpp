@@ -36,19 +36,12 @@ FfnParams ffn_params(const models::UnitSpec& u) {
 }
 
 Pruned ffn(const models::Model& model, const models::UnitTensors& weights, const PruneConfig& c) {
-  const auto& cfg = model.config();
-  const std::int64_t drop = static_cast<std::int64_t>(std::llround(c.sparsity * static_cast<double>(cfg.d_ff)));
-  SB_CHECK(drop < cfg.d_ff, "pruning ffn: sparsity {} removes all {} FFN channels", c.sparsity, cfg.d_ff);
-  models::ModelConfig small = cfg;
-  small.d_ff = cfg.d_ff - drop;
-  Pruned p;
-  p.model = models::family(cfg.family).make(small);
   const auto& units = model.units();
-  for (std::size_t u = 0; u < units.size(); ++u) {
-    auto& dst = p.weights.emplace_back();
-    for (const auto& t : weights[u]) dst.push_back(t.detach().to(torch::kFloat).clone());
+  return prune_structured("ffn", "FFN channels", model, weights, c.sparsity, model.config().d_ff,
+                          [](models::ModelConfig& small, std::int64_t kept) { small.d_ff = kept; },
+                          [&](std::size_t u, std::vector<torch::Tensor>& dst, std::int64_t kept) {
     const FfnParams f = ffn_params(units[u]);
-    if (f.in_w < 0) continue;  // not a block
+    if (f.in_w < 0) return false;  // not a block
     SB_CHECK(f.in_b >= 0 && f.out_w >= 0, "pruning ffn: unit {} has an FFN input matrix but no bias "
              "or output matrix", units[u].name);
     const auto& w_in = dst[f.in_w];    // (d_ff, d)
@@ -63,23 +56,19 @@ Pruned ffn(const models::Model& model, const models::UnitTensors& weights, const
     } else {
       importance = w_out.norm(2, {0}) * (w_in.pow(2).sum(1) + b_in.pow(2)).sqrt();
     }
-    const auto keep = most_important(importance, small.d_ff);
+    const auto keep = most_important(importance, kept);
     dst[f.in_w] = w_in.index_select(0, keep).contiguous();
     dst[f.in_b] = b_in.index_select(0, keep).contiguous();
     dst[f.out_w] = w_out.index_select(1, keep).contiguous();
-    p.eligible += cfg.d_ff;
-    p.removed += drop;
-  }
-  SB_CHECK(p.eligible > 0, "pruning ffn: model {} has no FFN blocks it knows", cfg.preset);
-  check_pruned_shapes(p, "ffn");
-  return p;
+    return true;
+  });
 }
 
 const sb::Registrar kRegister([] {
   register_pruner("ffn",
                   "structured: remove the least important FFN channels (pruning.sparsity of d_ff "
                   "in every block): a smaller dense model",
-                  ffn);
+                  {.prune = ffn, .ranks_units = true, .blocks = "FFN"});
 });
 
 }  // namespace

@@ -52,19 +52,15 @@ torch::Tensor head_rows(const torch::Tensor& t, const torch::Tensor& keep, std::
 Pruned heads(const models::Model& model, const models::UnitTensors& weights, const PruneConfig& c) {
   const auto& cfg = model.config();
   const std::int64_t H = cfg.n_head, Dh = cfg.dh(), A = cfg.attn_width();
-  const std::int64_t drop = static_cast<std::int64_t>(std::llround(c.sparsity * static_cast<double>(H)));
-  SB_CHECK(drop < H, "pruning heads: sparsity {} removes all {} heads", c.sparsity, H);
-  models::ModelConfig small = cfg;
-  small.n_head = H - drop;
-  small.head_dim = Dh;
-  Pruned p;
-  p.model = models::family(cfg.family).make(small);
   const auto& units = model.units();
-  for (std::size_t u = 0; u < units.size(); ++u) {
-    auto& dst = p.weights.emplace_back();
-    for (const auto& t : weights[u]) dst.push_back(t.detach().to(torch::kFloat).clone());
+  auto shrink = [Dh](models::ModelConfig& small, std::int64_t kept) {
+    small.n_head = kept;
+    small.head_dim = Dh;  // the heads keep their size: the attention width shrinks
+  };
+  return prune_structured("heads", "heads", model, weights, c.sparsity, H, shrink,
+                          [&](std::size_t u, std::vector<torch::Tensor>& dst, std::int64_t kept) {
     const AttnParams a = attn_params(units[u]);
-    if (a.out_w < 0) continue;  // not a block
+    if (a.out_w < 0) return false;  // not a block
     const bool fused = a.qkv_w >= 0;
     SB_CHECK(fused ? a.qkv_b >= 0 : (a.w[0] >= 0 && a.w[1] >= 0 && a.w[2] >= 0 && a.b[2] >= 0),
              "pruning heads: unit {} has an attention output but not its q, k, v", units[u].name);
@@ -91,7 +87,7 @@ Pruned heads(const models::Model& model, const models::UnitTensors& weights, con
       importance = wo.view({wo.size(0), H, Dh}).pow(2).sum({0, 2}).sqrt() *
                    (wv.reshape({H, -1}).pow(2).sum(1) + bv.view({H, Dh}).pow(2).sum(1)).sqrt();
     }
-    const auto keep = most_important(importance, small.n_head);
+    const auto keep = most_important(importance, kept);
     if (fused) {  // q, k, v blocks of c_attn, each its kept heads
       std::vector<torch::Tensor> w3, b3;
       for (int k = 0; k < 3; ++k) {
@@ -107,19 +103,15 @@ Pruned heads(const models::Model& model, const models::UnitTensors& weights, con
       }
     }
     dst[a.out_w] = wo.view({wo.size(0), H, Dh}).index_select(1, keep).reshape({wo.size(0), -1}).contiguous();
-    p.eligible += H;
-    p.removed += drop;
-  }
-  SB_CHECK(p.eligible > 0, "pruning heads: model {} has no attention blocks it knows", cfg.preset);
-  check_pruned_shapes(p, "heads");
-  return p;
+    return true;
+  });
 }
 
 const sb::Registrar kRegister([] {
   register_pruner("heads",
                   "structured: remove the least important attention heads (pruning.sparsity of "
                   "n_head in every block): a smaller dense model",
-                  heads);
+                  {.prune = heads, .ranks_units = true, .blocks = "attention"});
 });
 
 }  // namespace

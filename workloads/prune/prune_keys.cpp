@@ -2,6 +2,7 @@
 // pruning.sparsity, pruning.scope and the schedule keys, train/train_workload.cpp) and their
 // cross-key rules.
 #include "workloads/prune/prune_keys.h"
+#include "workloads/prune/pruner.h"
 
 #include <cstdint>
 
@@ -25,30 +26,53 @@ const sb::Registrar kNames([] {
   register_name("pruning_kernel", "csr", "CSR storage and LibTorch's sparse x dense matmul");
 });
 
-// Training prunes gradually with masks (schedule.h): unstructured or 2:4 only.
+// The registered methods whose record passes `has`, "a, b or c" (none, the absence, left out).
+template <class Has>
+std::string methods_where(Has has, const char* last = " or ") {
+  std::vector<std::string> names;
+  for (const auto& n : registered_names("pruning"))
+    if (n.first != "none" && has(pruner_info(n.first))) names.push_back(n.first);
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? last : ", ") + names[i];
+  return out;
+}
+
+// A method sparse by construction (2:4) takes exactly its own sparsity.
+void check_fixed_sparsity(const PruneKeys& k, const PrunerInfo& info, std::vector<Diagnostic>& out) {
+  if (info.fixed_sparsity > 0 && k.sparsity != info.fixed_sparsity)
+    out.push_back({"pruning.sparsity", fmt::format("pruning = \"{}\" is {}% sparse by construction; "
+                                                   "pruning.sparsity is {} (set it to {})", k.method,
+                                                   info.fixed_sparsity * 100, k.sparsity, info.fixed_sparsity)});
+}
+
+// Training prunes gradually with masks (schedule.h): the methods whose record has masks.
 void validate_train(const PruneScheduleKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   const PruneKeys& k = config<PruneKeys>(p);
   const std::string& name = k.method;
-  if (name != "none" && name != "magnitude" && name != "2:4")
-    out.push_back({"pruning", fmt::format("train prunes with masks (magnitude or 2:4); \"{}\" makes a "
+  const PrunerInfo* info = find_pruner(name);
+  if (!info) return;  // the name check reports it
+  if (!info->masks)
+    out.push_back({"pruning", fmt::format("train prunes with masks ({}); \"{}\" makes a "
                                           "smaller model: prune it in an infer point with "
-                                          "pruning.export_folder, then train that folder", name)});
+                                          "pruning.export_folder, then train that folder",
+                                          methods_where([](const PrunerInfo& i) { return i.masks; }), name)});
   if (!(c.begin <= c.end))
     out.push_back({"pruning.begin", fmt::format("pruning.begin {} is after pruning.end {} (fractions of "
                                                 "steps)", c.begin, c.end)});
-  if (name == "2:4" && k.sparsity != 0.5)
-    out.push_back({"pruning.sparsity", "pruning = \"2:4\" is 50% sparse by construction; set "
-                                       "pruning.sparsity to 0.5"});
+  check_fixed_sparsity(k, *info, out);
 }
 
 void validate_convert(const PruneConvertKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   const PruneKeys& k = config<PruneKeys>(p);
   const std::string& name = k.method;
   const double s = k.sparsity;
+  const PrunerInfo* info = find_pruner(name);
+  if (!info) return;  // the name check reports it
   if (!(s >= 0 && s < 1))
     out.push_back({"pruning.sparsity", fmt::format("pruning.sparsity {} must lie in [0, 1) (a fraction "
                                                    "of the weights or channels removed)", s)});
-  if (c.kernel != "auto" && name != "magnitude")
+  if (c.kernel != "auto" && !info->threshold)
     out.push_back({"pruning.kernel", fmt::format("pruning.kernel chooses sparse or dense kernels for "
                                                  "magnitude pruning; pruning is \"{}\" (remove the key)", name)});
   const std::string& quantization = config<InferChoice>(p).quantization;
@@ -56,16 +80,15 @@ void validate_convert(const PruneConvertKeys& c, const Point& p, std::vector<Dia
     out.push_back({"pruning.kernel", fmt::format("CSR kernels run fp32 weights; quantization \"{}\" stores "
                                                  "them densely: use pruning.kernel = \"auto\" or quantization "
                                                  "= \"none\"", quantization)});
-  if (c.importance != "magnitude" && name != "ffn" && name != "heads")
+  if (c.importance != "magnitude" && !info->ranks_units)
     out.push_back({"pruning.importance", fmt::format("pruning.importance ranks FFN channels or heads; "
-                                                     "pruning is \"{}\" (use ffn or heads, or remove the key)", name)});
-  if (name == "2:4" && s != 0.5)
-    out.push_back({"pruning.sparsity", fmt::format("pruning = \"2:4\" is 50% sparse by construction; "
-                                                   "pruning.sparsity is {} (set it to 0.5)", s)});
+                                                     "pruning is \"{}\" (use {}, or remove the key)", name,
+                                                     methods_where([](const PrunerInfo& i) { return i.ranks_units; }, " or "))});
+  check_fixed_sparsity(k, *info, out);
   if (!c.export_folder.empty() && name == "none")
     out.push_back({"pruning.export_folder", "pruning.export_folder writes the pruned model; pruning is "
                                             "\"none\" (set a pruning method or remove the key)"});
-  if (k.scope != "global" && name != "magnitude")
+  if (k.scope != "global" && !info->threshold)
     out.push_back({"pruning.scope", fmt::format("pruning.scope applies to magnitude pruning; pruning is "
                                                 "\"{}\" (remove the key)", name)});
 }

@@ -62,7 +62,7 @@ const sb::Registrar kRegister([] {
   register_pruner("magnitude",
                   "unstructured: zero the smallest |w| of the linear weights to exactly "
                   "pruning.sparsity (pruning.scope global or layer)",
-                  magnitude);
+                  {.prune = magnitude, .masks = true, .threshold = true});
 });
 
 }  // namespace

@@ -49,7 +49,7 @@ const sb::Registrar kRegister([] {
   register_pruner("2:4",
                   "semi-structured: in every 4 consecutive input weights of a linear layer, the 2 "
                   "smallest |w| zeroed (50%); runs dense on CPU",
-                  semi24);
+                  {.prune = semi24, .masks = true, .fixed_sparsity = 0.5});
 });
 
 }  // namespace

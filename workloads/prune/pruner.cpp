@@ -1,17 +1,18 @@
 // The pruning registry (pruner.h).
 #include "workloads/prune/pruner.h"
 
-#include <map>
+#include <cmath>
 
 #include "harness/core/check.h"
+#include "harness/core/registry.h"
 #include "harness/workload.h"
 #include "workloads/models/family.h"
 
 namespace sb::prune {
 namespace {
 
-std::map<std::string, Pruner>& registry() {
-  static std::map<std::string, Pruner> r;
+Registry<PrunerInfo>& registry() {
+  static Registry<PrunerInfo> r("pruning method", "pruning");
   return r;
 }
 
@@ -23,7 +24,8 @@ Pruned none(const models::Model& model, const models::UnitTensors& weights, cons
 }
 
 const sb::Registrar kNone([] {
-  register_pruner("none", "no pruning", none);
+  // The absence of pruning: the model unchanged, so training may "prune" with it too.
+  register_pruner("none", "no pruning", {.prune = none, .masks = true});
 });
 
 }  // namespace
@@ -31,6 +33,28 @@ const sb::Registrar kNone([] {
 torch::Tensor most_important(const torch::Tensor& importance, std::int64_t k) {
   auto order = std::get<1>(importance.sort(/*stable=*/true, 0, /*descending=*/true));
   return std::get<0>(order.narrow(0, 0, k).sort());
+}
+
+Pruned prune_structured(
+    const std::string& method, const std::string& what, const models::Model& model,
+    const models::UnitTensors& weights, double sparsity, std::int64_t n,
+    const std::function<void(models::ModelConfig&, std::int64_t kept)>& shrink,
+    const std::function<bool(std::size_t u, std::vector<torch::Tensor>& dst, std::int64_t kept)>& block) {
+  const auto& cfg = model.config();
+  const auto drop = static_cast<std::int64_t>(std::llround(sparsity * static_cast<double>(n)));
+  SB_CHECK(drop < n, "pruning {}: sparsity {} removes all {} {}", method, sparsity, n, what);
+  models::ModelConfig small = cfg;
+  shrink(small, n - drop);
+  Pruned p;
+  p.model = models::family(cfg.family).make(small);
+  for (std::size_t u = 0; u < model.units().size(); ++u) {
+    auto& dst = p.weights.emplace_back();
+    for (const auto& t : weights[u]) dst.push_back(t.detach().to(torch::kFloat).clone());
+    if (!block(u, dst, n - drop)) continue;  // not a block
+    p.eligible += n;
+    p.removed += drop;
+  }
+  return p;
 }
 
 void check_pruned_shapes(const Pruned& p, const std::string& method) {
@@ -47,19 +71,27 @@ const torch::Tensor& taylor_gradient(const PruneConfig& c, std::size_t u, std::s
   return c.gradients->at(u).at(i);
 }
 
-void register_pruner(const std::string& name, const std::string& doc, Pruner p) {
-  registry()[name] = p;
-  sb::register_name("pruning", name, doc);
+void register_pruner(const std::string& name, const std::string& doc, PrunerInfo info) {
+  SB_CHECK(info.prune, "pruning method '{}' registers no function", name);
+  registry().add(name, doc, info);
 }
+
+const PrunerInfo& pruner_info(const std::string& name) { return registry().get(name); }
+const PrunerInfo* find_pruner(const std::string& name) { return registry().find(name); }
 
 Pruned prune(const std::string& name, const models::Model& model, const models::UnitTensors& weights,
              const PruneConfig& c) {
-  auto it = registry().find(name);
-  SB_CHECK(it != registry().end(), "pruning '{}' is unknown (`shardbench keys` lists them)", name);
+  const PrunerInfo& info = registry().get(name);
   SB_CHECK(c.sparsity >= 0 && c.sparsity < 1, "pruning.sparsity must lie in [0, 1), got {}", c.sparsity);
   SB_CHECK(weights.size() == model.units().size(), "prune {}: weights for {} units, model has {}",
            name, weights.size(), model.units().size());
-  return it->second(model, weights, c);
+  Pruned out = info.prune(model, weights, c);
+  if (info.ranks_units) {  // a smaller model: checked here, not at its first use
+    SB_CHECK(out.eligible > 0, "pruning {}: model {} has no {} blocks it knows", name,
+             model.config().preset, info.blocks);
+    check_pruned_shapes(out, name);
+  }
+  return out;
 }
 
 bool is_prunable(const std::string& name, const std::vector<std::int64_t>& shape) {

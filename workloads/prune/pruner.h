@@ -11,6 +11,7 @@
 // Embedding tables (GPT-2's wte is also its LM head), biases and LayerNorm are never pruned.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,11 +44,43 @@ struct Pruned {
 
 using Pruner = Pruned (*)(const models::Model& model, const models::UnitTensors& weights,
                           const PruneConfig& c);
-// Registers `name` in the harness name set "pruning" too.
-void register_pruner(const std::string& name, const std::string& doc, Pruner p);
+
+// What a method is, which the pruning keys' rules ask (prune_keys.cpp) instead of its name.
+struct PrunerInfo {
+  Pruner prune = nullptr;
+  // Train can prune gradually with it: it zeroes weights in place (masks), the model keeps its
+  // shape. Structured methods make a smaller model, which infer exports and train then loads.
+  bool masks = false;
+  // Sparse by construction at this fraction (2:4: 0.5); 0: pruning.sparsity chooses.
+  double fixed_sparsity = 0;
+  // Removes whole channels or heads ranked by pruning.importance (magnitude or taylor), in the
+  // blocks named here ("FFN", "attention"): prune() checks that some were found and that the
+  // weights have the smaller model's shapes.
+  bool ranks_units = false;
+  const char* blocks = "";
+  // Zeroes single weights by a magnitude threshold: pruning.scope sets the threshold's reach
+  // and pruning.kernel may store the result sparsely (CSR) where that is faster.
+  bool threshold = false;
+};
+// Registers `name` (a duplicate fails at start-up) in the harness name set "pruning" too.
+void register_pruner(const std::string& name, const std::string& doc, PrunerInfo info);
+// The record of a registered method; an unknown name lists the known ones.
+const PrunerInfo& pruner_info(const std::string& name);
+const PrunerInfo* find_pruner(const std::string& name);  // nullptr when unknown
 // "none" returns a copy of the model's configuration with the same weights.
 Pruned prune(const std::string& name, const models::Model& model, const models::UnitTensors& weights,
              const PruneConfig& c);
+
+// Structured pruning's frame (ffn, heads): of the n units (channels, heads) of every block,
+// round(sparsity x n) are removed (removing all is refused, naming `what`); `shrink` gives the
+// smaller model's configuration the kept count; every unit's weights are copied to fp32 and
+// `block` cuts a block's in place down to `kept` units (false: the unit is no block). The
+// result counts n per block as eligible and the dropped ones as removed.
+Pruned prune_structured(
+    const std::string& method, const std::string& what, const models::Model& model,
+    const models::UnitTensors& weights, double sparsity, std::int64_t n,
+    const std::function<void(models::ModelConfig&, std::int64_t kept)>& shrink,
+    const std::function<bool(std::size_t u, std::vector<torch::Tensor>& dst, std::int64_t kept)>& block);
 
 // Structured pruning's shared steps: the indices of the k largest importances, in their
 // original order (ties by position); and the check that the pruned weights have the smaller

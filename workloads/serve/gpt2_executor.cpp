@@ -15,7 +15,7 @@ std::int64_t kv_bytes_per_token(const models::ModelConfig& c, torch::ScalarType 
   return 2 * c.n_layer * c.attn_width() * static_cast<std::int64_t>(c10::elementSize(dtype));
 }
 
-Gpt2Executor::Gpt2Executor(models::Gpt2& model, RunForward run, PromptOf prompt,
+Gpt2Executor::Gpt2Executor(models::KvDecoder& model, RunForward run, PromptOf prompt,
                            std::int64_t rows, std::int64_t capacity, SamplingConfig sampling)
     : model_(model), run_(std::move(run)), prompt_(std::move(prompt)), sampling_(sampling) {
   // The cache takes the dtype and device the weights compute in (a quantized provider's).

@@ -27,7 +27,7 @@ std::int64_t kv_bytes_per_token(const models::ModelConfig& c, torch::ScalarType 
 class Gpt2Executor final : public Executor {
  public:
   // rows x capacity tokens of KV cache in the dtype and on the device of the weights.
-  Gpt2Executor(models::Gpt2& model, RunForward run, PromptOf prompt, std::int64_t rows,
+  Gpt2Executor(models::KvDecoder& model, RunForward run, PromptOf prompt, std::int64_t rows,
                std::int64_t capacity, SamplingConfig sampling);
   std::int64_t rows() const override { return cache_.k.at(0).size(0); }
   std::int64_t row_capacity() const override { return cache_.max_len; }
@@ -41,7 +41,7 @@ class Gpt2Executor final : public Executor {
  private:
   std::vector<std::int64_t> choose(const torch::Tensor& logits, const std::vector<std::int64_t>& requests);
 
-  models::Gpt2& model_;
+  models::KvDecoder& model_;
   RunForward run_;
   PromptOf prompt_;
   SamplingConfig sampling_;

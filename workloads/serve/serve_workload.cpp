@@ -10,22 +10,29 @@
 #include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <tuple>
 
 #include "harness/core/activity.h"
 #include "harness/core/check.h"
 #include "harness/core/fault.h"
 #include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
+#include "harness/spec/base_config.h"
+#include "harness/spec/config.h"
+#include "harness/spec/model_keys.h"
 #include "harness/workload.h"
 #include "workloads/data/batches.h"
+#include "workloads/infer/infer_config.h"
 #include "workloads/infer/served_model.h"
 #include "workloads/models/device_config.h"
 #include "workloads/models/family.h"
-#include "workloads/models/gpt2.h"
+#include "workloads/models/kv_decoder.h"
 #include "workloads/quant/quantizer.h"
 #include "workloads/serve/bert_executor.h"
 #include "workloads/serve/gpt2_executor.h"
+#include "workloads/prune/prune_keys.h"
 #include "workloads/serve/metrics.h"
+#include "workloads/serve/serve_config.h"
 #include "workloads/serve/sharded.h"
 
 namespace sb::serve {
@@ -35,17 +42,16 @@ using I = std::int64_t;
 using infer::build_served;
 using infer::ServedModel;
 
-bool is_serve(const Point& p) { return p.has("task") && p.get_string("task") == "serve"; }
-
 ArrivalConfig arrival_config(const Point& p) {
   ArrivalConfig a;
-  a.arrival = p.get_string("arrival");
-  a.request_rate = p.get_double("request_rate");
-  a.requests = p.get_int("requests");
-  a.prompt_min = p.get_int("prompt_len_min"), a.prompt_max = p.get_int("prompt_len_max");
-  a.output_min = p.get_int("output_len_min"), a.output_max = p.get_int("output_len_max");
-  a.trace = p.get_string("request_trace");
-  a.seed = static_cast<std::uint64_t>(p.get_int("seed"));
+  const ServeKeys& k = config<ServeKeys>(p);
+  a.arrival = k.arrival;
+  a.request_rate = k.request_rate;
+  a.requests = k.requests;
+  a.prompt_min = k.prompt_len_min, a.prompt_max = k.prompt_len_max;
+  a.output_min = k.output_len_min, a.output_max = k.output_len_max;
+  a.trace = k.request_trace;
+  a.seed = static_cast<std::uint64_t>(base_config(p).seed);
   return a;
 }
 
@@ -90,11 +96,11 @@ class ServeWorkload final : public sb::Workload {
     Executor* ex = executor_.get();
     std::optional<Leader> leader;
     if (ctx.size > 1) ex = &leader.emplace(*executor_, ctx.world);
-    warm_up(*ex, ctx.point.get_int("warmup"));
+    warm_up(*ex, base_config(ctx.point).warmup);
     if (leader) leader->finish();
     ServerConfig sc;
     sc.context = m_.served->config().max_pos;
-    sc.eos_token = ctx.point.get_int("eos_token");
+    sc.eos_token = config<ServeKeys>(ctx.point).eos_token;
     auto result = run_server(requests_, *policy_, *ex, sc, [&](I step) {
       if (leader) leader->begin_step(step);
       on_step(step);
@@ -115,7 +121,7 @@ class ServeWorkload final : public sb::Workload {
   // The family's record decides: a family that generates runs on a KV cache (Gpt2Executor);
   // one that classifies answers each request with a label (BertExecutor).
   bool generates_ = false;
-  models::Gpt2* gpt2_ = nullptr;  // m_.served, when generates_
+  models::KvDecoder* decoder_ = nullptr;  // m_.served's, when generates_
   std::optional<c10::InferenceMode> inference_;
   std::unique_ptr<data::BatchSource> prompts_;
   std::vector<RequestSpec> requests_;
@@ -125,13 +131,14 @@ class ServeWorkload final : public sb::Workload {
 
 void ServeWorkload::build(RunContext& ctx) {
   const Point& p = ctx.point;
-  at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
-  build_served(m_, ctx, inference_, p.get_int("batch"));
+  at::set_num_threads(threads_per_rank(base_config(p).threads, ctx.world));
+  build_served(m_, ctx, inference_, config<ModelKeys>(p).batch);
   m_.weights.clear();  // serving keeps only the served copy (or the engine's shards)
   generates_ = models::family(m_.served->config().family).generates;
   if (generates_) {  // the decoder the KV-cache executor drives
-    gpt2_ = dynamic_cast<models::Gpt2*>(m_.served.get());
-    SB_CHECK(gpt2_, "family {} generates but its model is no Gpt2", m_.served->config().family);
+    decoder_ = m_.served->kv_decoder();
+    SB_CHECK(decoder_, "family {} generates but its model has no KV-cache decoder "
+             "(models/kv_decoder.h)", m_.served->config().family);
   }
   requests_ = draw_requests(arrival_config(p));
   if (!generates_)  // classification: one result per request, at the end of its prefill
@@ -140,13 +147,14 @@ void ServeWorkload::build(RunContext& ctx) {
   for (const auto& r : requests_) longest = std::max(longest, r.prompt_len);
   // Prompts: held-out rows of the Markov chain `train` uses for this seed, one per request
   // (BERT's rows are at least half their length: twice the longest prompt covers every prompt).
-  const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
+  const auto seed = static_cast<std::uint64_t>(base_config(p).seed);
   prompts_ = data::markov_source(m_.served->config(), 1, generates_ ? longest : std::max<I>(4, 2 * longest), seed, seed);
   PolicyConfig pc;
-  pc.max_batch = p.get_int("batch");
-  pc.max_queue_delay_s = p.get_double("max_queue_delay_ms") / 1e3;
-  pc.max_prefill_tokens = p.get_int("max_prefill_tokens");
-  policy_ = make_policy(p.get_string("serve_policy"), pc);
+  const ServeKeys& k = config<ServeKeys>(p);
+  pc.max_batch = config<ModelKeys>(p).batch;
+  pc.max_queue_delay_s = k.max_queue_delay_ms / 1e3;
+  pc.max_prefill_tokens = k.max_prefill_tokens;
+  policy_ = make_policy(k.serve_policy, pc);
 }
 
 // Request r's prompt; warm-up uses negative ids (-1 - r: request r's prompt, never sampled).
@@ -167,7 +175,8 @@ std::vector<I> ServeWorkload::prompt(I request) const {
 void ServeWorkload::make_executor(RunContext& ctx) {
   const Point& p = ctx.point;
   const I capacity = row_tokens(requests_, m_.served->config().max_pos);
-  I rows = p.get_int("batch");
+  const ServeKeys& k = config<ServeKeys>(p);
+  I rows = config<ModelKeys>(p).batch;
   if (const I most = policy_->max_running(); most > 0) rows = std::min(rows, most);
   RunForward run = [this](const std::function<torch::Tensor(models::ParamProvider&)>& f) {
     return m_.run(f);
@@ -179,16 +188,16 @@ void ServeWorkload::make_executor(RunContext& ctx) {
     return;
   }
   const I per_token = kv_bytes_per_token(m_.served->config(), m_.engine ? torch::kFloat : m_.compute);
-  if (const I budget = p.get_int("kv_cache_bytes"); budget > 0) {
+  if (const I budget = k.kv_cache_bytes; budget > 0) {
     const std::string small = kv_budget_problem(budget, capacity, per_token);
     SB_REQUIRE(small.empty(), "{}: {}", p.key_at("kv_cache_bytes"), small);
     rows = std::min(rows, budget / (capacity * per_token));
   }
   SamplingConfig s;
-  s.temperature = p.get_double("temperature");
-  s.top_k = p.get_int("top_k");
-  s.seed = static_cast<std::uint64_t>(p.get_int("seed"));
-  executor_ = std::make_unique<Gpt2Executor>(*gpt2_, run, prompt, rows, capacity, s);
+  s.temperature = k.temperature;
+  s.top_k = k.top_k;
+  s.seed = static_cast<std::uint64_t>(base_config(p).seed);
+  executor_ = std::make_unique<Gpt2Executor>(*decoder_, run, prompt, rows, capacity, s);
   SB_CHECK(executor_->kv_bytes_per_token() == per_token, "serve: KV bytes per token {} != {}",
            executor_->kv_bytes_per_token(), per_token);
 }
@@ -209,7 +218,7 @@ void ServeWorkload::warm_up(Executor& ex, I steps) {
 
 void ServeWorkload::record(RunContext& ctx, const ServeResult& r) {
   const Point& p = ctx.point;
-  Slo slo{p.get_double("slo_ttft_ms") / 1e3, p.get_double("slo_tpot_ms") / 1e3};
+  Slo slo{config<ServeKeys>(p).slo_ttft_ms / 1e3, config<ServeKeys>(p).slo_tpot_ms / 1e3};
   auto& rec = ctx.recorder;
   const auto rows = request_records(requests_, r, slo);
   for (const auto& row : rows) rec.add(row);
@@ -237,10 +246,11 @@ bool set_off_default(const Point& p, const char* key) {
 // Classification requests return one label at the end of their prefill: the generation keys
 // do nothing (warnings: a suite may vary model across families with one set of keys).
 void validate_classifier(const Point& p, const models::ModelConfig& m, std::vector<Diagnostic>& out) {
-  if (p.get_string("arrival") != "trace" && p.get_int("prompt_len_max") > m.max_pos)
+  const ServeKeys& k = config<ServeKeys>(p);
+  if (k.arrival != "trace" && k.prompt_len_max > m.max_pos)
     out.push_back({"prompt_len_max", fmt::format("prompt_len_max {} exceeds model {}'s {} positions: "
                                                  "longer requests will be refused (and counted)",
-                                                 p.get_int("prompt_len_max"), m.preset, m.max_pos), true});
+                                                 k.prompt_len_max, m.preset, m.max_pos), true});
   for (const char* k : {"output_len_min", "output_len_max", "temperature", "top_k", "eos_token",
                         "kv_cache_bytes"})
     if (set_off_default(p, k))
@@ -253,19 +263,19 @@ void validate_classifier(const Point& p, const models::ModelConfig& m, std::vect
 // The dtype the KV cache takes, as the run picks it (make_executor): fp32 when sharded, else
 // the served forward's (quant_compute) on the host; nullopt on a GPU, judged where it runs.
 std::optional<torch::ScalarType> planned_kv_dtype(const Point& p) {
-  if (p.get_int("world") > 1) return torch::kFloat;
+  if (base_config(p).world > 1) return torch::kFloat;
   const KeySpec* dev = find_key("device");
   if (dev && Value(config<models::DeviceConfig>(p).device) != dev->default_value)
     return std::nullopt;  // default: the host
-  return quant::compute_dtype(p.get_string("quantization"), p.get_string("quant_compute"),
+  return quant::compute_dtype(config<InferChoice>(p).quantization, config<infer::WeightsKeys>(p).quant_compute,
                               torch::Device(torch::kCPU));
 }
 
 // kv_cache_bytes against one KV row of the requests the run will draw (the same draw), for a
 // generating model. Pruning may narrow the attention (heads): then only the run can tell.
 void validate_kv_budget(const Point& p, const models::ModelConfig& m, std::vector<Diagnostic>& out) {
-  const I budget = p.get_int("kv_cache_bytes");
-  if (budget <= 0 || set_off_default(p, "pruning")) return;
+  const I budget = config<ServeKeys>(p).kv_cache_bytes;
+  if (budget <= 0 || config<prune::PruneKeys>(p).method != "none") return;
   const ArrivalConfig a = arrival_config(p);
   if (a.arrival == "trace" ? !std::filesystem::exists(a.trace) : a.requests > (I{1} << 20))
     return;  // a trace not written yet; or a draw too large to repeat at plan time
@@ -283,10 +293,9 @@ void validate_kv_budget(const Point& p, const models::ModelConfig& m, std::vecto
   if (!small.empty()) out.push_back({"kv_cache_bytes", small});
 }
 
-void validate(const Point& p, std::vector<Diagnostic>& out) {
-  if (!is_serve(p)) return;
+void validate(const ServeKeys& k, const Point& p, std::vector<Diagnostic>& out) {
   try {
-    const auto m = models::preset_config(p.get_string("model"));
+    const auto m = models::preset_config(config<ModelKeys>(p).model);
     const models::Family& fam = models::family(m.family);
     if (!fam.generates && fam.classifies) {
       validate_classifier(p, m, out);
@@ -296,26 +305,27 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                                           m.preset, m.family)});
     } else {
       validate_kv_budget(p, m, out);
-      if (p.get_string("arrival") != "trace" &&
-          p.get_int("prompt_len_max") + p.get_int("output_len_max") > m.max_pos)
+      if (k.arrival != "trace" && k.prompt_len_max + k.output_len_max > m.max_pos)
         out.push_back({"prompt_len_max",
                        fmt::format("prompt_len_max {} + output_len_max {} exceeds model {}'s {} "
                                    "positions: requests longer than that will be refused (and counted)",
-                                   p.get_int("prompt_len_max"), p.get_int("output_len_max"), m.preset,
+                                   k.prompt_len_max, k.output_len_max, m.preset,
                                    m.max_pos), true});
     }
   } catch (const sb::Error&) {
     // an unknown model is reported by the name check
   }
-  for (const char* k : {"prompt_len", "output_len"}) {
-    const std::string lo = std::string(k) + "_min", hi = std::string(k) + "_max";
-    if (p.get_int(lo) > p.get_int(hi))
-      out.push_back({lo, fmt::format("{} {} is above {} {}: lengths are drawn uniformly from "
-                                     "[{}, {}] (equal for a fixed length)", lo, p.get_int(lo), hi,
-                                     p.get_int(hi), lo, hi)});
+  for (const auto& [name, lo, hi] : {std::tuple{"prompt_len", k.prompt_len_min, k.prompt_len_max},
+                                     std::tuple{"output_len", k.output_len_min, k.output_len_max}}) {
+    const std::string lo_key = std::string(name) + "_min", hi_key = std::string(name) + "_max";
+    if (lo > hi)
+      out.push_back({lo_key, fmt::format("{} {} is above {} {}: lengths are drawn uniformly from "
+                                         "[{}, {}] (equal for a fixed length)", lo_key, lo, hi_key,
+                                         hi, lo_key, hi_key)});
   }
-  const std::string arrival = p.get_string("arrival"), trace = p.get_string("request_trace");
-  if (arrival == "poisson" && !(p.get_double("request_rate") > 0))
+  const std::string& arrival = k.arrival;
+  const std::string& trace = k.request_trace;
+  if (arrival == "poisson" && !(k.request_rate > 0))
     out.push_back({"request_rate", "poisson arrivals need request_rate > 0 (requests per second)"});
   if (arrival == "trace" && trace.empty())
     out.push_back({"request_trace", "arrival = \"trace\" needs request_trace = a JSONL file of "
@@ -336,54 +346,61 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                                                 "(arrival is \"{}\")", arrival)});
 }
 
-void key(KeySpec ks) {
-  ks.tasks = {"serve"};
-  register_key(std::move(ks));
-}
-KeySpec integer(const char* k, I def, I lo, I hi, const char* doc) {
-  KeySpec ks{k, KeyType::Int, def, "", doc};
-  ks.min_int = lo, ks.max_int = hi;
-  return ks;
-}
-KeySpec real(const char* k, double def, double lo, double hi, const char* doc) {
-  KeySpec ks{k, KeyType::Float, def, "", doc};
-  ks.min_float = lo, ks.max_float = hi;
-  return ks;
-}
+}  // namespace
 
-const sb::Registrar registrar([] {
+void ServeKeys::declare(Fields<ServeKeys>& f) {
   constexpr I kLen = I{1} << 20;
-  key({"serve_policy", KeyType::Name, std::string("continuous"), "serve_policy",
-       "serve: batching policy (sequential, static, continuous; docs/SERVING.md)"});
+  f.tasks({"serve"});
+  f.name("serve_policy", &ServeKeys::serve_policy, "serve_policy", "continuous",
+         "serve: batching policy (sequential, static, continuous; docs/SERVING.md)");
   register_name("arrival", "poisson", "exponential gaps at request_rate per second");
   register_name("arrival", "offline", "every request at time 0");
   register_name("arrival", "trace", "arrival times and lengths from request_trace (JSONL)");
-  key({"arrival", KeyType::Name, std::string("poisson"), "arrival",
-       "serve: how requests arrive: poisson (at request_rate), offline (all at 0) or trace"});
-  key(real("request_rate", 4.0, 0.0, 1e9, "serve: mean Poisson arrival rate, requests per second"));
-  key(integer("requests", 64, 1, I{1} << 24, "serve: requests in the run (poisson, offline)"));
-  key(integer("prompt_len_min", 32, 1, kLen, "serve: shortest prompt (tokens; uniform on [min, max])"));
-  key(integer("prompt_len_max", 32, 1, kLen, "serve: longest prompt (tokens)"));
-  key(integer("output_len_min", 16, 1, kLen, "serve: fewest output tokens (uniform on [min, max]; BERT requests return one label)"));
-  key(integer("output_len_max", 16, 1, kLen, "serve: most output tokens"));
-  key({"request_trace", KeyType::String, std::string(""), "",
-       "serve: arrival = trace: JSONL, one {\"arrival_s\", \"prompt_len\", \"output_len\"} per line"});
-  key(real("max_queue_delay_ms", 10.0, 0.0, 1e9,
-           "serve: static policy: longest wait (from the oldest request's arrival) for a fuller batch"));
-  key(integer("max_prefill_tokens", 1024, 1, kLen,
-              "serve: continuous policy: prompt tokens prefilled per step (at least one request)"));
-  key(integer("kv_cache_bytes", 0, 0, I{1} << 50,
-              "serve: bound on the KV cache; rows = min(batch, bytes / row bytes); 0 = batch rows"));
-  key(real("temperature", 0.0, 0.0, 1e6, "serve: 0 = greedy, else sampling temperature"));
-  key(integer("top_k", 0, 0, I{1} << 24, "serve: sample among the top_k tokens (0 = all)"));
-  key(integer("eos_token", -1, -1, I{1} << 24, "serve: a request ends at this token (-1: at its output length)"));
-  key(real("slo_ttft_ms", 1000.0, 0.0, 1e9, "serve: time-to-first-token objective of the SLO attainment"));
-  key(real("slo_tpot_ms", 200.0, 0.0, 1e9, "serve: time-per-output-token objective of the SLO attainment"));
-  register_validator(validate);
+  f.name("arrival", &ServeKeys::arrival, "arrival", "poisson",
+         "serve: how requests arrive: poisson (at request_rate), offline (all at 0) or trace");
+  f.add("request_rate", &ServeKeys::request_rate, 4.0,
+        "serve: mean Poisson arrival rate, requests per second").range(0.0, 1e9);
+  f.add("requests", &ServeKeys::requests, 64, "serve: requests in the run (poisson, offline)")
+      .range(1, I{1} << 24);
+  f.add("prompt_len_min", &ServeKeys::prompt_len_min, 32,
+        "serve: shortest prompt (tokens; uniform on [min, max])").range(1, kLen);
+  f.add("prompt_len_max", &ServeKeys::prompt_len_max, 32, "serve: longest prompt (tokens)").range(1, kLen);
+  f.add("output_len_min", &ServeKeys::output_len_min, 16,
+        "serve: fewest output tokens (uniform on [min, max]; BERT requests return one label)")
+      .range(1, kLen);
+  f.add("output_len_max", &ServeKeys::output_len_max, 16, "serve: most output tokens").range(1, kLen);
+  f.add("request_trace", &ServeKeys::request_trace, std::string(""),
+        "serve: arrival = trace: JSONL, one {\"arrival_s\", \"prompt_len\", \"output_len\"} per line");
+  f.add("max_queue_delay_ms", &ServeKeys::max_queue_delay_ms, 10.0,
+        "serve: static policy: longest wait (from the oldest request's arrival) for a fuller batch")
+      .range(0.0, 1e9);
+  f.add("max_prefill_tokens", &ServeKeys::max_prefill_tokens, 1024,
+        "serve: continuous policy: prompt tokens prefilled per step (at least one request)")
+      .range(1, kLen);
+  f.add("kv_cache_bytes", &ServeKeys::kv_cache_bytes, 0,
+        "serve: bound on the KV cache; rows = min(batch, bytes / row bytes); 0 = batch rows")
+      .range(0, I{1} << 50);
+  f.add("temperature", &ServeKeys::temperature, 0.0, "serve: 0 = greedy, else sampling temperature")
+      .range(0.0, 1e6);
+  f.add("top_k", &ServeKeys::top_k, 0, "serve: sample among the top_k tokens (0 = all)").range(0, I{1} << 24);
+  f.add("eos_token", &ServeKeys::eos_token, -1,
+        "serve: a request ends at this token (-1: at its output length)").range(-1, I{1} << 24);
+  f.add("slo_ttft_ms", &ServeKeys::slo_ttft_ms, 1000.0,
+        "serve: time-to-first-token objective of the SLO attainment").range(0.0, 1e9);
+  f.add("slo_tpot_ms", &ServeKeys::slo_tpot_ms, 200.0,
+        "serve: time-per-output-token objective of the SLO attainment").range(0.0, 1e9);
+  f.validate(validate);
+}
+SB_CONFIG_SECTION(ServeKeys);
+
+namespace {
+
+const sb::Registrar registrar([] {
   register_task({"serve", [] { return std::make_unique<ServeWorkload>(); }, [](const Point& p) {
-                   auto model = models::make_model(p.get_string("model"), p.get_string("attention"));
+                   const ModelKeys& mk = config<ModelKeys>(p);
+                   auto model = models::make_model(mk.model, mk.attention);
                    return static_cast<double>(
-                       quant::quantized_model_bytes(p.get_string("quantization"), model->units()));
+                       quant::quantized_model_bytes(config<InferChoice>(p).quantization, model->units()));
                  },
                  {},  // memory terms: the plan's total only
                  {{"batch", "lower it: fewer KV-cache rows"},

@@ -5,9 +5,13 @@
 // the strategy's record knows, and refuses what no strategy can run.
 #include <fmt/format.h>
 
+#include "harness/spec/base_config.h"
+#include "harness/spec/config.h"
 #include "harness/spec/mesh_config.h"
+#include "harness/spec/model_keys.h"
 #include "harness/workload.h"
 #include "workloads/fsdp/strategy.h"
+#include "workloads/train/train_config.h"
 
 namespace sb::train {
 namespace {
@@ -17,10 +21,10 @@ using I = std::int64_t;
 bool in_file(const Point& p, const char* key) { return p.has(key) && p.where(key).line != 0; }
 
 const fsdp::StrategyInfo* train_strategy(const Point& p) {
-  if (!p.has("task") || p.get_string("task") != "train" || !p.has("strategy") ||
-      !p.has("mesh.dp_shard") || !p.has("shard_group"))
-    return nullptr;  // another task, or not a full point (tests)
-  return fsdp::find_strategy(p.get_string("strategy"));
+  if (!p.has("task") || !p.has("strategy") || !p.has("mesh.dp_shard") || !p.has("shard_group"))
+    return nullptr;  // not a full point (tests)
+  if (base_config(p).task != "train") return nullptr;
+  return fsdp::find_strategy(config<ModelKeys>(p).strategy);
 }
 
 bool keeps_replicas(const fsdp::StrategyInfo& s) { return s.uses(fsdp::MeshDim::dp_replicate); }
@@ -30,8 +34,11 @@ bool keeps_replicas(const fsdp::StrategyInfo& s) { return s.uses(fsdp::MeshDim::
 void canonicalize(Point& p) {
   const auto* s = train_strategy(p);
   if (!s || !keeps_replicas(*s)) return;  // shards over every data-parallel rank: the default
-  const I others = p.get_int("mesh.tp") * p.get_int("mesh.pp") * p.get_int("mesh.sp");
-  I shard = in_file(p, "mesh.dp_shard") ? p.get_int("mesh.dp_shard") : p.get_int("shard_group");
+  // Copies: p.set() below starts a new parse of the point.
+  const MeshConfig m = config<MeshConfig>(p);
+  const I world = base_config(p).world;
+  const I others = I{m.tp} * m.pp * m.sp;
+  const I shard = in_file(p, "mesh.dp_shard") ? m.dp_shard : config<StepKeys>(p).shard_group;
   if (in_file(p, "mesh.dp_replicate") && !in_file(p, "mesh.dp_shard") &&
       !in_file(p, "shard_group"))
     return;  // the replicas given: mesh_config.cpp derived dp_shard from them
@@ -41,7 +48,6 @@ void canonicalize(Point& p) {
     return;
   }
   if (!in_file(p, "mesh.dp_shard")) p.set("mesh.dp_shard", shard);
-  const I world = p.get_int("world");
   if (!in_file(p, "mesh.dp_replicate") && others > 0 && world % (shard * others) == 0)
     p.set("mesh.dp_replicate", world / (shard * others));
 }
@@ -56,14 +62,16 @@ std::string strategies_with_replicas() {
 void validate(const Point& p, std::vector<Diagnostic>& out) {
   const auto* s = train_strategy(p);
   if (!s) return;
-  const std::string strategy = p.get_string("strategy");
+  const std::string& strategy = config<ModelKeys>(p).strategy;
+  const MeshConfig& m = config<MeshConfig>(p);
+  const I shard_group = config<StepKeys>(p).shard_group;
   if (keeps_replicas(*s) && in_file(p, "shard_group") && in_file(p, "mesh.dp_shard") &&
-      p.get_int("shard_group") != p.get_int("mesh.dp_shard"))
+      shard_group != m.dp_shard)
     out.push_back({"mesh.dp_shard",
                    fmt::format("shard_group = {} and mesh.dp_shard = {} disagree: shard_group is "
                                "the old name of mesh.dp_shard; set only mesh.dp_shard",
-                               p.get_int("shard_group"), p.get_int("mesh.dp_shard"))});
-  const I replicas = p.get_int("mesh.dp_replicate");
+                               shard_group, m.dp_shard)});
+  const I replicas = m.dp_replicate;
   if (!keeps_replicas(*s) && replicas != 1)
     out.push_back({"mesh.dp_replicate",
                    fmt::format("mesh.dp_replicate = {}: strategy '{}' keeps no replicas (it "

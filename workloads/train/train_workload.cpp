@@ -21,7 +21,9 @@
 #include "harness/core/fault.h"
 #include "harness/core/heartbeat.h"
 #include "harness/core/mpi_context.h"
+#include "harness/spec/base_config.h"
 #include "harness/spec/config.h"
+#include "harness/spec/model_keys.h"
 #include "harness/spec/mesh_config.h"
 #include "harness/trace/recorder.h"
 #include "workloads/comm/policy.h"
@@ -43,6 +45,7 @@
 #include "workloads/prune/prune_keys.h"
 #include "workloads/prune/pruner.h"
 #include "workloads/prune/schedule.h"
+#include "workloads/train/train_config.h"
 
 namespace sb::train {
 namespace {
@@ -54,20 +57,22 @@ constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 }  // namespace
 
 std::string init_weights_path(const Point& p) {
-  const std::string from = p.get_string("init");
+  const std::string& from = config<RunKeys>(p).init;
+  const std::string& model = config<ModelKeys>(p).model;
   if (from == "seed") return "";
-  if (from.empty() && models::is_model_path(p.get_string("model"))) return p.get_string("model");
+  if (from.empty() && models::is_model_path(model)) return model;
   return from;
 }
 
 optim::AdamWConfig adamw_config(const Point& p) {
   optim::AdamWConfig a;
-  a.lr = p.get_double("lr");
-  a.min_lr = p.get_double("min_lr");
-  a.weight_decay = p.get_double("weight_decay");
-  a.grad_clip = p.get_double("grad_clip");
-  a.warmup_steps = p.get_int("lr_warmup");
-  a.total_steps = p.get_int("steps");
+  const OptimKeys& o = config<OptimKeys>(p);
+  a.lr = o.lr;
+  a.min_lr = o.min_lr;
+  a.weight_decay = o.weight_decay;
+  a.grad_clip = o.grad_clip;
+  a.warmup_steps = o.lr_warmup;
+  a.total_steps = base_config(p).steps;
   return a;
 }
 
@@ -82,7 +87,7 @@ std::function<torch::Tensor(int, std::int64_t, std::int64_t)> initial_weights(
     const Point& p, const models::Model& m, std::string* note) {
   const std::string from = init_weights_path(p);
   if (from.empty()) {
-    const auto seed = static_cast<std::uint64_t>(p.get_int("seed"));
+    const auto seed = static_cast<std::uint64_t>(base_config(p).seed);
     return fsdp::unit_slices(m, [&m, seed](int u) { return models::init_unit(m.units(), u, seed); });
   }
   auto reader = std::make_shared<data::CheckpointReader>(m, from);
@@ -94,17 +99,18 @@ std::function<torch::Tensor(int, std::int64_t, std::int64_t)> initial_weights(
 fsdp::EngineConfig engine_config(const Point& p, const torch::Device& device,
                                  std::string* dtype_why) {
   fsdp::EngineConfig cfg;
-  cfg.strategy = p.get_string("strategy");
+  cfg.strategy = config<ModelKeys>(p).strategy;
   cfg.device = device;
-  cfg.param_dtype = models::resolve_dtype(p.get_string("dtype"), device, dtype_why);
-  cfg.reduce_dtype = models::dtype_from_name(p.get_string("reduce_dtype"));
-  cfg.prefetch = p.get_bool("prefetch");
+  const StepKeys& step = config<StepKeys>(p);
+  cfg.param_dtype = models::resolve_dtype(config<TrainChoice>(p).dtype, device, dtype_why);
+  cfg.reduce_dtype = models::dtype_from_name(step.reduce_dtype);
+  cfg.prefetch = step.prefetch;
   cfg.compression = comm::policy_from_point(p);
   cfg.adamw = adamw_config(p);
   // fp16 anywhere in the step: dynamic loss scaling (EngineConfig::loss_scaling).
   cfg.loss_scaling = cfg.param_dtype == torch::kFloat16 || cfg.reduce_dtype == torch::kFloat16;
-  cfg.loss_scale_init = p.get_double("loss_scale_init");
-  cfg.loss_scale_growth_interval = p.get_int("loss_scale_growth_interval");
+  cfg.loss_scale_init = config<OptimKeys>(p).loss_scale_init;
+  cfg.loss_scale_growth_interval = config<OptimKeys>(p).loss_scale_growth_interval;
   return cfg;
 }
 
@@ -119,7 +125,7 @@ class TrainWorkload final : public sb::Workload {
     comm_->set_trace_hook(nullptr, origin_);  // evaluation and checkpoints are not step traffic
     // Saved before the final evaluation, which draws from the compressors' random generators
     // (stochastic int8 parameter gathers): the checkpoint holds the state the next step needs.
-    const std::string ckpt = ctx.point.get_string("checkpoint_dir");
+    const std::string& ckpt = config<RunKeys>(ctx.point).checkpoint_dir;
     sb::set_phase("checkpoint");
     if (!ckpt.empty()) engine_->save(ckpt);
     sb::heartbeat::set_phase("record results");
@@ -184,20 +190,20 @@ class TrainWorkload final : public sb::Workload {
 void TrainWorkload::build(RunContext& ctx) {
   const Point& p = ctx.point;
   sb::heartbeat::set_phase("build");
-  at::set_num_threads(threads_per_rank(p.get_int("threads"), ctx.world));
+  at::set_num_threads(threads_per_rank(base_config(p).threads, ctx.world));
   // Before the communicator: NCCL binds to the current device.
   device_ = models::resolve_device(config<models::DeviceConfig>(p).device, sb::node_local_rank(ctx.world));
   cfg_ = engine_config(p, device_, &dtype_why_);
   // MFU's peaks (peak.h), before the communicator, whose progress thread would share the cores
   // the GEMMs are timed on; the peak_gflops key replaces the measured one (a spec-sheet peak).
   sb::heartbeat::set_phase("peak GEMM");  // long, without collectives: beats, no verdict
-  peaks_ = train::training_peaks(device_, cfg_.param_dtype, p.get_double("peak_gflops"), ctx.world);
-  model_ = models::make_model(p.get_string("model"), p.get_string("attention"));
+  peaks_ = train::training_peaks(device_, cfg_.param_dtype, config<StepKeys>(p).peak_gflops, ctx.world);
+  model_ = models::make_model(config<ModelKeys>(p).model, config<ModelKeys>(p).attention);
   // The groups from the point's mesh (train_mesh.cpp: hybrid sharding's node-local default
   // resolves here); data is split by the data-parallel coordinate (dp_rows).
   comm_ = std::make_unique<comm::Communicator>(ctx.world, config<MeshConfig>(p).mesh(), true,
                                               comm::backend_choice(p));
-  std::string progress = p.get_string("comm_progress");
+  std::string progress = config<StepKeys>(p).comm_progress;
   if (progress == "auto")  // train_task.cpp says why
     progress = fsdp::strategy_info(cfg_.strategy).layout.params_sharded ? "poll" : "inline";
   comm_->set_progress(progress);
@@ -208,9 +214,9 @@ void TrainWorkload::build(RunContext& ctx) {
   }
   for (const std::string* note : {&checkpoint_note_, &teacher_checkpoint_note_})
     if (ctx.rank == 0 && !note->empty()) std::fprintf(stderr, "note: %s\n", note->c_str());
-  if (p.get_bool("resume")) resume(ctx);
+  if (config<RunKeys>(p).resume) resume(ctx);
   source_ = data::training_source(p, model_->config(), ctx.world, &corpus_);
-  const I steps = p.get_int("steps");
+  const I steps = base_config(p).steps;
   const auto& sched = config<prune::PruneScheduleKeys>(p);
   schedule_.kind = sched.schedule;
   schedule_.sparsity = config<prune::PruneKeys>(p).sparsity;
@@ -230,11 +236,11 @@ void TrainWorkload::build(RunContext& ctx) {
 void TrainWorkload::build_teacher(RunContext& ctx) {
   const Point& p = ctx.point;
   const std::string teacher = config<distill::DistillKeys>(p).teacher;
-  teacher_ = models::make_model(teacher, p.get_string("attention"));
+  teacher_ = models::make_model(teacher, config<ModelKeys>(p).attention);
   std::string from = config<distill::DistillKeys>(p).teacher_init;
   if (from.empty() && models::is_model_path(teacher)) from = teacher;
   std::string note;
-  auto weights = from.empty() ? models::init_params(teacher_->units(), static_cast<std::uint64_t>(p.get_int("seed")))
+  auto weights = from.empty() ? models::init_params(teacher_->units(), static_cast<std::uint64_t>(base_config(p).seed))
                               : data::load_checkpoint(*teacher_, from, {}, &note);
   if (!note.empty()) teacher_checkpoint_note_ = "teacher " + note;
   // Hidden states of another width: matched through a projection the student learns (TinyBERT).
@@ -264,8 +270,8 @@ void TrainWorkload::build_teacher(RunContext& ctx) {
 // resumes; `plan` warns when the folder does not exist). Rank 0 looks, every rank follows.
 void TrainWorkload::resume(RunContext& ctx) {
   const Point& p = ctx.point;
-  const std::string ckpt = p.get_string("checkpoint_dir");
-  const I steps = p.get_int("steps");
+  const std::string& ckpt = config<RunKeys>(p).checkpoint_dir;
+  const I steps = base_config(p).steps;
   std::int64_t committed = ctx.rank == 0 ? fsdp::committed_checkpoint_step(ckpt) : -1;
   sb::check_mpi(MPI_Bcast(&committed, 1, MPI_INT64_T, 0, ctx.world),
                 "MPI_Bcast (committed checkpoint step)");
@@ -287,8 +293,8 @@ void TrainWorkload::resume(RunContext& ctx) {
 
 void TrainWorkload::step_loop(RunContext& ctx) {
   const Point& p = ctx.point;
-  const I steps = p.get_int("steps"), accum = p.get_int("grad_accum");
-  const I eval_every = p.get_int("eval_every");
+  const I steps = base_config(p).steps, accum = config<OptimKeys>(p).grad_accum;
+  const I eval_every = config<RunKeys>(p).eval_every;
   ctx.progress.begin(fmt::format("train {}", p.name), static_cast<long>(steps));
   for (I s = engine_->steps_done(); s < steps; ++s) {
     comm_->set_step(s);
@@ -388,10 +394,10 @@ sb::StepRecord TrainWorkload::step_record(RunContext& ctx, I s, const fsdp::Step
   double v[5] = {wall, st.forward_s, st.backward_s, st.optimizer_s, st.comm_exposed_s};
   sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_DOUBLE, MPI_MAX, ctx.world),
                 "MPI_Allreduce (step times)");
-  const I B = ctx.point.get_int("batch"), T = ctx.point.get_int("seq");
+  const I B = config<ModelKeys>(ctx.point).batch, T = config<ModelKeys>(ctx.point).seq;
   sb::StepRecord r;
   r.step = s;
-  r.warmup = s < ctx.point.get_int("warmup");
+  r.warmup = s < base_config(ctx.point).warmup;
   r.wall_s = v[0];
   r.forward_s = v[1];
   r.backward_s = v[2];
@@ -423,7 +429,7 @@ double TrainWorkload::evaluate(RunContext& ctx, fsdp::Engine& engine) {
   sb::set_phase("evaluation");
   double sum = 0;
   I terms_total = 0;
-  for (I i = 0; i < ctx.point.get_int("eval_batches"); ++i) {
+  for (I i = 0; i < config<RunKeys>(ctx.point).eval_batches; ++i) {
     sb::heartbeat::tick();
     auto g = source_->heldout(i);
     auto mine = dp_rows(g);
@@ -440,7 +446,7 @@ double TrainWorkload::evaluate(RunContext& ctx, fsdp::Engine& engine) {
 double TrainWorkload::classification_accuracy(RunContext& ctx, fsdp::Engine& engine,
                                               const data::LabelledBatches& src, double* macro_f1) {
   const auto& v = src.data().validation;
-  const auto pred = data::predicted_classes(v, ctx.point.get_int("batch"), [&](const models::Batch& b) {
+  const auto pred = data::predicted_classes(v, config<ModelKeys>(ctx.point).batch, [&](const models::Batch& b) {
     sb::heartbeat::tick();
     return engine.forward_classify(data::to_device(b, device_));
   });
@@ -464,7 +470,7 @@ void TrainWorkload::record_labelled(RunContext& ctx, const data::LabelledBatches
 // Masked tokens predicted right on the eval_batches held-out batches, over all ranks' rows.
 double TrainWorkload::mlm_accuracy(RunContext& ctx) {
   double v[2] = {0, 0};  // hits, masked tokens
-  for (I i = 0; i < ctx.point.get_int("eval_batches"); ++i) {
+  for (I i = 0; i < config<RunKeys>(ctx.point).eval_batches; ++i) {
     sb::heartbeat::tick();
     auto mine = dp_rows(source_->heldout(i));
     auto logits = engine_->forward_logits(data::to_device(mine, device_)).cpu();
@@ -580,8 +586,8 @@ void TrainWorkload::record_teacher(RunContext& ctx) {
 }
 
 void TrainWorkload::export_weights(RunContext& ctx) {
-  const std::string out = ctx.point.get_string("export_safetensors");
-  const std::string folder = ctx.point.get_string("export_folder");
+  const std::string& out = config<RunKeys>(ctx.point).export_safetensors;
+  const std::string& folder = config<RunKeys>(ctx.point).export_folder;
   if (out.empty() && folder.empty()) return;
   auto full = engine_->full_params();  // collective: every rank takes part
   if (ctx.rank != 0) return;

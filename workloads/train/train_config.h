@@ -1,0 +1,46 @@
+// The train task's own keys, typed (harness/spec/config.h), declared once in train_keys.cpp
+// with the rules plan checks: the optimizer and its schedule, how the sharded step
+// communicates, and what a run reads and writes besides its results. The keys several tasks
+// share are their areas' (ModelKeys, TrainChoice, DataKeys, MeshConfig, DistillKeys, ...).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace sb {
+template <class S> class Fields;
+}
+
+namespace sb::train {
+
+// AdamW, its learning-rate schedule, accumulation and fp16's loss scaling.
+struct OptimKeys {
+  double lr = 0, min_lr = 0, weight_decay = 0, grad_clip = 0;
+  std::int64_t lr_warmup = 0;   // optimizer steps
+  std::int64_t grad_accum = 1;  // micro-batches per optimizer step
+  double loss_scale_init = 0;
+  std::int64_t loss_scale_growth_interval = 0;
+  static void declare(Fields<OptimKeys>& f);
+};
+
+// How the sharded step communicates (the strategy and compression are TrainChoice/ModelKeys).
+struct StepKeys {
+  std::int64_t shard_group = 0;  // the old name of mesh.dp_shard (train_mesh.cpp)
+  std::string reduce_dtype;      // dtype of gradient collectives
+  bool prefetch = true;
+  std::string comm_progress;     // auto, thread, poll or inline
+  double peak_gflops = 0;        // one rank's peak for MFU; 0 = measured
+  static void declare(Fields<StepKeys>& f);
+};
+
+// What a run evaluates, starts from and writes besides its results.
+struct RunKeys {
+  std::int64_t eval_every = 0, eval_batches = 0;
+  std::string checkpoint_dir;      // "" = none
+  bool resume = false;
+  std::string init;                // "" = the model folder or seeded; "seed" = seeded
+  std::string export_folder;       // "" = none
+  std::string export_safetensors;  // "" = none
+  static void declare(Fields<RunKeys>& f);
+};
+
+}  // namespace sb::train

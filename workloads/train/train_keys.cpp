@@ -1,0 +1,202 @@
+// Declarations of train_config.h (`shardbench keys` lists them) and the train task's cross-key
+// rules, which plan runs before any rank starts.
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+
+#include "harness/core/check.h"
+#include "harness/spec/base_config.h"
+#include "harness/spec/config.h"
+#include "harness/spec/model_keys.h"
+#include "workloads/data/labelled.h"
+#include "workloads/data/safetensors.h"
+#include "workloads/data/text_corpus.h"
+#include "workloads/distill/distill_config.h"
+#include "workloads/data/data_config.h"
+#include "workloads/models/family.h"
+#include "workloads/models/hf_config.h"
+#include "workloads/train/train_config.h"
+#include "workloads/train/train_workload.h"
+
+namespace sb::train {
+namespace {
+
+using I = std::int64_t;
+const I kIntMax = std::numeric_limits<std::int32_t>::max();
+
+void validate_optim(const OptimKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  const BaseConfig& b = base_config(p);
+  const I batch = config<ModelKeys>(p).batch;
+  if (c.grad_accum < 1) out.push_back({"grad_accum", fmt::format("grad_accum {} must be >= 1", c.grad_accum)});
+  else if (b.world >= 1 && batch % (b.world * c.grad_accum) != 0)
+    out.push_back({"batch", fmt::format("batch {} is not divisible by world {} x grad_accum {} "
+                                        "= {}; use a multiple of {}", batch, b.world, c.grad_accum,
+                                        b.world * c.grad_accum, b.world * c.grad_accum)});
+  if (c.lr <= 0) out.push_back({"lr", "lr must be > 0"});
+  if (c.min_lr > c.lr)
+    out.push_back({"min_lr", fmt::format("min_lr {} exceeds lr {}", c.min_lr, c.lr)});
+  if (c.lr_warmup < 0 || c.lr_warmup >= std::max<I>(1, b.steps))
+    out.push_back({"lr_warmup", "lr_warmup must be >= 0 and smaller than steps"});
+}
+
+void validate_step(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  const int world = base_config(p).world;
+  if (c.shard_group < 0 || (c.shard_group > 0 && world % c.shard_group != 0))
+    out.push_back({"shard_group", fmt::format("shard_group {} must divide world {} (0 = ranks per "
+                                              "node)", c.shard_group, world)});
+  const TrainChoice& t = config<TrainChoice>(p);
+  if (c.reduce_dtype == "auto")
+    out.push_back({"reduce_dtype", "reduce_dtype takes fp32, bf16 or fp16 (\"auto\" is for "
+                                   "dtype only)"});
+  if (c.reduce_dtype != "fp32" && t.compression != "none")
+    out.push_back({"reduce_dtype", fmt::format("compression '{}' compresses fp32 gradients; set "
+                                               "reduce_dtype = \"fp32\"", t.compression)});
+  // Loss scaling (fp16) scales the gradients the compressors keep residuals and warm starts
+  // of: a skipped step or a new scale would poison them.
+  if (t.dtype == "fp16" && t.compression != "none")
+    out.push_back({"compression", fmt::format("compression '{}' with dtype = \"fp16\": fp16 "
+                                              "trains with dynamic loss scaling, whose skipped "
+                                              "steps and changing scale the compressors' state "
+                                              "cannot follow; use dtype = \"bf16\" or "
+                                              "compression = \"none\"", t.compression)});
+}
+
+// The data a model family can train on (an unknown model is reported by the name check).
+void check_data_for_family(const std::string& model, const Point& p, std::vector<Diagnostic>& out) {
+  try {
+    const auto& fam = models::family(models::preset_config(model).family);
+    const std::string& d = config<data::DataKeys>(p).data;
+    if (data::is_labelled_path(d) && !fam.classifies)
+      out.push_back({"data", fmt::format("data = \"{}\" is labelled text for sequence "
+                                         "classification; model family {} has no such head (use "
+                                         "a BERT model)", d, fam.name)});
+    else if (!data::is_labelled_path(d) && !fam.trains_on_token_files && d != "markov" &&
+             !data::is_text_path(d) && data::data_keyword_typo(d).empty())
+      out.push_back({"data", fmt::format("model family {} trains on data = \"markov\", text "
+                                         "(.txt or a folder) or a labelled .jsonl/.csv (.bin "
+                                         "token files are for causal LM families)", fam.name)});
+  } catch (const sb::Error&) {
+  }
+}
+
+// The weights a point starts from and a distillation teacher's, checked from their headers
+// (names, shapes, dtypes); a distillation student made from its teacher's layers reads none.
+void check_weights(const RunKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  const std::string& model = config<ModelKeys>(p).model;
+  if (!c.init.empty() && c.init != "seed" && !std::filesystem::exists(c.init))
+    out.push_back({"init", fmt::format("init '{}' does not exist (yet): the point will fail "
+                                       "unless an earlier suite writes it; check the path", c.init),
+                   true});
+  const auto& d = config<distill::DistillKeys>(p);
+  if (!c.init.empty() && d.student_init != "none")
+    out.push_back({"init", fmt::format("init and distill.student_init = \"{}\" both set the student's "
+                                       "first weights; keep one", d.student_init)});
+  if (d.student_init != "every_other")
+    if (const std::string bad = data::checkpoint_problem(model, init_weights_path(p)); !bad.empty())
+      out.push_back({c.init.empty() ? "model" : "init", bad});
+  if (!d.teacher.empty()) {
+    const std::string from = !d.teacher_init.empty() ? d.teacher_init
+                             : models::is_model_path(d.teacher) ? d.teacher : "";
+    if (const std::string bad = data::checkpoint_problem(d.teacher, from); !bad.empty())
+      out.push_back({d.teacher_init.empty() ? "teacher" : "teacher_init", bad});
+  }
+}
+
+// Input files are looked for at plan time, but only warned about: an earlier suite may write
+// them (a checkpoint, an exported corpus). Relative paths are from the current directory.
+void warn_missing_inputs(const RunKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  const std::string& data = config<data::DataKeys>(p).data;
+  // A misspelt keyword is an error of data's own check (labelled_keys.cpp), not a missing file.
+  if (data != "markov" && data::data_keyword_typo(data).empty() && !std::filesystem::exists(data))
+    out.push_back({"data", fmt::format("data file '{}' does not exist (yet): the point will fail "
+                                       "unless an earlier suite writes it; check the path",
+                                       data), true});
+  if (c.resume && !c.checkpoint_dir.empty() && !std::filesystem::exists(c.checkpoint_dir))
+    out.push_back({"checkpoint_dir", fmt::format("resume = true, but checkpoint_dir '{}' does not "
+                                                 "exist (yet): the point starts at step 0 unless "
+                                                 "an earlier suite or run saves a checkpoint "
+                                                 "there; check the path", c.checkpoint_dir), true});
+}
+
+void validate_run(const RunKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  const ModelKeys& m = config<ModelKeys>(p);
+  check_data_for_family(m.model, p, out);
+  check_weights(c, p, out);
+  if (c.checkpoint_dir.empty() && c.resume)
+    out.push_back({"resume", "resume = true needs checkpoint_dir"});
+  // positions beyond the model's do not exist (train and infer alike)
+  if (const std::string bad = models::seq_problem(m.model, m.seq); !bad.empty())
+    out.push_back({"seq", bad});
+  warn_missing_inputs(c, p, out);
+}
+
+}  // namespace
+
+void OptimKeys::declare(Fields<OptimKeys>& f) {
+  f.tasks({"train"});
+  f.add("lr", &OptimKeys::lr, 6e-4, "peak learning rate (AdamW)");
+  f.add("min_lr", &OptimKeys::min_lr, 6e-5, "cosine floor of the learning rate");
+  f.add("weight_decay", &OptimKeys::weight_decay, 0.1,
+        "decoupled AdamW weight decay (not on biases and LayerNorm)");
+  f.add("grad_clip", &OptimKeys::grad_clip, 1.0, "global gradient L2-norm clip; <= 0 disables");
+  f.add("lr_warmup", &OptimKeys::lr_warmup, 0, "optimizer steps of linear learning-rate warm-up")
+      .range(0, kIntMax);
+  f.add("grad_accum", &OptimKeys::grad_accum, 1,
+        "micro-batches per optimizer step (no communication until the last)")
+      .range(1, I{1} << 16);
+  f.add("loss_scale_init", &OptimKeys::loss_scale_init, 65536.0,
+        "fp16 (dtype or reduce_dtype): the initial dynamic loss scale (docs/FSDP.md)")
+      .range(1.0, 1e30);
+  f.add("loss_scale_growth_interval", &OptimKeys::loss_scale_growth_interval, 2000,
+        "fp16: finite steps in a row before the loss scale doubles (halved on a skipped step)")
+      .range(1, kIntMax);
+  f.validate(validate_optim);
+}
+SB_CONFIG_SECTION(OptimKeys);
+
+void StepKeys::declare(Fields<StepKeys>& f) {
+  f.tasks({"train"});
+  f.add("shard_group", &StepKeys::shard_group, 0,
+        "ranks per shard group (hybrid_shard); 0 = ranks per node").range(0, I{1} << 20);
+  f.name("reduce_dtype", &StepKeys::reduce_dtype, "dtype", "fp32",
+         "dtype of gradient collectives (fp32, bf16, fp16)");
+  f.add("prefetch", &StepKeys::prefetch, true, "all-gather the next unit while the current one computes");
+  // "auto": poll where parameters are sharded (a unit's all-gather then completes while the
+  // peer computes, instead of waiting for the peer's next unit boundary), inline otherwise
+  // (poll's 20 us sleeps slow libnbc's many-round all-reduce). docs/FSDP.md "Benchmark".
+  register_name("comm_progress", "auto",
+                "poll for strategies whose layout shards parameters, inline for the others");
+  f.name("comm_progress", &StepKeys::comm_progress, "comm_progress", "auto",
+         "how overlapped collectives progress: auto, thread, poll or inline (docs/FSDP.md)");
+  f.add("peak_gflops", &StepKeys::peak_gflops, 0.0,
+        "peak GFLOP/s of one rank for MFU; 0 = measure once per run");
+  f.validate(validate_step);
+}
+SB_CONFIG_SECTION(StepKeys);
+
+void RunKeys::declare(Fields<RunKeys>& f) {
+  f.tasks({"train"});
+  f.add("eval_every", &RunKeys::eval_every, 0,
+        "evaluate held-out loss every N steps (0 = only at the end)").range(0, kIntMax);
+  f.add("eval_batches", &RunKeys::eval_batches, 4, "held-out global batches per evaluation")
+      .range(0, I{1} << 20);
+  f.add("checkpoint_dir", &RunKeys::checkpoint_dir, std::string(""),
+        "directory of sharded checkpoints (saved at the end; empty = none)");
+  f.add("resume", &RunKeys::resume, false,
+        "continue from checkpoint_dir's newest committed checkpoint (step 0 when there is none)");
+  f.add("init", &RunKeys::init, std::string(""),
+        "the weights training starts from: a safetensors file or model folder; empty = the model "
+        "folder's weights when model is a folder, else seeded; \"seed\" = seeded always");
+  // An output: a later point may read the folder (models/folder_check.h).
+  f.add("export_folder", &RunKeys::export_folder, std::string(""),
+        "after training, write a Hugging Face model folder (config.json + model.safetensors) "
+        "here, loadable as model = <folder> (rank 0 writes; empty = none)")
+      .writes_path();
+  f.add("export_safetensors", &RunKeys::export_safetensors, std::string(""),
+        "after training, write the full fp32 parameters to this one safetensors file with Hugging "
+        "Face names (rank 0 writes; empty = none)");
+  f.validate(validate_run);
+}
+SB_CONFIG_SECTION(RunKeys);
+
+}  // namespace sb::train
