@@ -42,6 +42,10 @@ Fixture& fixture() {
   }();
   return f;
 }
+sb::quant::Int8EngineChoice& engine() {  // int8-dynamic's, chosen before its weights are packed
+  static sb::quant::Int8EngineChoice e;
+  return e;
+}
 std::map<std::string, double>& fp32() {  // "latency", "bytes" of the baseline
   static std::map<std::string, double> m;
   return m;
@@ -61,6 +65,9 @@ void Forward(benchmark::State& state, const std::string& name) {
   auto& f = fixture();
   std::string why;
   const auto compute = sb::quant::compute_dtype(name, "auto", torch::kCPU, &why);
+  if (name == "int8-dynamic")  // the engine the infer task would pick: timed on this model's linears
+    engine() = sb::quant::select_int8_engine(
+        "auto", sb::quant::linear_shapes(f.model->units(), f.batch.input_ids.numel()));
   auto q = sb::quant::quantize(name, *f.model, f.weights, compute);
   f.model->logits(*q, f.batch);  // warm-up (oneDNN primitive creation, allocator)
   double total = 0;
@@ -95,6 +102,8 @@ void summary() {
                 model_name().c_str(), name.c_str(), fig.x_latency, fig.x_bytes, fig.compute.c_str());
     if (name != "none" && (best.empty() || fig.x_latency < figures()[best].x_latency)) best = name;
   }
+  if (!engine().engine.empty())
+    std::printf("# int8-dynamic engine: %s (%s)\n", engine().engine.c_str(), engine().why.c_str());
   if (best.empty()) return;
   const Figure& b = figures()[best];
   const bool units = no_int8.empty() || no_bf16.empty();

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <torch/types.h>
 
+#include <tuple>
+#include <vector>
+
 #include "harness/core/check.h"
 #include "workloads/models/device.h"
 #include "workloads/models/model.h"
@@ -180,4 +183,21 @@ TEST(Quantization, Int8EngineIsMeasuredAndFixed) {
     msg = e.what();
   }
   EXPECT_NE(msg.find("already packed int8 weights for engine " + c.engine), std::string::npos) << msg;
+}
+
+// auto's engine is timed on the model's own linears: every 2-D weight but the embedding
+// tables, one entry per distinct (in, out) with its count per forward, at the batch's rows.
+TEST(Quantization, LinearShapesAreTheModelsOwn) {
+  auto m = models::make_model("gpt2-tiny");  // 2 layers, d 64, d_ff 256
+  const auto shapes = quant::linear_shapes(m->units(), 1024);
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>> got;
+  for (const auto& s : shapes) got.emplace_back(s.rows, s.in, s.out, s.count);
+  const decltype(got) want = {{1024, 64, 64, 2},     // attn.c_proj
+                              {1024, 64, 192, 2},    // attn.c_attn (q, k, v fused)
+                              {1024, 64, 256, 2},    // mlp.c_fc
+                              {1024, 256, 64, 2}};   // mlp.c_proj
+  EXPECT_EQ(got, want);
+  // The choice on them says which shapes it timed.
+  const auto c = quant::select_int8_engine("auto", shapes);
+  EXPECT_NE(c.why.find(c.engine + " "), std::string::npos) << c.why;
 }

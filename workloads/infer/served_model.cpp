@@ -102,7 +102,8 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
       for (auto& t : unit) t = t.to(s.device);
   const std::string& qname = config<InferChoice>(p).quantization;
   const WeightsKeys& wk = config<WeightsKeys>(p);
-  if (qname == "int8-dynamic") s.int8_engine = quant::select_int8_engine(wk.int8_engine);
+  if (qname == "int8-dynamic")  // auto: timed on this model's linears at a batch's rows
+    s.int8_engine = quant::select_int8_engine(wk.int8_engine, quant::linear_shapes(s.served->units(), rows));
   s.compute = quant::compute_dtype(qname, wk.quant_compute, s.device, &s.compute_why);
   // Single weights zeroed (a threshold method): sparse kernels where they pay.
   if (prune::pruner_info(pname).threshold && qname == "none" && s.device.is_cpu())

@@ -68,21 +68,14 @@ nlohmann::json write_config(const ModelConfig& c) {
   return j;
 }
 
+// BertForMaskedLM saves no pooler: a checkpoint may lack it.
+bool hf_optional(const std::string& n) { return starts_with(n, "bert.pooler."); }
+
 const sb::Registrar kRegister([] {
-  Family f;
-  f.name = "bert";
-  f.objective = Objective::MaskedLm;
-  f.eval_metric = "mlm_accuracy";
-  f.classifies = true;
-  f.make = [](const ModelConfig& c) -> std::unique_ptr<Model> { return std::make_unique<Bert>(c); };
-  f.hf_name = hf_name;
-  f.hf_skip = hf_skip;
-  f.hf_transposed = [](const std::string&) { return false; };
-  f.hf_optional = [](const std::string& n) { return starts_with(n, "bert.pooler."); };
-  f.hf_model_types = {"bert"};
-  f.hf_read_config = read_config;
-  f.hf_write_config = write_config;
-  register_family(std::move(f));
+  register_family({.name = "bert", .objective = Objective::MaskedLm, .eval_metric = "mlm_accuracy",
+                   .classifies = true, .make = make_as<Bert>, .hf_name = hf_name, .hf_skip = hf_skip,
+                   .hf_optional = hf_optional, .hf_model_types = {"bert"},
+                   .hf_read_config = read_config, .hf_write_config = write_config});
 });
 
 }  // namespace

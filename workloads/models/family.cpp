@@ -18,10 +18,11 @@ std::map<std::string, Family>& registry() {
 }  // namespace
 
 void register_family(Family f) {
-  SB_CHECK(f.make && f.hf_name && f.hf_skip && f.hf_transposed && !f.eval_metric.empty() &&
+  SB_CHECK(f.make && f.hf_name && f.hf_skip && !f.eval_metric.empty() &&
                !f.hf_model_types.empty() && f.hf_read_config && f.hf_write_config,
            "model family '{}' registered without its factory, name map, skip list, metric, "
            "model_type or config.json reader and writer", f.name);
+  if (!f.hf_transposed) f.hf_transposed = [](const std::string&) { return false; };
   if (!f.hf_optional) f.hf_optional = [](const std::string&) { return false; };
   SB_CHECK(!registry().count(f.name), "model family '{}' registered twice", f.name);
   // config.json names its family by model_type: one family per value.

@@ -43,8 +43,8 @@ struct Family {
   // seed as transformers does (BERT's pooler: BertForMaskedLM saves none). Unset: none.
   std::function<std::string(const std::string&)> hf_name;
   std::function<std::string(const std::string&)> hf_skip;
-  std::function<bool(const std::string&)> hf_transposed;
-  std::function<bool(const std::string&)> hf_optional;
+  std::function<bool(const std::string&)> hf_transposed;  // unset: none is
+  std::function<bool(const std::string&)> hf_optional;    // unset: none is
   // Hugging Face config.json (hf_config.h): the model_type values this family reads
   // (transformers' names; the first is the one it writes); its reader, config.json's fields
   // as our sizes (family and preset are set by the caller; a field it cannot honour is
@@ -57,6 +57,12 @@ struct Family {
   std::function<ModelConfig(const HfConfigReader&)> hf_read_config;
   std::function<nlohmann::json(const ModelConfig&)> hf_write_config;
 };
+
+// Family::make for a model class constructed from its configuration.
+template <class M>
+std::unique_ptr<Model> make_as(const ModelConfig& c) {
+  return std::make_unique<M>(c);
+}
 
 void register_family(Family f);
 // The family of that name; an unknown one is an error listing the known families.

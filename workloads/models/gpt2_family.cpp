@@ -65,21 +65,11 @@ nlohmann::json write_config(const ModelConfig& c) {
 }
 
 const sb::Registrar kRegister([] {
-  Family f;
-  f.name = "gpt2";
-  f.objective = Objective::CausalLm;
-  f.eval_metric = "perplexity";
-  f.lower_is_better = true;
-  f.trains_on_token_files = true;
-  f.generates = true;
-  f.make = [](const ModelConfig& c) -> std::unique_ptr<Model> { return std::make_unique<Gpt2>(c); };
-  f.hf_name = hf_name;
-  f.hf_skip = hf_skip;
-  f.hf_transposed = hf_transposed;
-  f.hf_model_types = {"gpt2"};
-  f.hf_read_config = read_config;
-  f.hf_write_config = write_config;
-  register_family(std::move(f));
+  register_family({.name = "gpt2", .objective = Objective::CausalLm, .eval_metric = "perplexity",
+                   .lower_is_better = true, .trains_on_token_files = true, .generates = true,
+                   .make = make_as<Gpt2>, .hf_name = hf_name, .hf_skip = hf_skip,
+                   .hf_transposed = hf_transposed, .hf_model_types = {"gpt2"},
+                   .hf_read_config = read_config, .hf_write_config = write_config});
 });
 
 }  // namespace

@@ -52,36 +52,52 @@ at::Tensor quantize_weight(const torch::Tensor& w) {
   return at::quantize_per_channel(w, step, torch::zeros({w.size(0)}, torch::kLong), 0, at::kQInt8);
 }
 
-// Milliseconds of one dynamic int8 linear of a BERT-base FFN layer (128 tokens x 768 -> 3072)
-// per engine: one warm-up call, then five rounds across the engines (interleaved, so a drift
-// of the machine's speed hits every engine alike), the median of each.
-std::map<std::string, double> time_engines(const std::vector<std::pair<std::string, at::QEngine>>& es) {
+// Whether the CPU multiplies u8 x s8 with 32-bit accumulation in one instruction (below).
+bool cpu_has_vnni();
+
+// Milliseconds of one forward's dynamic int8 linears per engine: each distinct shape's
+// median over three rounds across the engines (interleaved, so a drift of the machine's speed
+// hits every engine alike; one warm-up call first), times its count, summed. Rows are capped
+// at 4096: the engines' kernels are past their blocking by then and the choice costs seconds.
+std::map<std::string, double> time_engines(const std::vector<std::pair<std::string, at::QEngine>>& es,
+                                           const std::vector<LinearShape>& shapes) {
   torch::NoGradGuard ng;
   auto gen = at::detail::createCPUGenerator(1);
-  const auto w = torch::randn({3072, 768}, gen), x = torch::randn({128, 768}, gen);
-  std::vector<c10::intrusive_ptr<LinearPackedParamsBase>> packed;
-  for (const auto& [name, e] : es) {
-    at::globalContext().setQEngine(e);
-    packed.push_back(prepack(quantize_weight(w)));
-    packed.back()->apply_dynamic(x, /*reduce_range=*/true);
-  }
-  std::vector<std::vector<double>> ms(es.size());
-  for (int round = 0; round < 5; ++round)
-    for (std::size_t i = 0; i < es.size(); ++i) {
-      at::globalContext().setQEngine(es[i].second);
-      const auto t0 = std::chrono::steady_clock::now();
-      packed[i]->apply_dynamic(x, /*reduce_range=*/true);
-      ms[i].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
   std::map<std::string, double> out;
-  for (std::size_t i = 0; i < es.size(); ++i) {
-    std::sort(ms[i].begin(), ms[i].end());
-    out[es[i].first] = ms[i][ms[i].size() / 2];
+  for (const LinearShape& sh : shapes) {
+    const auto w = torch::randn({sh.out, sh.in}, gen);
+    const auto x = torch::randn({std::min<std::int64_t>(sh.rows, 4096), sh.in}, gen);
+    std::vector<c10::intrusive_ptr<LinearPackedParamsBase>> packed;
+    for (const auto& [name, e] : es) {
+      at::globalContext().setQEngine(e);
+      packed.push_back(prepack(quantize_weight(w)));
+      packed.back()->apply_dynamic(x, /*reduce_range=*/!cpu_has_vnni());
+    }
+    std::vector<std::vector<double>> ms(es.size());
+    for (int round = 0; round < 3; ++round)
+      for (std::size_t i = 0; i < es.size(); ++i) {
+        at::globalContext().setQEngine(es[i].second);
+        const auto t0 = std::chrono::steady_clock::now();
+        packed[i]->apply_dynamic(x, /*reduce_range=*/!cpu_has_vnni());
+        ms[i].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+    const double scale = static_cast<double>(sh.rows) / static_cast<double>(x.size(0));
+    for (std::size_t i = 0; i < es.size(); ++i) {
+      std::sort(ms[i].begin(), ms[i].end());
+      out[es[i].first] += ms[i][1] * scale * static_cast<double>(sh.count);
+    }
   }
   return out;
 }
 
-Int8EngineChoice choose(const std::string& choice) {
+std::string shapes_text(const std::vector<LinearShape>& shapes) {
+  std::string s;
+  for (const auto& sh : shapes)
+    s += fmt::format("{}{}x{} -> {} (x{})", s.empty() ? "" : ", ", sh.rows, sh.in, sh.out, sh.count);
+  return s;
+}
+
+Int8EngineChoice choose(const std::string& choice, std::vector<LinearShape> shapes) {
   std::vector<std::pair<std::string, at::QEngine>> have;
   for (const auto& e : kEngines)
     if (supported(e.second)) have.push_back(e);
@@ -96,7 +112,9 @@ Int8EngineChoice choose(const std::string& choice) {
     at::globalContext().setQEngine(it->second);
     return {choice, "int8_engine = \"" + choice + "\""};
   }
-  const auto ms = time_engines(have);
+  const bool own = !shapes.empty();
+  if (!own) shapes = {{128, 768, 3072, 1}};  // one BERT-base FFN layer
+  const auto ms = time_engines(have, shapes);
   std::string best = have.front().first, why;
   for (const auto& [name, t] : ms) {
     if (t < ms.at(best)) best = name;
@@ -104,8 +122,9 @@ Int8EngineChoice choose(const std::string& choice) {
   }
   for (const auto& e : have)
     if (e.first == best) at::globalContext().setQEngine(e.second);
-  return {best, "auto: the fastest of " + why +
-                    " (one 128x768 -> 3072 dynamic int8 linear, median of 5 interleaved)"};
+  return {best, fmt::format("auto: the fastest of {} ({}: {}; medians of 3 interleaved, times "
+                            "their count)", why, own ? "one forward's linears" : "one linear",
+                            shapes_text(shapes))};
 }
 
 // Every Int8DynamicMatrix is packed for the engine chosen first (auto unless the task chose).
@@ -171,7 +190,17 @@ const bool registered =
      true);
 }  // namespace
 
-Int8EngineChoice select_int8_engine(const std::string& choice) {
+std::vector<LinearShape> linear_shapes(const std::vector<models::UnitSpec>& units, std::int64_t rows) {
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> count;  // (in, out) -> count
+  for (const auto& u : units)
+    for (const auto& p : u.params)
+      if (p.shape.size() == 2 && !models::is_embedding_table(p.name)) ++count[{p.shape[1], p.shape[0]}];
+  std::vector<LinearShape> out;
+  for (const auto& [io, n] : count) out.push_back({rows, io.first, io.second, n});
+  return out;
+}
+
+Int8EngineChoice select_int8_engine(const std::string& choice, const std::vector<LinearShape>& shapes) {
   std::lock_guard<std::mutex> lock(g_engine_mutex);
   if (g_engine) {
     SB_CHECK(choice == "auto" || choice == g_engine->engine,
@@ -180,7 +209,7 @@ Int8EngineChoice select_int8_engine(const std::string& choice) {
              "model", choice, g_engine->engine);
     return *g_engine;
   }
-  g_engine = choose(choice);
+  g_engine = choose(choice, shapes);
   return *g_engine;
 }
 }  // namespace sb::quant

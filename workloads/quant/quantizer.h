@@ -46,7 +46,17 @@ struct Int8EngineChoice {
   std::string engine;  // the engine used
   std::string why;     // how it was chosen (the timings, under auto)
 };
-Int8EngineChoice select_int8_engine(const std::string& choice);
+// A linear layer as one forward runs it: rows x in -> out, `count` times per forward.
+struct LinearShape {
+  std::int64_t rows = 0, in = 0, out = 0, count = 0;
+};
+// The linear layers of a model's units (2-D weights other than embedding tables, (out, in)),
+// one entry per distinct shape with its count, at `rows` rows (a batch's tokens).
+std::vector<LinearShape> linear_shapes(const std::vector<models::UnitSpec>& units, std::int64_t rows);
+// "auto" times each engine on `shapes` (the model's own linears; empty: one BERT-base FFN
+// layer at 128 rows) and keeps the one whose weighted sum, one forward's linears, is least.
+Int8EngineChoice select_int8_engine(const std::string& choice,
+                                    const std::vector<LinearShape>& shapes = {});
 std::vector<std::string> quantizer_names();
 // model_bytes() that quantize(name, ...) would report, from the shapes alone.
 std::int64_t quantized_model_bytes(const std::string& name, const std::vector<models::UnitSpec>& units);
