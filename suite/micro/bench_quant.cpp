@@ -103,7 +103,8 @@ void summary() {
     if (name != "none" && (best.empty() || fig.x_latency < figures()[best].x_latency)) best = name;
   }
   if (!engine().engine.empty())
-    std::printf("# int8-dynamic engine: %s (%s)\n", engine().engine.c_str(), engine().why.c_str());
+    std::printf("# int8-dynamic engine: %s (%s); %s\n", engine().engine.c_str(), engine().why.c_str(),
+                sb::quant::host_int8_units().note.c_str());
   if (best.empty()) return;
   const Figure& b = figures()[best];
   const bool units = no_int8.empty() || no_bf16.empty();

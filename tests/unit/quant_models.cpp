@@ -201,3 +201,22 @@ TEST(Quantization, LinearShapesAreTheModelsOwn) {
   const auto c = quant::select_int8_engine("auto", shapes);
   EXPECT_NE(c.why.find(c.engine + " "), std::string::npos) << c.why;
 }
+
+// The int8 path follows the CPU's flags (fake lists here): VNNI or AMX keep 8-bit activations,
+// AVX2 alone quantizes them to 7 bits, and the note says which units run the GEMMs.
+TEST(Quantization, Int8UnitsFollowTheIsa) {
+  const auto amx = quant::int8_units({"avx2", "avx512f", "avx512_vnni", "amx_tile", "amx_int8"});
+  EXPECT_EQ(amx.path, "amx_int8");
+  EXPECT_TRUE(amx.full_range);
+  EXPECT_NE(amx.note.find("AMX"), std::string::npos) << amx.note;
+  const auto vnni = quant::int8_units({"avx2", "avx512f", "avx512_vnni", "avx512_bf16"});
+  EXPECT_EQ(vnni.path, "avx512_vnni");
+  EXPECT_TRUE(vnni.full_range);
+  EXPECT_EQ(quant::int8_units({"avx2", "avx_vnni"}).path, "avx_vnni");
+  const auto avx2 = quant::int8_units({"sse4_2", "avx", "avx2", "fma"});
+  EXPECT_EQ(avx2.path, "avx2");
+  EXPECT_FALSE(avx2.full_range);
+  EXPECT_NE(avx2.note.find("7 bits"), std::string::npos) << avx2.note;
+  EXPECT_EQ(quant::int8_units({"asimd"}).path, "none");
+  EXPECT_FALSE(quant::int8_units({}).full_range);
+}

@@ -164,6 +164,7 @@ void ServedModel::record(Recorder& rec, const Point& p, int rank) const {
   if (!int8_engine.engine.empty()) {
     rec.text("int8_engine", int8_engine.engine);
     rec.text("int8_engine_reason", int8_engine.why);
+    rec.text("int8_units", quant::host_int8_units().note);
   }
   rec.text("qengine", c10::toString(at::globalContext().qEngine()));
   rec.text("device", device.str());

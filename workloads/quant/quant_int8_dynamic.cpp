@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -18,6 +17,7 @@
 #include <fmt/ranges.h>  // fmt::join
 
 #include "harness/core/check.h"
+#include "harness/core/machine.h"
 #include "workloads/quant/quantized_matrix.h"
 #include "workloads/quant/quantizer.h"
 
@@ -52,7 +52,7 @@ at::Tensor quantize_weight(const torch::Tensor& w) {
   return at::quantize_per_channel(w, step, torch::zeros({w.size(0)}, torch::kLong), 0, at::kQInt8);
 }
 
-// Whether the CPU multiplies u8 x s8 with 32-bit accumulation in one instruction (below).
+// Whether activations keep 8 bits on this CPU (host_int8_units; below).
 bool cpu_has_vnni();
 
 // Milliseconds of one forward's dynamic int8 linears per engine: each distinct shape's
@@ -130,25 +130,9 @@ Int8EngineChoice choose(const std::string& choice, std::vector<LinearShape> shap
 // Every Int8DynamicMatrix is packed for the engine chosen first (auto unless the task chose).
 void ensure_engine() { select_int8_engine("auto"); }
 
-// Whether the CPU multiplies u8 x s8 with 32-bit accumulation in one instruction (AVX-512
-// VNNI, AVX-VNNI, AMX). Without it, oneDNN's AVX2 kernel adds pairs of u8*s8 products in
-// int16 (vpmaddubsw), which saturates for activations using the full 8 bits: on such a CPU
-// (AMD EPYC, AVX2 only) gpt2-tiny's logits were 0.096 rel. L2 from fp32 with 8-bit activations
-// and 0.022 with 7-bit ones (tests/unit/quant_models.cpp). Without VNNI activations are
-// therefore quantized to 7 bits (reduce_range), as PyTorch's x86 default does.
-bool cpu_has_vnni() {
-  static const bool has = [] {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line))
-      if (line.rfind("flags", 0) == 0)
-        return line.find(" avx512_vnni") != std::string::npos ||
-               line.find(" avx_vnni") != std::string::npos ||
-               line.find(" amx_int8") != std::string::npos;
-    return false;
-  }();
-  return has;
-}
+// oneDNN's AVX2 kernel on an AVX2-only CPU (AMD EPYC): gpt2-tiny's logits were 0.096 rel. L2
+// from fp32 with 8-bit activations and 0.022 with 7-bit ones (tests/unit/quant_models.cpp).
+bool cpu_has_vnni() { return host_int8_units().full_range; }
 
 class Int8DynamicMatrix final : public QuantizedMatrix {
  public:
@@ -189,6 +173,26 @@ const bool registered =
                         [](std::int64_t r, std::int64_t c) { return r * c + 4 * r; }),
      true);
 }  // namespace
+
+Int8Units int8_units(const std::vector<std::string>& isa) {
+  auto has = [&](const char* f) { return std::find(isa.begin(), isa.end(), f) != isa.end(); };
+  for (const auto& [flag, what] : {std::pair{"amx_int8", "AMX tiles (oneDNN)"},
+                                   std::pair{"avx512_vnni", "AVX512-VNNI (fbgemm, x86 and oneDNN)"},
+                                   std::pair{"avx_vnni", "AVX-VNNI (oneDNN)"}})
+    if (has(flag))
+      return {flag, true, fmt::format("int8 GEMMs on {}: u8 x s8 accumulated in 32 bits, 8-bit "
+                                      "activations", what)};
+  if (has("avx2"))
+    return {"avx2", false, "int8 GEMMs on AVX2 (no VNNI or AMX: pairs of u8 x s8 products add in "
+                           "int16, so activations are quantized to 7 bits)"};
+  return {"none", false, "no AVX2, VNNI or AMX: int8 GEMMs on the engines' reference kernels, "
+                         "activations quantized to 7 bits"};
+}
+
+const Int8Units& host_int8_units() {
+  static const Int8Units u = int8_units(sb::machine_now("").isa);
+  return u;
+}
 
 std::vector<LinearShape> linear_shapes(const std::vector<models::UnitSpec>& units, std::int64_t rows) {
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> count;  // (in, out) -> count

@@ -46,6 +46,20 @@ struct Int8EngineChoice {
   std::string engine;  // the engine used
   std::string why;     // how it was chosen (the timings, under auto)
 };
+// The int8 matrix path of a CPU with these ISA flags (MachineInfo::isa, `lscpu`'s names): what
+// int8-dynamic's GEMMs run on, and whether activations keep their 8 bits. With a u8 x s8
+// instruction that accumulates in 32 bits (AMX-int8, AVX512-VNNI, AVX-VNNI) they do; AVX2's
+// vpmaddubsw adds pairs of products in int16, which saturates for 8-bit activations, so there
+// they are quantized to 7 bits (reduce_range, as PyTorch's x86 default does).
+struct Int8Units {
+  std::string path;         // amx_int8, avx512_vnni, avx_vnni, avx2 or none
+  bool full_range = false;  // 8-bit activations (else 7)
+  std::string note;         // one sentence for the result and the benchmarks
+};
+Int8Units int8_units(const std::vector<std::string>& isa);
+// This machine's (read once).
+const Int8Units& host_int8_units();
+
 // A linear layer as one forward runs it: rows x in -> out, `count` times per forward.
 struct LinearShape {
   std::int64_t rows = 0, in = 0, out = 0, count = 0;
