@@ -103,7 +103,7 @@ std::string format_plan(const Suite& suite, const std::vector<PlanColumn>& colum
     std::vector<std::string> row{std::to_string(p.index), p.id, p.name, b.task,
                                  std::to_string(b.world), base};
     for (const auto& c : columns) row.push_back(cell(c.header, [&] { return c.cell(p); }));
-    const TaskInfo* task = find_task(base_config(p).task);
+    const TaskInfo* task = find_task(b.task);
     row.push_back(!task || !task->model_state_bytes_per_rank
                       ? "-"
                       : cell("state/rank", [&] {

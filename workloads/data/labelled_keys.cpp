@@ -86,11 +86,10 @@ std::string tokenizer_dir_for(const Point& p) {
 }
 
 std::shared_ptr<const LabelledData> load_labelled_for(const Point& p, const models::ModelConfig& m) {
+  const DataKeys& k = config<DataKeys>(p);
   SB_REQUIRE(models::family(m.family).classifies,
              "{}: data = \"{}\" is labelled text for sequence classification, which model '{}' "
-             "({}) has no head for; use a BERT model", p.key_at("data"), config<DataKeys>(p).data,
-             m.preset, m.family);
-  const DataKeys& k = config<DataKeys>(p);
+             "({}) has no head for; use a BERT model", p.key_at("data"), k.data, m.preset, m.family);
   LabelledConfig c;
   c.train_path = k.data;
   c.validation_path = k.validation;

@@ -28,13 +28,13 @@ const sb::Registrar kNames([] {
 
 // The registered methods whose record passes `has`, "a, b or c" (none, the absence, left out).
 template <class Has>
-std::string methods_where(Has has, const char* last = " or ") {
+std::string methods_where(Has has) {
   std::vector<std::string> names;
   for (const auto& n : registered_names("pruning"))
     if (n.first != "none" && has(pruner_info(n.first))) names.push_back(n.first);
   std::string out;
   for (std::size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? last : ", ") + names[i];
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
   return out;
 }
 
@@ -50,9 +50,8 @@ void check_fixed_sparsity(const PruneKeys& k, const PrunerInfo& info, std::vecto
 void validate_train(const PruneScheduleKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   const PruneKeys& k = config<PruneKeys>(p);
   const std::string& name = k.method;
-  const PrunerInfo* info = find_pruner(name);
-  if (!info) return;  // the name check reports it
-  if (!info->masks)
+  const PrunerInfo* info = find_pruner(name);  // unknown: the name check reports it
+  if (info && !info->masks)
     out.push_back({"pruning", fmt::format("train prunes with masks ({}); \"{}\" makes a "
                                           "smaller model: prune it in an infer point with "
                                           "pruning.export_folder, then train that folder",
@@ -60,19 +59,18 @@ void validate_train(const PruneScheduleKeys& c, const Point& p, std::vector<Diag
   if (!(c.begin <= c.end))
     out.push_back({"pruning.begin", fmt::format("pruning.begin {} is after pruning.end {} (fractions of "
                                                 "steps)", c.begin, c.end)});
-  check_fixed_sparsity(k, *info, out);
+  if (info) check_fixed_sparsity(k, *info, out);
 }
 
 void validate_convert(const PruneConvertKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   const PruneKeys& k = config<PruneKeys>(p);
   const std::string& name = k.method;
   const double s = k.sparsity;
-  const PrunerInfo* info = find_pruner(name);
-  if (!info) return;  // the name check reports it
+  const PrunerInfo* info = find_pruner(name);  // unknown: the name check reports it
   if (!(s >= 0 && s < 1))
     out.push_back({"pruning.sparsity", fmt::format("pruning.sparsity {} must lie in [0, 1) (a fraction "
                                                    "of the weights or channels removed)", s)});
-  if (c.kernel != "auto" && !info->threshold)
+  if (info && c.kernel != "auto" && !info->threshold)
     out.push_back({"pruning.kernel", fmt::format("pruning.kernel chooses sparse or dense kernels for "
                                                  "magnitude pruning; pruning is \"{}\" (remove the key)", name)});
   const std::string& quantization = config<InferChoice>(p).quantization;
@@ -80,15 +78,15 @@ void validate_convert(const PruneConvertKeys& c, const Point& p, std::vector<Dia
     out.push_back({"pruning.kernel", fmt::format("CSR kernels run fp32 weights; quantization \"{}\" stores "
                                                  "them densely: use pruning.kernel = \"auto\" or quantization "
                                                  "= \"none\"", quantization)});
-  if (c.importance != "magnitude" && !info->ranks_units)
+  if (info && c.importance != "magnitude" && !info->ranks_units)
     out.push_back({"pruning.importance", fmt::format("pruning.importance ranks FFN channels or heads; "
                                                      "pruning is \"{}\" (use {}, or remove the key)", name,
-                                                     methods_where([](const PrunerInfo& i) { return i.ranks_units; }, " or "))});
-  check_fixed_sparsity(k, *info, out);
+                                                     methods_where([](const PrunerInfo& i) { return i.ranks_units; }))});
+  if (info) check_fixed_sparsity(k, *info, out);
   if (!c.export_folder.empty() && name == "none")
     out.push_back({"pruning.export_folder", "pruning.export_folder writes the pruned model; pruning is "
                                             "\"none\" (set a pruning method or remove the key)"});
-  if (k.scope != "global" && !info->threshold)
+  if (info && k.scope != "global" && !info->threshold)
     out.push_back({"pruning.scope", fmt::format("pruning.scope applies to magnitude pruning; pruning is "
                                                 "\"{}\" (remove the key)", name)});
 }

@@ -52,9 +52,6 @@ at::Tensor quantize_weight(const torch::Tensor& w) {
   return at::quantize_per_channel(w, step, torch::zeros({w.size(0)}, torch::kLong), 0, at::kQInt8);
 }
 
-// Whether activations keep 8 bits on this CPU (host_int8_units; below).
-bool cpu_has_vnni();
-
 // Milliseconds of one forward's dynamic int8 linears per engine: each distinct shape's
 // median over three rounds across the engines (interleaved, so a drift of the machine's speed
 // hits every engine alike; one warm-up call first), times its count, summed. Rows are capped
@@ -71,14 +68,14 @@ std::map<std::string, double> time_engines(const std::vector<std::pair<std::stri
     for (const auto& [name, e] : es) {
       at::globalContext().setQEngine(e);
       packed.push_back(prepack(quantize_weight(w)));
-      packed.back()->apply_dynamic(x, /*reduce_range=*/!cpu_has_vnni());
+      packed.back()->apply_dynamic(x, /*reduce_range=*/!host_int8_units().full_range);
     }
     std::vector<std::vector<double>> ms(es.size());
     for (int round = 0; round < 3; ++round)
       for (std::size_t i = 0; i < es.size(); ++i) {
         at::globalContext().setQEngine(es[i].second);
         const auto t0 = std::chrono::steady_clock::now();
-        packed[i]->apply_dynamic(x, /*reduce_range=*/!cpu_has_vnni());
+        packed[i]->apply_dynamic(x, /*reduce_range=*/!host_int8_units().full_range);
         ms[i].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       }
     const double scale = static_cast<double>(sh.rows) / static_cast<double>(x.size(0));
@@ -130,10 +127,6 @@ Int8EngineChoice choose(const std::string& choice, std::vector<LinearShape> shap
 // Every Int8DynamicMatrix is packed for the engine chosen first (auto unless the task chose).
 void ensure_engine() { select_int8_engine("auto"); }
 
-// oneDNN's AVX2 kernel on an AVX2-only CPU (AMD EPYC): gpt2-tiny's logits were 0.096 rel. L2
-// from fp32 with 8-bit activations and 0.022 with 7-bit ones (tests/unit/quant_models.cpp).
-bool cpu_has_vnni() { return host_int8_units().full_range; }
-
 class Int8DynamicMatrix final : public QuantizedMatrix {
  public:
   explicit Int8DynamicMatrix(const torch::Tensor& w) : out_(w.size(0)), in_(w.size(1)) {  // (out, in)
@@ -150,7 +143,7 @@ class Int8DynamicMatrix final : public QuantizedMatrix {
     SB_CHECK(shape.back() == in_, "int8-dynamic linear: input has {} features, weight expects {}",
              shape.back(), in_);
     auto y = packed_->apply_dynamic(x.reshape({-1, in_}).to(torch::kFloat).contiguous(),
-                                    /*reduce_range=*/!cpu_has_vnni());  // (M, out)
+                                    /*reduce_range=*/!host_int8_units().full_range);  // (M, out)
     if (b.defined()) y.add_(b);
     shape.back() = out_;
     return y.view(shape);

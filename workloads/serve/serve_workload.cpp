@@ -27,10 +27,10 @@
 #include "workloads/models/device_config.h"
 #include "workloads/models/family.h"
 #include "workloads/models/kv_decoder.h"
+#include "workloads/prune/prune_keys.h"
 #include "workloads/quant/quantizer.h"
 #include "workloads/serve/bert_executor.h"
 #include "workloads/serve/gpt2_executor.h"
-#include "workloads/prune/prune_keys.h"
 #include "workloads/serve/metrics.h"
 #include "workloads/serve/serve_config.h"
 #include "workloads/serve/sharded.h"
@@ -245,18 +245,18 @@ bool set_off_default(const Point& p, const char* key) {
 
 // Classification requests return one label at the end of their prefill: the generation keys
 // do nothing (warnings: a suite may vary model across families with one set of keys).
-void validate_classifier(const Point& p, const models::ModelConfig& m, std::vector<Diagnostic>& out) {
-  const ServeKeys& k = config<ServeKeys>(p);
+void validate_classifier(const ServeKeys& k, const Point& p, const models::ModelConfig& m,
+                         std::vector<Diagnostic>& out) {
   if (k.arrival != "trace" && k.prompt_len_max > m.max_pos)
     out.push_back({"prompt_len_max", fmt::format("prompt_len_max {} exceeds model {}'s {} positions: "
                                                  "longer requests will be refused (and counted)",
                                                  k.prompt_len_max, m.preset, m.max_pos), true});
-  for (const char* k : {"output_len_min", "output_len_max", "temperature", "top_k", "eos_token",
-                        "kv_cache_bytes"})
-    if (set_off_default(p, k))
-      out.push_back({k, fmt::format("{} is ignored for BERT requests (model {} classifies: one "
-                                    "label each, no generation, no KV cache); set it only on "
-                                    "points of a model that generates", k, m.preset),
+  for (const char* key : {"output_len_min", "output_len_max", "temperature", "top_k", "eos_token",
+                          "kv_cache_bytes"})
+    if (set_off_default(p, key))
+      out.push_back({key, fmt::format("{} is ignored for BERT requests (model {} classifies: one "
+                                      "label each, no generation, no KV cache); set it only on "
+                                      "points of a model that generates", key, m.preset),
                      true});
 }
 
@@ -298,7 +298,7 @@ void validate(const ServeKeys& k, const Point& p, std::vector<Diagnostic>& out) 
     const auto m = models::preset_config(config<ModelKeys>(p).model);
     const models::Family& fam = models::family(m.family);
     if (!fam.generates && fam.classifies) {
-      validate_classifier(p, m, out);
+      validate_classifier(k, p, m, out);
     } else if (!fam.generates) {
       out.push_back({"model", fmt::format("serve runs a model that generates (GPT-2) or classifies "
                                           "(BERT); model {} is a {} model, which does neither",
