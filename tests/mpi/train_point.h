@@ -45,11 +45,10 @@ inline sb::train::TrainConfig reference_config(const sb::Point& p) {
   return tc;
 }
 
-// The one-process trainer's loss at each step rec recorded, on the same global batches,
-// weights and AdamW as point p (model: p's preset).
-inline std::vector<double> reference_losses(const sb::Point& p, const sb::Recorder& rec,
-                                            const std::string& model_name) {
-  auto model = sb::models::make_model(model_name);
+// The one-process trainer's loss at each step rec recorded, on the same model, global
+// batches, weights and AdamW as point p.
+inline std::vector<double> reference_losses(const sb::Point& p, const sb::Recorder& rec) {
+  auto model = sb::models::make_model(p.get_string("model"));
   sb::train::ReferenceTrainer ref(*model, reference_config(p));
   const auto source = sb::data::training_source(p, model->config(), MPI_COMM_WORLD);
   std::vector<double> out;
