@@ -5,7 +5,8 @@
 // summary names the fastest mode against the Lowprec targets (<= 0.23x fp32 latency, int8
 // bytes <= 0.26x) or, when the CPU lacks the units those targets assume, says which instead
 // of PASS/MISS.
-// Usage: micro_bench_quant [--benchmark_filter=...]  (SB_QUANT_MODEL=bert-base to change model)
+// Usage: micro_bench_quant [--benchmark_filter=...]  (SB_QUANT_MODEL=bert-base to change model;
+// SB_QUANT_OPS=N prints each format's N ops of most self time in one profiled forward)
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 #include <torch/types.h>
@@ -14,9 +15,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 #include "workloads/models/device.h"
 #include "workloads/models/params.h"
+#include "suite/micro/op_profile.h"
+#include "workloads/quant/calibration.h"
 #include "workloads/quant/quantizer.h"
 
 namespace {
@@ -59,6 +63,19 @@ std::map<std::string, Figure>& figures() {  // per format, against the same run'
   return m;
 }
 
+// The n ops of most self time in one forward (after the timed ones), ms.
+void print_ops(const std::string& name, int n, const std::function<void()>& forward) {
+  std::map<std::string, double> by_class, by_op;
+  double ops_ns = 0;
+  sb::bench::profile_ops(forward, by_class, by_op, ops_ns);
+  std::vector<std::pair<double, std::string>> top;
+  for (const auto& [op, ns] : by_op) top.emplace_back(ns, op);
+  std::sort(top.rbegin(), top.rend());
+  std::printf("# %s: one profiled forward, %.1f ms in ops; self time:\n", name.c_str(), ops_ns / 1e6);
+  for (int i = 0; i < n && i < static_cast<int>(top.size()); ++i)
+    std::printf("#   %8.1f ms  %s\n", top[i].first / 1e6, top[i].second.c_str());
+}
+
 void Forward(benchmark::State& state, const std::string& name) {
   at::set_num_threads(2);
   c10::InferenceMode guard;
@@ -68,7 +85,19 @@ void Forward(benchmark::State& state, const std::string& name) {
   if (name == "int8-dynamic")  // the engine the infer task would pick: timed on this model's linears
     engine() = sb::quant::select_int8_engine(
         "auto", sb::quant::linear_shapes(f.model->units(), f.batch.input_ids.numel()));
-  auto q = sb::quant::quantize(name, *f.model, f.weights, compute);
+  // int8-static: ranges from one other batch (the infer task's default observer and skip rule).
+  std::optional<sb::quant::Calibration> cal;
+  if (sb::quant::needs_calibration(name)) {
+    auto gen = at::detail::createCPUGenerator(6);
+    sb::models::Batch b;
+    b.input_ids = torch::randint(f.model->config().vocab, {8, 128}, gen, torch::kInt64);
+    sb::quant::CalibrationOptions o;
+    o.observer = "percentile";
+    o.skip_error = 0.1;
+    o.observer_options.levels = sb::quant::host_int8_units().full_range ? 255 : 127;
+    cal = sb::quant::calibrate(*f.model, f.weights, {b}, o);
+  }
+  auto q = sb::quant::quantize(name, *f.model, f.weights, compute, cal ? &*cal : nullptr);
   f.model->logits(*q, f.batch);  // warm-up (oneDNN primitive creation, allocator)
   double total = 0;
   for (auto _ : state) {
@@ -79,6 +108,7 @@ void Forward(benchmark::State& state, const std::string& name) {
     total += s;
   }
   const double latency = total / static_cast<double>(state.iterations());
+  if (const char* ops = std::getenv("SB_QUANT_OPS")) print_ops(name, std::atoi(ops), [&] { f.model->logits(*q, f.batch); });
   if (name == "none") fp32() = {{"latency", latency}, {"bytes", double(q->model_bytes())}};
   state.counters["model_MB"] = static_cast<double>(q->model_bytes()) / 1e6;
   state.counters["resident_MB"] = static_cast<double>(q->resident_bytes()) / 1e6;
@@ -119,7 +149,7 @@ void summary() {
 
 const bool registered = [] {
   // fp32 first: the others divide by its figures.
-  for (const char* n : {"none", "int8-dynamic", "int8-weight-channel", "bf16", "fp16"})
+  for (const char* n : {"none", "int8-static", "int8-dynamic", "int8-weight-channel", "bf16", "fp16"})
     benchmark::RegisterBenchmark((model_name() + "_8x128/" + n).c_str(), Forward, n)
         ->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
   return true;

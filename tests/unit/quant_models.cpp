@@ -10,6 +10,7 @@
 #include "workloads/models/device.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
+#include "workloads/quant/calibration.h"
 #include "workloads/quant/quantizer.h"
 
 using namespace sb;
@@ -70,17 +71,24 @@ TEST(Quantization, ModelBytesAreExact) {
       if (p.shape.size() == 2) mat += p.numel(), ++mats, rows += p.shape[0];
       else vec += p.numel();
     }
-  auto bytes = [&](const char* n) { return quant::quantize(n, *model, w)->model_bytes(); };
+  // int8-static with every layer calibrated (gpt2-tiny's forward runs all of them).
+  models::Batch b;
+  b.input_ids = torch::randint(model->config().vocab, {1, 8}, torch::kInt64);
+  const auto cal = quant::calibrate(*model, w, {b}, {});
+  auto bytes = [&](const std::string& n) {
+    return quant::quantize(n, *model, w, torch::kFloat, quant::needs_calibration(n) ? &cal : nullptr)->model_bytes();
+  };
   EXPECT_EQ(bytes("none"), 4 * (mat + vec));
   EXPECT_EQ(bytes("fp16"), 2 * mat + 4 * vec);
   EXPECT_EQ(bytes("bf16"), 2 * mat + 4 * vec);
   EXPECT_EQ(bytes("int8-weight"), mat + 4 * mats + 4 * vec);
   EXPECT_EQ(bytes("int8-weight-channel"), mat + 4 * rows + 4 * vec);
   EXPECT_EQ(bytes("int8-dynamic"), mat + 4 * rows + 4 * vec);
+  EXPECT_EQ(bytes("int8-static"), mat + 4 * rows + 4 * vec);
   EXPECT_EQ(quant::quantize("int8-dynamic", *model, w)->resident_bytes(), 2 * mat + 16 * rows + 4 * vec);
   // The plan-time formula agrees with the converted model for every format.
   for (const auto& n : quant::quantizer_names())
-    EXPECT_EQ(quant::quantized_model_bytes(n, model->units()), bytes(n.c_str())) << n;
+    EXPECT_EQ(quant::quantized_model_bytes(n, model->units()), bytes(n)) << n;
 }
 
 // The seed's quantize_weights: scale = 127 / max|W|; W' = round(W * scale) / scale.
@@ -110,7 +118,7 @@ TEST(Quantization, UnknownNameListsKnownOnes) {
   } catch (const sb::Error& e) {
     msg = e.what();
   }
-  EXPECT_NE(msg.find("unknown quantization \"int4\"; known: bf16, fp16, int8-dynamic, int8-weight, "
+  EXPECT_NE(msg.find("unknown quantization \"int4\"; known: bf16, fp16, int8-dynamic, int8-static, int8-weight, "
                      "int8-weight-channel, none"), std::string::npos) << msg;
 }
 

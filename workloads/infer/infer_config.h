@@ -25,6 +25,11 @@ struct WeightsKeys {
   std::string checkpoint;     // "" = the model folder's weights or seeded
   std::string quant_compute;  // auto, fp32, bf16, fp16
   std::string int8_engine;    // auto, x86, fbgemm, onednn, qnnpack
+  // int8-static's calibration (workloads/quant/calibration.h)
+  std::string calibration;    // the observer: minmax, percentile, entropy
+  std::int64_t calibration_batches = 0;
+  double calibration_percentile = 0;
+  double int8_skip_error = 0;
   static void declare(Fields<WeightsKeys>& f);
 };
 

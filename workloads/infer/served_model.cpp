@@ -3,7 +3,10 @@
 
 #include <torch/version.h>
 
+#include <algorithm>
 #include <filesystem>
+
+#include <fmt/ranges.h>  // fmt::join
 
 #include "harness/spec/base_config.h"
 #include "harness/spec/config.h"
@@ -43,6 +46,21 @@ models::UnitTensors loss_gradient(models::Model& model, const models::UnitTensor
     for (const auto& t : u) dst.push_back(t.grad().defined() ? t.grad().detach() : torch::zeros_like(t));
   }
   return g;
+}
+
+// int8-static's activation ranges, from `calibration_batches` batches of the training split
+// (held out from every batch an infer point scores or times, as Taylor importance's are).
+quant::Calibration calibrate(models::Model& served, const models::UnitTensors& weights, RunContext& ctx) {
+  const WeightsKeys& wk = config<WeightsKeys>(ctx.point);
+  auto src = data::training_source(ctx.point, served.config(), ctx.world);
+  std::vector<models::Batch> batches;
+  for (std::int64_t i = 0; i < wk.calibration_batches; ++i) batches.push_back(src->train(i));
+  quant::CalibrationOptions o;
+  o.observer = wk.calibration;
+  o.observer_options.percentile = wk.calibration_percentile;
+  o.observer_options.levels = quant::host_int8_units().full_range ? 255 : 127;
+  o.skip_error = wk.int8_skip_error;
+  return quant::calibrate(served, weights, batches, o);
 }
 
 // The checkpoint a point serves: the `checkpoint` key, else the model folder when `model` is
@@ -105,12 +123,33 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
   if (qname == "int8-dynamic")  // auto: timed on this model's linears at a batch's rows
     s.int8_engine = quant::select_int8_engine(wk.int8_engine, quant::linear_shapes(s.served->units(), rows));
   s.compute = quant::compute_dtype(qname, wk.quant_compute, s.device, &s.compute_why);
+  if (quant::needs_calibration(qname)) s.calibration = calibrate(*s.served, served, ctx);
   // Single weights zeroed (a threshold method): sparse kernels where they pay.
   if (prune::pruner_info(pname).threshold && qname == "none" && s.device.is_cpu())
     s.q = prune::sparse_weights(*s.served, served, config<prune::PruneConvertKeys>(p).kernel, rows, &s.sparse);
   else
-    s.q = quant::quantize(qname, *s.served, served, s.compute);
+    s.q = quant::quantize(qname, *s.served, served, s.compute, s.calibration ? &*s.calibration : nullptr);
 }
+
+namespace {
+void record_calibration(Recorder& rec, const quant::Calibration& c, const quant::QuantizedWeights& q) {
+  double worst = 0;
+  for (const auto& [key, l] : c.layers) worst = std::max(worst, l.error);
+  rec.text("calibration", c.options.observer);
+  rec.scalar("calibration_batches", static_cast<double>(c.batches));
+  rec.scalar("calibration_s", c.seconds);
+  rec.scalar("calibration_layers", static_cast<double>(c.layers.size()));
+  rec.scalar("calibration_max_layer_error", worst);
+  rec.scalar("int8_skipped_layers", static_cast<double>(c.skipped().size()));
+  rec.scalar("unquantized_matrices", static_cast<double>(q.unquantized_matrices()));
+  rec.text("int8_skipped", c.skipped().empty() ? std::string("none")
+                                               : fmt::format("{}", fmt::join(c.skipped(), ", ")));
+  rec.text("int8_units", quant::host_int8_units().note);
+  rec.text("int8_engine", "onednn");  // the calibrated format's kernel (quant_int8_static.cpp)
+  rec.text("int8_engine_reason", "int8-static runs oneDNN's qlinear_pointwise (output dequantized "
+                                 "in the kernel into the compute dtype)");
+}
+}  // namespace
 
 double ServedModel::model_bytes() const {
   return engine ? static_cast<double>(engine->memory().param) : static_cast<double>(q->model_bytes());
@@ -166,6 +205,7 @@ void ServedModel::record(Recorder& rec, const Point& p, int rank) const {
     rec.text("int8_engine_reason", int8_engine.why);
     rec.text("int8_units", quant::host_int8_units().note);
   }
+  if (calibration) record_calibration(rec, *calibration, *q);
   rec.text("qengine", c10::toString(at::globalContext().qEngine()));
   rec.text("device", device.str());
 }
@@ -188,6 +228,10 @@ void validate(const WeightsKeys& c, const Point& p, std::vector<Diagnostic>& out
   }
   if (const std::string bad = quant::check_compute_choice(quantization, c.quant_compute); !bad.empty())
     out.push_back({"quant_compute", bad});
+  if (quant::needs_calibration(quantization) && c.calibration_batches == 0)
+    out.push_back({"calibration_batches", fmt::format(
+        "quantization = \"{}\" fixes activation ranges from calibration data: set calibration_batches "
+        "> 0 (batches of the training split of `data`, held out from what the point scores)", quantization)});
   // Only a warning: an earlier suite (quant-accuracy-train) may write the checkpoint.
   const std::string& ckpt = c.checkpoint;
   if (!ckpt.empty() && !std::filesystem::exists(ckpt))
@@ -223,6 +267,19 @@ void WeightsKeys::declare(Fields<WeightsKeys>& f) {
   f.name("int8_engine", &WeightsKeys::int8_engine, "int8_engine", "auto",
          "infer, serve: LibTorch's int8 engine for int8-dynamic: auto (the fastest this LibTorch has, "
          "measured at start-up), x86, fbgemm, onednn or qnnpack");
+  f.name("calibration", &WeightsKeys::calibration, "calibration", "percentile",
+         "infer, serve: int8-static's activation observer: minmax, percentile or entropy "
+         "(workloads/quant/observer_*.cpp)");
+  f.add("calibration_batches", &WeightsKeys::calibration_batches, 4,
+        "infer, serve: int8-static: batches (of `batch` x `seq`) of the training split the ranges "
+        "are calibrated on").range(0, std::int64_t{1} << 20);
+  f.add("calibration_percentile", &WeightsKeys::calibration_percentile, 99.99,
+        "infer, serve: calibration = percentile: the share of values (%) each layer's range keeps")
+      .range(50.0, 100.0);
+  f.add("int8_skip_error", &WeightsKeys::int8_skip_error, 0.1,
+        "infer, serve: int8-static keeps a linear layer in the compute dtype when its output's "
+        "relative L2 error under int8, measured in calibration, exceeds this (1: quantize all)")
+      .range(0.0, 1e9);
   f.validate(validate);
 }
 SB_CONFIG_SECTION(WeightsKeys);

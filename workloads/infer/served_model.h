@@ -19,6 +19,7 @@
 #include "workloads/models/model.h"
 #include "workloads/prune/pruner.h"
 #include "workloads/prune/sparse_weights.h"
+#include "workloads/quant/calibration.h"
 #include "workloads/quant/quantizer.h"
 
 namespace sb::infer {
@@ -34,6 +35,7 @@ struct ServedModel {
   torch::ScalarType compute = torch::kFloat;   // the forward's dtype (key quant_compute)
   std::string compute_why = "sharded inference computes in fp32";
   quant::Int8EngineChoice int8_engine;  // int8-dynamic only
+  std::optional<quant::Calibration> calibration;  // int8-static only
   prune::Pruned pruning;                // counts (its model and weights moved into served, q/engine)
   prune::SparseChoice sparse;           // magnitude pruning: the kernels chosen
   std::int64_t params_nonzero = 0;      // of the served model

@@ -39,4 +39,13 @@ using MatrixBytes = std::function<std::int64_t(std::int64_t rows, std::int64_t c
 void register_quantizer(const std::string& name, const std::string& doc, MatrixQuantizer q,
                         MatrixBytes bytes, torch::ScalarType low = torch::kFloat);
 
+struct ActivationQuant;  // calibration.h
+// A format that needs calibrated activation ranges (int8-static): w and its linear layer's
+// input quantization (null for an embedding table no linear layer reads). quantize() then
+// needs a Calibration, and the format's record says so (needs_calibration).
+using CalibratedQuantizer =
+    std::function<std::unique_ptr<QuantizedMatrix>(const torch::Tensor& w, const ActivationQuant* input)>;
+void register_calibrated_quantizer(const std::string& name, const std::string& doc, CalibratedQuantizer q,
+                                   MatrixBytes bytes, torch::ScalarType low);
+
 }  // namespace sb::quant

@@ -10,6 +10,7 @@
 #include "harness/core/check.h"
 #include "harness/workload.h"
 #include "workloads/models/device.h"
+#include "workloads/quant/calibration.h"
 #include "workloads/quant/quantized_matrix.h"
 
 namespace sb::quant {
@@ -22,7 +23,8 @@ std::string dtype_label(torch::ScalarType t) {
 
 struct Entry {
   std::string doc;
-  MatrixQuantizer make;  // null: fp32
+  MatrixQuantizer make;  // null (and no `calibrated`): fp32
+  CalibratedQuantizer calibrated;  // formats that need a Calibration
   MatrixBytes bytes;
   torch::ScalarType low = torch::kFloat;  // the low-precision compute dtype it allows
 };
@@ -35,7 +37,7 @@ std::map<std::string, Entry>& registry() {
 class ConvertedWeights final : public QuantizedWeights {
  public:
   ConvertedWeights(const models::Model& model, const std::vector<std::vector<torch::Tensor>>& weights,
-                   const std::string& name, const MatrixQuantizer& make, torch::ScalarType compute)
+                   const std::string& name, const Entry& e, const Calibration* cal, torch::ScalarType compute)
       : name_(name), compute_(compute) {
     const auto& units = model.units();
     SB_CHECK(weights.size() == units.size(),
@@ -52,11 +54,22 @@ class ConvertedWeights final : public QuantizedWeights {
                  "quantize {}: {} has shape {}, the model expects {}", name, spec[i].name,
                  c10::str(w.sizes()), c10::str(torch::IntArrayRef(spec[i].shape)));
         Param& p = dst[i];
-        if (make && w.dim() == 2) {
-          p.q = make(w);
+        const bool embedding = models::is_embedding_table(spec[i].name);
+        const ActivationQuant* input = nullptr;
+        bool quantized = (e.make || e.calibrated) && w.dim() == 2;
+        if (quantized && e.calibrated) {
+          // A calibrated format quantizes what calibration saw and did not mark to skip; an
+          // embedding table no linear layer read is stored as codes for its lookups.
+          const LayerCalibration* l = cal->find(static_cast<int>(u), static_cast<int>(i));
+          if (l && !l->skip) input = &l->input;
+          quantized = l ? !l->skip : embedding;
+          if (!quantized) ++unquantized_;
+        }
+        if (quantized) {
+          p.q = e.make ? e.make(w) : e.calibrated(w, input);
           // Embedding tables must come out of acquire() as real values (the model indexes
           // them); a tied LM head reaches them through linear().
-          p.embedding = models::is_embedding_table(spec[i].name);
+          p.embedding = embedding;
           // Zero bytes, spec shape: reading it would give zeros, so a model that used a
           // linear weight outside linear() fails the accuracy tests instead of passing.
           if (!p.embedding) p.placeholder = torch::zeros({1}).expand(spec[i].shape);
@@ -91,6 +104,7 @@ class ConvertedWeights final : public QuantizedWeights {
 
   std::int64_t model_bytes() const override { return bytes_; }
   std::int64_t resident_bytes() const override { return resident_; }
+  int unquantized_matrices() const override { return unquantized_; }
 
  private:
   struct Param {
@@ -103,6 +117,7 @@ class ConvertedWeights final : public QuantizedWeights {
   torch::ScalarType compute_;
   std::vector<std::vector<Param>> params_;
   std::int64_t bytes_ = 0, resident_ = 0;
+  int unquantized_ = 0;
 };
 
 }  // namespace
@@ -113,7 +128,13 @@ torch::Tensor QuantizedMatrix::linear(const torch::Tensor& x, const torch::Tenso
 
 void register_quantizer(const std::string& name, const std::string& doc, MatrixQuantizer q,
                         MatrixBytes bytes, torch::ScalarType low) {
-  registry()[name] = Entry{doc, std::move(q), std::move(bytes), low};
+  registry()[name] = Entry{doc, std::move(q), nullptr, std::move(bytes), low};
+  sb::register_name("quantization", name, doc);
+}
+
+void register_calibrated_quantizer(const std::string& name, const std::string& doc, CalibratedQuantizer q,
+                                   MatrixBytes bytes, torch::ScalarType low) {
+  registry()[name] = Entry{doc, nullptr, std::move(q), std::move(bytes), low};
   sb::register_name("quantization", name, doc);
 }
 
@@ -137,19 +158,26 @@ std::int64_t quantized_model_bytes(const std::string& name, const std::vector<mo
   std::int64_t b = 0;
   for (const auto& u : units)
     for (const auto& p : u.params)
-      b += (e.make && p.shape.size() == 2) ? e.bytes(p.shape[0], p.shape[1]) : 4 * p.numel();
+      b += ((e.make || e.calibrated) && p.shape.size() == 2) ? e.bytes(p.shape[0], p.shape[1]) : 4 * p.numel();
   return b;
+}
+
+bool needs_calibration(const std::string& name) {
+  auto it = registry().find(name);
+  return it != registry().end() && it->second.calibrated;
 }
 
 std::unique_ptr<QuantizedWeights> quantize(const std::string& name, const models::Model& model,
                                            const std::vector<std::vector<torch::Tensor>>& weights,
-                                           torch::ScalarType compute) {
+                                           torch::ScalarType compute, const Calibration* cal) {
   const Entry& e = find_entry(name);
+  SB_CHECK(!e.calibrated || cal, "quantize {}: the format needs calibrated activation ranges "
+           "(calibration_batches > 0)", name);
   SB_CHECK(compute == torch::kFloat || compute == e.low,
            "quantize {}: the format computes in fp32{}, not {}", name,
            e.low == torch::kFloat ? "" : " or " + dtype_label(e.low), dtype_label(compute));
   torch::NoGradGuard no_grad;
-  return std::make_unique<ConvertedWeights>(model, weights, name, e.make, compute);
+  return std::make_unique<ConvertedWeights>(model, weights, name, e, cal, compute);
 }
 
 std::string check_compute_choice(const std::string& name, const std::string& choice) {

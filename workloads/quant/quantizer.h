@@ -1,7 +1,7 @@
 // Inference quantization as a conversion of a model's weights: a quantizer turns fp32
 // unit parameters into a ParamProvider that serves them (and runs the linear layers) in
 // its own format. Chosen by name: none, int8-weight, int8-weight-channel, int8-dynamic,
-// fp16, bf16. The model code has no special cases for any of them.
+// int8-static (with a Calibration), fp16, bf16. The model code has no special cases for any of them.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -19,7 +19,12 @@ class QuantizedWeights : public models::ParamProvider {
   // Bytes held in memory, when the kernel library keeps more than the format needs
   // (int8-dynamic: oneDNN keeps the unpacked int8 copy beside the packed one).
   virtual std::int64_t resident_bytes() const { return model_bytes(); }
+  // Linear weights a calibrated format kept in the compute dtype (skipped by measured error,
+  // or not run in calibration); 0 for the other formats.
+  virtual int unquantized_matrices() const { return 0; }
 };
+
+struct Calibration;  // calibration.h
 
 // weights[u][i]: unit u's i-th parameter (fp32, spec shape), e.g. from a checkpoint or trainer.
 // `compute`: the dtype the forward runs in (kFloat, or the format's low dtype: see
@@ -28,7 +33,11 @@ class QuantizedWeights : public models::ParamProvider {
 // norm) runs in that dtype, as eager PyTorch's model.to(torch.bfloat16) does.
 std::unique_ptr<QuantizedWeights> quantize(const std::string& name, const models::Model& model,
                                            const std::vector<std::vector<torch::Tensor>>& weights,
-                                           torch::ScalarType compute = torch::kFloat);
+                                           torch::ScalarType compute = torch::kFloat,
+                                           const Calibration* cal = nullptr);
+// Whether `name` needs a Calibration (its record: int8-static does), so callers ask the
+// format, never its name.
+bool needs_calibration(const std::string& name);
 
 // The dtype `name`'s forward computes in on device d, by `choice` (key quant_compute):
 // "fp32"; the format's low dtype ("bf16" for bf16 and int8-weight*, "fp16" for fp16); or
