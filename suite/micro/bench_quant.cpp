@@ -6,7 +6,8 @@
 // bytes <= 0.26x) or, when the CPU lacks the units those targets assume, says which instead
 // of PASS/MISS.
 // Usage: micro_bench_quant [--benchmark_filter=...]  (SB_QUANT_MODEL=bert-base to change model;
-// SB_QUANT_OPS=N prints each format's N ops of most self time in one profiled forward)
+// SB_QUANT_OPS=N prints each format's N ops of most self time in one profiled forward;
+// SB_QUANT_ATTENTION=sdpa runs another attention variant than the infer task's default, naive)
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 #include <torch/types.h>
@@ -38,7 +39,8 @@ struct Fixture {
 Fixture& fixture() {
   static Fixture f = [] {
     Fixture f;
-    f.model = sb::models::make_model(model_name());
+    const char* attention = std::getenv("SB_QUANT_ATTENTION");  // the attention key's variants
+    f.model = sb::models::make_model(model_name(), attention ? attention : "naive");
     f.weights = sb::models::init_params(f.model->units(), 1);
     auto gen = at::detail::createCPUGenerator(5);
     f.batch.input_ids = torch::randint(f.model->config().vocab, {8, 128}, gen, torch::kInt64);

@@ -116,7 +116,7 @@ def main():
     if a.ours:
         rounds.append(peers(a.model, ids, a.iters))
     print(f"{'mode':<20} {'PyTorch ms':>22} {'x its fp32':>11} {'shardbench ms':>14} {'x our fp32':>11}")
-    for mode in ("fp32", "bf16", "bf16 torch.compile", "int8-dynamic", "int8-weight-channel", "fp16"):
+    for mode in ("fp32", "bf16", "bf16 torch.compile", "int8-dynamic", "int8-static", "int8-weight-channel", "fp16"):
         theirs = [r[mode] for r in rounds if mode in r]
         t = " / ".join(f"{v:.0f}" for v in theirs) if theirs else "-"
         tx = f"{theirs[0] / rounds[0]['fp32']:.3f}" if theirs else "-"

@@ -169,3 +169,28 @@ TEST(StaticInt8, RefusedWithoutCalibration) {
   EXPECT_NE(msg.find("calibration = \"kl\": no such observer; known: entropy, minmax, percentile"),
             std::string::npos) << msg;
 }
+
+// The MLP's GELU runs as the int8 kernel's post-op: the same as GELU after the kernel, for
+// BERT's erf GELU and GPT-2's tanh one, in fp32 and bf16.
+TEST(StaticInt8, FusedGeluIsGeluOfTheLinear) {
+  auto model = models::make_model("gpt2-tiny");
+  auto w = models::init_params(model->units(), 8);
+  auto b = batches(model->config(), 1, 3);
+  const auto cal = quant::calibrate(*model, w, b, {});
+  auto gen = at::detail::createCPUGenerator(2);
+  const auto x = torch::randn({16, 64}, gen);
+  const int fc = 8;  // block 0: ln_1 (2), attn (4), ln_2 (2), then mlp.c_fc.weight
+  ASSERT_EQ(model->units()[1].params[fc].name, "h.0.mlp.c_fc.weight");
+  for (auto dt : {torch::kFloat, torch::kBFloat16}) {
+    auto q = quant::quantize("int8-static", *model, w, dt, &cal);
+    const auto params = q->acquire(1);
+    for (const char* approx : {"none", "tanh"}) {
+      const auto xd = x.to(dt);
+      auto fused = q->linear_gelu(1, fc, xd, params[fc], params[fc + 1], approx).to(torch::kFloat);
+      auto apart = at::gelu(q->linear(1, fc, xd, params[fc], params[fc + 1]), approx).to(torch::kFloat);
+      EXPECT_EQ(fused.sizes(), apart.sizes());
+      const double rel = ((fused - apart).norm() / apart.norm()).item<double>();
+      EXPECT_LE(rel, dt == torch::kFloat ? 1e-5 : 1e-2) << approx << " " << c10::toString(dt);
+    }
+  }
+}

@@ -127,7 +127,7 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b) {
     auto v = heads(p.linear(u, kVW, x, w[kVW], w[kVB]));
     auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
     x = at::layer_norm(x + p.linear(u, kAoW, a, w[kAoW], w[kAoB]), {d}, w[kAoLnW], w[kAoLnB], cfg_.ln_eps);
-    auto h = at::gelu(p.linear(u, kIW, x, w[kIW], w[kIB]));  // (B*T, 4d), erf GELU
+    auto h = p.linear_gelu(u, kIW, x, w[kIW], w[kIB], "none");  // (B*T, 4d), erf GELU
     x = at::layer_norm(x + p.linear(u, kOW, h, w[kOW], w[kOB]), {d}, w[kOLnW], w[kOLnB], cfg_.ln_eps);
     p.release(u, x);
   }
@@ -138,7 +138,7 @@ namespace {
 // MLM head on selected rows: x (N, d) -> (N, V).
 torch::Tensor mlm_logits(ParamProvider& p, int head, const std::vector<torch::Tensor>& w,
                          const torch::Tensor& word, const torch::Tensor& x, double eps) {
-  auto t = at::gelu(p.linear(head, kTrW, x, w[kTrW], w[kTrB]));
+  auto t = p.linear_gelu(head, kTrW, x, w[kTrW], w[kTrB], "none");
   t = at::layer_norm(t, {t.size(-1)}, w[kTrLnW], w[kTrLnB], eps);
   return p.linear(0, 0, t, word, w[kDecB]);  // decoder tied to the word embeddings
 }

@@ -100,7 +100,7 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
     auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
     x = x + p.linear(u, kProjW, a, w[kProjW], w[kProjB]);
     h = at::layer_norm(x, {d}, w[kLn2W], w[kLn2B], cfg_.ln_eps);
-    h = at::gelu(p.linear(u, kFcW, h, w[kFcW], w[kFcB]), "tanh");  // (B*T, 4d)
+    h = p.linear_gelu(u, kFcW, h, w[kFcW], w[kFcB], "tanh");  // (B*T, 4d)
     x = x + p.linear(u, kMlpW, h, w[kMlpW], w[kMlpB]);
     p.release(u, x);
   }

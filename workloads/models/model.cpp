@@ -74,6 +74,12 @@ torch::Tensor ParamProvider::linear(int unit, int w_index, const torch::Tensor& 
   return at::linear(x, w, b);
 }
 
+torch::Tensor ParamProvider::linear_gelu(int unit, int w_index, const torch::Tensor& x,
+                                         const torch::Tensor& w, const torch::Tensor& b,
+                                         c10::string_view approximate) {
+  return at::gelu(linear(unit, w_index, x, w, b), approximate);
+}
+
 torch::Tensor Model::classify(ParamProvider& p, const Batch& b) {
   SB_FAIL("model '{}' ({}) has no classification head; use a bert-* preset",
           config().preset, config().family);

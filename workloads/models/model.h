@@ -47,6 +47,11 @@ class ParamProvider {
   // Default: at::linear(x, w, b). b may be undefined.
   virtual torch::Tensor linear(int unit, int w_index, const torch::Tensor& x,
                                const torch::Tensor& w, const torch::Tensor& b);
+  // GELU(linear(...)) (`approximate`: "none" for erf, "tanh"), the MLP's first layer, so a
+  // provider whose kernel applies GELU on its output (int8-static's oneDNN post-op) can
+  // fuse it. Default: at::gelu of this->linear, the same ops as calling both.
+  virtual torch::Tensor linear_gelu(int unit, int w_index, const torch::Tensor& x, const torch::Tensor& w,
+                                    const torch::Tensor& b, c10::string_view approximate);
 };
 
 struct Batch {

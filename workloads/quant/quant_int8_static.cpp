@@ -40,19 +40,12 @@ class Int8StaticMatrix final : public QuantizedMatrix {
   torch::Tensor dequantize(torch::ScalarType dtype) const override { return w_.dequantize().to(dtype); }
   // x: (..., in) in the compute dtype -> (..., out) in the same dtype; bias added in the kernel.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& b) const override {
-    SB_CHECK(packed_.defined(), "int8-static: a {} x {} matrix without a calibrated input range "
-             "reached linear(); calibration must run the forward that is served", out_, in_);
-    auto shape = x.sizes().vec();
-    SB_CHECK(shape.back() == in_, "int8-static linear: input has {} features, weight expects {}",
-             shape.back(), in_);
-    static const auto qlinear = op("onednn::qlinear_pointwise");
-    torch::jit::Stack s{x_.codes(x.reshape({-1, in_})), x_.step, x_.zero_point, packed_, w_.step, zp_,
-                        b.defined() ? c10::IValue(b.to(torch::kFloat)) : c10::IValue(),
-                        1.0, std::int64_t{0}, c10::IValue(x.scalar_type()), std::string("none"),
-                        c10::List<std::optional<at::Scalar>>(), std::string("")};
-    qlinear.callBoxed(&s);
-    shape.back() = out_;
-    return s.at(0).toTensor().view(shape);
+    return run(x, b, "none", "");
+  }
+  // GELU as the kernel's post-op on the output, before it is written (one pass less).
+  torch::Tensor linear_gelu(const torch::Tensor& x, const torch::Tensor& b,
+                            c10::string_view approximate) const override {
+    return run(x, b, "gelu", std::string(approximate));
   }
   // Format: int8 codes + one fp32 step per channel. Resident: oneDNN's packed copy beside the
   // codes (dequantize() reads those), and the int64 zero points the operator takes.
@@ -62,6 +55,23 @@ class Int8StaticMatrix final : public QuantizedMatrix {
   }
 
  private:
+  torch::Tensor run(const torch::Tensor& x, const torch::Tensor& b, const std::string& post,
+                    const std::string& algorithm) const {
+    SB_CHECK(packed_.defined(), "int8-static: a {} x {} matrix without a calibrated input range "
+             "reached linear(); calibration must run the forward that is served", out_, in_);
+    auto shape = x.sizes().vec();
+    SB_CHECK(shape.back() == in_, "int8-static linear: input has {} features, weight expects {}",
+             shape.back(), in_);
+    static const auto qlinear = op("onednn::qlinear_pointwise");
+    torch::jit::Stack s{x_.codes(x.reshape({-1, in_})), x_.step, x_.zero_point, packed_, w_.step, zp_,
+                        b.defined() ? c10::IValue(b.to(torch::kFloat)) : c10::IValue(),
+                        1.0, std::int64_t{0}, c10::IValue(x.scalar_type()), post,
+                        c10::List<std::optional<at::Scalar>>(), algorithm};
+    qlinear.callBoxed(&s);
+    shape.back() = out_;
+    return s.at(0).toTensor().view(shape);
+  }
+
   std::int64_t out_, in_;
   ChannelCodes w_;
   torch::Tensor zp_;      // (out) zeros: symmetric weights

@@ -21,6 +21,11 @@ class QuantizedMatrix {
   // (..., out) = x W^T + b in x's dtype. Default: dequantize into x's dtype on the fly, then
   // at::linear in that dtype (bf16 on AMX / tensor cores, fp32 elsewhere).
   virtual torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& b) const;
+  // GELU(linear(x, b)) (approximate: "none" or "tanh"). Default: at::gelu of linear().
+  virtual torch::Tensor linear_gelu(const torch::Tensor& x, const torch::Tensor& b,
+                                    c10::string_view approximate) const {
+    return at::gelu(linear(x, b), approximate);
+  }
   // Bytes of the format: codes and scales (what would be stored or sent).
   virtual std::int64_t bytes() const = 0;
   // Bytes actually held in memory, when the kernel library keeps more than the format

@@ -102,6 +102,13 @@ class ConvertedWeights final : public QuantizedWeights {
     return p.q->linear(x.to(compute_), b);  // x: compute_ already, but for a caller's fp32 input
   }
 
+  torch::Tensor linear_gelu(int unit, int w_index, const torch::Tensor& x, const torch::Tensor& w,
+                            const torch::Tensor& b, c10::string_view approximate) override {
+    const Param& p = params_.at(unit).at(w_index);
+    if (!p.q) return at::gelu(at::linear(x, w, b), approximate);
+    return p.q->linear_gelu(x.to(compute_), b, approximate);
+  }
+
   std::int64_t model_bytes() const override { return bytes_; }
   std::int64_t resident_bytes() const override { return resident_; }
   int unquantized_matrices() const override { return unquantized_; }
