@@ -13,41 +13,37 @@ one table: ms per batch (the median of --iters timed forwards after one warm-up;
 also after its compilation), and each figure over the same run's eager fp32. Also the CPU
 model and its matrix-unit flags, which decide what the figures mean (docs/PERFORMANCE.md).
 
+With --results RESULTS (a sweep's results folder), also writes every timed forward's ms, the
+versions, the CPU and the host to RESULTS/peers/<name>.json (analysis/peer_file.py, written
+atomically), which `shardbench report RESULTS` sets beside that sweep's inference points
+(docs/REPORTS.md, "PyTorch peers").
+
     .venv/bin/python suite/micro/torch_peers_bert.py [--model bert-large] [--batch 8] [--seq 128]
-        [--threads 2] [--iters 3] [--ours build/micro/micro_bench_quant]
+        [--threads 2] [--iters 3] [--ours build/micro/micro_bench_quant] [--results RESULTS]
 """
 import argparse
 import json
 import os
 import platform
+import socket
 import statistics
 import subprocess
+import sys
 import time
 
 import torch
 
-SIZES = {  # our presets (`shardbench models`): layers, d, heads, d_ff, vocab, positions
-    "bert-tiny": (2, 64, 4, 256, 128, 128),
-    "bert-base": (12, 768, 12, 3072, 30522, 512),
-    "bert-large": (24, 1024, 16, 4096, 30522, 512),
-}
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from analysis import peer_file  # noqa: E402  (the repository root: the peer file's one layout)
+
+SIZES = peer_file.SIZES  # the models this script builds (the report names them too)
 
 
 def cpu_line():
-    model, flags = platform.processor(), []
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                if line.startswith("flags"):
-                    have = set(line.split(":", 1)[1].split())
-                    flags = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16",
-                                         "amx_int8") if f in have]
-                    break
-    except OSError:
-        pass
-    return f"{model}; {' '.join(flags) or 'no AVX-512/AMX'}"
+    cpu = peer_file.cpu_info()
+    shown = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+    flags = [f for f in cpu["isa"] if f in shown]
+    return f"{cpu['cpu_model'] or platform.processor()}; {' '.join(flags) or 'no AVX-512/AMX'}"
 
 
 def build(name):
@@ -60,6 +56,7 @@ def build(name):
 
 
 def timed(fn, ids, iters):
+    """ms of each of `iters` timed forwards, after one warm-up."""
     with torch.inference_mode():
         fn(ids)  # warm-up (oneDNN primitives, the allocator; compile's first call compiles)
         ms = []
@@ -67,7 +64,7 @@ def timed(fn, ids, iters):
             t0 = time.perf_counter()
             fn(ids)
             ms.append(1e3 * (time.perf_counter() - t0))
-    return statistics.median(ms)
+    return ms
 
 
 def peers(name, ids, iters):
@@ -75,11 +72,27 @@ def peers(name, ids, iters):
     bf16 = build(name).to(torch.bfloat16)
     compiled = torch.compile(bf16)
     int8 = torch.ao.quantization.quantize_dynamic(build(name), {torch.nn.Linear}, dtype=torch.qint8)
-    out = {}
-    for mode, model in (("fp32", fp32), ("bf16", bf16), ("bf16 torch.compile", compiled),
-                        ("int8-dynamic", int8)):
+    out = {}  # mode -> [ms of each timed forward]
+    for mode, model in zip(peer_file.MODES, (fp32, bf16, compiled, int8)):
         out[mode] = timed(lambda x: model(input_ids=x).logits, ids, iters)
     return out
+
+
+def peer_record(a, rounds, mine):
+    """The peer file's record (analysis/peer_file.py KEYS) of this run."""
+    import transformers
+    rec = {"kind": peer_file.KIND, "version": peer_file.VERSION,
+           "script": "suite/micro/torch_peers_bert.py", "model": a.model,
+           "timed_output": "MLM logits (batch, seq, vocab): BertForMaskedLM",
+           "batch": a.batch, "seq": a.seq, "threads": torch.get_num_threads(), "iters": a.iters,
+           "rounds": rounds,
+           "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                        "python": platform.python_version()},
+           **peer_file.cpu_info(), "hostname": peer_file.short_hostname(socket.gethostname()),
+           "timestamp": peer_file.now_utc(), "command_line": " ".join(sys.argv)}
+    if mine:
+        rec["micro_bench_quant"] = mine
+    return rec
 
 
 def ours(binary, name):
@@ -103,10 +116,15 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--ours", help="our micro_bench_quant, run between two rounds of the peers")
+    ap.add_argument("--results", help="a results folder: write the figures to RESULTS/peers/ for "
+                                      "`shardbench report RESULTS`")
     a = ap.parse_args()
     if (a.batch, a.seq, a.threads) != (8, 128, 2) and a.ours:
         ap.error("micro_bench_quant runs 8 x 128 on 2 threads: keep --batch 8 --seq 128 --threads 2 "
                  "with --ours")
+    if a.results and not os.path.isdir(a.results):  # before minutes of timing, not after
+        ap.error(f"--results {a.results}: no such folder (give a sweep's results folder, the one "
+                 f"holding points/)")
     torch.set_num_threads(a.threads)
     ids = torch.randint(0, SIZES[a.model][4], (a.batch, a.seq), generator=torch.Generator().manual_seed(5))
     print(f"# {a.model} with the MLM head, {a.batch} x {a.seq} tokens, {a.threads} threads; "
@@ -116,23 +134,26 @@ def main():
     if a.ours:
         rounds.append(peers(a.model, ids, a.iters))
     print(f"{'mode':<20} {'PyTorch ms':>22} {'x its fp32':>11} {'shardbench ms':>14} {'x our fp32':>11}")
+    med = [{m: statistics.median(ms) for m, ms in r.items()} for r in rounds]
     for mode in ("fp32", "bf16", "bf16 torch.compile", "int8-dynamic", "int8-static", "int8-weight-channel", "fp16"):
-        theirs = [r[mode] for r in rounds if mode in r]
+        theirs = [r[mode] for r in med if mode in r]
         t = " / ".join(f"{v:.0f}" for v in theirs) if theirs else "-"
-        tx = f"{theirs[0] / rounds[0]['fp32']:.3f}" if theirs else "-"
+        tx = f"{theirs[0] / med[0]['fp32']:.3f}" if theirs else "-"
         m = mine.get(mode)
         mx = f"{m / mine['fp32']:.3f}" if m and "fp32" in mine else "-"
         print(f"{mode:<20} {t:>22} {tx:>11} {'-' if m is None else f'{m:.0f}':>14} {mx:>11}")
     if mine:
-        best_peer = min(v for r in rounds for k, v in r.items() if k != "fp32")
+        best_peer = min(v for r in med for k, v in r.items() if k != "fp32")
         low = {k: v for k, v in mine.items() if k != "fp32"}
         best = min(low, key=low.get)
         print(f"# our fastest low-precision mode: {best}, {low[best]:.0f} ms; PyTorch's best "
               f"low-precision figure in this run: {best_peer:.0f} ms; ours is {best_peer / low[best]:.2f}x "
-              f"faster (target >= 1.2); {low[best] / min(r['fp32'] for r in rounds):.3f}x PyTorch's eager "
+              f"faster (target >= 1.2); {low[best] / min(r['fp32'] for r in med):.3f}x PyTorch's eager "
               f"fp32 (target <= 0.22)")
         for line in engine:
             print(line)
+    if a.results:
+        print(f"# wrote {peer_file.write(a.results, peer_record(a, rounds, mine))}")
 
 
 if __name__ == "__main__":
