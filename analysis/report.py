@@ -11,7 +11,7 @@ import sys
 import pandas as pd
 
 from analysis import conditions as cond_mod
-from analysis import modelcomp, paper, render, serving
+from analysis import modelcomp, paper, peers, render, serving
 from analysis.compare import Groups, compare
 from analysis.labels import varying_keys
 from analysis.load import load_results
@@ -40,6 +40,7 @@ def build(results_dir, out_dir):
     distilled = modelcomp.distillation_table(res)
     frontier = modelcomp.accuracy_latency_points(res)
     fit_sizes, fits = alpha_beta_fits(res)
+    peer_blocks, peer_table = peers.section(res, summary, conds)
     names = (res.points.set_index("point_id")["point_name"] if len(res.points)
              else pd.Series(dtype=str))
 
@@ -61,6 +62,7 @@ def build(results_dir, out_dir):
         "serving": serve_points.drop(columns=["series"]), "goodput": goodput,
         "requests": res.requests, "serve_steps": res.serve_steps,
         "distillation": distilled, "accuracy_latency": frontier.drop(columns=["setting"]),
+        "peers": peer_table,
     }
     if len(seed_list):
         csv["paper_results"] = seed_list
@@ -71,7 +73,8 @@ def build(results_dir, out_dir):
 
     blocks = _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression,
                      queries, fits, plots, sorted(csv), conds, checks,
-                     serving_blocks(serve_points, goodput) + modelcomp.blocks(distilled, frontier))
+                     serving_blocks(serve_points, goodput) + modelcomp.blocks(distilled, frontier),
+                     peer_blocks)
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))
@@ -208,7 +211,7 @@ def provenance(points):
 
 
 def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression, queries, fits,
-            plots, csv_names, conds, checks, serving_section=()):
+            plots, csv_names, conds, checks, serving_section=(), peer_section=()):
     suites = ", ".join(sorted(set(res.points["suite"]))) if len(res.points) else "(none)"
     done = len(res.done())
     B = [("h1", f"shardbench report: {suites}"),
@@ -264,6 +267,7 @@ def _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression
     if len(queries):
         B += [("h2", "Inference query latency by scenario")] + _validity_blocks(queries)
         B.append(("table", queries.drop(columns=["point_id"])))
+    B += list(peer_section)
     B += list(serving_section)
     if len(fits):
         B += [("h2", "Alpha-beta fits of collective time (t = alpha + beta x bytes)"),

@@ -87,9 +87,11 @@ def _column(group, name, values, dtype):
 def point_record(path, *, index, point_id, name, config, baseline_id="", reference=None,
                  status="done", failure_reason="", steps=(), ranks=(), comm=(), queries=(),
                  scalars=None, series=None, texts=None, suite="fixture", requests=(),
-                 serve_steps=()):
+                 serve_steps=(), machine=None):
     """One point as plain data: root attributes and complete records (every column of the
-    schema present; omitted fields take DEFAULTS or 0). Either writer takes it."""
+    schema present; omitted fields take DEFAULTS or 0). Either writer takes it. machine: the
+    `machine` attribute as an object (default: none recorded); threads_per_rank is the
+    config's `threads` (default 1)."""
     world = int(config.get("world", 1))
     meta = root_attributes(
         status=status, failure_reason=failure_reason, suite=suite,
@@ -98,7 +100,8 @@ def point_record(path, *, index, point_id, name, config, baseline_id="", referen
         config=json.dumps(config, sort_keys=True), reference=json.dumps(reference or {}),
         git_commit="fixture", shardbench_version="0.1.0",
         versions=json.dumps({"hdf5": h5py.version.hdf5_version}),
-        hosts=json.dumps(["localhost"] * world), world_size=world, threads_per_rank=1,
+        hosts=json.dumps(["localhost"] * world), world_size=world,
+        threads_per_rank=int(config.get("threads", 1)), machine=json.dumps(machine or {}),
         slurm_job_id="", slurm_array_job_id="", slurm_array_task_id="",
         command_line="make_fixture.py", start_time="2026-12-02T10:00:00Z",
         end_time="2026-12-02T10:01:00Z", elapsed_s=60.0)
