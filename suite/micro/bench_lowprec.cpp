@@ -4,7 +4,7 @@
 // ratio is only honest between neighbouring steps), each dtype's tokens/s and MFU against the
 // GEMM peak of the dtype its matmuls ran in, measured in this run the way the train task
 // measures it (at::mm at growing sizes, train/gemm_peak.h, docs/METRICS.md "MFU").
-//   mpirun -np 1 build/micro/micro_bench_lowprec [--dtype bf16|fp16] [--model gpt2]
+//   mpirun --bind-to none -np 1 build/micro/micro_bench_lowprec [--dtype bf16|fp16] [--model gpt2]
 //          [--batch 4] [--seq 128] [--rounds 3] [--attention naive]   (SB_THREADS, default 2)
 // Targets: low / fp32 tokens/s >= 3, low MFU >= 0.5, fp32 MFU >= 0.6; on a CPU without the low
 // dtype's units the targets are not judged (its matmuls have no fast kernel) and it says so.
@@ -62,6 +62,7 @@ int bench(int argc, char** argv) {
   const char* te = std::getenv("SB_THREADS");
   const int threads = te ? std::atoi(te) : 2;
   at::set_num_threads(threads);
+  sb::bench::warn_if_bound(threads);
   const std::string model_name = arg(argc, argv, "--model", "gpt2");
   const auto low = sb::models::dtype_from_name(arg(argc, argv, "--dtype", "bf16"));
   const std::int64_t B = std::atoll(arg(argc, argv, "--batch", "4").c_str());

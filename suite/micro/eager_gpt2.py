@@ -6,6 +6,9 @@ tokens, in fp32 and under CPU autocast bf16, interleaved, printing tokens/s of e
 ratio. Runs from the project's venv (the torch wheel; nothing is downloaded):
 
     .venv/bin/python suite/micro/eager_gpt2.py [--batch 4] [--seq 128] [--steps 3] [--threads 2]
+        [--compile: also torch.compile's bf16 step, PyTorch's best on a CPU]
+
+AdamW is PyTorch's fused CPU kernel (fused=True) where this torch has it, its fastest.
 
 Compare with `build/micro/micro_bench_train` (ours, same B x T and threads) in the same minutes.
 """
@@ -60,34 +63,45 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--compile", action="store_true", help="also time torch.compile's bf16 step")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     model = Gpt2()
-    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.1)
+    try:
+        opt = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.1, fused=True)
+    except (RuntimeError, TypeError):
+        opt = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.1)
+    compiled = torch.compile(model) if a.compile else None
     idx = torch.randint(0, 50257, (a.batch, a.seq + 1))
     x, y = idx[:, :-1], idx[:, 1:]
 
-    def step(bf16):
+    modes = {"fp32": (model, False), "bf16": (model, True)}
+    if compiled is not None:
+        modes["compile bf16"] = (compiled, True)
+
+    def step(mode):
+        m, bf16 = modes[mode]
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = model(x, y)
+            loss = m(x, y)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    for bf16 in (False, True):  # warm-up both
-        step(bf16)
-    times = {False: [], True: []}
-    for _ in range(a.steps):  # interleaved: drift reaches both alike
-        for bf16 in (False, True):
+    for mode in modes:  # warm-up each (compile's first step compiles)
+        step(mode)
+    times = {mode: [] for mode in modes}
+    for _ in range(a.steps):  # interleaved: drift reaches every mode alike
+        for mode in modes:
             t0 = time.perf_counter()
-            step(bf16)
-            times[bf16].append(time.perf_counter() - t0)
+            step(mode)
+            times[mode].append(time.perf_counter() - t0)
     tok = a.batch * a.seq
-    fp32, bf16 = (tok / min(times[k]) for k in (False, True))
-    print(f"# eager PyTorch {torch.__version__} gpt2 124M train B={a.batch} T={a.seq}, "
-          f"{a.threads} threads, best of {a.steps} interleaved steps")
-    print(f"fp32 {fp32:.1f} tokens/s, autocast bf16 {bf16:.1f} tokens/s, bf16/fp32 {bf16 / fp32:.2f}")
+    rate = {mode: tok / min(t) for mode, t in times.items()}
+    print(f"# PyTorch {torch.__version__} gpt2 124M train B={a.batch} T={a.seq}, {a.threads} threads, "
+          f"best of {a.steps} interleaved steps, AdamW fused={opt.defaults.get('fused')}")
+    print(", ".join(f"{mode} {r:.1f} tokens/s" for mode, r in rate.items()) +
+          f"; bf16/fp32 {rate['bf16'] / rate['fp32']:.2f}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 // is matmul work). Printed per step, beside the same steps' wall time without the profiler
 // (its overhead is the difference), with the CPU model and the ISA units that decide the
 // low-precision kernels.
-//   mpirun -np 1 build/micro/micro_profile_train [--dtype fp32|bf16|fp16] [--batch 4]
+//   mpirun --bind-to none -np 1 build/micro/micro_profile_train [--dtype fp32|bf16|fp16] [--batch 4]
 //          [--seq 128] [--steps 3] [--model gpt2] [--ops N: the N ops of most self time]
 //          (SB_THREADS: threads, default 2)
 #include <ATen/Parallel.h>
@@ -60,6 +60,7 @@ int profile(int argc, char** argv) {
   const char* te = std::getenv("SB_THREADS");
   const int threads = te ? std::atoi(te) : 2;
   at::set_num_threads(threads);
+  sb::bench::warn_if_bound(threads);
   const std::string model_name = arg(argc, argv, "--model", "gpt2");
   const std::string dtype = arg(argc, argv, "--dtype", "fp32");
   const std::int64_t B = std::atoll(arg(argc, argv, "--batch", "4").c_str());
