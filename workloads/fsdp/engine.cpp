@@ -4,6 +4,8 @@
 // its class's reduce_grad / after_update (strategy_*.cpp).
 #include "workloads/fsdp/engine.h"
 
+#include "workloads/models/loss.h"
+
 #include <cmath>
 
 #include <torch/csrc/autograd/function.h>
@@ -237,6 +239,11 @@ std::vector<torch::Tensor> Engine::acquire(int u) {
   out.reserve(U.shapes.size());
   for (std::size_t i = 0; i < U.shapes.size(); ++i) out.push_back(parts[i].view(U.shapes[i]));
   return out;
+}
+
+torch::Tensor Engine::linear_cross_entropy(int, int, const torch::Tensor& x, const torch::Tensor& w,
+                                           const torch::Tensor& targets) {
+  return models::linear_cross_entropy(x, w, targets);
 }
 
 void Engine::release(int u, const torch::Tensor& out) {

@@ -167,6 +167,9 @@ class Engine final : public models::ParamProvider {
   // ParamProvider
   std::vector<torch::Tensor> acquire(int unit) override;
   void release(int unit, const torch::Tensor& out) override;
+  // The engine's weights are plain tensors: the chunked LM-head loss (models/loss.h).
+  torch::Tensor linear_cross_entropy(int unit, int w_index, const torch::Tensor& x, const torch::Tensor& w,
+                                     const torch::Tensor& targets) override;
 
   struct Unit;  // unit.h
 

@@ -107,10 +107,14 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
   return x;
 }
 
+torch::Tensor Gpt2::final_norm(ParamProvider& p, const torch::Tensor& x) {
+  auto wf = p.acquire(static_cast<int>(cfg_.n_layer + 1));
+  return at::layer_norm(x, {cfg_.d_model}, wf[0], wf[1], cfg_.ln_eps);
+}
+
 torch::Tensor Gpt2::head(ParamProvider& p, torch::Tensor x, bool release_head_with_logits) {
   const int head = static_cast<int>(cfg_.n_layer + 1);
-  auto wf = p.acquire(head);
-  x = at::layer_norm(x, {cfg_.d_model}, wf[0], wf[1], cfg_.ln_eps);
+  x = final_norm(p, x);
   auto wte = p.acquire(0)[0];
   auto logits = p.linear(0, 0, x, wte, torch::Tensor());  // (rows, V), tied LM head
   if (release_head_with_logits) {
@@ -122,6 +126,12 @@ torch::Tensor Gpt2::head(ParamProvider& p, torch::Tensor x, bool release_head_wi
 
 torch::Tensor Gpt2::forward(ParamProvider& p, const torch::Tensor& ids, KVCache* cache,
                             bool release_head_with_logits, torch::Tensor* hidden) {
+  auto x = trunk(p, ids, cache);
+  if (hidden) *hidden = x;
+  return head(p, x, release_head_with_logits);
+}
+
+torch::Tensor Gpt2::trunk(ParamProvider& p, const torch::Tensor& ids, KVCache* cache) {
   SB_CHECK(ids.dim() == 2, "GPT-2 input_ids must be (B, T), got {} dims", ids.dim());
   const std::int64_t B = ids.size(0), T = ids.size(1);
   const std::int64_t past = cache ? cache->length : 0;
@@ -142,9 +152,8 @@ torch::Tensor Gpt2::forward(ParamProvider& p, const torch::Tensor& ids, KVCache*
                             cache->v[l].narrow(2, 0, past + T));
     };
   x = blocks(p, x, B, T, kv, mask);
-  if (hidden) *hidden = x;
   if (cache) cache->length = past + T;
-  return head(p, x, release_head_with_logits);
+  return x;
 }
 
 torch::Tensor Gpt2::forward_rows(ParamProvider& p, const torch::Tensor& ids, KVCache& cache,
@@ -201,10 +210,14 @@ torch::Tensor Gpt2::forward_rows(ParamProvider& p, const torch::Tensor& ids, KVC
 torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) {
   SB_CHECK(b.targets.defined(), "GPT-2 loss needs targets (B, T)");
   LossParts parts;
-  auto logits = forward(p, b.input_ids, nullptr, false, c.hidden ? &parts.hidden : nullptr);  // (B*T, V)
   const auto t = b.targets.reshape({-1});
-  auto loss = cross_entropy(logits, t);  // fp32 whatever the compute dtype (loss.h)
-  if (c.combine) {
+  torch::Tensor loss;
+  if (!c.combine) {  // the loss alone: the provider's LM-head loss (chunked for plain weights)
+    const auto x = final_norm(p, trunk(p, b.input_ids, nullptr));
+    loss = p.linear_cross_entropy(0, 0, x, p.acquire(0)[0], t);
+  } else {
+    auto logits = forward(p, b.input_ids, nullptr, false, c.hidden ? &parts.hidden : nullptr);  // (B*T, V)
+    loss = cross_entropy(logits, t);  // fp32 whatever the compute dtype (loss.h)
     parts.loss = loss;
     parts.logits = logits.index_select(0, (t != -100).nonzero().squeeze(1));  // (terms, V)
     loss = c.combine(parts);

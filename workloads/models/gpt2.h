@@ -55,6 +55,9 @@ class Gpt2 final : public Model, public KvDecoder {
   torch::Tensor blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, std::int64_t T,
                        const KeysValues& kv, const AttentionMask& mask);
   torch::Tensor head(ParamProvider& p, torch::Tensor x, bool release_head_with_logits);
+  // Embeddings and blocks (the KV cache's when given): (B*T, d) before the final LayerNorm.
+  torch::Tensor trunk(ParamProvider& p, const torch::Tensor& ids, KVCache* cache);
+  torch::Tensor final_norm(ParamProvider& p, const torch::Tensor& x);  // ln_f
   ModelConfig cfg_;
   std::vector<UnitSpec> units_;
   std::unique_ptr<Attention> attn_;

@@ -1,6 +1,10 @@
 // Cross-entropy in fp32 (loss.h).
 #include "workloads/models/loss.h"
 
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <algorithm>
+
 namespace sb::models {
 
 torch::Tensor widened(const torch::Tensor& t) {
@@ -10,6 +14,58 @@ torch::Tensor widened(const torch::Tensor& t) {
 torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets,
                             at::Reduction::Reduction reduction) {
   return at::cross_entropy_loss(widened(logits), targets, {}, reduction, /*ignore_index=*/-100, 0.0);
+}
+
+namespace {
+
+struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& w, const torch::Tensor& targets, std::int64_t chunk) {
+    const bool grads = x.requires_grad() || w.requires_grad();
+    const std::int64_t n = x.size(0);
+    const auto terms = (targets != -100).sum().to(torch::kFloat);  // () the mean's divisor
+    auto loss = torch::zeros({}, x.options().dtype(torch::kFloat));
+    torch::Tensor gx, gw;
+    if (grads) {
+      gx = torch::empty_like(x);
+      gw = torch::zeros(w.sizes(), w.options().dtype(torch::kFloat));
+    }
+    for (std::int64_t r = 0; r < n; r += chunk) {
+      const std::int64_t c = std::min(chunk, n - r);
+      const auto xc = x.narrow(0, r, c), tc = targets.narrow(0, r, c);
+      auto logits = at::mm(xc, w.t()).to(torch::kFloat);  // (c, V)
+      const auto lse = logits.logsumexp(1);                // (c)
+      const auto valid = tc != -100;
+      const auto safe = tc.clamp_min(0).unsqueeze(1);      // ignored rows pick class 0, masked out
+      const auto picked = logits.gather(1, safe).squeeze(1);
+      loss.add_(lse.sub(picked).mul_(valid).sum());
+      if (!grads) continue;
+      // d(mean CE)/d logits = (softmax - one-hot) / terms on counted rows, 0 on ignored ones.
+      auto g = logits.sub_(lse.unsqueeze(1)).exp_();
+      g.scatter_add_(1, safe, -torch::ones_like(safe, g.options()));
+      g.mul_(valid.to(torch::kFloat).div(terms).unsqueeze(1));
+      const auto gd = g.to(x.scalar_type());
+      gx.narrow(0, r, c).copy_(at::mm(gd, w));
+      gw.add_(at::mm(gd.t(), xc));
+    }
+    if (grads) ctx->save_for_backward({gx, gw.to(w.scalar_type())});
+    return loss.div_(terms);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list g) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& up = g[0];  // () the loss's gradient
+    return {saved[0].mul(up.to(saved[0].scalar_type())), saved[1].mul(up.to(saved[1].scalar_type())),
+            torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,
+                                   std::int64_t chunk_rows) {
+  const std::int64_t chunk = chunk_rows > 0 ? chunk_rows : std::max<std::int64_t>(1, (std::int64_t{1} << 24) / w.size(0));
+  return LinearCrossEntropy::apply(x, w, targets, chunk);
 }
 
 }  // namespace sb::models

@@ -14,6 +14,17 @@ namespace sb::models {
 torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets,
                             at::Reduction::Reduction reduction = at::Reduction::Mean);
 
+// cross_entropy(x w^T, targets) with mean reduction, computed in row chunks so that the
+// (N, V) logits never exist whole: each chunk's logits (fp32), their log-sum-exp, the loss
+// terms and the gradient (softmax - one-hot) / terms are formed, and the gradients of x and w
+// (through the two GEMMs) are computed in the forward and handed to autograd, which only
+// scales them. Same value and gradients as the unfused form up to rounding; on gpt2 at
+// B16 x T512 in bf16 the vocabulary's log-softmax, its backward and the casts around them
+// took 6.4 s of a 26 s step (docs/PERFORMANCE.md). x (N, d), w (V, d) of one floating dtype;
+// targets (N) int64, -100 = ignored. () fp32.
+torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,
+                                   std::int64_t chunk_rows = 0);  // 0: about 16 M logits a chunk
+
 // 16-bit floating tensors widened to fp32; others as they are.
 torch::Tensor widened(const torch::Tensor& t);
 

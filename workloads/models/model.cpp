@@ -1,6 +1,8 @@
 // Presets, the model registry and the defaults of the shared model interface.
 #include "workloads/models/model.h"
 
+#include "workloads/models/loss.h"
+
 #include "harness/core/check.h"
 #include "harness/workload.h"
 #include "workloads/models/attention.h"
@@ -78,6 +80,11 @@ torch::Tensor ParamProvider::linear_gelu(int unit, int w_index, const torch::Ten
                                          const torch::Tensor& w, const torch::Tensor& b,
                                          c10::string_view approximate) {
   return at::gelu(linear(unit, w_index, x, w, b), approximate);
+}
+
+torch::Tensor ParamProvider::linear_cross_entropy(int unit, int w_index, const torch::Tensor& x,
+                                                  const torch::Tensor& w, const torch::Tensor& targets) {
+  return cross_entropy(linear(unit, w_index, x, w, torch::Tensor()), targets);
 }
 
 torch::Tensor Model::classify(ParamProvider& p, const Batch& b) {

@@ -52,6 +52,12 @@ class ParamProvider {
   // fuse it. Default: at::gelu of this->linear, the same ops as calling both.
   virtual torch::Tensor linear_gelu(int unit, int w_index, const torch::Tensor& x, const torch::Tensor& w,
                                     const torch::Tensor& b, c10::string_view approximate);
+  // The mean cross-entropy of the logits linear(x, w) (no bias) against targets (-100 =
+  // ignored), the training loss of an LM head. Default: cross_entropy of this->linear (loss.h),
+  // so a provider with its own linear kernel keeps it; providers of plain weights (training's)
+  // return loss.h's linear_cross_entropy, which never forms the (N, V) logits whole.
+  virtual torch::Tensor linear_cross_entropy(int unit, int w_index, const torch::Tensor& x,
+                                             const torch::Tensor& w, const torch::Tensor& targets);
 };
 
 struct Batch {

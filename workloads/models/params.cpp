@@ -1,6 +1,8 @@
 // Seeded initialisation and the PersistentParams provider.
 #include "workloads/models/params.h"
 
+#include "workloads/models/loss.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "harness/core/check.h"
@@ -57,6 +59,11 @@ std::vector<torch::Tensor> PersistentParams::acquire(int unit) {
   SB_CHECK(unit >= 0 && unit < static_cast<int>(params_.size()),
            "unit {} out of range: the provider holds {} units", unit, params_.size());
   return params_[unit];
+}
+
+torch::Tensor PersistentParams::linear_cross_entropy(int, int, const torch::Tensor& x, const torch::Tensor& w,
+                                                    const torch::Tensor& targets) {
+  return models::linear_cross_entropy(x, w, targets);  // plain weights: the chunked form
 }
 
 void PersistentParams::zero_grad() {

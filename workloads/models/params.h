@@ -26,6 +26,8 @@ class PersistentParams final : public ParamProvider {
   explicit PersistentParams(UnitTensors values, bool requires_grad = true);
   std::vector<torch::Tensor> acquire(int unit) override;
   void release(int unit, const torch::Tensor& out) override {}
+  torch::Tensor linear_cross_entropy(int unit, int w_index, const torch::Tensor& x, const torch::Tensor& w,
+                                     const torch::Tensor& targets) override;
 
   UnitTensors& tensors() { return params_; }
   const UnitTensors& tensors() const { return params_; }
