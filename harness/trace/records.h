@@ -136,6 +136,12 @@ struct CommEvent {  // one collective as seen by one rank
   std::string backend = "mpi";
   std::uint64_t logical_bytes = 0, wire_bytes = 0;
   double start_s = 0, duration_s = 0;
+  // Point-to-point (op send/recv): the other rank's world rank; -1 for a collective.
+  // Appended: aggregate initializers keep their meaning.
+  std::int32_t peer = -1;
+  // The process-mesh dimension(s) the group spans (harness/core/mesh.h): "world" for all of
+  // them, else the dimension's name (dp_shard, dp_replicate, ...). Appended, as above.
+  std::string dim = "world";
 };
 
 template <>
@@ -147,7 +153,9 @@ struct Table<CommEvent> {
   static constexpr auto fields = std::make_tuple(
       field("step", &R::step, "", "step (train) or size index (micro) the collective belongs to"),
       field("rank", &R::rank, "", "MPI rank that saw it"),
-      field("op", &R::op, "", "all_gather, reduce_scatter, all_reduce, broadcast or all_to_all"),
+      field("op", &R::op, "",
+            "all_gather, reduce_scatter, all_reduce, broadcast, all_to_all, or the point-to-point "
+            "send and recv"),
       field("group", &R::group, "", "process group: world, shard or replica"),
       field("kind", &R::kind, "",
             "purpose: param_all_gather, grad_reduce_scatter, grad_all_reduce or other"),
@@ -156,9 +164,15 @@ struct Table<CommEvent> {
             "a compressed one split by an auto table: both, joined by +)"),
       field("logical_bytes", &R::logical_bytes, "bytes",
             "bytes the uncompressed fp32 collective sends to other ranks (docs/METRICS.md)"),
-      field("wire_bytes", &R::wire_bytes, "bytes", "bytes this collective sends to other ranks"),
+      field("wire_bytes", &R::wire_bytes, "bytes",
+            "bytes this collective sends to other ranks; send and recv: the message's bytes "
+            "(count a message once, by its send row)"),
       field("start_s", &R::start_s, "s", "start, relative to the point's start"),
-      field("duration_s", &R::duration_s, "s", "from start to completion"));
+      field("duration_s", &R::duration_s, "s", "from start to completion"),
+      field("peer", &R::peer, "", "send and recv: the other rank (world rank); -1 for collectives"),
+      field("dim", &R::dim, "",
+            "process-mesh dimension the transfer runs along: world (all ranks), dp_shard, "
+            "dp_replicate, tp, pp or sp"));
 };
 
 struct QueryRecord {  // inference: one query (MLPerf LoadGen vocabulary)

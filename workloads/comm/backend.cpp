@@ -31,6 +31,8 @@ const char* coll_name(CollOp op) {
   return "?";
 }
 
+const char* p2p_name(P2POp op) { return op == P2POp::Send ? "send" : "recv"; }
+
 CollOp coll_from_name(const std::string& name) {
   std::vector<std::string> known;
   for (CollOp op : kCollOps) {

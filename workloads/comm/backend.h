@@ -52,6 +52,20 @@ struct CollArgs {
   int root = 0;
 };
 
+// Point-to-point transfers (pipeline stages' activations, the p2p micro-benchmarks): one
+// contiguous tensor to or from one peer of a group, matched by (peer, tag) in issue order as
+// MPI matches them. Unlike collectives they are not issued in one order by every rank (a
+// stage sends forward while its neighbour sends back), so the progress engine starts them on
+// the caller, never behind a queue (a send queued behind a blocked receive could deadlock).
+enum class P2POp { Send, Recv };
+const char* p2p_name(P2POp op);  // "send", "recv": the trace's op
+struct P2PArgs {
+  P2POp op = P2POp::Send;
+  torch::Tensor t;  // send: read; recv: written in place (its shape and dtype say how much)
+  int peer = 0;     // rank in the group
+  int tag = 0;      // 0 .. 32767 (MPI guarantees tags up to 32767)
+};
+
 // Each group has two lanes, each its own channel in every library: plain collectives and
 // one-phase compressed ones run on Plain; every phase of a chained (multi-phase) compressed
 // collective runs on Chain. Under inline progress a chained collective's later phases start
@@ -86,6 +100,10 @@ class Backend {
   // thread's stream) or that starts a compressed collective's phase. It keeps a's tensors
   // alive until it is destroyed.
   virtual std::unique_ptr<Transfer> transfer(const CollArgs& a, Channel ch) = 0;
+  // The same for a point-to-point transfer on group g (checked by the Communicator: peer in
+  // the group, not this rank): refuses_p2p names why not (empty when it can), p2p makes it.
+  virtual std::string refuses_p2p(const P2PArgs& a) const = 0;
+  virtual std::unique_ptr<Transfer> p2p(const P2PArgs& a, Group g) = 0;
 };
 
 // Construction is collective over every rank of the world (it bootstraps over MPI).

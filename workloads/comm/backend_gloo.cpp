@@ -128,6 +128,53 @@ class GlooTransfer final : public Transfer {
   c10::intrusive_ptr<c10d::Work> work_;
 };
 
+// One send or receive on the group's plain-lane process group. Gloo posts it at once on the
+// pair's unbound buffer (not through the group's worker thread, so it never waits behind a
+// collective) under a slot of its own (send/recv slots never match a collective's).
+class GlooP2P final : public Transfer {
+ public:
+  GlooP2P(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg, const P2PArgs& a, Group g)
+      : pg_(std::move(pg)), a_(a), group_(group_name(g)) {}
+  void run() override {
+    start();
+    wait();
+  }
+  void start() override {
+    std::vector<at::Tensor> v{raw(a_.t)};
+    try {
+      work_ = a_.op == P2POp::Send ? pg_->send(v, a_.peer, a_.tag) : pg_->recv(v, a_.peer, a_.tag);
+    } catch (const std::exception& e) {
+      SB_FAIL("gloo {} to/from rank {} of the {} group failed to start: {}", p2p_name(a_.op),
+              a_.peer, group_, e.what());
+    }
+  }
+  bool test() override {
+    bool done = false;
+    try {
+      done = work_->isCompleted();
+    } catch (const std::exception& e) {
+      SB_FAIL("gloo {} with rank {} of the {} group failed: {}", p2p_name(a_.op), a_.peer, group_,
+              e.what());
+    }
+    if (done) wait();
+    return done;
+  }
+  void wait() override {
+    try {
+      work_->wait();
+    } catch (const std::exception& e) {
+      SB_FAIL("gloo {} with rank {} of the {} group failed (the peer died or stopped calling?): {}",
+              p2p_name(a_.op), a_.peer, group_, e.what());
+    }
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  P2PArgs a_;
+  const char* group_;
+  c10::intrusive_ptr<c10d::Work> work_;
+};
+
 class GlooBackend : public Backend {
  public:
   explicit GlooBackend(const GroupComms& groups) {
@@ -182,6 +229,17 @@ class GlooBackend : public Backend {
   std::unique_ptr<Transfer> transfer(const CollArgs& a, Channel ch) override {
     return std::make_unique<GlooTransfer>(pg_[static_cast<int>(ch.lane)][static_cast<int>(ch.group)],
                                           a, ch.group);
+  }
+
+  std::string refuses_p2p(const P2PArgs& a) const override {
+    if (!a.t.device().is_cpu())
+      return fmt::format("gloo sends host tensors, this {} is on {}: set comm_backend = "
+                         "\"nccl\" (or \"mpi\") for device tensors", p2p_name(a.op),
+                         a.t.device().str());
+    return "";
+  }
+  std::unique_ptr<Transfer> p2p(const P2PArgs& a, Group g) override {
+    return std::make_unique<GlooP2P>(pg_[static_cast<int>(Lane::Plain)][static_cast<int>(g)], a, g);
   }
 
  private:

@@ -206,6 +206,53 @@ class MpiTransfer final : public Transfer {
   torch::Tensor blocks_;      // reduce-scatter's received blocks, while non-blocking
 };
 
+// One send or receive on the group's communicator (the plain lane's: MPI never matches a
+// point-to-point message with a collective). Blocking: MPI_Send / MPI_Recv; non-blocking:
+// MPI_Isend / MPI_Irecv, which Open MPI's shared-memory transport moves only inside MPI
+// calls on some thread (test(), wait(), or a communication thread's collective).
+class MpiP2P final : public Transfer {
+ public:
+  MpiP2P(const P2PArgs& a, MPI_Comm comm, bool cuda_aware)
+      : send_(a.op == P2POp::Send), peer_(a.peer), tag_(a.tag), comm_(comm),
+        buf_(a.t, /*is_output=*/!send_, cuda_aware), ty_(mpi_type(buf_.host)),
+        count_(as_count(buf_.host.numel())) {}
+
+  void run() override {
+    if (send_)
+      check_mpi(MPI_Send(buf_.ptr(), count_, ty_, peer_, tag_, comm_), "MPI_Send");
+    else
+      check_mpi(MPI_Recv(buf_.ptr(), count_, ty_, peer_, tag_, comm_, MPI_STATUS_IGNORE),
+                "MPI_Recv");
+    buf_.finish();
+  }
+  void start() override {
+    if (send_)
+      check_mpi(MPI_Isend(buf_.ptr(), count_, ty_, peer_, tag_, comm_, &req_), "MPI_Isend");
+    else
+      check_mpi(MPI_Irecv(buf_.ptr(), count_, ty_, peer_, tag_, comm_, &req_), "MPI_Irecv");
+  }
+  bool test() override {
+    int flag = 0;
+    check_mpi(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE), send_ ? "MPI_Isend" : "MPI_Irecv");
+    if (flag) buf_.finish();
+    return flag != 0;
+  }
+  void wait() override {
+    check_mpi(MPI_Wait(&req_, MPI_STATUS_IGNORE), send_ ? "MPI_Isend" : "MPI_Irecv");
+    buf_.finish();
+  }
+
+ private:
+  static void check_mpi(int rc, const char* what) { sb::check_mpi(rc, what); }
+  bool send_;
+  int peer_, tag_;
+  MPI_Comm comm_;
+  Staged buf_;
+  MPI_Datatype ty_;
+  int count_;
+  MPI_Request req_ = MPI_REQUEST_NULL;
+};
+
 class MpiBackend : public Backend {
  public:
   explicit MpiBackend(const GroupComms& groups) : groups_(groups) {
@@ -219,6 +266,10 @@ class MpiBackend : public Backend {
   std::string refuses(const CollArgs&, Lane) const override { return ""; }
   std::unique_ptr<Transfer> transfer(const CollArgs& a, Channel ch) override {
     return std::make_unique<MpiTransfer>(a, groups_.of(ch.group, ch.lane), cuda_aware_);
+  }
+  std::string refuses_p2p(const P2PArgs&) const override { return ""; }
+  std::unique_ptr<Transfer> p2p(const P2PArgs& a, Group g) override {
+    return std::make_unique<MpiP2P>(a, groups_.of(g), cuda_aware_);
   }
 
  private:

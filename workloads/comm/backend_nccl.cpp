@@ -104,6 +104,41 @@ class NcclTransfer final : public Transfer {
   std::shared_ptr<at::cuda::CUDAEvent> ready_, done_;
 };
 
+// One send or receive on the backend's stream, ordered after the issuing thread's compute
+// like a collective. NCCL runs a rank's sends and receives on that one stream in issue
+// order, and a send waits for its receiver: a rank that sends and then receives, facing a
+// peer that does the same, deadlocks (as with NCCL itself); pipeline schedules issue each
+// pair in the order that matches (receive first on one side).
+class NcclP2P final : public Transfer {
+ public:
+  NcclP2P(NcclBackend& b, const P2PArgs& a, Group g);
+  void run() override {
+    start();
+    wait();
+  }
+  void start() override;
+  bool test() override {
+    check_async();
+    return done_->query();
+  }
+  void wait() override {
+    check_async();
+    done_->block(compute_);
+  }
+
+ private:
+  void check_async() const {
+    ncclResult_t async = ncclSuccess;
+    check_nccl(ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
+    check_nccl(async, "an NCCL send or receive (a peer rank died?)");
+  }
+  NcclBackend& b_;
+  P2PArgs a_;
+  ncclComm_t comm_;
+  c10::cuda::CUDAStream compute_;
+  std::shared_ptr<at::cuda::CUDAEvent> ready_, done_;
+};
+
 class NcclBackend : public Backend {
  public:
   explicit NcclBackend(const GroupComms& groups)
@@ -157,8 +192,20 @@ class NcclBackend : public Backend {
     return std::make_unique<NcclTransfer>(*this, a, ch.group);
   }
 
+  std::string refuses_p2p(const P2PArgs& a) const override {
+    if (!a.t.is_cuda() || a.t.device().index() != device_)
+      return fmt::format("nccl sends tensors of this rank's GPU (cuda:{}), this {} is on {}: set "
+                         "device = \"cuda\", or comm_backend = \"mpi\" or \"gloo\" for host "
+                         "tensors", device_, p2p_name(a.op), a.t.device().str());
+    return "";
+  }
+  std::unique_ptr<Transfer> p2p(const P2PArgs& a, Group g) override {
+    return std::make_unique<NcclP2P>(*this, a, g);
+  }
+
  private:
   friend class NcclTransfer;
+  friend class NcclP2P;
   static void enqueue(const CollArgs& a, ncclComm_t comm, int ranks, cudaStream_t s) {
     const ncclDataType_t ty = nccl_type(a.in);
     const void* in = a.in.data_ptr();
@@ -250,6 +297,27 @@ void NcclTransfer::start() {
   done_ = std::make_shared<at::cuda::CUDAEvent>();
   done_->record(b_.stream_);
   b_.watch_add(done_, coll_name(a_.op));
+}
+
+NcclP2P::NcclP2P(NcclBackend& b, const P2PArgs& a, Group g)
+    : b_(b), a_(a), comm_(b.comms_[static_cast<int>(g)]),
+      compute_(c10::cuda::getCurrentCUDAStream(b.device_)),
+      ready_(std::make_shared<at::cuda::CUDAEvent>()) {
+  ready_->record(compute_);
+}
+
+void NcclP2P::start() {
+  c10::cuda::CUDAGuard guard(b_.device_);
+  ready_->block(b_.stream_);
+  const ncclDataType_t ty = nccl_type(a_.t);
+  if (a_.op == P2POp::Send)
+    check_nccl(ncclSend(a_.t.data_ptr(), a_.t.numel(), ty, a_.peer, comm_, b_.stream_), "ncclSend");
+  else
+    check_nccl(ncclRecv(a_.t.data_ptr(), a_.t.numel(), ty, a_.peer, comm_, b_.stream_), "ncclRecv");
+  c10::cuda::CUDACachingAllocator::recordStream(a_.t.storage().data_ptr(), b_.stream_);
+  done_ = std::make_shared<at::cuda::CUDAEvent>();
+  done_->record(b_.stream_);
+  b_.watch_add(done_, p2p_name(a_.op));
 }
 
 const sb::Registrar kRegister([] {

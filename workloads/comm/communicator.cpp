@@ -269,7 +269,8 @@ void Communicator::set_trace_hook(TraceHook hook, double origin_wtime) {
 }
 
 void Communicator::trace(const char* op, Group g, const std::string& kind, const std::string& backend,
-                         std::uint64_t logical_bytes, std::uint64_t wire, double t0, double t1) {
+                         std::uint64_t logical_bytes, std::uint64_t wire, double t0, double t1,
+                         int peer) {
   sb::fault_point("collective");  // on the thread that completes it (tests/mpi/failure_paths.sh)
   if (!hook_) return;
   sb::CommEvent e;
@@ -283,6 +284,9 @@ void Communicator::trace(const char* op, Group g, const std::string& kind, const
   e.wire_bytes = wire;
   e.start_s = t0 - origin_;
   e.duration_s = t1 - t0;
+  e.peer = peer;
+  e.dim = g == Group::World ? "world"
+          : sb::mesh_dim_name(g == Group::Shard ? sb::MeshDim::dp_shard : sb::MeshDim::dp_replicate);
   hook_(e);
 }
 
@@ -396,6 +400,54 @@ Request Communicator::broadcast_impl(const torch::Tensor& t, int root, Group g,
 Request Communicator::all_to_all_impl(const torch::Tensor& in_t, const torch::Tensor& out_t,
                                       Group g, const std::string& kind, bool sync) {
   return run({CollOp::AllToAll, in_t, out_t}, g, kind, sync);
+}
+
+int Communicator::world_rank(Group g, int r) const {
+  if (g == Group::World) return r;
+  MPI_Group from = MPI_GROUP_NULL, to = MPI_GROUP_NULL;
+  MPI_Comm_group(mpi(g), &from);
+  MPI_Comm_group(world_, &to);
+  int w = MPI_UNDEFINED;
+  MPI_Group_translate_ranks(from, 1, &r, to, &w);
+  MPI_Group_free(&from);
+  MPI_Group_free(&to);
+  return w;
+}
+
+// A point-to-point transfer: checked and counted here like a collective, on the backend
+// named by comm_backend (an "auto" table has no point-to-point entries: mpi), always started
+// on the caller (Phase::alone: see send_async).
+Request Communicator::p2p_impl(const P2PArgs& a, Group g, const std::string& kind, bool sync) {
+  const char* op = p2p_name(a.op);
+  SB_CHECK(a.t.defined() && a.t.is_contiguous(), "{}: the tensor must be defined and contiguous",
+           op);
+  SB_CHECK(a.peer >= 0 && a.peer < size(g) && a.peer != rank(g),
+           "{}: peer {} is not another rank of the {} group (ranks 0..{}, this one is {})", op,
+           a.peer, group_name(g), size(g) - 1, rank(g));
+  SB_CHECK(a.tag >= 0 && a.tag <= 32767, "{}: tag {} is outside 0..32767 (the tags MPI "
+           "guarantees)", op, a.tag);
+  Backend* b = table_ ? mpi_ : backends_.front().get();
+  std::string why = b->refuses_p2p(a);
+  if (!why.empty() && a.t.device().is_cpu()) {
+    b = mpi_;  // host tensors a device backend refuses
+    why = b->refuses_p2p(a);
+  }
+  SB_CHECK(why.empty(), "comm_backend = \"{}\": {}", choice_.name, why);
+  Phase p;
+  p.transfer = [t = std::shared_ptr<Transfer>(b->p2p(a, g))] { return t; };
+  p.alone = true;  // on the caller, whatever the backend (see send_async)
+  Collective c;
+  c.name = op;
+  c.phases = {std::move(p)};
+  (a.op == P2POp::Send ? c.reads : c.writes) = span(a.t);
+  const std::uint64_t bytes = static_cast<std::uint64_t>(a.t.nbytes());
+  const char* name = b->name();
+  const int peer = world_rank(g, a.peer);
+  c.done = [this, op, g, kind, name, logical = fp32_bytes(a.t), bytes, peer](double t0, double t1) {
+    trace(op, g, kind, name, logical, bytes, t0, t1, peer);
+  };
+  c.label = sb::heartbeat::issued({op, group_name(g), name, kind});
+  return engine_->issue(c, sync);
 }
 
 double Communicator::all_reduce_scalar(double v, Group g, ReduceOp op) {

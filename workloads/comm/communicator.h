@@ -123,6 +123,30 @@ class Communicator {
   }
   void all_to_all(const torch::Tensor& in, const torch::Tensor& out, Group g,
                   const std::string& kind = "other") { all_to_all_impl(in, out, g, kind, true).wait(); }
+  // Point-to-point: t to (send) or from (recv, written in place) rank `peer` of group g,
+  // matched with the peer's recv/send by (peer, tag) in issue order, as MPI matches. Unlike
+  // collectives these start on the caller at issue in every progress mode (backend.h
+  // P2POp), never queued behind the communication thread, so a rank may post a receive and a
+  // send to its neighbours in either order without deadlock (nccl excepted: its one stream
+  // runs them in issue order). A non-blocking transfer moves when its library moves it: MPI's
+  // inside test()/wait() and other MPI calls, Gloo's and NCCL's on their own. The blocking
+  // forms are the library's blocking call on the caller (MPI_Send / MPI_Recv). Trace: op send
+  // or recv, peer = the peer's world rank, bytes = the message's (docs/METRICS.md).
+  Request send_async(const torch::Tensor& t, int peer, Group g, const std::string& kind = "other",
+                     int tag = 0) {
+    return p2p_impl({P2POp::Send, t, peer, tag}, g, kind, false);
+  }
+  Request recv_async(const torch::Tensor& t, int peer, Group g, const std::string& kind = "other",
+                     int tag = 0) {
+    return p2p_impl({P2POp::Recv, t, peer, tag}, g, kind, false);
+  }
+  void send(const torch::Tensor& t, int peer, Group g, const std::string& kind = "other",
+            int tag = 0) { p2p_impl({P2POp::Send, t, peer, tag}, g, kind, true).wait(); }
+  void recv(const torch::Tensor& t, int peer, Group g, const std::string& kind = "other",
+            int tag = 0) { p2p_impl({P2POp::Recv, t, peer, tag}, g, kind, true).wait(); }
+  // The world rank of rank r of group g.
+  int world_rank(Group g, int r) const;
+
   // A scalar all-reduce (loss, norms) on the calling thread's queue position.
   double all_reduce_scalar(double v, Group g, ReduceOp op = ReduceOp::Sum);
   // A collective made of plain ones (the compressed ones, compressed_collectives.h), run on
@@ -157,7 +181,8 @@ class Communicator {
                                              std::function<std::string()> backend,
                                              std::uint64_t logical, std::uint64_t wire);
   void trace(const char* op, Group g, const std::string& kind, const std::string& backend,
-             std::uint64_t logical_bytes, std::uint64_t wire_bytes, double t0, double t1);
+             std::uint64_t logical_bytes, std::uint64_t wire_bytes, double t0, double t1,
+             int peer = -1);
   // A collective's buffers against its operation and group (the errors name both).
   void check(const CollArgs& a, Group g) const;
   // The backend that runs a on lane: the named one, or the table's for its size; a host
@@ -177,6 +202,7 @@ class Communicator {
                          bool sync);
   Request all_to_all_impl(const torch::Tensor& in, const torch::Tensor& out, Group g,
                           const std::string& kind, bool sync);
+  Request p2p_impl(const P2PArgs& a, Group g, const std::string& kind, bool sync);
 
   void build(MPI_Comm world, sb::Mesh mesh, bool async);
   sb::Mesh mesh_;

@@ -14,7 +14,8 @@
 // Without a communication thread (ProgressOptions::async false: MPI without
 // MPI_THREAD_MULTIPLE) the thread runners run every collective blocking on the caller.
 // A transfer of a library that progresses by itself (Phase::alone: Gloo's worker, NCCL's
-// stream) with no codec around it starts on the caller in every mode and completes where the
+// stream), and every point-to-point transfer (backend.h P2POp), with no codec around it
+// starts on the caller in every mode, with or without a thread, and completes where the
 // caller waits for it. docs/FSDP.md ("Communication progress") has the modes measured.
 //
 // Order: the thread runs requests in issue order, a chained collective's phases one after

@@ -41,16 +41,19 @@ class ThreadRunner final : public ProgressEngine {
   // completes the started ones whose memory it touches.
   Request issue(const Collective& c, bool sync) override {
     const double t0 = now();
+    // Also without a thread: a point-to-point receive run blocking at issue could never see
+    // its peer's send, posted after that peer's own receive.
+    if (!sync && starts_on_caller(c)) {
+      prune();
+      drain();
+      return start_on_caller(c);
+    }
     if (sync || !async_) {
       drain();
       complete_conflicting(c);
       return run_here(c, t0);
     }
     prune();
-    if (starts_on_caller(c)) {
-      drain();
-      return start_on_caller(c);
-    }
     complete_conflicting(c);
     return enqueue(c);
   }

@@ -21,6 +21,7 @@
 #include "workloads/micro/backend_tuning.h"
 #include "workloads/micro/collective_case.h"
 #include "workloads/micro/micro_config.h"
+#include "workloads/micro/p2p_case.h"
 #include "workloads/models/cpu_allocator.h"
 
 namespace sb::micro {
@@ -31,6 +32,7 @@ class MicroWorkload : public Workload {
   void run(RunContext& ctx) override {
     const Point& p = ctx.point;
     const MicroConfig& mc = config<MicroConfig>(p);
+    if (is_p2p(mc.op)) return point_to_point(ctx, mc);
     CaseConfig base;
     base.op = op_from_name(mc.op);
     base.impl = mc.impl;
@@ -100,6 +102,70 @@ class MicroWorkload : public Workload {
               first_wrong_size);
   }
  private:
+  // micro.op = p2p_*: the pair benchmarks (p2p_case.h) over the sizes. Per timed iteration
+  // and rank one CommEvent (op = the benchmark, duration = one message's time: the one-way
+  // latency or the window's time per message, wire_bytes = the message), so the alpha-beta
+  // fit of the report gets point-to-point parameters of its own; per size the OSU figures.
+  void point_to_point(RunContext& ctx, const MicroConfig& mc) {
+    P2PConfig base;
+    base.bench = p2p_from_name(mc.op);
+    base.impl = mc.impl;
+    base.window = static_cast<int>(mc.window);
+    comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size, base.impl == "ours-async",
+                                                 comm::backend_choice(ctx.point));
+    const double origin = MPI_Wtime();
+    std::vector<std::int64_t> sizes;
+    for (std::int64_t b = mc.min_bytes; b <= mc.max_bytes; b *= mc.factor) sizes.push_back(b);
+    ctx.progress.begin(fmt::format("{} {} sizes", mc.op, base.impl), static_cast<long>(sizes.size()));
+    std::int64_t total_wrong = 0, first_wrong_size = -1;
+    for (std::size_t s = 0; s < sizes.size() && !ctx.stop_agreed(); ++s) {
+      P2PConfig cfg = base;
+      cfg.bytes = sizes[s];
+      P2PCase pc(cfg, ctx.world, comm_.get());
+      const int iters = mc.iters > 0 ? static_cast<int>(mc.iters) : default_iterations(cfg.bytes);
+      const P2PTiming t = time_p2p(pc, static_cast<int>(mc.warmup), iters, ctx.world);
+      const std::int64_t wrong = pc.check();
+      std::int64_t all_wrong = wrong;
+      MPI_Allreduce(MPI_IN_PLACE, &all_wrong, 1, MPI_INT64_T, MPI_SUM, ctx.world);
+      if (all_wrong && first_wrong_size < 0) first_wrong_size = cfg.bytes;
+      total_wrong += all_wrong;
+      for (int i = 0; i < iters; ++i) {
+        CommEvent e;
+        e.step = static_cast<std::int64_t>(s);
+        e.rank = ctx.rank;
+        e.op = mc.op;
+        e.group = "world";
+        e.kind = "micro";
+        e.backend = base.impl == "mpi" ? "mpi" : comm_->backend_name();
+        e.logical_bytes = e.wire_bytes = static_cast<std::uint64_t>(cfg.bytes);
+        e.start_s = t.start_wtime[i] - origin;
+        e.duration_s = pc.per_message_s(t.local_s[i]);
+        e.peer = pc.peer();
+        ctx.recorder.comm(e);
+      }
+      StepRecord r;
+      r.step = static_cast<std::int64_t>(s);
+      r.wall_s = t.mean_s;
+      ctx.recorder.step(r);
+      ctx.recorder.series("size_bytes", static_cast<double>(cfg.bytes));
+      ctx.recorder.series("wire_bytes", static_cast<double>(cfg.bytes));
+      ctx.recorder.series("mean_s", t.mean_s);
+      ctx.recorder.series("rank_min_s", t.rank_min_s);
+      ctx.recorder.series("rank_max_s", t.rank_max_s);
+      ctx.recorder.series("message_us", pc.per_message_s(t.mean_s) * 1e6);
+      ctx.recorder.series("bandwidth_MBps", pc.bandwidth(t.mean_s) / 1e6);
+      ctx.recorder.series("wrong", static_cast<double>(all_wrong));
+      ctx.progress.step(static_cast<long>(s + 1),
+                        fmt::format("{} B: {:.2f} us per message", cfg.bytes,
+                                    pc.per_message_s(t.mean_s) * 1e6));
+    }
+    ctx.progress.end();
+    ctx.recorder.memory(rank_memory_now(ctx.rank, config<MeshConfig>(ctx.point).mesh()));
+    ctx.recorder.scalar("wrong", static_cast<double>(total_wrong));
+    SB_CHECK(total_wrong == 0, "{} {}: {} received bytes differ from what the peer sent (first at "
+             "{} bytes); the transfer is broken", mc.op, base.impl, total_wrong, first_wrong_size);
+  }
+
   // micro.impl = "tune": every collective x size on every CPU backend, interleaved
   // (backend_tuning.h); writes the tuning table of comm_backend = "auto" to comm_tuning (rank
   // 0, atomically) and records it and the times per backend.
@@ -172,7 +238,8 @@ class MicroWorkload : public Workload {
 };
 
 const Registrar reg([] {
-  for (const auto& op : op_names()) register_name("collective", op, "collective operation");
+  for (const auto& op : op_names()) register_name("micro_op", op, "collective operation");
+  for (const auto& [name, doc] : p2p_benches()) register_name("micro_op", name, doc);
   // The compressors register themselves in "comm_impl" (workloads/comm/compressor.cpp).
   for (const auto& [name, doc] : plain_impls()) register_name("comm_impl", name, doc);
   register_name("comm_impl", "tune",
@@ -192,6 +259,17 @@ void validate(const MicroConfig& c, const Point& p, std::vector<Diagnostic>& out
                                                   "micro.max_bytes ({})", lo, hi)});
   if (c.factor < 2)
     out.push_back({"micro.factor", "micro.factor must be at least 2"});
+  if (is_p2p(c.op)) {
+    if (c.impl != "mpi" && c.impl != "ours" && c.impl != "ours-async")
+      out.push_back({"micro.impl", fmt::format("{} runs mpi, ours or ours-async, not \"{}\" "
+                                               "(point-to-point messages are not compressed)",
+                                               c.op, c.impl)});
+    const int ranks = base_config(p).world;
+    if (ranks % 2 != 0)
+      out.push_back({"world", fmt::format("{} pairs ranks (2i, 2i + 1): run an even number of "
+                                          "ranks, not {}", c.op, ranks)});
+    if (c.window < 1) out.push_back({"micro.window", "micro.window must be at least 1"});
+  }
   if (is_compressed(c.impl) && (c.op == "broadcast" || c.op == "all_to_all"))
     out.push_back({"micro.impl", fmt::format("compressed collectives exist for all_gather, "
                                              "reduce_scatter and all_reduce, not {}", c.op)});
@@ -201,8 +279,9 @@ void validate(const MicroConfig& c, const Point& p, std::vector<Diagnostic>& out
 
 void MicroConfig::declare(Fields<MicroConfig>& f) {
   using I = std::int64_t;
-  f.name("micro.op", &MicroConfig::op, "collective", "all_reduce",
-         "micro task: the collective to sweep");
+  f.name("micro.op", &MicroConfig::op, "micro_op", "all_reduce",
+         "micro task: the collective, or the point-to-point benchmark (p2p_latency, p2p_bw, "
+         "p2p_bibw), to sweep");
   f.name("micro.impl", &MicroConfig::impl, "comm_impl", "mpi",
          "micro task: implementation (mpi, ours, ours-async, or a compressor)");
   f.add("micro.min_bytes", &MicroConfig::min_bytes, I{4}, "micro task: smallest size");
@@ -215,6 +294,8 @@ void MicroConfig::declare(Fields<MicroConfig>& f) {
         "micro task: untimed calls per size before the timed ones");
   f.add("micro.block", &MicroConfig::block, I{256}, "micro task: int8 block");
   f.add("micro.ratio", &MicroConfig::ratio, 0.01, "micro task: topk ratio");
+  f.add("micro.window", &MicroConfig::window, I{64},
+        "micro task: p2p_bw and p2p_bibw: messages in flight per iteration (OSU's window)");
   f.validate(validate);
 }
 SB_CONFIG_SECTION(MicroConfig);
