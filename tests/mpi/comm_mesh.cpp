@@ -2,7 +2,8 @@
 // groups are exactly the mesh's groups over dp_shard and dp_replicate (members and ranks
 // within them), equal to the groups shard_group built; a node-local mesh (both sizes 0)
 // resolves to a node's ranks; a mesh whose product is not the world fails on every rank
-// before anything is sent; each rank's coordinates reach its memory record.
+// before anything is sent; each rank's coordinates reach its memory record. The tp, pp and sp
+// groups are the mesh's groups over those dimensions.
 #include <fmt/format.h>
 #include <numeric>
 
@@ -53,6 +54,58 @@ TEST(CommMesh, GroupsAreTheMeshsGroups) {
   EXPECT_EQ(old.rank(Group::Shard), c.rank(Group::Shard));
   EXPECT_EQ(rank_sum(old, Group::Shard), rank_sum(c, Group::Shard));
   EXPECT_EQ(rank_sum(old, Group::Replica), rank_sum(c, Group::Replica));
+}
+
+// Meshes with tensor, pipeline and sequence dimensions: each Group is exactly the mesh's
+// group over its dimension (size, rank within it, members by an all-reduce of world ranks),
+// and a point-to-point transfer on the pp group reaches the next stage, traced with dim pp.
+TEST(CommMesh, TpPpSpGroupsAreTheMeshsGroups) {
+  const int n = world_size(), r = world_rank();
+  std::vector<sb::Mesh> meshes;
+  sb::Mesh a;
+  a.tp = n;
+  meshes.push_back(a);
+  sb::Mesh b;
+  if (n % 2 == 0) b.pp = 2, b.tp = n / 2;
+  else b.sp = n;
+  meshes.push_back(b);
+  sb::Mesh c4;
+  if (n == 4) c4.pp = 2, c4.dp_shard = 2;
+  else c4.pp = n;
+  meshes.push_back(c4);
+  const std::pair<Group, sb::MeshDim> dims[] = {
+      {Group::Shard, sb::MeshDim::dp_shard}, {Group::Replica, sb::MeshDim::dp_replicate},
+      {Group::Tp, sb::MeshDim::tp}, {Group::Pp, sb::MeshDim::pp}, {Group::Sp, sb::MeshDim::sp}};
+  for (const sb::Mesh& m : meshes) {
+    Communicator c(MPI_COMM_WORLD, m);
+    const auto xy = m.coords(r);
+    for (const auto& [g, d] : dims) {
+      EXPECT_EQ(c.size(g), m.size(d)) << m.str() << " " << sb::comm::group_name(g);
+      EXPECT_EQ(c.rank(g), xy[int(d)]) << m.str() << " " << sb::comm::group_name(g);
+      EXPECT_EQ(rank_sum(c, g), members_sum(m, r, d)) << m.str() << " " << sb::comm::group_name(g);
+    }
+    if (m.pp < 2) continue;
+    std::vector<sb::CommEvent> events;
+    c.set_trace_hook([&](const sb::CommEvent& e) { events.push_back(e); }, MPI_Wtime());
+    const int stage = c.rank(Group::Pp), stages = c.size(Group::Pp);
+    auto got = torch::full({3}, -1.0);
+    sb::comm::Request rq;
+    if (stage > 0) rq = c.recv_async(got, stage - 1, Group::Pp, "pp_activation");
+    if (stage + 1 < stages)
+      c.send(torch::full({3}, static_cast<double>(r)), stage + 1, Group::Pp, "pp_activation");
+    rq.wait();
+    if (stage > 0) {
+      auto prev = xy;
+      prev[int(sb::MeshDim::pp)] -= 1;
+      EXPECT_EQ(got[0].item<double>(), m.rank_of(prev)) << m.str();
+    }
+    c.set_trace_hook(nullptr, 0);
+    for (const auto& e : events) {
+      EXPECT_EQ(e.dim, "pp");
+      EXPECT_EQ(e.group, "pp");
+    }
+    EXPECT_EQ(events.size(), static_cast<std::size_t>((stage > 0) + (stage + 1 < stages)));
+  }
 }
 
 TEST(CommMesh, NodeLocalMeshIsANodesRanks) {

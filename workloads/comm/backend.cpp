@@ -16,8 +16,20 @@ const char* group_name(Group g) {
     case Group::World: return "world";
     case Group::Shard: return "shard";
     case Group::Replica: return "replica";
+    case Group::Tp: return "tp";
+    case Group::Pp: return "pp";
+    case Group::Sp: return "sp";
   }
   return "?";
+}
+
+const char* group_dim(Group g) {
+  switch (g) {
+    case Group::World: return "world";
+    case Group::Shard: return "dp_shard";
+    case Group::Replica: return "dp_replicate";
+    default: return group_name(g);
+  }
 }
 
 const char* coll_name(CollOp op) {

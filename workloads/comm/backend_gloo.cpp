@@ -212,8 +212,7 @@ class GlooBackend : public Backend {
       store_ = c10::make_intrusive<c10d::TCPStore>(host, o);
     }
     for (Lane l : {Lane::Plain, Lane::Chain})
-      for (Group g : {Group::World, Group::Shard, Group::Replica})
-        make_group(world, groups.of(g, l), g, l);
+      for (Group g : kGroupList) make_group(world, groups.of(g, l), g, l);
   }
 
   const char* name() const override { return "gloo"; }
@@ -269,7 +268,7 @@ class GlooBackend : public Backend {
   }
 
   c10::intrusive_ptr<c10d::TCPStore> store_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_[2][3];  // [lane][group]
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_[2][kGroups];  // [lane][group]
 };
 
 const sb::Registrar kRegister([] {

@@ -144,7 +144,7 @@ class NcclBackend : public Backend {
   explicit NcclBackend(const GroupComms& groups)
       : device_(static_cast<c10::DeviceIndex>(c10::cuda::current_device())),
         stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device_)) {
-    for (Group g : {Group::World, Group::Shard, Group::Replica}) {
+    for (Group g : kGroupList) {
       const MPI_Comm comm = groups.of(g);
       int rank = 0, size = 1;
       MPI_Comm_rank(comm, &rank);
@@ -272,8 +272,8 @@ class NcclBackend : public Backend {
 
   c10::DeviceIndex device_;
   c10::cuda::CUDAStream stream_;
-  ncclComm_t comms_[3] = {nullptr, nullptr, nullptr};
-  int ranks_[3] = {1, 1, 1};
+  ncclComm_t comms_[kGroups] = {};
+  int ranks_[kGroups] = {1, 1, 1, 1, 1, 1};
   std::mutex m_;
   std::condition_variable cv_;
   bool stop_ = false;

@@ -125,17 +125,20 @@ void Communicator::build(MPI_Comm world, sb::Mesh mesh, bool async) {
     SB_CHECK(why.empty(), "{}", why);
   }
   mesh_ = mesh;
-  // One communicator per data-parallel dimension, by the mesh's placement (mesh.h: dp_shard
-  // inside dp_replicate, so a shard group is contiguous ranks, on one node when it fits).
-  MPI_Comm_split(world_, mesh_.color(r, {sb::MeshDim::dp_shard}), r, &shard_);
-  MPI_Comm_split(world_, mesh_.color(r, {sb::MeshDim::dp_replicate}), r, &replica_);
-  for (MPI_Comm c : {shard_, replica_}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(shard_, &rank_[1]);
-  MPI_Comm_size(shard_, &size_[1]);
-  MPI_Comm_rank(replica_, &rank_[2]);
-  MPI_Comm_size(replica_, &size_[2]);
-  const MPI_Comm groups[3] = {world_, shard_, replica_};
-  for (int i = 0; i < 3; ++i) MPI_Comm_dup(groups[i], &chain_[i]);  // inherits MPI_ERRORS_RETURN
+  // One communicator per mesh dimension, by the mesh's placement (mesh.h: dp_shard inside
+  // dp_replicate, so a shard group is contiguous ranks, on one node when it fits; tp
+  // innermost). Made for every dimension, size 1 included, so code never asks which exist.
+  groups_.comm[0] = world_;
+  const sb::MeshDim dims[] = {sb::MeshDim::dp_shard, sb::MeshDim::dp_replicate,
+                              sb::MeshDim::tp, sb::MeshDim::pp, sb::MeshDim::sp};
+  for (int i = 1; i < kGroups; ++i) {
+    MPI_Comm_split(world_, mesh_.color(r, {dims[i - 1]}), r, &groups_.comm[i]);
+    MPI_Comm_set_errhandler(groups_.comm[i], MPI_ERRORS_RETURN);
+    MPI_Comm_rank(groups_.comm[i], &rank_[i]);
+    MPI_Comm_size(groups_.comm[i], &size_[i]);
+  }
+  for (int i = 0; i < kGroups; ++i)  // the chain lane; inherits MPI_ERRORS_RETURN
+    MPI_Comm_dup(groups_.comm[i], &groups_.chain[i]);
 
   // The backends, made in the same order on every rank (each bootstraps collectively).
   std::vector<std::string> names{choice_.name};
@@ -151,7 +154,7 @@ void Communicator::build(MPI_Comm world, sb::Mesh mesh, bool async) {
   // mpi always: it also runs what a device backend refuses on the host (nccl: the loss and
   // norm scalars of a GPU run).
   if (std::find(names.begin(), names.end(), "mpi") == names.end()) names.push_back("mpi");
-  const GroupComms comms{{world_, shard_, replica_}, {chain_[0], chain_[1], chain_[2]}};
+  const GroupComms& comms = groups_;
   for (const auto& name : names) {
     backends_.push_back(make_backend(name, comms));
     alone_.push_back(find_backend(name)->alone);
@@ -207,14 +210,16 @@ Communicator::~Communicator() {
   sb::abort_if_unwinding("the communicator's progress engine");
   engine_.reset();  // first: it completes what is outstanding
   backends_.clear();  // before the communicators they were made over
-  for (MPI_Comm* c : {&chain_[0], &chain_[1], &chain_[2], &shard_, &replica_, &world_})
-    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+  for (int i = kGroups - 1; i >= 0; --i)  // world (comm[0]) last
+    for (MPI_Comm* c : {&groups_.chain[i], &groups_.comm[i]})
+      if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+  world_ = MPI_COMM_NULL;
 }
 
 int Communicator::rank(Group g) const { return rank_[static_cast<int>(g)]; }
 int Communicator::size(Group g) const { return size_[static_cast<int>(g)]; }
 MPI_Comm Communicator::mpi(Group g) const {
-  return g == Group::World ? world_ : g == Group::Shard ? shard_ : replica_;
+  return groups_.of(g);
 }
 
 
@@ -285,8 +290,7 @@ void Communicator::trace(const char* op, Group g, const std::string& kind, const
   e.start_s = t0 - origin_;
   e.duration_s = t1 - t0;
   e.peer = peer;
-  e.dim = g == Group::World ? "world"
-          : sb::mesh_dim_name(g == Group::Shard ? sb::MeshDim::dp_shard : sb::MeshDim::dp_replicate);
+  e.dim = group_dim(g);
   hook_(e);
 }
 

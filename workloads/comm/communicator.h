@@ -206,9 +206,9 @@ class Communicator {
 
   void build(MPI_Comm world, sb::Mesh mesh, bool async);
   sb::Mesh mesh_;
-  MPI_Comm world_ = MPI_COMM_NULL, shard_ = MPI_COMM_NULL, replica_ = MPI_COMM_NULL;
-  MPI_Comm chain_[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};  // the chain lane (backend.h)
-  int rank_[3] = {0, 0, 0}, size_[3] = {1, 1, 1};
+  MPI_Comm world_ = MPI_COMM_NULL;  // = groups_[World]
+  GroupComms groups_;  // every group's plain and chain lane (backend.h)
+  int rank_[kGroups] = {}, size_[kGroups] = {1, 1, 1, 1, 1, 1};
   BackendChoice choice_;
   std::vector<std::unique_ptr<Backend>> backends_;  // the one named, or the table's; mpi
   std::vector<bool> alone_;                         // each one's BackendInfo::alone
