@@ -1,0 +1,39 @@
+// Megatron-LM's tensor-parallel layers (Shoeybi et al. 2019, section 3) over the
+// Communicator's tp group (mesh.tp ranks; backend.h Group::Tp), as autograd functions:
+//   copy_to_tp(x)      Megatron's "f": forward identity; backward all-reduce of x's gradient
+//                      over tp (each rank's column shard contributed part of it)
+//   reduce_from_tp(y)  Megatron's "g": forward all-reduce over tp; backward identity
+//   column_parallel(x, w, b)   y_r = copy_to_tp(x) @ w_r^T + b_r, with w_r the r-th block of
+//                              w's rows (output features) and b_r of b: the output stays
+//                              split by features (QKV, the MLP's first projection)
+//   row_parallel(x_r, w, b)    y = reduce_from_tp(x_r @ w_r^T) + b, with w_r the r-th block
+//                              of w's columns (input features); b replicated and added once,
+//                              after the reduction (attention's output, the MLP's second)
+// A column-parallel layer followed by a row-parallel one (the MLP, or attention with its heads
+// split) does one all-reduce forward and one backward, each of the block's output
+// activations (B x T x H). Trace kinds: "tp_act" (forward), "tp_grad" (backward).
+// The one-process reference is the same math on the full weights (tests/mpi/tp_layers.cpp).
+#pragma once
+#include <torch/types.h>
+
+namespace sb::comm { class Communicator; }
+
+namespace sb::parallel {
+
+torch::Tensor copy_to_tp(const torch::Tensor& x, comm::Communicator& c);
+torch::Tensor reduce_from_tp(const torch::Tensor& x, comm::Communicator& c);
+
+// w_r: (out / tp, in), b_r: (out / tp) or undefined.
+torch::Tensor column_parallel(const torch::Tensor& x, const torch::Tensor& w_r,
+                              const torch::Tensor& b_r, comm::Communicator& c);
+// x_r: (..., in / tp), w_r: (out, in / tp), b: (out) or undefined (replicated on every tp rank).
+torch::Tensor row_parallel(const torch::Tensor& x_r, const torch::Tensor& w_r,
+                           const torch::Tensor& b, comm::Communicator& c);
+
+// The block of a full tensor that tp rank `rank` of `size` holds: rows (dim 0) for a
+// column-parallel weight or bias, columns (dim 1) for a row-parallel weight. The split must be
+// even (the error names the dimension and the tp size).
+torch::Tensor column_shard(const torch::Tensor& full, int rank, int size);
+torch::Tensor row_shard(const torch::Tensor& full, int rank, int size);
+
+}  // namespace sb::parallel
