@@ -1,0 +1,74 @@
+// One pipeline step over the pp group (pp_runner.h).
+#include "workloads/parallel/pp_runner.h"
+
+#include <torch/autograd.h>
+
+#include "harness/core/check.h"
+#include "workloads/comm/communicator.h"
+
+namespace sb::parallel {
+
+using comm::Group;
+
+double pipeline_step(comm::Communicator& c, const PpScheduleInfo& schedule, int m, int v,
+                     const PipelineStages& st, const std::vector<torch::Tensor>& inputs) {
+  const int pp = c.size(Group::Pp), r = c.rank(Group::Pp), last = pp * v - 1;
+  const std::string why = pp_schedule_refuses(schedule, pp, m, v);
+  SB_CHECK(why.empty(), "{}", why);
+  SB_CHECK(v * m * 2 <= 32767, "{} micro-batches x {} virtual stages exceed the message tags",
+           m, v);
+  const PpPlan plan = schedule.make(pp, m, v);
+  // Per (chunk, micro-batch): the stage's input (a leaf when received) and output.
+  std::vector<std::vector<torch::Tensor>> in(v, std::vector<torch::Tensor>(m)), out = in;
+  std::vector<comm::Request> sends;
+  torch::Tensor loss_sum = torch::zeros({1}, torch::kFloat64);
+  auto tag = [&](int chunk, int mb, bool grad) { return 2 * (mb * v + chunk) + (grad ? 1 : 0); };
+  for (const PpAction& a : plan[r]) {
+    const int s = a.chunk * pp + r;
+    const int up = (r + pp - 1) % pp, down = (r + 1) % pp;  // the ranks of stages s - 1, s + 1
+    if (a.forward) {
+      torch::Tensor x;
+      if (s == 0) {
+        x = inputs.at(a.microbatch);
+      } else {
+        x = torch::empty(st.act_shape);
+        // The activation of stage s - 1, which sent it under the tag of its own chunk.
+        const int from_chunk = (s - 1) / pp;
+        c.recv(x, up, Group::Pp, "pp_act", tag(from_chunk, a.microbatch, false));
+        x.set_requires_grad(true);
+      }
+      torch::Tensor y = st.forward(a.chunk, x);
+      in[a.chunk][a.microbatch] = x;
+      if (s == last) {
+        y = st.loss(y, a.microbatch) / m;
+        loss_sum += y.detach().to(torch::kFloat64);
+      } else {
+        sends.push_back(c.send_async(y.detach().contiguous(), down, Group::Pp, "pp_act",
+                                     tag(a.chunk, a.microbatch, false)));
+      }
+      out[a.chunk][a.microbatch] = y;
+    } else {
+      torch::Tensor y = out[a.chunk][a.microbatch];
+      SB_CHECK(y.defined(), "pipeline: backward of micro-batch {} on stage {} before its forward",
+               a.microbatch, s);
+      if (s == last) {
+        y.backward();
+      } else {
+        torch::Tensor g = torch::empty(st.act_shape);
+        const int from_chunk = (s + 1) / pp;
+        c.recv(g, down, Group::Pp, "pp_grad", tag(from_chunk, a.microbatch, true));
+        y.backward(g);
+      }
+      if (s > 0)
+        sends.push_back(c.send_async(in[a.chunk][a.microbatch].grad().contiguous(), up, Group::Pp,
+                                     "pp_grad", tag(a.chunk, a.microbatch, true)));
+      in[a.chunk][a.microbatch] = out[a.chunk][a.microbatch] = torch::Tensor();  // free them
+    }
+  }
+  for (auto& q : sends) q.wait();
+  // The loss lives on the last stage's rank: a sum over pp gives it to every rank.
+  c.all_reduce(loss_sum, Group::Pp, "other");
+  return loss_sum.item<double>();
+}
+
+}  // namespace sb::parallel
