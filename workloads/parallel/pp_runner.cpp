@@ -1,6 +1,9 @@
 // One pipeline step over the pp group (pp_runner.h).
 #include "workloads/parallel/pp_runner.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include <torch/autograd.h>
 
 #include "harness/core/check.h"
@@ -11,7 +14,14 @@ namespace sb::parallel {
 using comm::Group;
 
 double pipeline_step(comm::Communicator& c, const PpScheduleInfo& schedule, int m, int v,
-                     const PipelineStages& st, const std::vector<torch::Tensor>& inputs) {
+                     const PipelineStages& st, const std::vector<torch::Tensor>& inputs,
+                     PpStepStats* stats) {
+  using clock = std::chrono::steady_clock;
+  const auto step0 = clock::now();
+  double busy = 0;
+  auto since = [](clock::time_point t0) {
+    return std::chrono::duration<double>(clock::now() - t0).count();
+  };
   const int pp = c.size(Group::Pp), r = c.rank(Group::Pp), last = pp * v - 1;
   const std::string why = pp_schedule_refuses(schedule, pp, m, v);
   SB_CHECK(why.empty(), "{}", why);
@@ -23,7 +33,15 @@ double pipeline_step(comm::Communicator& c, const PpScheduleInfo& schedule, int 
   std::vector<comm::Request> sends;
   torch::Tensor loss_sum = torch::zeros({1}, torch::kFloat64);
   auto tag = [&](int chunk, int mb, bool grad) { return 2 * (mb * v + chunk) + (grad ? 1 : 0); };
+  // Completed sends are dropped after every action: each holds its tensor (an activation
+  // would otherwise outlive its backward), and testing moves the ones in flight (Open MPI's
+  // shared memory moves a message only inside MPI calls).
+  auto prune = [&] {
+    sends.erase(std::remove_if(sends.begin(), sends.end(), [](comm::Request& q) { return q.test(); }),
+                sends.end());
+  };
   for (const PpAction& a : plan[r]) {
+    prune();
     const int s = a.chunk * pp + r;
     const int up = (r + pp - 1) % pp, down = (r + 1) % pp;  // the ranks of stages s - 1, s + 1
     if (a.forward) {
@@ -37,36 +55,46 @@ double pipeline_step(comm::Communicator& c, const PpScheduleInfo& schedule, int 
         c.recv(x, up, Group::Pp, "pp_act", tag(from_chunk, a.microbatch, false));
         x.set_requires_grad(true);
       }
+      const auto t0 = clock::now();
       torch::Tensor y = st.forward(a.chunk, x);
       in[a.chunk][a.microbatch] = x;
       if (s == last) {
         y = st.loss(y, a.microbatch) / m;
         loss_sum += y.detach().to(torch::kFloat64);
-      } else {
+      }
+      busy += since(t0);
+      if (s != last) {
         sends.push_back(c.send_async(y.detach().contiguous(), down, Group::Pp, "pp_act",
                                      tag(a.chunk, a.microbatch, false)));
+        prune();
       }
       out[a.chunk][a.microbatch] = y;
     } else {
       torch::Tensor y = out[a.chunk][a.microbatch];
       SB_CHECK(y.defined(), "pipeline: backward of micro-batch {} on stage {} before its forward",
                a.microbatch, s);
-      if (s == last) {
-        y.backward();
-      } else {
-        torch::Tensor g = torch::empty(st.act_shape);
+      torch::Tensor g;
+      if (s != last) {
+        g = torch::empty(st.act_shape);
         const int from_chunk = (s + 1) / pp;
         c.recv(g, down, Group::Pp, "pp_grad", tag(from_chunk, a.microbatch, true));
-        y.backward(g);
       }
+      const auto t0 = clock::now();
+      if (s == last)
+        y.backward();
+      else
+        y.backward(g);
+      busy += since(t0);
       if (s > 0)
         sends.push_back(c.send_async(in[a.chunk][a.microbatch].grad().contiguous(), up, Group::Pp,
                                      "pp_grad", tag(a.chunk, a.microbatch, true)));
+      prune();
       in[a.chunk][a.microbatch] = out[a.chunk][a.microbatch] = torch::Tensor();  // free them
     }
   }
   for (auto& q : sends) q.wait();
   // The loss lives on the last stage's rank: a sum over pp gives it to every rank.
+  if (stats) stats->step_s = since(step0), stats->busy_s = busy;
   c.all_reduce(loss_sum, Group::Pp, "other");
   return loss_sum.item<double>();
 }

@@ -30,10 +30,18 @@ struct PipelineStages {
   std::vector<std::int64_t> act_shape;  // one micro-batch's activation between stages
 };
 
+// What one rank's step did, for the bubble: busy_s is the time in the stages' forward, loss
+// and backward calls; the rest of step_s is waiting for messages (and moving them): the
+// measured bubble is (step_s - busy_s) / step_s.
+struct PpStepStats {
+  double step_s = 0, busy_s = 0;
+};
+
 // Runs `schedule` for one step with micro-batch inputs `inputs` (read by the first stage only)
 // and returns the step's loss (the sum of the micro-batches' scaled losses) on every pp rank.
 // Gradients accumulate into the stages' parameters.
 double pipeline_step(comm::Communicator& c, const PpScheduleInfo& schedule, int microbatches,
-                     int v, const PipelineStages& stages, const std::vector<torch::Tensor>& inputs);
+                     int v, const PipelineStages& stages, const std::vector<torch::Tensor>& inputs,
+                     PpStepStats* stats = nullptr);
 
 }  // namespace sb::parallel
