@@ -11,7 +11,7 @@ import sys
 import pandas as pd
 
 from analysis import conditions as cond_mod
-from analysis import modelcomp, paper, peers, render, serving
+from analysis import comm_volume, modelcomp, paper, peers, render, serving
 from analysis.compare import Groups, compare
 from analysis.labels import varying_keys
 from analysis.load import load_results
@@ -41,6 +41,7 @@ def build(results_dir, out_dir):
     frontier = modelcomp.accuracy_latency_points(res)
     fit_sizes, fits = alpha_beta_fits(res)
     peer_blocks, peer_table = peers.section(res, summary, conds)
+    volume_blocks, volume = comm_volume.section(res)
     names = (res.points.set_index("point_id")["point_name"] if len(res.points)
              else pd.Series(dtype=str))
 
@@ -62,7 +63,7 @@ def build(results_dir, out_dir):
         "serving": serve_points.drop(columns=["series"]), "goodput": goodput,
         "requests": res.requests, "serve_steps": res.serve_steps,
         "distillation": distilled, "accuracy_latency": frontier.drop(columns=["setting"]),
-        "peers": peer_table,
+        "peers": peer_table, "comm_volume": volume,
     }
     if len(seed_list):
         csv["paper_results"] = seed_list
@@ -74,7 +75,7 @@ def build(results_dir, out_dir):
     blocks = _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression,
                      queries, fits, plots, sorted(csv), conds, checks,
                      serving_blocks(serve_points, goodput) + modelcomp.blocks(distilled, frontier),
-                     peer_blocks)
+                     peer_blocks + volume_blocks)
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))

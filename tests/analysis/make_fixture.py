@@ -24,7 +24,8 @@ DTYPES = {"int8": np.int8, "int32": np.int32, "int64": np.int64, "uint64": np.ui
           "float64": np.float64, "string": STR}
 # Fixture defaults of fields a record leaves out, where the schema's zero would not do
 # (and in /steps, `step` defaults to the record's position).
-DEFAULTS = {"ranks": {"host": "localhost"}, "queries": {"samples": 1}}
+DEFAULTS = {"ranks": {"host": "localhost"}, "queries": {"samples": 1},
+            "comm": {"peer": -1, "dim": "world"}}
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if REPO not in sys.path:  # run as a script: `import analysis` from the checkout
