@@ -19,7 +19,9 @@ GROUP_DIM = {"world": "world", "shard": "dp_shard", "replica": "dp_replicate"}
 
 
 def _dims(c):
-    dim = c["dim"].astype(str) if "dim" in c else pd.Series("", index=c.index)
+    # `dim` is optional (files from before the column): read with get, its absence handled.
+    dim = c.get("dim")
+    dim = dim.astype(str) if dim is not None else pd.Series("", index=c.index)
     return dim.where(dim != "", c["group"].astype(str).map(GROUP_DIM).fillna("world"))
 
 

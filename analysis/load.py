@@ -37,7 +37,7 @@ REQUIRED_COLUMNS = {
               "comm_exposed_s", "loss", "tokens_per_s", "samples_per_s", "mfu"],
     "ranks": ["param_bytes", "grad_bytes", "optim_bytes", "gathered_bytes",
               "model_state_bytes", "peak_model_state_bytes", "peak_rss_bytes"],
-    "comm": ["step", "op", "kind", "logical_bytes", "wire_bytes", "duration_s"],
+    "comm": ["step", "op", "group", "kind", "logical_bytes", "wire_bytes", "duration_s"],
     "queries": ["scenario", "issue_s", "latency_s", "samples"],
     "requests": ["request", "arrival_s", "output_tokens", "refused", "ttft_s", "tpot_s"],
     "serve_steps": ["start_s", "decode_rows"],

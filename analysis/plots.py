@@ -365,7 +365,7 @@ def predict_time(op, alpha, beta, world, wire_per_logical, nbytes=PREDICT_BYTES,
 
 
 FIT_COLUMNS = ["series", "op", "label", "world_size", "events", "sizes", "alpha_us",
-               "beta_s_per_byte", "bandwidth_GB_per_s", "r2", PREDICT_COLUMN,
+               "beta_s_per_byte", "bandwidth_GB_per_s", "r2", "wire_per_logical", PREDICT_COLUMN,
                "pred_latency_ms", "pred_bandwidth_ms"]
 SIZE_COLUMNS = ["series", "op", "wire_bytes", "median_s", "min_s", "max_s", "q1_s", "q3_s",
                 "events"]
@@ -424,6 +424,7 @@ def alpha_beta_fits(results):
                      "world_size": world, "events": len(g), "sizes": len(sizes),
                      "alpha_us": a * 1e6, "beta_s_per_byte": b,
                      "bandwidth_GB_per_s": 1 / b / 1e9 if b > 0 else np.nan, "r2": r2,
+                     "wire_per_logical": ratio,
                      PREDICT_COLUMN: (lat + bw) * 1e3, "pred_latency_ms": lat * 1e3,
                      "pred_bandwidth_ms": bw * 1e3})
     return pd.DataFrame(spread, columns=SIZE_COLUMNS), pd.DataFrame(rows, columns=FIT_COLUMNS)

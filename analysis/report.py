@@ -16,7 +16,9 @@ from analysis.compare import Groups, compare
 from analysis.labels import varying_keys
 from analysis.load import load_results
 from analysis.metrics import query_summary, summarize
-from analysis.plots import PREDICT_ASSUMPTIONS, alpha_beta_fits, make_plots
+from analysis import network as network_mod
+from analysis.plots import (PREDICT_ASSUMPTIONS, PREDICT_BYTES, PREDICT_WORKERS,
+                            alpha_beta_fits, make_plots)
 from analysis.references import reference_checks
 
 
@@ -24,8 +26,9 @@ def slug(title):
     return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")
 
 
-def build(results_dir, out_dir):
-    """Loads, analyses and writes everything. Returns a dict of what was written."""
+def build(results_dir, out_dir, network="lassen"):
+    """Loads, analyses and writes everything. Returns a dict of what was written. network: the
+    compression-vs-network section's network (a preset name or a table, analysis/network.py)."""
     res = load_results(results_dir)
     summary = summarize(res)
     groups = Groups(res)
@@ -40,6 +43,8 @@ def build(results_dir, out_dir):
     distilled = modelcomp.distillation_table(res)
     frontier = modelcomp.accuracy_latency_points(res)
     fit_sizes, fits = alpha_beta_fits(res)
+    net = network if isinstance(network, dict) else network_mod.load(network)
+    net_table = network_mod.compression_table(fits, net, PREDICT_BYTES, PREDICT_WORKERS)
     peer_blocks, peer_table = peers.section(res, summary, conds)
     volume_blocks, volume = comm_volume.section(res)
     names = (res.points.set_index("point_id")["point_name"] if len(res.points)
@@ -63,7 +68,7 @@ def build(results_dir, out_dir):
         "serving": serve_points.drop(columns=["series"]), "goodput": goodput,
         "requests": res.requests, "serve_steps": res.serve_steps,
         "distillation": distilled, "accuracy_latency": frontier.drop(columns=["setting"]),
-        "peers": peer_table, "comm_volume": volume,
+        "peers": peer_table, "comm_volume": volume, "compression_vs_network": net_table,
     }
     if len(seed_list):
         csv["paper_results"] = seed_list
@@ -75,7 +80,7 @@ def build(results_dir, out_dir):
     blocks = _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression,
                      queries, fits, plots, sorted(csv), conds, checks,
                      serving_blocks(serve_points, goodput) + modelcomp.blocks(distilled, frontier),
-                     peer_blocks + volume_blocks)
+                     peer_blocks + volume_blocks + network_blocks(net_table, net))
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))
@@ -203,6 +208,25 @@ def serving_blocks(points, goodput):
     return B
 
 
+def network_blocks(table, net):
+    """The compression-vs-network section: where each measured compressor starts to pay."""
+    if not len(table):
+        return []
+    return [("h2", f"Compression against the network ({net['name']})"),
+            ("p", "Each compressed collective's codec cost per logical byte, as measured by the "
+                  "micro-benchmarks on this machine (its time per logical byte minus the plain "
+                  "series' network time of its wire bytes), apart from the network: compression "
+                  "pays on networks slower than pays_below = (1 - wire/logical) / codec cost. "
+                  f"Times: one collective of {PREDICT_BYTES / 1e6:.1f} MB on {PREDICT_WORKERS} "
+                  f"ranks of {net['name']} ({net.get('source', 'given')}: "
+                  f"{net['ranks_per_node']} ranks per node, alpha {net['alpha_intra_us']} / "
+                  f"{net['alpha_inter_us']} us and {net['bw_intra_GBps']} / "
+                  f"{net['bw_inter_GBps']} GB/s within / between nodes), ring volumes, the codec "
+                  "at the speed measured here (on the cluster's own processors it would differ: "
+                  "read pays_below against its bandwidth). docs/METRICS.md, \"Network model\"."),
+            ("table", table)]
+
+
 def provenance(points):
     """Distinct (suite file hash, commit, versions, hosts) with how many points each."""
     keys = ["suite", "suite_sha256", "git_commit", "shardbench_version", "versions", "hosts"]
@@ -307,6 +331,10 @@ def main(argv=None):
                                              "a shardbench results folder.")
     ap.add_argument("results", help="results folder (holds points/)")
     ap.add_argument("--out", help="output folder (default RESULTS/report)")
+    ap.add_argument("--network", default="lassen",
+                    help="network of the compression-vs-network section: a preset "
+                         f"({', '.join(sorted(network_mod.NETWORKS))}) or a TOML file with a "
+                         "[network] table")
     ap.add_argument("--json", action="store_true",
                     help="print the summary (problems, per-point metrics, conditions) as JSON")
     a = ap.parse_args(argv)
@@ -314,7 +342,12 @@ def main(argv=None):
         print(f"analysis.report: {a.results}: no such results folder", file=sys.stderr)
         return 2
     out = a.out or os.path.join(a.results, "report")
-    r = build(a.results, out)
+    try:
+        net = network_mod.load(a.network)
+    except (KeyError, OSError, ValueError) as e:
+        print(f"analysis.report: --network {a.network}: {e}", file=sys.stderr)
+        return 2
+    r = build(a.results, out, net)
     res = r["results"]
     if a.json:
         print(summary_json(r))

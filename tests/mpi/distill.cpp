@@ -3,7 +3,8 @@
 // the losses match the one-process trainer (the teacher's outputs on the whole global batch)
 // within 1e-5 relative and the final parameters within 1e-4 of each element and 5e-7 in RMS,
 // also for a student matching a narrower teacher's hidden states through its projection;
-// with temperature 1 and soft weight 0 the engine trains exactly as without a teacher.
+// with temperature 1 and soft weight 0 the engine trains as without a teacher (within fp32
+// rounding: the plain loss is the chunked LM-head cross-entropy).
 // Why two parameter bounds, not fsdp_parity.cpp's 2e-5 on every element: with soft targets
 // this sharp, a few weights' gradients are sums that nearly cancel, and Adam's m / sqrt(v)
 // turns their float rounding (the summation order of 3 ranks against one process) into up to
@@ -134,15 +135,19 @@ TEST_P(DistillParity, EveryStrategyMatchesOneProcess) {
 INSTANTIATE_TEST_SUITE_P(AllStrategies, DistillParity,
                          ::testing::Values("no_shard", "zero1", "shard_grad_op", "full_shard", "hybrid_shard"));
 
-TEST(Distill, SoftWeightZeroTrainsExactlyAsWithoutATeacher) {
+TEST(Distill, SoftWeightZeroTrainsAsWithoutATeacher) {
   auto student = sb::models::make_model("gpt2-tiny"), teacher = sb::models::make_model("gpt2-tiny");
   Communicator comm(MPI_COMM_WORLD, 0);
   sb::distill::DistillConfig c;
   c.temperature = 1, c.soft_weight = 0, c.hard_weight = 1;
   const auto plain = run_distilled(*student, *teacher, comm, "full_shard", c, false);
   const auto distilled = run_distilled(*student, *teacher, comm, "full_shard", c, true);
-  for (int s = 0; s < kSteps; ++s) EXPECT_EQ(plain.losses[s], distilled.losses[s]) << "step " << s;
-  EXPECT_EQ(max_param_diff(plain.params, distilled.params), 0.0);
+  // Without a teacher the engine's loss is the chunked LM-head cross-entropy
+  // (models::linear_cross_entropy); distillation needs the whole logits, so the two sum in
+  // another order: equal within fp32 rounding, not bit for bit.
+  for (int s = 0; s < kSteps; ++s)
+    EXPECT_NEAR(plain.losses[s], distilled.losses[s], 1e-6 * std::abs(plain.losses[s])) << "step " << s;
+  EXPECT_LT(max_param_diff(plain.params, distilled.params), 1e-5);
 }
 
 }  // namespace

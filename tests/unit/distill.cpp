@@ -118,9 +118,12 @@ TEST(Distill, GradientPassesFiniteDifferencesThroughAProjection) {
   gradcheck(std::move(student), models::family("gpt2").make(narrow));
 }
 
-// Temperature 1, soft weight 0, hard weight 1: the same losses and parameters, bit for bit,
-// as training on the model's loss, over steps of AdamW (one-process trainer).
-TEST(Distill, SoftWeightZeroEqualsOrdinaryTrainingBitForBit) {
+// Temperature 1, soft weight 0, hard weight 1: the same losses and parameters as training on
+// the model's loss, over steps of AdamW (one-process trainer). BERT's are bit-equal; GPT-2's
+// plain loss is the chunked LM-head cross-entropy (models::linear_cross_entropy, which never
+// forms the whole logits) while distillation needs the logits, so the two sum in another
+// order: equal within fp32 rounding.
+TEST(Distill, SoftWeightZeroEqualsOrdinaryTraining) {
   for (const std::string preset : {"gpt2-tiny", "bert-tiny"}) {
     auto model = models::make_model(preset), teacher = models::make_model(preset);
     models::PersistentParams tp(models::init_params(teacher->units(), 77), false);
@@ -138,12 +141,17 @@ TEST(Distill, SoftWeightZeroEqualsOrdinaryTrainingBitForBit) {
       auto bt = b;
       distill::attach_teacher(*teacher, [&](const auto& f) { return f(tp); }, bt, false);
       const auto ra = a.step({b}), rd = d.step({bt});
-      EXPECT_EQ(ra.loss, rd.loss) << preset << " step " << s;
-      EXPECT_EQ(ra.grad_norm, rd.grad_norm) << preset << " step " << s;
+      const double tol = preset == "bert-tiny" ? 0.0 : 1e-6;
+      EXPECT_NEAR(ra.loss, rd.loss, tol * std::abs(ra.loss)) << preset << " step " << s;
+      EXPECT_NEAR(ra.grad_norm, rd.grad_norm, 10 * tol * std::abs(ra.grad_norm)) << preset << " step " << s;
     }
     for (std::size_t u = 0; u < a.params().size(); ++u)
       for (std::size_t i = 0; i < a.params()[u].size(); ++i)
-        EXPECT_TRUE(torch::equal(a.params()[u][i], d.params()[u][i])) << preset << " unit " << u << " param " << i;
+        if (preset == "bert-tiny")
+          EXPECT_TRUE(torch::equal(a.params()[u][i], d.params()[u][i])) << preset << " unit " << u << " param " << i;
+        else  // Adam turns rounding in near-cancelling gradients into up to ~3e-5 (tests/mpi/distill.cpp)
+          EXPECT_LT((a.params()[u][i] - d.params()[u][i]).abs().max().item<double>(), 1e-4)
+              << preset << " unit " << u << " param " << i;
     // ... and a soft weight > 0 does change training (the test can fail).
     c.soft_weight = 0.5;
     train::ReferenceTrainer e(*model, distilled);

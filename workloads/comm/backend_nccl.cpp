@@ -21,6 +21,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <thread>
 
@@ -70,16 +72,15 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 
 class NcclBackend;
 
-// One collective on the backend's stream (see the top). Made on the issuing thread: the
-// stream waits for what that thread's stream has issued so far.
-class NcclTransfer final : public Transfer {
+// What every NCCL transfer shares (see the top): made on the issuing thread, which records its
+// stream so the backend's stream waits for the compute issued so far; launch() enqueues on
+// the backend's stream; completion is an event the waiting stream waits on.
+class NcclWork : public Transfer {
  public:
-  NcclTransfer(NcclBackend& b, const CollArgs& a, Group g);
   void run() override {
     start();
     wait();
   }
-  void start() override;
   bool test() override {
     check_async();
     return done_->query();
@@ -89,54 +90,49 @@ class NcclTransfer final : public Transfer {
     done_->block(compute_);  // the waiting stream waits; the host does not
   }
 
- private:
+ protected:
+  NcclWork(NcclBackend& b, Group g, const char* what);
+  // Enqueues on the backend's stream after the issuing compute, keeps the tensors' memory
+  // from reuse until the stream passes, records completion and tells the watchdog.
+  void launch(const std::function<void(cudaStream_t)>& enqueue,
+              std::initializer_list<const torch::Tensor*> tensors);
   void check_async() const {
     ncclResult_t async = ncclSuccess;
     check_nccl(ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
-    check_nccl(async, "an NCCL collective (a peer rank died?)");
+    check_nccl(async, fmt::format("an NCCL {} (a peer rank died?)", what_).c_str());
   }
 
   NcclBackend& b_;
-  CollArgs a_;
   ncclComm_t comm_;
   int ranks_;
+  const char* what_;
   c10::cuda::CUDAStream compute_;
   std::shared_ptr<at::cuda::CUDAEvent> ready_, done_;
 };
 
-// One send or receive on the backend's stream, ordered after the issuing thread's compute
-// like a collective. NCCL runs a rank's sends and receives on that one stream in issue
-// order, and a send waits for its receiver: a rank that sends and then receives, facing a
-// peer that does the same, deadlocks (as with NCCL itself); pipeline schedules issue each
-// pair in the order that matches (receive first on one side).
-class NcclP2P final : public Transfer {
+// One collective.
+class NcclTransfer final : public NcclWork {
  public:
-  NcclP2P(NcclBackend& b, const P2PArgs& a, Group g);
-  void run() override {
-    start();
-    wait();
-  }
+  NcclTransfer(NcclBackend& b, const CollArgs& a, Group g)
+      : NcclWork(b, g, coll_name(a.op)), a_(a) {}
   void start() override;
-  bool test() override {
-    check_async();
-    return done_->query();
-  }
-  void wait() override {
-    check_async();
-    done_->block(compute_);
-  }
 
  private:
-  void check_async() const {
-    ncclResult_t async = ncclSuccess;
-    check_nccl(ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
-    check_nccl(async, "an NCCL send or receive (a peer rank died?)");
-  }
-  NcclBackend& b_;
+  CollArgs a_;
+};
+
+// One send or receive. NCCL runs a rank's sends and receives on the backend's one stream in
+// issue order, and a send waits for its receiver: a rank that sends and then receives, facing
+// a peer that does the same, deadlocks (as with NCCL itself); pipeline schedules issue each
+// pair in the order that matches (receive first on one side). Tags are not NCCL's: order
+// matches.
+class NcclP2P final : public NcclWork {
+ public:
+  NcclP2P(NcclBackend& b, const P2PArgs& a, Group g) : NcclWork(b, g, p2p_name(a.op)), a_(a) {}
+  void start() override;
+
+ private:
   P2PArgs a_;
-  ncclComm_t comm_;
-  c10::cuda::CUDAStream compute_;
-  std::shared_ptr<at::cuda::CUDAEvent> ready_, done_;
 };
 
 class NcclBackend : public Backend {
@@ -204,8 +200,8 @@ class NcclBackend : public Backend {
   }
 
  private:
+  friend class NcclWork;
   friend class NcclTransfer;
-  friend class NcclP2P;
   static void enqueue(const CollArgs& a, ncclComm_t comm, int ranks, cudaStream_t s) {
     const ncclDataType_t ty = nccl_type(a.in);
     const void* in = a.in.data_ptr();
@@ -281,43 +277,37 @@ class NcclBackend : public Backend {
   std::thread watchdog_;  // last: started when everything above exists
 };
 
-NcclTransfer::NcclTransfer(NcclBackend& b, const CollArgs& a, Group g)
-    : b_(b), a_(a), comm_(b.comms_[static_cast<int>(g)]), ranks_(b.ranks_[static_cast<int>(g)]),
-      compute_(c10::cuda::getCurrentCUDAStream(b.device_)),
+NcclWork::NcclWork(NcclBackend& b, Group g, const char* what)
+    : b_(b), comm_(b.comms_[static_cast<int>(g)]), ranks_(b.ranks_[static_cast<int>(g)]),
+      what_(what), compute_(c10::cuda::getCurrentCUDAStream(b.device_)),
       ready_(std::make_shared<at::cuda::CUDAEvent>()) {
   ready_->record(compute_);
 }
 
-void NcclTransfer::start() {
+void NcclWork::launch(const std::function<void(cudaStream_t)>& enqueue,
+                      std::initializer_list<const torch::Tensor*> tensors) {
   c10::cuda::CUDAGuard guard(b_.device_);
   ready_->block(b_.stream_);
-  NcclBackend::enqueue(a_, comm_, ranks_, b_.stream_);
-  for (const torch::Tensor* t : {&a_.in, &a_.out})
+  enqueue(b_.stream_);
+  for (const torch::Tensor* t : tensors)
     c10::cuda::CUDACachingAllocator::recordStream(t->storage().data_ptr(), b_.stream_);
   done_ = std::make_shared<at::cuda::CUDAEvent>();
   done_->record(b_.stream_);
-  b_.watch_add(done_, coll_name(a_.op));
+  b_.watch_add(done_, what_);
 }
 
-NcclP2P::NcclP2P(NcclBackend& b, const P2PArgs& a, Group g)
-    : b_(b), a_(a), comm_(b.comms_[static_cast<int>(g)]),
-      compute_(c10::cuda::getCurrentCUDAStream(b.device_)),
-      ready_(std::make_shared<at::cuda::CUDAEvent>()) {
-  ready_->record(compute_);
+void NcclTransfer::start() {
+  launch([&](cudaStream_t s) { NcclBackend::enqueue(a_, comm_, ranks_, s); }, {&a_.in, &a_.out});
 }
 
 void NcclP2P::start() {
-  c10::cuda::CUDAGuard guard(b_.device_);
-  ready_->block(b_.stream_);
-  const ncclDataType_t ty = nccl_type(a_.t);
-  if (a_.op == P2POp::Send)
-    check_nccl(ncclSend(a_.t.data_ptr(), a_.t.numel(), ty, a_.peer, comm_, b_.stream_), "ncclSend");
-  else
-    check_nccl(ncclRecv(a_.t.data_ptr(), a_.t.numel(), ty, a_.peer, comm_, b_.stream_), "ncclRecv");
-  c10::cuda::CUDACachingAllocator::recordStream(a_.t.storage().data_ptr(), b_.stream_);
-  done_ = std::make_shared<at::cuda::CUDAEvent>();
-  done_->record(b_.stream_);
-  b_.watch_add(done_, p2p_name(a_.op));
+  launch([&](cudaStream_t s) {
+    const ncclDataType_t ty = nccl_type(a_.t);
+    if (a_.op == P2POp::Send)
+      check_nccl(ncclSend(a_.t.data_ptr(), a_.t.numel(), ty, a_.peer, comm_, s), "ncclSend");
+    else
+      check_nccl(ncclRecv(a_.t.data_ptr(), a_.t.numel(), ty, a_.peer, comm_, s), "ncclRecv");
+  }, {&a_.t});
 }
 
 const sb::Registrar kRegister([] {

@@ -23,17 +23,19 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
                                const torch::Tensor& w, const torch::Tensor& targets, std::int64_t chunk) {
     const bool grads = x.requires_grad() || w.requires_grad();
     const std::int64_t n = x.size(0);
-    const auto terms = (targets != -100).sum().to(torch::kFloat);  // () the mean's divisor
-    auto loss = torch::zeros({}, x.options().dtype(torch::kFloat));
+    // fp32 for 16-bit inputs, else their own dtype (double stays double: the gradient check).
+    const auto acc = widened(x.narrow(0, 0, 0)).scalar_type();
+    const auto terms = (targets != -100).sum().to(acc);  // () the mean's divisor
+    auto loss = torch::zeros({}, x.options().dtype(acc));
     torch::Tensor gx, gw;
     if (grads) {
       gx = torch::empty_like(x);
-      gw = torch::zeros(w.sizes(), w.options().dtype(torch::kFloat));
+      gw = torch::zeros(w.sizes(), w.options().dtype(acc));
     }
     for (std::int64_t r = 0; r < n; r += chunk) {
       const std::int64_t c = std::min(chunk, n - r);
       const auto xc = x.narrow(0, r, c), tc = targets.narrow(0, r, c);
-      auto logits = at::mm(xc, w.t()).to(torch::kFloat);  // (c, V)
+      auto logits = at::mm(xc, w.t()).to(acc);  // (c, V)
       const auto lse = logits.logsumexp(1);                // (c)
       const auto valid = tc != -100;
       const auto safe = tc.clamp_min(0).unsqueeze(1);      // ignored rows pick class 0, masked out
@@ -43,7 +45,7 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
       // d(mean CE)/d logits = (softmax - one-hot) / terms on counted rows, 0 on ignored ones.
       auto g = logits.sub_(lse.unsqueeze(1)).exp_();
       g.scatter_add_(1, safe, -torch::ones_like(safe, g.options()));
-      g.mul_(valid.to(torch::kFloat).div(terms).unsqueeze(1));
+      g.mul_(valid.to(acc).div(terms).unsqueeze(1));
       const auto gd = g.to(x.scalar_type());
       gx.narrow(0, r, c).copy_(at::mm(gd, w));
       gw.add_(at::mm(gd.t(), xc));
