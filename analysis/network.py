@@ -18,6 +18,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from analysis.plots import ring_factor  # the ring's bytes per rank per buffer byte
+
 # Per cluster: ranks per node, and (alpha in us, bandwidth in GB/s) within and between nodes.
 # lassen: LLNL's Lassen (the hybrid-compression paper's 192 V100s): 4 V100 per node joined by
 # NVLink 2.0 (150 GB/s per GPU pair each way; NCCL's ring reaches about 50 GB/s of bus
@@ -64,10 +66,6 @@ def network(name_or_table):
 
 def ring_steps(op, p):
     return (2 if op == "all_reduce" else 1) * (p - 1)
-
-
-def ring_factor(op, p):
-    return (2.0 if op == "all_reduce" else 1.0) * (p - 1) / p
 
 
 def level(net, p):

@@ -139,6 +139,11 @@ void Communicator::build(MPI_Comm world, sb::Mesh mesh, bool async) {
   }
   for (int i = 0; i < kGroups; ++i)  // the chain lane; inherits MPI_ERRORS_RETURN
     MPI_Comm_dup(groups_.comm[i], &groups_.chain[i]);
+  // Each group's members as world ranks, once (a point-to-point trace row names its peer's).
+  members_[0].resize(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) members_[0][static_cast<std::size_t>(i)] = i;
+  for (int i = 1; i < kGroups; ++i)
+    members_[i] = mesh_.group(r, {dims[i - 1]});
 
   // The backends, made in the same order on every rank (each bootstraps collectively).
   std::vector<std::string> names{choice_.name};
@@ -230,9 +235,10 @@ std::function<void(double, double)> Communicator::traced(const char* op, Group g
                                                          const std::string& kind,
                                                          std::function<std::string()> backend,
                                                          std::uint64_t logical,
-                                                         std::uint64_t wire) {
-  return [this, op, g, kind, backend = std::move(backend), logical, wire](double t0, double t1) {
-    trace(op, g, kind, backend(), logical, wire, t0, t1);
+                                                         std::uint64_t wire, int peer) {
+  return [this, op, g, kind, backend = std::move(backend), logical, wire, peer](double t0,
+                                                                                double t1) {
+    trace(op, g, kind, backend(), logical, wire, t0, t1, peer);
   };
 }
 
@@ -406,18 +412,6 @@ Request Communicator::all_to_all_impl(const torch::Tensor& in_t, const torch::Te
   return run({CollOp::AllToAll, in_t, out_t}, g, kind, sync);
 }
 
-int Communicator::world_rank(Group g, int r) const {
-  if (g == Group::World) return r;
-  MPI_Group from = MPI_GROUP_NULL, to = MPI_GROUP_NULL;
-  MPI_Comm_group(mpi(g), &from);
-  MPI_Comm_group(world_, &to);
-  int w = MPI_UNDEFINED;
-  MPI_Group_translate_ranks(from, 1, &r, to, &w);
-  MPI_Group_free(&from);
-  MPI_Group_free(&to);
-  return w;
-}
-
 // A point-to-point transfer: checked and counted here like a collective, on the backend
 // named by comm_backend (an "auto" table has no point-to-point entries: mpi), always started
 // on the caller (Phase::alone: see send_async).
@@ -444,12 +438,9 @@ Request Communicator::p2p_impl(const P2PArgs& a, Group g, const std::string& kin
   c.name = op;
   c.phases = {std::move(p)};
   (a.op == P2POp::Send ? c.reads : c.writes) = span(a.t);
-  const std::uint64_t bytes = static_cast<std::uint64_t>(a.t.nbytes());
   const char* name = b->name();
-  const int peer = world_rank(g, a.peer);
-  c.done = [this, op, g, kind, name, logical = fp32_bytes(a.t), bytes, peer](double t0, double t1) {
-    trace(op, g, kind, name, logical, bytes, t0, t1, peer);
-  };
+  c.done = traced(op, g, kind, [name] { return std::string(name); }, fp32_bytes(a.t),
+                  static_cast<std::uint64_t>(a.t.nbytes()), world_rank(g, a.peer));
   c.label = sb::heartbeat::issued({op, group_name(g), name, kind});
   return engine_->issue(c, sync);
 }

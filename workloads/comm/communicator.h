@@ -145,7 +145,7 @@ class Communicator {
   void recv(const torch::Tensor& t, int peer, Group g, const std::string& kind = "other",
             int tag = 0) { p2p_impl({P2POp::Recv, t, peer, tag}, g, kind, true).wait(); }
   // The world rank of rank r of group g.
-  int world_rank(Group g, int r) const;
+  int world_rank(Group g, int r) const { return members_[static_cast<int>(g)].at(r); }
 
   // A scalar all-reduce (loss, norms) on the calling thread's queue position.
   double all_reduce_scalar(double v, Group g, ReduceOp op = ReduceOp::Sum);
@@ -179,7 +179,8 @@ class Communicator {
   // What the collective's trace event says, reported when it completes.
   std::function<void(double, double)> traced(const char* op, Group g, const std::string& kind,
                                              std::function<std::string()> backend,
-                                             std::uint64_t logical, std::uint64_t wire);
+                                             std::uint64_t logical, std::uint64_t wire,
+                                             int peer = -1);
   void trace(const char* op, Group g, const std::string& kind, const std::string& backend,
              std::uint64_t logical_bytes, std::uint64_t wire_bytes, double t0, double t1,
              int peer = -1);
@@ -209,6 +210,7 @@ class Communicator {
   MPI_Comm world_ = MPI_COMM_NULL;  // = groups_[World]
   GroupComms groups_;  // every group's plain and chain lane (backend.h)
   int rank_[kGroups] = {}, size_[kGroups] = {1, 1, 1, 1, 1, 1};
+  std::vector<int> members_[kGroups];  // each group's world ranks, in group-rank order
   BackendChoice choice_;
   std::vector<std::unique_ptr<Backend>> backends_;  // the one named, or the table's; mpi
   std::vector<bool> alone_;                         // each one's BackendInfo::alone

@@ -27,6 +27,13 @@
 namespace sb::micro {
 namespace {
 
+// The swept sizes: micro.min_bytes x micro.factor^k up to micro.max_bytes.
+std::vector<std::int64_t> swept_sizes(const MicroConfig& mc) {
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t b = mc.min_bytes; b <= mc.max_bytes; b *= mc.factor) sizes.push_back(b);
+  return sizes;
+}
+
 class MicroWorkload : public Workload {
  public:
   void run(RunContext& ctx) override {
@@ -48,8 +55,7 @@ class MicroWorkload : public Workload {
     comm::Communicator& comm = *comm_;
     const double origin = MPI_Wtime();
 
-    std::vector<std::int64_t> sizes;
-    for (std::int64_t b = lo; b <= hi; b *= factor) sizes.push_back(b);
+    const std::vector<std::int64_t> sizes = swept_sizes(mc);
     ctx.progress.begin(fmt::format("{} {} sizes", op_name(base.op), base.impl),
                        static_cast<long>(sizes.size()));
     std::int64_t total_wrong = 0, first_wrong_size = -1;
@@ -114,8 +120,7 @@ class MicroWorkload : public Workload {
     comm_ = std::make_unique<comm::Communicator>(ctx.world, ctx.size, base.impl == "ours-async",
                                                  comm::backend_choice(ctx.point));
     const double origin = MPI_Wtime();
-    std::vector<std::int64_t> sizes;
-    for (std::int64_t b = mc.min_bytes; b <= mc.max_bytes; b *= mc.factor) sizes.push_back(b);
+    const std::vector<std::int64_t> sizes = swept_sizes(mc);
     ctx.progress.begin(fmt::format("{} {} sizes", mc.op, base.impl), static_cast<long>(sizes.size()));
     std::int64_t total_wrong = 0, first_wrong_size = -1;
     for (std::size_t s = 0; s < sizes.size() && !ctx.stop_agreed(); ++s) {

@@ -16,9 +16,7 @@ using comm::Group;
 
 // The communicator crosses autograd as an integer (saved_data holds IValues only).
 std::int64_t handle(Communicator& c) { return reinterpret_cast<std::intptr_t>(&c); }
-Communicator& from(AutogradContext* ctx) {
-  return *reinterpret_cast<Communicator*>(static_cast<std::intptr_t>(ctx->saved_data["comm"].toInt()));
-}
+Communicator& from(std::int64_t h) { return *reinterpret_cast<Communicator*>(static_cast<std::intptr_t>(h)); }
 
 // A sum over tp into a fresh tensor (the collective writes raw memory: communicator.h).
 torch::Tensor summed(const torch::Tensor& t, Communicator& c, const char* kind) {
@@ -33,13 +31,13 @@ struct CopyToTp : torch::autograd::Function<CopyToTp> {
     return x.view_as(x);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list g) {
-    return {summed(g[0], from(ctx), "tp_grad"), torch::Tensor()};
+    return {summed(g[0], from(ctx->saved_data["comm"].toInt()), "tp_grad"), torch::Tensor()};
   }
 };
 
 struct ReduceFromTp : torch::autograd::Function<ReduceFromTp> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t comm) {
-    return summed(x, *reinterpret_cast<Communicator*>(static_cast<std::intptr_t>(comm)), "tp_act");
+    return summed(x, from(comm), "tp_act");
   }
   static tensor_list backward(AutogradContext*, tensor_list g) { return {g[0], torch::Tensor()}; }
 };
