@@ -247,10 +247,20 @@ void too_many_points(const SuiteSpec& spec, const PointCount& n, Diagnostics& di
 // The base keys' cross-key rules. Single-key bounds are KeySpec ranges, checked when read.
 void check_ranges(const Point& p, std::vector<Diagnostic>& out) {
   auto i = [&](const char* k) { return p.get_int(k); };
-  if (i("world") >= 1 && i("batch") % i("world") != 0)
+  // Ranks that differ only in tp, pp or sp read the same rows: the batch splits over the rest.
+  const std::int64_t split = p.has("mesh.tp") ? i("mesh.tp") * i("mesh.pp") * i("mesh.sp") : 1;
+  if (split > 1 && i("world") >= 1 && i("world") % split == 0) {
+    const std::int64_t dp = i("world") / split;
+    if (i("batch") % dp != 0)
+      out.push_back({"batch", fmt::format("batch {} is not divisible by the {} data-parallel ranks "
+                                          "(world {} / tp x pp x sp {}): batch is the global "
+                                          "batch per step; make it a multiple of {}", i("batch"),
+                                          dp, i("world"), split, dp)});
+  } else if (i("world") >= 1 && i("batch") % i("world") != 0) {
     out.push_back({"batch", fmt::format("batch {} is not divisible by world {}: batch is the "
                                         "global batch per step; make it a multiple of {}",
                                         i("batch"), i("world"), i("world"))});
+  }
   if (i("steps") >= 1 && i("warmup") >= i("steps"))
     out.push_back({"warmup", fmt::format("warmup must be >= 0 and < steps ({}), got {}: warm-up "
                                          "steps are excluded from statistics, so at least one "

@@ -1,6 +1,7 @@
-// The mesh keys, their canonical form and their rules (mesh_config.h). Only data-parallel
-// dimensions run today: tp, pp, sp and ep above 1 are refused, naming the issue that brings
-// each.
+// The mesh keys, their canonical form and their rules (mesh_config.h). The data-parallel
+// dimensions run for every task, tp for task = train (workloads/train/train_mesh.cpp checks
+// the model and the rest of the point); pp, sp and ep above 1 are refused, naming the issue
+// that brings each.
 #include "harness/spec/mesh_config.h"
 
 #include <fmt/format.h>
@@ -18,24 +19,31 @@ bool set_in_file(const Point& p, const char* key) { return p.has(key) && p.where
 struct Pending {
   const char* key;
   const char* feature;
+  const char* runs_in;  // the task that runs it already, or nullptr
 };
 constexpr Pending kPending[] = {
-    {"mesh.tp", "tensor parallelism (the Parallel3d issue)"},
-    {"mesh.pp", "pipeline parallelism (the Parallel3d issue)"},
-    {"mesh.sp", "sequence parallelism (the Longctx issue)"},
-    {"mesh.ep", "expert parallelism (the MoE issue)"},
+    {"mesh.tp", "tensor parallelism", "train"},
+    {"mesh.pp", "pipeline parallelism (the Parallel3d issue)", nullptr},
+    {"mesh.sp", "sequence parallelism (the Longctx issue)", nullptr},
+    {"mesh.ep", "expert parallelism (the MoE issue)", nullptr},
 };
 
 void validate(const MeshConfig& c, const Point& p, std::vector<Diagnostic>& out) {
   const int world = base_config(p).world;
   const int sizes[] = {c.tp, c.pp, c.sp, c.ep};
-  for (int i = 0; i < 4; ++i)
-    if (sizes[i] > 1)
-      out.push_back({kPending[i].key,
-                     fmt::format("{} = {}: {} is not implemented yet; only the data-parallel "
-                                 "dimensions (mesh.dp_shard, mesh.dp_replicate) run today: set "
-                                 "{} = 1", kPending[i].key, sizes[i], kPending[i].feature,
-                                 kPending[i].key)});
+  const std::string task = p.has("task") ? base_config(p).task : "";
+  for (int i = 0; i < 4; ++i) {
+    const Pending& k = kPending[i];
+    if (sizes[i] <= 1 || (k.runs_in && task == k.runs_in)) continue;
+    out.push_back({k.key, k.runs_in
+                              ? fmt::format("{} = {}: {} runs in task = {} only (this point's task "
+                                            "is '{}'); set {} = 1", k.key, sizes[i], k.feature,
+                                            k.runs_in, task, k.key)
+                              : fmt::format("{} = {}: {} is not implemented yet; only the "
+                                            "data-parallel dimensions (mesh.dp_shard, "
+                                            "mesh.dp_replicate) and mesh.tp (task = train) run "
+                                            "today: set {} = 1", k.key, sizes[i], k.feature, k.key)});
+  }
   const Mesh m = c.mesh();
   if (m.resolved() && m.world() != world) {
     out.push_back({set_in_file(p, "world") ? "world" : "mesh.dp_shard",

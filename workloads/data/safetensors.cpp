@@ -288,10 +288,12 @@ CheckpointReader::CheckpointReader(const models::Model& model, const std::string
       const bool conv = is_conv1d(c, spec.name);
       auto shape = it->second.shape;
       if (conv && shape.size() == 2) std::swap(shape[0], shape[1]);
-      SB_CHECK(shape == spec.shape,
+      // A parameter split over tp (models/tensor_parallel.h): the file holds the whole one.
+      const auto& expect = spec.full_shape.empty() ? spec.shape : spec.full_shape;
+      SB_CHECK(shape == expect,
                "checkpoint '{}': tensor '{}' has shape ({}){}, model '{}' expects ({}); wrong preset?", file_,
                spec.name, fmt::join(it->second.shape, ", "), conv ? " (Conv1D, transposed on load)" : "",
-               c.preset, fmt::join(spec.shape, ", "));
+               c.preset, fmt::join(expect, ", "));
     }
   SB_CHECK(missing.empty(), "checkpoint '{}' lacks {} tensors of model '{}': {}", file_,
            missing.size(), c.preset, name_list(missing));
@@ -346,7 +348,8 @@ std::vector<torch::Tensor> CheckpointReader::unit(int u) {
     bytes_read_ += it->second.bytes;
     // Conv1D weights are stored (in, out): a transposed view, not a copy (a third of GPT-2's
     // bytes; whoever needs them contiguous copies once, as the engine's flattening does).
-    out.push_back(is_conv1d(model_.config(), spec.name) ? t.t() : t);
+    if (is_conv1d(model_.config(), spec.name)) t = t.t();
+    out.push_back(spec.tp == models::TpSplit::None ? t : models::tp_slice(spec, t));
   }
   return out;
 }
@@ -385,6 +388,13 @@ torch::Tensor CheckpointReader::slice(int u, std::int64_t offset, std::int64_t s
       continue;
     }
     const StEntry& e = it->second;
+    if (spec.tp != models::TpSplit::None) {  // this rank's block of the whole tensor
+      auto t = read_entry(e).to(torch::kFloat32);
+      bytes_read_ += e.bytes;
+      if (is_conv1d(model_.config(), spec.name)) t = t.t();
+      parts.push_back(models::tp_slice(spec, t).reshape({-1}).slice(0, a, b));
+      continue;
+    }
     std::ifstream f(e.file, std::ios::binary);
     SB_CHECK(f.good(), "cannot open safetensors '{}'", e.file);
     const std::int64_t width = e.bytes / n;

@@ -89,7 +89,7 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
 Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
                const std::function<torch::Tensor(int, std::int64_t, std::int64_t)>& initial_slice)
     : model_(model), comm_(comm), cfg_(std::move(cfg)), info_(strategy_info(cfg_.strategy)),
-      strategy_(make_strategy(cfg_.strategy)), layout_(info_.layout), shard_group_(info_.group(MeshDim::dp_shard)) {
+      strategy_(make_strategy(cfg_.strategy)), layout_(info_.layout), shard_group_(info_.group(MeshDim::dp_shard, comm)) {
   coll_ = std::make_unique<Collectives>(comm_, cfg_.compression);
   if (cfg_.loss_scaling) {
     SB_CHECK(cfg_.loss_scale_init > 0 && std::isfinite(cfg_.loss_scale_init) &&
@@ -106,11 +106,12 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     auto U = std::make_unique<Unit>();
     U->key = fmt::format("unit{}", u);
     std::vector<std::int64_t> numels;
-    std::vector<torch::Tensor> decay_parts;
+    std::vector<torch::Tensor> decay_parts, split_parts;
     for (const auto& p : specs[u].params) {
       numels.push_back(p.numel());
       U->shapes.push_back(p.shape);
       decay_parts.push_back(torch::full({p.numel()}, p.decay ? 1.0f : 0.0f));
+      split_parts.push_back(torch::full({p.numel()}, p.tp != models::TpSplit::None ? 1.0f : 0.0f));
     }
     U->flat = flat_layout(numels);
     U->range = shard_range(U->flat.numel, N, r);
@@ -118,6 +119,7 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     U->split_sizes = numels;
     U->split_sizes.push_back(pad);
     decay_parts.push_back(torch::zeros({pad}));
+    split_parts.push_back(torch::zeros({pad}));
     auto decay = torch::cat(decay_parts).to(cfg_.device);  // (padded) 1 = weight decay applies
     const auto on = torch::TensorOptions().device(cfg_.device);  // fp32 on the engine's device
     // Only what this rank keeps: its shard where parameters are sharded, else the whole unit.
@@ -140,6 +142,10 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     }
     U->decay = decay.narrow(0, layout_.params_sharded ? U->range.offset : U->opt_off, U->opt_n)
                    .clone();
+    if (comm_.size(comm::Group::Tp) > 1)  // the gradient norm counts split parameters per tp rank
+      U->tp_split = torch::cat(split_parts).to(cfg_.device)
+                        .narrow(0, layout_.params_sharded ? U->range.offset : U->opt_off, U->opt_n)
+                        .clone();
     if (!cfg_.forward_only) {  // a teacher or a served model never steps: no moments, no grads
       U->exp_avg = torch::zeros({U->opt_n}, on);
       U->exp_avg_sq = torch::zeros({U->opt_n}, on);

@@ -59,13 +59,17 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
   if (in.rows <= 0 || in.seq <= 0) return;
   const models::ModelConfig& c = in.model;
   const auto tokens = static_cast<U64>(in.rows * in.seq), L = static_cast<U64>(c.n_layer);
-  const auto per_token = static_cast<U64>(4 * c.d_model + 4 * c.attn_width() + 2 * c.d_ff);
+  // Tensor parallelism splits the attention width, the MLP's and the heads tp ways; the
+  // LayerNorm and linear inputs of width d stay whole on every tp rank.
+  const std::int64_t tp = std::max(1, in.tp);
+  const auto per_token = static_cast<U64>(4 * c.d_model + (4 * c.attn_width() + 2 * c.d_ff) / tp);
   p.activation_layers = L * tokens * per_token * elt;
   // The softmax output (B, H, T, T), kept for the softmax's and probs x V's backward (the
   // naive and chunked kernels; kernels that recompute it keep less).
-  p.activation_attention = L * static_cast<U64>(in.rows * c.n_head * in.seq * in.seq) * elt;
-  // Cross-entropy keeps the fp32 log-softmax of the logits it is taken over.
-  p.activation_head = static_cast<U64>(in.loss_rows * in.loss_classes) * 4;
+  p.activation_attention = L * static_cast<U64>(in.rows * (c.n_head / tp) * in.seq * in.seq) * elt;
+  // Cross-entropy keeps the fp32 log-softmax of the logits it is taken over (under tp, this
+  // rank's vocabulary columns: the largest range, vocab_range).
+  p.activation_head = static_cast<U64>(in.loss_rows * ((in.loss_classes + tp - 1) / tp)) * 4;
 }
 
 }  // namespace

@@ -19,10 +19,11 @@ namespace sb::fsdp {
 
 // What the model needs to know of a run.
 struct MemoryInputs {
-  std::vector<models::UnitSpec> units;  // the trained model's units (Engine's)
+  std::vector<models::UnitSpec> units;  // the trained model's units (Engine's: this tp rank's blocks)
   models::ModelConfig model;            // shapes, for the activation terms
   std::string strategy = "no_shard";
-  int world = 1;
+  int world = 1;        // the data-parallel ranks (world / tp)
+  int tp = 1;           // mesh.tp: heads, MLP columns and vocabulary split tp ways
   int shard_group = 0;  // ranks per shard group (hybrid sharding); 0 = the world
   torch::ScalarType param_dtype = torch::kFloat32;
   int grad_accum = 1;

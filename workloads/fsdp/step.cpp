@@ -59,7 +59,8 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
   }
   const double t3 = MPI_Wtime(), exposed_before_opt = comm_.exposed_s();
   sb::heartbeat::set_phase("optimizer");
-  s.loss = comm_.all_reduce_scalar(local, comm::Group::World);
+  // The ranks of a tp group computed the same loss (tensor_parallel.h): counted once.
+  s.loss = comm_.all_reduce_scalar(comm_.rank(comm::Group::Tp) == 0 ? local : 0.0, comm::Group::World);
   s.loss_scale = scale_;
   optimizer_step(s);
   models::synchronize(cfg_.device);
@@ -100,15 +101,23 @@ bool Engine::loss_scaler_skips(double sumsq, StepStats& s) {
 
 void Engine::optimizer_step(StepStats& s) {
   std::vector<torch::Tensor> gs;  // this rank's optimizer slice of each unit's gradient
-  double sumsq = 0;
+  // Tensor parallelism: each tp rank holds a different block of a split parameter (summed over
+  // tp) and the same copy of a replicated one (LayerNorm, biases after a row-parallel layer,
+  // wpe: counted once), as Megatron's clip_grad_norm does.
+  double sumsq = 0, split = 0;
   for (auto& U : units_) {
     auto g = layout_.grads_sharded ? U->grad : U->grad.narrow(0, U->opt_off, U->opt_n);
     if (cfg_.loss_scaling) g.mul_(1.0 / scale_);  // unscaled before the norm and the clip
     const double n = g.norm().item<double>();
-    sumsq += n * n;
+    const double ns = U->tp_split.defined() ? (g * U->tp_split).norm().item<double>() : 0.0;
+    sumsq += n * n - ns * ns;
+    split += ns * ns;
     gs.push_back(g);
   }
   if (layout_.optim_sharded) sumsq = comm_.all_reduce_scalar(sumsq, shard_group_);
+  if (layout_.optim_sharded && comm_.size(comm::Group::Tp) > 1)
+    split = comm_.all_reduce_scalar(split, shard_group_);
+  if (comm_.size(comm::Group::Tp) > 1) sumsq += comm_.all_reduce_scalar(split, comm::Group::Tp);
   s.grad_norm = std::sqrt(sumsq);
   if (cfg_.loss_scaling && loss_scaler_skips(sumsq, s)) return;
   const double coef = optim::clip_coefficient(s.grad_norm, cfg_.adamw.grad_clip);

@@ -162,6 +162,17 @@ comm::Group StrategyInfo::group(MeshDim d) const {
   return uses(MeshDim::dp_replicate) ? comm::Group::Shard : comm::Group::World;
 }
 
+comm::Group StrategyInfo::group(MeshDim d, const comm::Communicator& c) const {
+  const comm::Group g = group(d);
+  if (g != comm::Group::World) return g;
+  const int dp = c.size(comm::Group::Shard) * c.size(comm::Group::Replica);
+  if (dp == c.size(comm::Group::World)) return g;  // every rank is data-parallel
+  SB_CHECK(c.size(comm::Group::Replica) == 1, "a strategy without replicas runs over every "
+           "data-parallel rank, but the mesh {} has dp_replicate = {}: set mesh.dp_replicate = 1",
+           c.mesh().str(), c.size(comm::Group::Replica));
+  return comm::Group::Shard;
+}
+
 std::int64_t StrategyInfo::elements(const CollectiveUse& c, const ShardRange& r) {
   return c.elements == Extent::unit ? r.padded : r.size;
 }
@@ -188,7 +199,7 @@ void Strategy::reduce_grad(Collectives& c, const std::string& key, const torch::
   bool first = true;
   for (const CollectiveUse& u : record().collectives) {
     if (u.phase != StepPhase::backward || u.payload != Payload::grads) continue;
-    const comm::Group group = record().group(u.over);
+    const comm::Group group = record().group(u.over, c.comm());
     if (u.skipped_on_one_rank && c.comm().size(group) <= 1) continue;
     const std::string k = first ? key : key + "/" + comm::group_name(group);
     if (u.kind == CollectiveKind::GradReduceScatter) {

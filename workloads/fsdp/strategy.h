@@ -115,6 +115,10 @@ struct StrategyInfo {
   // The communicator group of d under this strategy's mesh: dp = world, dp_replicate =
   // replica, dp_shard = shard where there are replicas, else the world.
   comm::Group group(MeshDim d) const;
+  // The same on c's mesh: the world is every data-parallel rank only when tp, pp and sp are 1;
+  // otherwise a strategy without replicas (whose dp_shard is then every data-parallel rank)
+  // runs over the shard group, so tensor-parallel ranks never reduce each other's blocks.
+  comm::Group group(MeshDim d, const comm::Communicator& c) const;
   // The factor a unit's flat buffer is padded to: dp_shard when the layout shards anything.
   int shard_factor(const DpMesh& m) const { return layout.sharded() ? m.dp_shard : 1; }
   // Elements of a collective on a unit whose shard range (over shard_factor) is r.

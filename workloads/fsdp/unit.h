@@ -24,6 +24,8 @@ struct Engine::Unit {
   torch::Tensor master;  // fp32: (S) when params are sharded, else (padded) replica
   torch::Tensor grad;    // fp32: (S) when grads are sharded, else (padded); reduced gradient
   torch::Tensor exp_avg, exp_avg_sq, decay;  // fp32 (opt_n)
+  // fp32 (opt_n) 1 = element of a parameter split over tp (ParamSpec::tp); undefined at tp = 1.
+  torch::Tensor tp_split;
   torch::Tensor mask;  // like master, 0/1 (Engine::set_masks); undefined = none
   std::int64_t opt_off = 0, opt_n = 0;       // the optimizer's slice of master / grad
 

@@ -33,6 +33,7 @@ struct Family {
   bool trains_on_token_files = false;
   bool generates = false;    // has a KV-cache decoder (Gpt2::generate)
   bool classifies = false;   // has a sequence-classification head (Model::classify)
+  bool tensor_parallel = false;  // trains over mesh.tp (Model::set_tensor_parallel)
   std::function<std::unique_ptr<Model>(const ModelConfig&)> make;
   // Hugging Face checkpoints: our name for a file's tensor name ("" = not ours: skip it);
   // why a file's tensor is skipped ("" = it is not: ours, or unknown and so an error): the

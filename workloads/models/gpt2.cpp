@@ -39,22 +39,65 @@ Gpt2::Gpt2(ModelConfig cfg) : cfg_(std::move(cfg)) {
   SB_CHECK(cfg_.head_dim > 0 || cfg_.d_model % cfg_.n_head == 0,
            "model '{}': d_model {} is not divisible by n_head {}", cfg_.preset, cfg_.d_model, cfg_.n_head);
   attn_ = make_attention(cfg_.attention, cfg_.attention_chunk);
+  units_ = whole_units_ = make_units(0, 1);
+}
+
+std::vector<UnitSpec> Gpt2::make_units(int r, int n) const {
   const std::int64_t d = cfg_.d_model, f = cfg_.d_ff, A = cfg_.attn_width();
   const auto Z = ParamSpec::Init::Zeros, O = ParamSpec::Init::Ones;
+  auto tp = [&](ParamSpec s, TpSplit how) { return tp_split(std::move(s), how, r, n); };
+  const auto Col = TpSplit::Rows, Row = TpSplit::Cols, Qkv = TpSplit::QkvRows;
   // GPT-2 scales the residual projections' init by 1/sqrt(2L) (two per block).
   const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg_.n_layer));
-  units_.push_back({"embed", {normal("wte.weight", {cfg_.vocab, d}), normal("wpe.weight", {cfg_.max_pos, d})}});
+  std::vector<UnitSpec> units;
+  units.push_back({"embed", {tp(normal("wte.weight", {cfg_.vocab, d}), TpSplit::Vocab),
+                             normal("wpe.weight", {cfg_.max_pos, d})}});
   for (std::int64_t i = 0; i < cfg_.n_layer; ++i) {
     const std::string h = "h." + std::to_string(i) + ".";
-    units_.push_back({"block." + std::to_string(i),
-                      {fill(h + "ln_1.weight", {d}, O), fill(h + "ln_1.bias", {d}, Z),
-                       normal(h + "attn.c_attn.weight", {3 * A, d}), fill(h + "attn.c_attn.bias", {3 * A}, Z),
-                       normal(h + "attn.c_proj.weight", {d, A}, proj_std), fill(h + "attn.c_proj.bias", {d}, Z),
-                       fill(h + "ln_2.weight", {d}, O), fill(h + "ln_2.bias", {d}, Z),
-                       normal(h + "mlp.c_fc.weight", {f, d}), fill(h + "mlp.c_fc.bias", {f}, Z),
-                       normal(h + "mlp.c_proj.weight", {d, f}, proj_std), fill(h + "mlp.c_proj.bias", {d}, Z)}});
+    units.push_back({"block." + std::to_string(i),
+                     {fill(h + "ln_1.weight", {d}, O), fill(h + "ln_1.bias", {d}, Z),
+                      tp(normal(h + "attn.c_attn.weight", {3 * A, d}), Qkv),
+                      tp(fill(h + "attn.c_attn.bias", {3 * A}, Z), Qkv),
+                      tp(normal(h + "attn.c_proj.weight", {d, A}, proj_std), Row),
+                      fill(h + "attn.c_proj.bias", {d}, Z),
+                      fill(h + "ln_2.weight", {d}, O), fill(h + "ln_2.bias", {d}, Z),
+                      tp(normal(h + "mlp.c_fc.weight", {f, d}), Col), tp(fill(h + "mlp.c_fc.bias", {f}, Z), Col),
+                      tp(normal(h + "mlp.c_proj.weight", {d, f}, proj_std), Row),
+                      fill(h + "mlp.c_proj.bias", {d}, Z)}});
   }
-  units_.push_back({"head", {fill("ln_f.weight", {d}, O), fill("ln_f.bias", {d}, Z)}});
+  units.push_back({"head", {fill("ln_f.weight", {d}, O), fill("ln_f.bias", {d}, Z)}});
+  return units;
+}
+
+std::string Gpt2::tensor_parallel_problem(int n) const {
+  if (n <= 1) return "";
+  if (cfg_.n_head % n != 0 || cfg_.d_ff % n != 0)
+    return fmt::format("mesh.tp = {} must divide the heads ({}) and the MLP width ({}) of model "
+                       "'{}': tensor parallelism gives each tp rank whole heads and equal MLP "
+                       "columns; choose a tp that divides both", n, cfg_.n_head, cfg_.d_ff, cfg_.preset);
+  if (cfg_.vocab < n)
+    return fmt::format("mesh.tp = {} exceeds the vocabulary ({}) of model '{}'", n, cfg_.vocab, cfg_.preset);
+  return "";
+}
+
+void Gpt2::set_tensor_parallel(TensorParallel tp) {
+  const std::string why = tensor_parallel_problem(tp.size);
+  SB_CHECK(why.empty(), "{}", why);
+  SB_CHECK(tp.size == 1 || (tp.copy_to && tp.reduce_from && tp.cross_entropy),
+           "set_tensor_parallel: the tp functions are not set");
+  units_ = make_units(tp.rank, tp.size);
+  tp_ = std::move(tp);
+}
+
+void Gpt2::check_whole(const char* what) const {
+  SB_CHECK(!tp_.on(), "model '{}': {} is not implemented for a tensor-parallel model (mesh.tp = "
+           "{}); tensor parallelism runs training's loss only today", cfg_.preset, what, tp_.size);
+}
+
+torch::Tensor Gpt2::row_linear(ParamProvider& p, int u, int w_index, const torch::Tensor& x,
+                               const torch::Tensor& w, const torch::Tensor& b) {
+  if (!tp_.on()) return p.linear(u, w_index, x, w, b);
+  return tp_.reduce_from(p.linear(u, w_index, x, w, torch::Tensor())) + b;
 }
 
 TrainFlops Gpt2::train_flops(const Batch& b) const {
@@ -64,12 +107,13 @@ TrainFlops Gpt2::train_flops(const Batch& b) const {
   // width, d_model unless heads were pruned); causal masking is not discounted (the naive
   // kernel computes the full square).
   const double tokens = static_cast<double>(b.input_ids.numel()), T = static_cast<double>(b.input_ids.size(1));
-  TrainFlops row = unit_flops_per_row(units_.back());  // ln_f
+  const auto& units = whole_units_;  // the model's FLOPs, whatever this rank's share
+  TrainFlops row = unit_flops_per_row(units.back());  // ln_f
   for (std::int64_t l = 1; l <= cfg_.n_layer; ++l) {
-    const auto u = unit_flops_per_row(units_[l]);
+    const auto u = unit_flops_per_row(units[l]);
     row.matmul += u.matmul, row.vector += u.vector;
   }
-  row.matmul += 6.0 * static_cast<double>(units_[0].params[0].numel());  // LM head: wte (V, d)
+  row.matmul += 6.0 * static_cast<double>(units[0].params[0].numel());  // LM head: wte (V, d)
   TrainFlops f;
   f.matmul = tokens * (row.matmul + 12.0 * static_cast<double>(cfg_.n_layer) * T * static_cast<double>(cfg_.attn_width()));
   f.vector = tokens * row.vector;
@@ -80,28 +124,39 @@ TrainFlops Gpt2::train_flops(const Batch& b) const {
 
 torch::Tensor Gpt2::embed(ParamProvider& p, const torch::Tensor& ids, const torch::Tensor& pos) {
   auto e = p.acquire(0);  // wte (V, d), wpe (P, d)
-  auto x = (at::embedding(e[0], ids) + at::embedding(e[1], pos)).view({-1, cfg_.d_model});
+  torch::Tensor x;
+  if (!tp_.on()) {
+    x = at::embedding(e[0], ids) + at::embedding(e[1], pos);
+  } else {  // this rank's vocabulary rows: tokens outside them give zeros, the sum over tp all
+    const std::int64_t begin = vocab_range(cfg_.vocab, tp_.rank, tp_.size).first;
+    const auto mine = (ids >= begin) & (ids < begin + e[0].size(0));
+    auto local = at::embedding(e[0], torch::where(mine, ids - begin, torch::zeros_like(ids)));
+    x = tp_.reduce_from(local * mine.unsqueeze(-1).to(local.scalar_type())) + at::embedding(e[1], pos);
+  }
+  x = x.view({-1, cfg_.d_model});
   p.release(0, x);
   return x;  // (B*T, d)
 }
 
 torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, std::int64_t T,
                            const KeysValues& kv, const AttentionMask& mask) {
-  const std::int64_t d = cfg_.d_model, H = cfg_.n_head, Dh = cfg_.dh();
+  // Under tp this rank runs H / tp heads and d_ff / tp MLP columns (tensor_parallel.h).
+  const std::int64_t d = cfg_.d_model, H = cfg_.n_head / tp_.size, Dh = cfg_.dh();
+  const auto in_tp = [&](const torch::Tensor& t) { return tp_.on() ? tp_.copy_to(t) : t; };
   for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
     const int u = static_cast<int>(l + 1);
     auto w = p.acquire(u);
-    auto h = at::layer_norm(x, {d}, w[kLn1W], w[kLn1B], cfg_.ln_eps);
+    auto h = in_tp(at::layer_norm(x, {d}, w[kLn1W], w[kLn1B], cfg_.ln_eps));
     auto qkv = p.linear(u, kAttnW, h, w[kAttnW], w[kAttnB]).view({B, T, 3, H, Dh});  // (B, T, 3, H, Dh)
     auto q = qkv.select(2, 0).transpose(1, 2);  // (B, H, T, Dh)
     auto k = qkv.select(2, 1).transpose(1, 2);
     auto v = qkv.select(2, 2).transpose(1, 2);
     if (kv) std::tie(k, v) = kv(l, k, v);
     auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
-    x = x + p.linear(u, kProjW, a, w[kProjW], w[kProjB]);
-    h = at::layer_norm(x, {d}, w[kLn2W], w[kLn2B], cfg_.ln_eps);
-    h = p.linear_gelu(u, kFcW, h, w[kFcW], w[kFcB], "tanh");  // (B*T, 4d)
-    x = x + p.linear(u, kMlpW, h, w[kMlpW], w[kMlpB]);
+    x = x + row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]);
+    h = in_tp(at::layer_norm(x, {d}, w[kLn2W], w[kLn2B], cfg_.ln_eps));
+    h = p.linear_gelu(u, kFcW, h, w[kFcW], w[kFcB], "tanh");  // (B*T, 4d / tp)
+    x = x + row_linear(p, u, kMlpW, h, w[kMlpW], w[kMlpB]);
     p.release(u, x);
   }
   return x;
@@ -113,6 +168,7 @@ torch::Tensor Gpt2::final_norm(ParamProvider& p, const torch::Tensor& x) {
 }
 
 torch::Tensor Gpt2::head(ParamProvider& p, torch::Tensor x, bool release_head_with_logits) {
+  check_whole("the LM head's logits (evaluation, inference, distillation)");
   const int head = static_cast<int>(cfg_.n_layer + 1);
   x = final_norm(p, x);
   auto wte = p.acquire(0)[0];
@@ -212,7 +268,12 @@ torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombin
   LossParts parts;
   const auto t = b.targets.reshape({-1});
   torch::Tensor loss;
-  if (!c.combine) {  // the loss alone: the provider's LM-head loss (chunked for plain weights)
+  if (!c.combine && tp_.on()) {  // logits split by vocabulary, never gathered
+    const auto x = tp_.copy_to(final_norm(p, trunk(p, b.input_ids, nullptr)));
+    const auto wte = p.acquire(0)[0];
+    loss = tp_.cross_entropy(p.linear(0, 0, x, wte, torch::Tensor()), t,
+                             vocab_range(cfg_.vocab, tp_.rank, tp_.size).first);
+  } else if (!c.combine) {  // the loss alone: the provider's LM-head loss (chunked for plain weights)
     const auto x = final_norm(p, trunk(p, b.input_ids, nullptr));
     loss = p.linear_cross_entropy(0, 0, x, p.acquire(0)[0], t);
   } else {

@@ -23,6 +23,12 @@ class Gpt2 final : public Model, public KvDecoder {
   torch::Tensor loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) override;
   torch::Tensor logits(ParamProvider& p, const Batch& b) override;  // (B, T, V)
   TrainFlops train_flops(const Batch& b) const override;
+  // Megatron's layout (tensor_parallel.h): heads of QKV and of attn.c_proj's input, columns of
+  // mlp.c_fc and rows of mlp.c_proj, a vocabulary range of wte (embedding and tied LM head,
+  // whose loss is tp.cross_entropy). Training's loss only: logits, decoding and the
+  // distillation combiner refuse a sharded model.
+  std::string tensor_parallel_problem(int size) const override;
+  void set_tensor_parallel(TensorParallel tp) override;
 
   // Empty cache for batch B and up to max_len tokens (<= max_pos), dtype/device of the weights.
   KVCache make_cache(std::int64_t batch, std::int64_t max_len,
@@ -58,8 +64,16 @@ class Gpt2 final : public Model, public KvDecoder {
   // Embeddings and blocks (the KV cache's when given): (B*T, d) before the final LayerNorm.
   torch::Tensor trunk(ParamProvider& p, const torch::Tensor& ids, KVCache* cache);
   torch::Tensor final_norm(ParamProvider& p, const torch::Tensor& x);  // ln_f
+  std::vector<UnitSpec> make_units(int tp_rank, int tp_size) const;
+  void check_whole(const char* what) const;  // refuses a tensor-parallel model
+  // x (rows, d) through a linear whose weight is split over tp as a row-parallel one: the
+  // partial products summed over tp, then the (replicated) bias; plain linear at tp = 1.
+  torch::Tensor row_linear(ParamProvider& p, int u, int w_index, const torch::Tensor& x,
+                           const torch::Tensor& w, const torch::Tensor& b);
   ModelConfig cfg_;
   std::vector<UnitSpec> units_;
+  std::vector<UnitSpec> whole_units_;  // the unsharded model's (FLOPs count these)
+  TensorParallel tp_;
   std::unique_ptr<Attention> attn_;
 };
 

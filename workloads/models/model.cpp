@@ -92,6 +92,17 @@ torch::Tensor Model::classify(ParamProvider& p, const Batch& b) {
           config().preset, config().family);
 }
 
+std::string Model::tensor_parallel_problem(int size) const {
+  if (size <= 1) return "";
+  return fmt::format("model '{}' ({}) has no tensor-parallel layout; set mesh.tp = 1, or train a "
+                     "family that has one (gpt2)", config().preset, config().family);
+}
+
+void Model::set_tensor_parallel(TensorParallel tp) {
+  const std::string why = tensor_parallel_problem(tp.size);
+  SB_CHECK(why.empty(), "{}", why);
+}
+
 TrainFlops forward_flops(const TrainFlops& step) {
   TrainFlops f = step;
   f.matmul /= 3, f.vector /= 3;  // 2 of the 6 FLOPs per weight and row; 4 of 12 for attention

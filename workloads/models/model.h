@@ -12,6 +12,8 @@
 
 #include <torch/types.h>
 
+#include "workloads/models/tensor_parallel.h"
+
 namespace sb::models {
 
 class KvDecoder;  // kv_decoder.h
@@ -22,6 +24,11 @@ struct ParamSpec {
   bool decay = true;           // AdamW weight decay (false: biases, LayerNorm, embeddings' LN)
   enum class Init { Normal, Zeros, Ones } init = Init::Normal;
   double std = 0.02;           // for Init::Normal
+  // Tensor parallelism (tensor_parallel.h): how this parameter is split over mesh.tp, this
+  // rank's block of it, and the whole parameter's shape (empty: not split, shape is whole).
+  TpSplit tp = TpSplit::None;
+  int tp_rank = 0, tp_size = 1;
+  std::vector<std::int64_t> full_shape;
   std::int64_t numel() const;
 };
 
@@ -150,6 +157,12 @@ class Model {
   // The model as serving's KV-cache decoder (kv_decoder.h), or nullptr when it does not
   // decode incrementally: serving asks this, never the model's class.
   virtual KvDecoder* kv_decoder() { return nullptr; }
+  // Shards the model over tensor-parallel ranks (tensor_parallel.h): units() become this
+  // rank's blocks; train_flops still counts the whole model. "" when it can, else why not
+  // (and the fix); set_tensor_parallel throws that message. Families that can say so in
+  // their record (Family::tensor_parallel). Default: cannot.
+  virtual std::string tensor_parallel_problem(int size) const;
+  virtual void set_tensor_parallel(TensorParallel tp);
 };
 
 // Registry of presets by name ("gpt2-tiny", "gpt2", ..., "bert-large"); a name with a '/' is

@@ -21,6 +21,12 @@ std::uint64_t mix(std::uint64_t x) {
 }  // namespace
 
 torch::Tensor init_param(const ParamSpec& spec, std::uint64_t seed, int unit, int index) {
+  if (spec.tp != TpSplit::None) {  // the whole parameter's values, then this rank's block
+    ParamSpec whole = spec;
+    whole.tp = TpSplit::None;
+    whole.shape = spec.full_shape;
+    return tp_slice(spec, init_param(whole, seed, unit, index));
+  }
   auto opts = torch::TensorOptions().dtype(torch::kFloat32);
   switch (spec.init) {
     case ParamSpec::Init::Zeros: return torch::zeros(spec.shape, opts);

@@ -13,7 +13,8 @@ using UnitTensors = std::vector<std::vector<torch::Tensor>>;  // [unit][param], 
 
 // One parameter's initial value (fp32, CPU): normal(0, spec.std) / zeros / ones drawn from
 // a generator seeded by (seed, unit, index) alone, so any subset can be initialised
-// independently and in any order with the same result.
+// independently and in any order with the same result. A parameter split over tp
+// (ParamSpec::tp) is this rank's block of the whole one's value.
 torch::Tensor init_param(const ParamSpec& spec, std::uint64_t seed, int unit, int index);
 std::vector<torch::Tensor> init_unit(const std::vector<UnitSpec>& units, int unit,
                                      std::uint64_t seed);

@@ -42,6 +42,43 @@ struct ReduceFromTp : torch::autograd::Function<ReduceFromTp> {
   static tensor_list backward(AutogradContext*, tensor_list g) { return {g[0], torch::Tensor()}; }
 };
 
+// Saved: the softmax of this rank's columns, where each row's target is among them, and the
+// rows kept; the backward needs nothing from other ranks.
+struct VocabParallelCe : torch::autograd::Function<VocabParallelCe> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits_r,
+                               const torch::Tensor& targets, std::int64_t begin, std::int64_t comm) {
+    Communicator& c = from(comm);
+    const auto l = logits_r.to(torch::kFloat32);
+    const std::int64_t n = l.size(1);
+    // A shift common to every rank (logsumexp's): the row maxima over the whole vocabulary.
+    torch::Tensor top = std::get<0>(l.max(1)).contiguous();
+    c.all_reduce(top, Group::Tp, "tp_act", comm::ReduceOp::Max);
+    const auto e = (l - top.unsqueeze(1)).exp_();
+    const auto kept = targets != -100;
+    const auto mine = kept & (targets >= begin) & (targets < begin + n);
+    const auto col = torch::where(mine, targets - begin, torch::zeros_like(targets));
+    const auto picked = l.gather(1, col.unsqueeze(1)).squeeze(1) * mine.to(torch::kFloat32);
+    torch::Tensor sums = torch::stack({e.sum(1), picked}, 1).contiguous();  // (N, 2)
+    c.all_reduce(sums, Group::Tp, "tp_act");
+    const auto count = kept.sum().to(torch::kFloat32);
+    const auto rows = (sums.select(1, 0).log() + top - sums.select(1, 1)) * kept.to(torch::kFloat32);
+    ctx->save_for_backward({e / sums.select(1, 0).unsqueeze(1), col, mine, kept, count});
+    ctx->saved_data["dtype"] = static_cast<std::int64_t>(logits_r.scalar_type());
+    return rows.sum() / count;
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list g) {
+    const auto s = ctx->get_saved_variables();
+    auto grad = s[0].clone();  // softmax (N, V_r)
+    const auto rows = torch::arange(grad.size(0), s[1].options());
+    const auto hit = s[2].nonzero().squeeze(1);
+    grad.index_put_({rows.index_select(0, hit), s[1].index_select(0, hit)},
+                    grad.index({rows.index_select(0, hit), s[1].index_select(0, hit)}) - 1.0);
+    grad.mul_((s[3].to(torch::kFloat32) * (g[0] / s[4])).unsqueeze(1));
+    const auto dt = static_cast<c10::ScalarType>(ctx->saved_data["dtype"].toInt());
+    return {grad.to(dt), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 torch::Tensor block(const torch::Tensor& full, int dim, int rank, int size) {
   SB_CHECK(size >= 1 && rank >= 0 && rank < size, "tensor-parallel rank {} of {}", rank, size);
   const std::int64_t n = full.size(dim);
@@ -72,6 +109,26 @@ torch::Tensor row_parallel(const torch::Tensor& x_r, const torch::Tensor& w_r,
                            const torch::Tensor& b, Communicator& c) {
   torch::Tensor y = reduce_from_tp(at::linear(x_r, w_r), c);
   return b.defined() ? y + b : y;
+}
+
+torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits_r, const torch::Tensor& targets,
+                                           std::int64_t vocab_begin, Communicator& c) {
+  SB_CHECK(logits_r.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits_r.size(0),
+           "vocab_parallel_cross_entropy: logits (N, V_r) and targets (N), got {} and {} dims",
+           logits_r.dim(), targets.dim());
+  return VocabParallelCe::apply(logits_r, targets, vocab_begin, handle(c));
+}
+
+models::TensorParallel tensor_parallel(Communicator& c) {
+  models::TensorParallel tp;
+  tp.rank = c.rank(Group::Tp);
+  tp.size = c.size(Group::Tp);
+  tp.copy_to = [&c](const torch::Tensor& x) { return copy_to_tp(x, c); };
+  tp.reduce_from = [&c](const torch::Tensor& x) { return reduce_from_tp(x, c); };
+  tp.cross_entropy = [&c](const torch::Tensor& l, const torch::Tensor& t, std::int64_t begin) {
+    return vocab_parallel_cross_entropy(l, t, begin, c);
+  };
+  return tp;
 }
 
 torch::Tensor column_shard(const torch::Tensor& full, int rank, int size) {

@@ -16,6 +16,8 @@
 #pragma once
 #include <torch/types.h>
 
+#include "workloads/models/tensor_parallel.h"
+
 namespace sb::comm { class Communicator; }
 
 namespace sb::parallel {
@@ -35,5 +37,18 @@ torch::Tensor row_parallel(const torch::Tensor& x_r, const torch::Tensor& w_r,
 // even (the error names the dimension and the tp size).
 torch::Tensor column_shard(const torch::Tensor& full, int rank, int size);
 torch::Tensor row_shard(const torch::Tensor& full, int rank, int size);
+
+// Megatron's vocabulary-parallel cross-entropy: logits_r (N, V_r) are columns [vocab_begin,
+// vocab_begin + V_r) of the full logits; targets (N) full-vocabulary ids, -100 ignored. The
+// mean over the kept targets of logsumexp(row) - row[target], in fp32, from two all-reduces
+// over tp of N-long vectors (the row maxima; the sums of exponentials with the target's
+// logit), never the logits: kind "tp_act". The backward is local: (softmax - onehot) / count
+// on this rank's columns.
+torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits_r, const torch::Tensor& targets,
+                                           std::int64_t vocab_begin, comm::Communicator& c);
+
+// The functions a model's tensor-parallel layout calls (models/tensor_parallel.h) over c's tp
+// group. c must outlive the model's use of them.
+models::TensorParallel tensor_parallel(comm::Communicator& c);
 
 }  // namespace sb::parallel

@@ -7,6 +7,7 @@
 #include "harness/core/check.h"
 #include "harness/spec/base_config.h"
 #include "harness/spec/config.h"
+#include "harness/spec/mesh_config.h"
 #include "harness/spec/model_keys.h"
 #include "workloads/data/labelled.h"
 #include "workloads/data/safetensors.h"
@@ -24,14 +25,24 @@ namespace {
 using I = std::int64_t;
 const I kIntMax = std::numeric_limits<std::int32_t>::max();
 
+// The ranks a global batch is split over: world without tp, pp and sp (which read the same rows).
+I data_parallel_ranks(const Point& p) {
+  const I world = base_config(p).world;
+  if (!p.has("mesh.tp")) return world;
+  const MeshConfig& m = config<MeshConfig>(p);
+  const I split = I{m.tp} * m.pp * m.sp;
+  return split >= 1 && world % split == 0 ? world / split : world;
+}
+
 void validate_optim(const OptimKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   const BaseConfig& b = base_config(p);
   const I batch = config<ModelKeys>(p).batch;
   if (c.grad_accum < 1) out.push_back({"grad_accum", fmt::format("grad_accum {} must be >= 1", c.grad_accum)});
-  else if (b.world >= 1 && batch % (b.world * c.grad_accum) != 0)
-    out.push_back({"batch", fmt::format("batch {} is not divisible by world {} x grad_accum {} "
-                                        "= {}; use a multiple of {}", batch, b.world, c.grad_accum,
-                                        b.world * c.grad_accum, b.world * c.grad_accum)});
+  else if (const I dp = data_parallel_ranks(p); dp >= 1 && batch % (dp * c.grad_accum) != 0)
+    out.push_back({"batch", fmt::format("batch {} is not divisible by {} {} x grad_accum {} "
+                                        "= {}; use a multiple of {}", batch,
+                                        dp == b.world ? "world" : "the data-parallel ranks", dp,
+                                        c.grad_accum, dp * c.grad_accum, dp * c.grad_accum)});
   if (c.lr <= 0) out.push_back({"lr", "lr must be > 0"});
   if (c.min_lr > c.lr)
     out.push_back({"min_lr", fmt::format("min_lr {} exceeds lr {}", c.min_lr, c.lr)});

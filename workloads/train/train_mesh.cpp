@@ -10,7 +10,11 @@
 #include "harness/spec/mesh_config.h"
 #include "harness/spec/model_keys.h"
 #include "harness/workload.h"
+#include "workloads/distill/distill_config.h"
 #include "workloads/fsdp/strategy.h"
+#include "workloads/models/family.h"
+#include "workloads/models/model.h"
+#include "workloads/prune/prune_keys.h"
 #include "workloads/train/train_config.h"
 
 namespace sb::train {
@@ -80,9 +84,41 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                                replicas, strategy, strategies_with_replicas())});
 }
 
+// Tensor parallelism (mesh.tp > 1): a family whose record says it has the layout, sizes the
+// model can split, and none of what does not run over tp yet (each named with its fix).
+void validate_tp(const Point& p, std::vector<Diagnostic>& out) {
+  const int tp = config<MeshConfig>(p).tp;
+  if (tp <= 1 || !p.has("task") || base_config(p).task != "train") return;
+  const std::string& preset = config<ModelKeys>(p).model;
+  std::string why;
+  try {
+    const auto model = models::make_model(preset);
+    if (!models::family(model->config().family).tensor_parallel)
+      why = fmt::format("model '{}' ({}) has no tensor-parallel layout (its family's record: "
+                        "tensor_parallel = false); set mesh.tp = 1, or train a gpt2 model",
+                        preset, model->config().family);
+    else
+      why = model->tensor_parallel_problem(tp);
+  } catch (const std::exception&) {
+    return;  // an unknown model: the model key's own check names it
+  }
+  if (!why.empty()) out.push_back({"mesh.tp", why});
+  const auto refuse = [&](const char* key, const char* what) {
+    out.push_back({key, fmt::format("{} does not run with tensor parallelism yet (mesh.tp = {}); "
+                                    "unset {}, or set mesh.tp = 1", what, tp, key)});
+  };
+  if (!config<distill::DistillKeys>(p).teacher.empty()) refuse("teacher", "distillation");
+  if (config<prune::PruneKeys>(p).method != "none") refuse("pruning", "pruning");
+  const RunKeys& r = config<RunKeys>(p);
+  if (!r.checkpoint_dir.empty()) refuse("checkpoint_dir", "saving checkpoints");
+  if (!r.export_folder.empty()) refuse("export_folder", "exporting the trained model");
+  if (!r.export_safetensors.empty()) refuse("export_safetensors", "exporting the trained model");
+}
+
 Registrar reg([] {
   register_canonicalizer(canonicalize);
   register_validator(validate);
+  register_validator(validate_tp);
 });
 
 }  // namespace

@@ -2,6 +2,7 @@
 // (its keys and their rules are train_keys.cpp's).
 #include <cmath>
 
+#include "harness/core/check.h"
 #include "harness/spec/base_config.h"
 #include "harness/spec/config.h"
 #include "harness/spec/model_keys.h"
@@ -33,6 +34,18 @@ torch::ScalarType planned_dtype(const Point& p) {
 // where it is a node's ranks (0) taken as the world (plan does not know the nodes).
 fsdp::MemoryPrediction planned_memory(const Point& p) {
   auto model = models::make_model(config<ModelKeys>(p).model, config<ModelKeys>(p).attention);
+  const int tp = config<MeshConfig>(p).tp;
+  if (tp > 1 && model->tensor_parallel_problem(tp).empty()) {  // the last tp rank's blocks: the
+    models::TensorParallel shape;                               // largest vocabulary range
+    shape.rank = tp - 1, shape.size = tp;
+    shape.copy_to = shape.reduce_from = [](const torch::Tensor&) -> torch::Tensor {
+      SB_FAIL("a tensor-parallel layout made for planning ran a forward");
+    };
+    shape.cross_entropy = [](const torch::Tensor&, const torch::Tensor&, std::int64_t) -> torch::Tensor {
+      SB_FAIL("a tensor-parallel layout made for planning ran a forward");
+    };
+    model->set_tensor_parallel(shape);
+  }
   const int sg = config<MeshConfig>(p).dp_shard;
   return fsdp::predict_memory(memory_inputs(p, *model, planned_dtype(p), sg));
 }
@@ -67,7 +80,8 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   in.model = model.config();
   const ModelKeys& mk = config<ModelKeys>(p);
   in.strategy = mk.strategy;
-  in.world = base_config(p).world;
+  in.tp = config<MeshConfig>(p).tp;
+  in.world = static_cast<int>(base_config(p).world / std::max(1, in.tp));  // data-parallel ranks
   in.shard_group = shard_group;
   in.param_dtype = param_dtype;
   in.grad_accum = static_cast<int>(config<OptimKeys>(p).grad_accum);

@@ -42,6 +42,7 @@
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/models/params.h"
+#include "workloads/parallel/tp_layers.h"
 #include "workloads/prune/prune_keys.h"
 #include "workloads/prune/pruner.h"
 #include "workloads/prune/schedule.h"
@@ -207,6 +208,9 @@ void TrainWorkload::build(RunContext& ctx) {
   if (progress == "auto")  // train_task.cpp says why
     progress = fsdp::strategy_info(cfg_.strategy).layout.params_sharded ? "poll" : "inline";
   comm_->set_progress(progress);
+  // Tensor parallelism (mesh.tp): the model's units become this rank's blocks before the
+  // engine shards them over the data-parallel ranks (train_mesh.cpp refused what cannot run).
+  if (comm_->size(comm::Group::Tp) > 1) model_->set_tensor_parallel(parallel::tensor_parallel(*comm_));
   if (!config<distill::DistillKeys>(p).teacher.empty()) {
     build_teacher(ctx);
   } else {
@@ -438,6 +442,8 @@ double TrainWorkload::evaluate(RunContext& ctx, fsdp::Engine& engine) {
            static_cast<double>(terms);
     terms_total += fsdp::loss_terms(g);
   }
+  // The ranks of a tp group computed the same loss: counted once.
+  if (comm_->rank(comm::Group::Tp) != 0) sum = 0;
   return comm_->all_reduce_scalar(sum, comm::Group::World) / static_cast<double>(terms_total);
 }
 
