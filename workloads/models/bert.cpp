@@ -30,34 +30,76 @@ Bert::Bert(ModelConfig cfg) : cfg_(std::move(cfg)) {
   SB_CHECK(cfg_.head_dim > 0 || cfg_.d_model % cfg_.n_head == 0,
            "model '{}': d_model {} is not divisible by n_head {}", cfg_.preset, cfg_.d_model, cfg_.n_head);
   attn_ = make_attention(cfg_.attention, cfg_.attention_chunk);
+  units_ = whole_units_ = make_units(0, 1);
+}
+
+std::vector<UnitSpec> Bert::make_units(int r, int n) const {
   const std::int64_t d = cfg_.d_model, f = cfg_.d_ff, A = cfg_.attn_width();
   const auto Z = ParamSpec::Init::Zeros, O = ParamSpec::Init::Ones;
+  auto tp = [&](ParamSpec s, TpSplit how) { return tp_split(std::move(s), how, r, n); };
+  const auto Col = TpSplit::Rows, Row = TpSplit::Cols, Voc = TpSplit::Vocab;
+  std::vector<UnitSpec> units;
   const std::string e = "bert.embeddings.";
-  units_.push_back({"embed",
-                    {normal(e + "word_embeddings.weight", {cfg_.vocab, d}),
-                     normal(e + "position_embeddings.weight", {cfg_.max_pos, d}),
-                     normal(e + "token_type_embeddings.weight", {cfg_.type_vocab, d}),
-                     fill(e + "LayerNorm.weight", {d}, O), fill(e + "LayerNorm.bias", {d}, Z)}});
+  units.push_back({"embed",
+                   {tp(normal(e + "word_embeddings.weight", {cfg_.vocab, d}), Voc),
+                    normal(e + "position_embeddings.weight", {cfg_.max_pos, d}),
+                    normal(e + "token_type_embeddings.weight", {cfg_.type_vocab, d}),
+                    fill(e + "LayerNorm.weight", {d}, O), fill(e + "LayerNorm.bias", {d}, Z)}});
   for (std::int64_t i = 0; i < cfg_.n_layer; ++i) {
     const std::string h = "bert.encoder.layer." + std::to_string(i) + ".";
-    units_.push_back({"block." + std::to_string(i),
-                      {normal(h + "attention.self.query.weight", {A, d}), fill(h + "attention.self.query.bias", {A}, Z),
-                       normal(h + "attention.self.key.weight", {A, d}), fill(h + "attention.self.key.bias", {A}, Z),
-                       normal(h + "attention.self.value.weight", {A, d}), fill(h + "attention.self.value.bias", {A}, Z),
-                       normal(h + "attention.output.dense.weight", {d, A}), fill(h + "attention.output.dense.bias", {d}, Z),
-                       fill(h + "attention.output.LayerNorm.weight", {d}, O), fill(h + "attention.output.LayerNorm.bias", {d}, Z),
-                       normal(h + "intermediate.dense.weight", {f, d}), fill(h + "intermediate.dense.bias", {f}, Z),
-                       normal(h + "output.dense.weight", {d, f}), fill(h + "output.dense.bias", {d}, Z),
-                       fill(h + "output.LayerNorm.weight", {d}, O), fill(h + "output.LayerNorm.bias", {d}, Z)}});
+    units.push_back({"block." + std::to_string(i),
+                     {tp(normal(h + "attention.self.query.weight", {A, d}), Col), tp(fill(h + "attention.self.query.bias", {A}, Z), Col),
+                      tp(normal(h + "attention.self.key.weight", {A, d}), Col), tp(fill(h + "attention.self.key.bias", {A}, Z), Col),
+                      tp(normal(h + "attention.self.value.weight", {A, d}), Col), tp(fill(h + "attention.self.value.bias", {A}, Z), Col),
+                      tp(normal(h + "attention.output.dense.weight", {d, A}), Row), fill(h + "attention.output.dense.bias", {d}, Z),
+                      fill(h + "attention.output.LayerNorm.weight", {d}, O), fill(h + "attention.output.LayerNorm.bias", {d}, Z),
+                      tp(normal(h + "intermediate.dense.weight", {f, d}), Col), tp(fill(h + "intermediate.dense.bias", {f}, Z), Col),
+                      tp(normal(h + "output.dense.weight", {d, f}), Row), fill(h + "output.dense.bias", {d}, Z),
+                      fill(h + "output.LayerNorm.weight", {d}, O), fill(h + "output.LayerNorm.bias", {d}, Z)}});
   }
-  units_.push_back({"head",
-                    {normal("bert.pooler.dense.weight", {d, d}), fill("bert.pooler.dense.bias", {d}, Z),
-                     normal("cls.predictions.transform.dense.weight", {d, d}),
-                     fill("cls.predictions.transform.dense.bias", {d}, Z),
-                     fill("cls.predictions.transform.LayerNorm.weight", {d}, O),
-                     fill("cls.predictions.transform.LayerNorm.bias", {d}, Z),
-                     fill("cls.predictions.bias", {cfg_.vocab}, Z),
-                     normal("classifier.weight", {cfg_.num_labels, d}), fill("classifier.bias", {cfg_.num_labels}, Z)}});
+  units.push_back({"head",
+                   {normal("bert.pooler.dense.weight", {d, d}), fill("bert.pooler.dense.bias", {d}, Z),
+                    normal("cls.predictions.transform.dense.weight", {d, d}),
+                    fill("cls.predictions.transform.dense.bias", {d}, Z),
+                    fill("cls.predictions.transform.LayerNorm.weight", {d}, O),
+                    fill("cls.predictions.transform.LayerNorm.bias", {d}, Z),
+                    tp(fill("cls.predictions.bias", {cfg_.vocab}, Z), Voc),
+                    normal("classifier.weight", {cfg_.num_labels, d}), fill("classifier.bias", {cfg_.num_labels}, Z)}});
+  return units;
+}
+
+std::string Bert::tensor_parallel_problem(int n) const {
+  if (n <= 1) return "";
+  if (cfg_.n_head % n != 0 || cfg_.d_ff % n != 0)
+    return fmt::format("mesh.tp = {} must divide the heads ({}) and the MLP width ({}) of model "
+                       "'{}': tensor parallelism gives each tp rank whole heads and equal MLP "
+                       "columns; choose a tp that divides both", n, cfg_.n_head, cfg_.d_ff, cfg_.preset);
+  if (cfg_.vocab < n)
+    return fmt::format("mesh.tp = {} exceeds the vocabulary ({}) of model '{}'", n, cfg_.vocab, cfg_.preset);
+  return "";
+}
+
+void Bert::set_tensor_parallel(TensorParallel tp) {
+  const std::string why = tensor_parallel_problem(tp.size);
+  SB_CHECK(why.empty(), "{}", why);
+  SB_CHECK(tp.size == 1 || (tp.copy_to && tp.reduce_from && tp.cross_entropy),
+           "set_tensor_parallel: the tp functions are not set");
+  units_ = make_units(tp.rank, tp.size);
+  tp_ = std::move(tp);
+}
+
+torch::Tensor Bert::word_embedding(const torch::Tensor& table, const torch::Tensor& ids) {
+  if (!tp_.on()) return at::embedding(table, ids);
+  const std::int64_t begin = vocab_range(cfg_.vocab, tp_.rank, tp_.size).first;
+  const auto mine = (ids >= begin) & (ids < begin + table.size(0));
+  auto local = at::embedding(table, torch::where(mine, ids - begin, torch::zeros_like(ids)));
+  return tp_.reduce_from(local * mine.unsqueeze(-1).to(local.scalar_type()));
+}
+
+torch::Tensor Bert::row_linear(ParamProvider& p, int u, int w_index, const torch::Tensor& x,
+                               const torch::Tensor& w, const torch::Tensor& b) {
+  if (!tp_.on()) return p.linear(u, w_index, x, w, b);
+  return tp_.reduce_from(p.linear(u, w_index, x, w, torch::Tensor())) + b;
 }
 
 TrainFlops Bert::train_flops(const Batch& b) const {
@@ -67,8 +109,9 @@ TrainFlops Bert::train_flops(const Batch& b) const {
   // (transform d x d, decoder tied to the word embeddings V x d) on the masked positions alone,
   // and the pooler (d x d) and classifier (labels x d) on each sequence's first token.
   const double tokens = static_cast<double>(b.input_ids.numel()), T = static_cast<double>(b.input_ids.size(1));
-  const auto& e = units_[0].params;
-  const auto& h = units_.back().params;
+  const auto& units = whole_units_;  // the model's FLOPs, whatever this rank's share
+  const auto& e = units[0].params;
+  const auto& h = units.back().params;
   auto per_row = [](std::initializer_list<const ParamSpec*> ps) {
     TrainFlops f;
     for (const auto* p : ps) (p->shape.size() >= 2 ? f.matmul : f.vector) += 6.0 * static_cast<double>(p->numel());
@@ -76,7 +119,7 @@ TrainFlops Bert::train_flops(const Batch& b) const {
   };
   TrainFlops row = per_row({&e[kEmbLnW], &e[kEmbLnB]});
   for (std::int64_t l = 1; l <= cfg_.n_layer; ++l) {
-    const auto u = unit_flops_per_row(units_[l]);
+    const auto u = unit_flops_per_row(units[l]);
     row.matmul += u.matmul, row.vector += u.vector;
   }
   TrainFlops f;
@@ -104,13 +147,14 @@ TrainFlops Bert::train_flops(const Batch& b) const {
 torch::Tensor Bert::encode(ParamProvider& p, const Batch& b) {
   const auto& ids = b.input_ids;
   SB_CHECK(ids.dim() == 2, "BERT input_ids must be (B, T), got {} dims", ids.dim());
-  const std::int64_t B = ids.size(0), T = ids.size(1), d = cfg_.d_model, H = cfg_.n_head, Dh = cfg_.dh();
+  // Under tp this rank runs H / tp heads and d_ff / tp MLP columns (tensor_parallel.h).
+  const std::int64_t B = ids.size(0), T = ids.size(1), d = cfg_.d_model, H = cfg_.n_head / tp_.size, Dh = cfg_.dh();
   SB_CHECK(b.position_ids.defined() || T <= cfg_.max_pos,
            "model '{}': sequence of {} tokens exceeds its {} positions", cfg_.preset, T, cfg_.max_pos);
 
   auto e = p.acquire(0);
   auto pos = b.position_ids.defined() ? b.position_ids : torch::arange(T, ids.options().dtype(torch::kLong));
-  auto x = at::embedding(e[kWord], ids) + at::embedding(e[kPos], pos);  // (B, T, d)
+  auto x = word_embedding(e[kWord], ids) + at::embedding(e[kPos], pos);  // (B, T, d)
   x = b.token_type_ids.defined() ? x + at::embedding(e[kType], b.token_type_ids) : x + e[kType][0];
   x = at::layer_norm(x.view({B * T, d}), {d}, e[kEmbLnW], e[kEmbLnB], cfg_.ln_eps);  // (B*T, d)
   p.release(0, x);
@@ -119,16 +163,18 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b) {
   if (b.attention_mask.defined()) mask.key_keep = b.attention_mask.to(torch::kBool);  // (B, T)
   mask.segment_ids = b.segment_ids;
   auto heads = [&](const torch::Tensor& t) { return t.view({B, T, H, Dh}).transpose(1, 2); };
+  const auto in_tp = [&](const torch::Tensor& t) { return tp_.on() ? tp_.copy_to(t) : t; };
   for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
     const int u = static_cast<int>(l + 1);
     auto w = p.acquire(u);
-    auto q = heads(p.linear(u, kQW, x, w[kQW], w[kQB]));  // (B, H, T, Dh)
-    auto k = heads(p.linear(u, kKW, x, w[kKW], w[kKB]));
-    auto v = heads(p.linear(u, kVW, x, w[kVW], w[kVB]));
+    const auto xt = in_tp(x);
+    auto q = heads(p.linear(u, kQW, xt, w[kQW], w[kQB]));  // (B, H, T, Dh)
+    auto k = heads(p.linear(u, kKW, xt, w[kKW], w[kKB]));
+    auto v = heads(p.linear(u, kVW, xt, w[kVW], w[kVB]));
     auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
-    x = at::layer_norm(x + p.linear(u, kAoW, a, w[kAoW], w[kAoB]), {d}, w[kAoLnW], w[kAoLnB], cfg_.ln_eps);
-    auto h = p.linear_gelu(u, kIW, x, w[kIW], w[kIB], "none");  // (B*T, 4d), erf GELU
-    x = at::layer_norm(x + p.linear(u, kOW, h, w[kOW], w[kOB]), {d}, w[kOLnW], w[kOLnB], cfg_.ln_eps);
+    x = at::layer_norm(x + row_linear(p, u, kAoW, a, w[kAoW], w[kAoB]), {d}, w[kAoLnW], w[kAoLnB], cfg_.ln_eps);
+    auto h = p.linear_gelu(u, kIW, in_tp(x), w[kIW], w[kIB], "none");  // (B*T, 4d / tp), erf GELU
+    x = at::layer_norm(x + row_linear(p, u, kOW, h, w[kOW], w[kOB]), {d}, w[kOLnW], w[kOLnB], cfg_.ln_eps);
     p.release(u, x);
   }
   return x;
@@ -171,9 +217,18 @@ torch::Tensor Bert::loss_with(ParamProvider& p, const Batch& b, const LossCombin
     auto idx = (t != -100).nonzero().squeeze(1);  // (N)
     auto word = p.acquire(0)[kWord];
     used_word = true;
-    auto logits = mlm_logits(p, head, w, word, x.index_select(0, idx), cfg_.ln_eps);  // (N, V)
-    loss = cross_entropy(logits, t.index_select(0, idx));  // fp32 (loss.h)
-    parts.logits = logits;  // the loss terms are the masked positions
+    if (tp_.on()) {  // the decoder's columns split by vocabulary, never gathered
+      SB_CHECK(!c.combine, "model '{}': distillation is not implemented for a tensor-parallel "
+               "model (mesh.tp = {})", cfg_.preset, tp_.size);
+      auto tr = p.linear_gelu(head, kTrW, x.index_select(0, idx), w[kTrW], w[kTrB], "none");
+      tr = tp_.copy_to(at::layer_norm(tr, {tr.size(-1)}, w[kTrLnW], w[kTrLnB], cfg_.ln_eps));
+      loss = tp_.cross_entropy(p.linear(0, 0, tr, word, w[kDecB]), t.index_select(0, idx),
+                               vocab_range(cfg_.vocab, tp_.rank, tp_.size).first);
+    } else {
+      auto logits = mlm_logits(p, head, w, word, x.index_select(0, idx), cfg_.ln_eps);  // (N, V)
+      loss = cross_entropy(logits, t.index_select(0, idx));  // fp32 (loss.h)
+      parts.logits = logits;  // the loss terms are the masked positions
+    }
   }
   if (b.labels.defined()) {
     auto logits = cls_logits(p, head, w, x, B, T, b.cls_index);  // (B, num_labels)
@@ -191,6 +246,8 @@ torch::Tensor Bert::loss_with(ParamProvider& p, const Batch& b, const LossCombin
 }
 
 torch::Tensor Bert::logits(ParamProvider& p, const Batch& b) {
+  SB_CHECK(!tp_.on(), "model '{}': MLM logits are not implemented for a tensor-parallel model "
+           "(mesh.tp = {}); tensor parallelism runs training's loss and classify", cfg_.preset, tp_.size);
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
   auto x = encode(p, b);
   const int head = static_cast<int>(cfg_.n_layer + 1);

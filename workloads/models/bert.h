@@ -24,11 +24,26 @@ class Bert final : public Model {
   torch::Tensor logits(ParamProvider& p, const Batch& b) override;    // MLM (B, T, V)
   torch::Tensor classify(ParamProvider& p, const Batch& b) override;  // (B, num_labels)
   TrainFlops train_flops(const Batch& b) const override;
+  // Megatron's layout (tensor_parallel.h): query, key and value by heads, the intermediate
+  // dense by columns, attention.output.dense and output.dense by rows of their input, the word
+  // embeddings (and the tied MLM decoder with its bias) by vocabulary range; the embeddings'
+  // other tables, every LayerNorm, the pooler, the MLM transform and the classifier replicated.
+  // Training's loss and classify; MLM logits and the distillation combiner refuse.
+  std::string tensor_parallel_problem(int size) const override;
+  void set_tensor_parallel(TensorParallel tp) override;
 
  private:
+  std::vector<UnitSpec> make_units(int tp_rank, int tp_size) const;
   torch::Tensor encode(ParamProvider& p, const Batch& b);  // -> (B*T, d)
+  // The word embeddings' rows for ids (this rank's vocabulary range under tp, summed over tp).
+  torch::Tensor word_embedding(const torch::Tensor& table, const torch::Tensor& ids);
+  // x through a row-parallel linear under tp (partial products summed, then the bias).
+  torch::Tensor row_linear(ParamProvider& p, int u, int w_index, const torch::Tensor& x,
+                           const torch::Tensor& w, const torch::Tensor& b);
   ModelConfig cfg_;
   std::vector<UnitSpec> units_;
+  std::vector<UnitSpec> whole_units_;  // the unsharded model's (FLOPs count these)
+  TensorParallel tp_;
   std::unique_ptr<Attention> attn_;
 };
 

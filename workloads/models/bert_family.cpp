@@ -73,7 +73,8 @@ bool hf_optional(const std::string& n) { return starts_with(n, "bert.pooler."); 
 
 const sb::Registrar kRegister([] {
   register_family({.name = "bert", .objective = Objective::MaskedLm, .eval_metric = "mlm_accuracy",
-                   .classifies = true, .make = make_as<Bert>, .hf_name = hf_name, .hf_skip = hf_skip,
+                   .classifies = true, .tensor_parallel = true,
+                   .make = make_as<Bert>, .hf_name = hf_name, .hf_skip = hf_skip,
                    .hf_optional = hf_optional, .hf_model_types = {"bert"},
                    .hf_read_config = read_config, .hf_write_config = write_config});
 });

@@ -508,6 +508,9 @@ void TrainWorkload::record_results(RunContext& ctx) {
   if (!corpus_.key.empty()) {  // held-out text: perplexity = exp(mean cross-entropy)
     if (models::family(model_->config().family).objective == models::Objective::CausalLm)
       rec.scalar("perplexity", std::exp(eval));
+    else if (comm_->size(comm::Group::Tp) > 1)  // the MLM logits are split by vocabulary
+      rec.text("mlm_accuracy", "not measured: the MLM logits of a tensor-parallel model (mesh.tp "
+                               "> 1) are split by vocabulary and nothing gathers them yet");
     else
       rec.scalar("mlm_accuracy", mlm_accuracy(ctx));
     rec.scalar("corpus_documents", static_cast<double>(corpus_.documents));

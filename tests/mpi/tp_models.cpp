@@ -1,16 +1,17 @@
-// GPT-2 with Megatron's tensor parallelism (models/tensor_parallel.h) under the FSDP engine
-// equals the one-process trainer: at 2 ranks tp = 2; at 4 ranks tp = 2 x dp_shard = 2 under
+// GPT-2 and BERT with Megatron's tensor parallelism (models/tensor_parallel.h) under the FSDP
+// engine equal the one-process trainer: at 2 ranks tp = 2; at 4 ranks tp = 2 x dp_shard = 2 under
 // every strategy that shards over dp_shard, and tp = 2 x dp_replicate = 2 under hybrid_shard.
 // The memory model (fsdp::predict_memory on the rank's blocks) gives the engine's state bytes.
-// 10 steps of gpt2-tiny: losses and gradient norms (split parameters counted per tp rank,
+// 10 steps of gpt2-tiny and bert-tiny (MLM): losses and gradient norms (split parameters counted per tp rank,
 // replicated ones once) within 1e-5 relative, each rank's final blocks within 2e-5 of the
 // reference's. Per micro-step the tp group all-reduces 2L + 3 activations forward (embedding,
 // two per block, the cross-entropy's maxima and sums) and 2L + 1 gradients backward. The
 // vocabulary-parallel cross-entropy on its own (uneven vocabulary ranges, ignored targets)
-// equals at::cross_entropy and its gradient; a model without the layout, or a tp that does
-// not divide the heads, is refused naming the fix.
+// equals at::cross_entropy and its gradient; a tp that does not divide the heads is refused
+// naming the fix.
 #include <ATen/ATen.h>
 
+#include <map>
 #include <mutex>
 
 #include "tests/mpi/fsdp_testlib.h"
@@ -29,9 +30,11 @@ namespace {
 constexpr int kSteps = 10;
 constexpr std::int64_t kB = 8, kT = 16;
 
-RunResult reference() {
-  static RunResult r = [] {
-    auto model = sb::models::make_model("gpt2-tiny");
+const RunResult& reference(const std::string& preset) {
+  static std::map<std::string, RunResult> cache;
+  if (auto it = cache.find(preset); it != cache.end()) return it->second;
+  return cache[preset] = [&] {
+    auto model = sb::models::make_model(preset);
     sb::train::TrainConfig tc;
     tc.adamw = test_adamw(kSteps);
     tc.seed = 1234;
@@ -48,7 +51,6 @@ RunResult reference() {
     }
     return out;
   }();
-  return r;
 }
 
 sb::Mesh mesh_of(int tp, int dp_shard, int dp_replicate) {
@@ -57,7 +59,7 @@ sb::Mesh mesh_of(int tp, int dp_shard, int dp_replicate) {
   return m;
 }
 
-void check(const std::string& strategy, const sb::Mesh& mesh) {
+void check(const std::string& preset, const std::string& strategy, const sb::Mesh& mesh) {
   Communicator comm(MPI_COMM_WORLD, mesh);
   std::mutex mu;
   std::size_t act = 0, grad = 0;
@@ -66,12 +68,12 @@ void check(const std::string& strategy, const sb::Mesh& mesh) {
     act += e.kind == "tp_act";
     grad += e.kind == "tp_grad";
   }, MPI_Wtime());
-  auto model = sb::models::make_model("gpt2-tiny");
+  auto model = sb::models::make_model(preset);
   model->set_tensor_parallel(sb::parallel::tensor_parallel(comm));
   sb::fsdp::EngineConfig cfg = engine_config(strategy, kSteps);
   sb::fsdp::Engine engine(*model, comm, cfg, sb::models::init_params(model->units(), 1234));
-  const auto& ref = reference();
-  const std::string what = strategy + " " + mesh.str();
+  const auto& ref = reference(preset);
+  const std::string what = preset + " " + strategy + " " + mesh.str();
   std::vector<double> losses;
   for (int s = 0; s < kSteps; ++s) {
     auto g = global_batch(model->config(), kB, kT, s);
@@ -113,15 +115,17 @@ void check(const std::string& strategy, const sb::Mesh& mesh) {
                 losses.front(), losses.back(), ref.losses.back(), d);
 }
 
-TEST(TpGpt2, MatchesOneProcessTrainer) {
+TEST(TpModels, MatchesOneProcessTrainer) {
   const int n = world_size();
   if (n % 2 != 0) GTEST_SKIP() << "tp = 2 needs an even world";
-  for (const std::string s : {"full_shard", "zero1", "shard_grad_op", "no_shard"})
-    check(s, mesh_of(2, n / 2, 1));
-  if (n == 4) check("hybrid_shard", mesh_of(2, 1, 2));
+  for (const std::string preset : {"gpt2-tiny", "bert-tiny"}) {
+    for (const std::string s : {"full_shard", "zero1", "shard_grad_op", "no_shard"})
+      check(preset, s, mesh_of(2, n / 2, 1));
+    if (n == 4) check(preset, "hybrid_shard", mesh_of(2, 1, 2));
+  }
 }
 
-TEST(TpGpt2, VocabParallelCrossEntropy) {
+TEST(TpModels, VocabParallelCrossEntropy) {
   const int n = world_size();
   Communicator comm(MPI_COMM_WORLD, mesh_of(n, 1, 1));
   const std::int64_t N = 7, V = 10;  // V over 3 or 4 ranks: uneven ranges
@@ -139,15 +143,15 @@ TEST(TpGpt2, VocabParallelCrossEntropy) {
   EXPECT_TRUE(torch::allclose(mine.grad(), full.grad().narrow(1, b, e - b), 1e-6, 1e-7));
 }
 
-TEST(TpGpt2, RefusesWhatCannotSplit) {
-  auto bert = sb::models::make_model("bert-tiny");
-  EXPECT_NE(error_of([&] { bert->set_tensor_parallel({.rank = 0, .size = 2}); })
-                .find("has no tensor-parallel layout; set mesh.tp = 1"), std::string::npos);
+TEST(TpModels, RefusesWhatCannotSplit) {
   auto gpt = sb::models::make_model("gpt2-tiny");  // 4 heads
   EXPECT_NE(gpt->tensor_parallel_problem(3).find("mesh.tp = 3 must divide the heads (4) and the "
                                                  "MLP width (256) of model 'gpt2-tiny'"),
             std::string::npos);
   EXPECT_EQ(gpt->tensor_parallel_problem(2), "");
+  auto bert = sb::models::make_model("bert-tiny");  // 4 heads
+  EXPECT_NE(error_of([&] { bert->set_tensor_parallel({.rank = 0, .size = 3}); })
+                .find("mesh.tp = 3 must divide the heads (4)"), std::string::npos);
 }
 
 }  // namespace
