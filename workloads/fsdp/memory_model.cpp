@@ -62,7 +62,9 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
   // Tensor parallelism splits the attention width, the MLP's and the heads tp ways; the
   // LayerNorm and linear inputs of width d stay whole on every tp rank.
   const std::int64_t tp = std::max(1, in.tp);
-  const auto per_token = static_cast<U64>(4 * c.d_model + (4 * c.attn_width() + 2 * c.d_ff) / tp);
+  // Sequence parallelism splits those too (the linear layers keep their inputs' row blocks).
+  const std::int64_t whole = in.sequence_parallel ? 4 * c.d_model / tp : 4 * c.d_model;
+  const auto per_token = static_cast<U64>(whole + (4 * c.attn_width() + 2 * c.d_ff) / tp);
   p.activation_layers = L * tokens * per_token * elt;
   // The softmax output (B, H, T, T), kept for the softmax's and probs x V's backward (the
   // naive and chunked kernels; kernels that recompute it keep less).

@@ -24,6 +24,7 @@ struct MemoryInputs {
   std::string strategy = "no_shard";
   int world = 1;        // the data-parallel ranks (world / tp)
   int tp = 1;           // mesh.tp: heads, MLP columns and vocabulary split tp ways
+  bool sequence_parallel = false;  // tp_sequence_parallel: the LayerNorm regions' rows too
   int shard_group = 0;  // ranks per shard group (hybrid sharding); 0 = the world
   torch::ScalarType param_dtype = torch::kFloat32;
   int grad_accum = 1;

@@ -84,6 +84,8 @@ void Bert::set_tensor_parallel(TensorParallel tp) {
   SB_CHECK(why.empty(), "{}", why);
   SB_CHECK(tp.size == 1 || (tp.copy_to && tp.reduce_from && tp.cross_entropy),
            "set_tensor_parallel: the tp functions are not set");
+  SB_CHECK(!tp.rows_split() || (tp.gather_rows && tp.scatter_rows && tp.gathered_linear && tp.all_rows),
+           "set_tensor_parallel: the sequence-parallel functions are not set");
   units_ = make_units(tp.rank, tp.size);
   tp_ = std::move(tp);
 }
@@ -93,13 +95,27 @@ torch::Tensor Bert::word_embedding(const torch::Tensor& table, const torch::Tens
   const std::int64_t begin = vocab_range(cfg_.vocab, tp_.rank, tp_.size).first;
   const auto mine = (ids >= begin) & (ids < begin + table.size(0));
   auto local = at::embedding(table, torch::where(mine, ids - begin, torch::zeros_like(ids)));
-  return tp_.reduce_from(local * mine.unsqueeze(-1).to(local.scalar_type()));
+  return local * mine.unsqueeze(-1).to(local.scalar_type());  // this rank's part of the sum
 }
 
 torch::Tensor Bert::row_linear(ParamProvider& p, int u, int w_index, const torch::Tensor& x,
                                const torch::Tensor& w, const torch::Tensor& b) {
   if (!tp_.on()) return p.linear(u, w_index, x, w, b);
+  if (tp_.rows_split()) return tp_.scatter_rows(p.linear(u, w_index, x, w, torch::Tensor())) + tp_.replicated(b);
   return tp_.reduce_from(p.linear(u, w_index, x, w, torch::Tensor())) + b;
+}
+
+// The embeddings' sum and LayerNorm on this rank's block of the B*T rows (sequence parallelism).
+torch::Tensor Bert::embed_rows(const std::vector<torch::Tensor>& e, const Batch& b, const torch::Tensor& pos) {
+  const std::int64_t d = cfg_.d_model;
+  const auto& ids = b.input_ids;
+  auto x = tp_.scatter_rows(word_embedding(e[kWord], ids).view({-1, d}));  // (R, d)
+  const std::int64_t R = x.size(0), first = tp_.rank * R;
+  const auto rows = [&](const torch::Tensor& t) { return t.expand(ids.sizes()).reshape({-1}).narrow(0, first, R); };
+  x = x + at::embedding(tp_.replicated(e[kPos]), rows(pos));
+  const auto type = tp_.replicated(e[kType]);
+  x = b.token_type_ids.defined() ? x + at::embedding(type, rows(b.token_type_ids)) : x + type[0];
+  return at::layer_norm(x, {d}, tp_.replicated(e[kEmbLnW]), tp_.replicated(e[kEmbLnB]), cfg_.ln_eps);
 }
 
 TrainFlops Bert::train_flops(const Batch& b) const {
@@ -154,9 +170,15 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b) {
 
   auto e = p.acquire(0);
   auto pos = b.position_ids.defined() ? b.position_ids : torch::arange(T, ids.options().dtype(torch::kLong));
-  auto x = word_embedding(e[kWord], ids) + at::embedding(e[kPos], pos);  // (B, T, d)
-  x = b.token_type_ids.defined() ? x + at::embedding(e[kType], b.token_type_ids) : x + e[kType][0];
-  x = at::layer_norm(x.view({B * T, d}), {d}, e[kEmbLnW], e[kEmbLnB], cfg_.ln_eps);  // (B*T, d)
+  torch::Tensor x;
+  if (tp_.rows_split()) {
+    x = embed_rows(e, b, pos);  // (B*T / tp, d)
+  } else {
+    auto word = word_embedding(e[kWord], ids);
+    x = (tp_.on() ? tp_.reduce_from(word) : word) + at::embedding(e[kPos], pos);  // (B, T, d)
+    x = b.token_type_ids.defined() ? x + at::embedding(e[kType], b.token_type_ids) : x + e[kType][0];
+    x = at::layer_norm(x.view({B * T, d}), {d}, e[kEmbLnW], e[kEmbLnB], cfg_.ln_eps);  // (B*T, d)
+  }
   p.release(0, x);
 
   AttentionMask mask;
@@ -167,14 +189,25 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b) {
   for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
     const int u = static_cast<int>(l + 1);
     auto w = p.acquire(u);
-    const auto xt = in_tp(x);
-    auto q = heads(p.linear(u, kQW, xt, w[kQW], w[kQB]));  // (B, H, T, Dh)
-    auto k = heads(p.linear(u, kKW, xt, w[kKW], w[kKB]));
-    auto v = heads(p.linear(u, kVW, xt, w[kVW], w[kVB]));
+    torch::Tensor q, k, v;
+    if (tp_.rows_split()) {  // one gathered GEMM for the three (this rank's heads of each)
+      auto qkv = tp_.gathered_linear(x, torch::cat({w[kQW], w[kKW], w[kVW]}), torch::cat({w[kQB], w[kKB], w[kVB]}));
+      auto parts = qkv.chunk(3, 1);
+      q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
+    } else {
+      const auto xt = in_tp(x);
+      q = heads(p.linear(u, kQW, xt, w[kQW], w[kQB]));  // (B, H, T, Dh)
+      k = heads(p.linear(u, kKW, xt, w[kKW], w[kKB]));
+      v = heads(p.linear(u, kVW, xt, w[kVW], w[kVB]));
+    }
     auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
-    x = at::layer_norm(x + row_linear(p, u, kAoW, a, w[kAoW], w[kAoB]), {d}, w[kAoLnW], w[kAoLnB], cfg_.ln_eps);
-    auto h = p.linear_gelu(u, kIW, in_tp(x), w[kIW], w[kIB], "none");  // (B*T, 4d / tp), erf GELU
-    x = at::layer_norm(x + row_linear(p, u, kOW, h, w[kOW], w[kOB]), {d}, w[kOLnW], w[kOLnB], cfg_.ln_eps);
+    const auto norm = [&](const torch::Tensor& t, int i) {
+      return at::layer_norm(t, {d}, tp_.replicated(w[i]), tp_.replicated(w[i + 1]), cfg_.ln_eps);
+    };
+    x = norm(x + row_linear(p, u, kAoW, a, w[kAoW], w[kAoB]), kAoLnW);
+    auto h = tp_.rows_split() ? at::gelu(tp_.gathered_linear(x, w[kIW], w[kIB]), "none")
+                              : p.linear_gelu(u, kIW, in_tp(x), w[kIW], w[kIB], "none");  // (B*T, 4d / tp), erf GELU
+    x = norm(x + row_linear(p, u, kOW, h, w[kOW], w[kOB]), kOLnW);
     p.release(u, x);
   }
   return x;
@@ -202,8 +235,11 @@ torch::Tensor cls_logits(ParamProvider& p, int head, const std::vector<torch::Te
 torch::Tensor Bert::loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) {
   SB_CHECK(b.targets.defined() || b.labels.defined(),
            "BERT loss needs MLM targets (B, T) or classification labels (B), or both");
+  SB_CHECK(!tp_.on() || !c.combine, "model '{}': distillation is not implemented for a "
+           "tensor-parallel model (mesh.tp = {})", cfg_.preset, tp_.size);
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
   auto x = encode(p, b);
+  if (tp_.rows_split()) x = tp_.all_rows(x);  // the heads run replicated on every row
   const int head = static_cast<int>(cfg_.n_layer + 1);
   auto w = p.acquire(head);
   torch::Tensor loss;
@@ -218,8 +254,6 @@ torch::Tensor Bert::loss_with(ParamProvider& p, const Batch& b, const LossCombin
     auto word = p.acquire(0)[kWord];
     used_word = true;
     if (tp_.on()) {  // the decoder's columns split by vocabulary, never gathered
-      SB_CHECK(!c.combine, "model '{}': distillation is not implemented for a tensor-parallel "
-               "model (mesh.tp = {})", cfg_.preset, tp_.size);
       auto tr = p.linear_gelu(head, kTrW, x.index_select(0, idx), w[kTrW], w[kTrB], "none");
       tr = tp_.copy_to(at::layer_norm(tr, {tr.size(-1)}, w[kTrLnW], w[kTrLnB], cfg_.ln_eps));
       loss = tp_.cross_entropy(p.linear(0, 0, tr, word, w[kDecB]), t.index_select(0, idx),
@@ -262,6 +296,7 @@ torch::Tensor Bert::logits(ParamProvider& p, const Batch& b) {
 torch::Tensor Bert::classify(ParamProvider& p, const Batch& b) {
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
   auto x = encode(p, b);
+  if (tp_.rows_split()) x = tp_.all_rows(x);
   const int head = static_cast<int>(cfg_.n_layer + 1);
   auto w = p.acquire(head);
   auto out = cls_logits(p, head, w, x, B, T, b.cls_index);  // (B, num_labels)

@@ -35,8 +35,10 @@ class Bert final : public Model {
  private:
   std::vector<UnitSpec> make_units(int tp_rank, int tp_size) const;
   torch::Tensor encode(ParamProvider& p, const Batch& b);  // -> (B*T, d)
-  // The word embeddings' rows for ids (this rank's vocabulary range under tp, summed over tp).
+  // The word embeddings' rows for ids (B, T, d); under tp this rank's part of their sum over
+  // tp (its vocabulary range's rows, zeros for other tokens).
   torch::Tensor word_embedding(const torch::Tensor& table, const torch::Tensor& ids);
+  torch::Tensor embed_rows(const std::vector<torch::Tensor>& e, const Batch& b, const torch::Tensor& pos);
   // x through a row-parallel linear under tp (partial products summed, then the bias).
   torch::Tensor row_linear(ParamProvider& p, int u, int w_index, const torch::Tensor& x,
                            const torch::Tensor& w, const torch::Tensor& b);

@@ -85,6 +85,8 @@ void Gpt2::set_tensor_parallel(TensorParallel tp) {
   SB_CHECK(why.empty(), "{}", why);
   SB_CHECK(tp.size == 1 || (tp.copy_to && tp.reduce_from && tp.cross_entropy),
            "set_tensor_parallel: the tp functions are not set");
+  SB_CHECK(!tp.rows_split() || (tp.gather_rows && tp.scatter_rows && tp.gathered_linear),
+           "set_tensor_parallel: the sequence-parallel functions are not set");
   units_ = make_units(tp.rank, tp.size);
   tp_ = std::move(tp);
 }
@@ -97,6 +99,7 @@ void Gpt2::check_whole(const char* what) const {
 torch::Tensor Gpt2::row_linear(ParamProvider& p, int u, int w_index, const torch::Tensor& x,
                                const torch::Tensor& w, const torch::Tensor& b) {
   if (!tp_.on()) return p.linear(u, w_index, x, w, b);
+  if (tp_.rows_split()) return tp_.scatter_rows(p.linear(u, w_index, x, w, torch::Tensor())) + tp_.replicated(b);
   return tp_.reduce_from(p.linear(u, w_index, x, w, torch::Tensor())) + b;
 }
 
@@ -131,7 +134,14 @@ torch::Tensor Gpt2::embed(ParamProvider& p, const torch::Tensor& ids, const torc
     const std::int64_t begin = vocab_range(cfg_.vocab, tp_.rank, tp_.size).first;
     const auto mine = (ids >= begin) & (ids < begin + e[0].size(0));
     auto local = at::embedding(e[0], torch::where(mine, ids - begin, torch::zeros_like(ids)));
-    x = tp_.reduce_from(local * mine.unsqueeze(-1).to(local.scalar_type())) + at::embedding(e[1], pos);
+    local = local * mine.unsqueeze(-1).to(local.scalar_type());  // (B, T, d)
+    if (!tp_.rows_split()) {
+      x = tp_.reduce_from(local) + at::embedding(e[1], pos);
+    } else {  // this rank's block of the B*T rows, and their positions
+      x = tp_.scatter_rows(local.view({-1, cfg_.d_model}));
+      const auto rows = pos.expand(ids.sizes()).reshape({-1}).narrow(0, tp_.rank * x.size(0), x.size(0));
+      x = x + at::embedding(tp_.replicated(e[1]), rows);
+    }
   }
   x = x.view({-1, cfg_.d_model});
   p.release(0, x);
@@ -142,20 +152,28 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
                            const KeysValues& kv, const AttentionMask& mask) {
   // Under tp this rank runs H / tp heads and d_ff / tp MLP columns (tensor_parallel.h).
   const std::int64_t d = cfg_.d_model, H = cfg_.n_head / tp_.size, Dh = cfg_.dh();
+  // Sequence parallelism: x holds this rank's rows; the column-parallel layers gather them.
   const auto in_tp = [&](const torch::Tensor& t) { return tp_.on() ? tp_.copy_to(t) : t; };
+  const auto norm = [&](const torch::Tensor& t, const torch::Tensor& w, const torch::Tensor& b) {
+    return at::layer_norm(t, {d}, tp_.replicated(w), tp_.replicated(b), cfg_.ln_eps);
+  };
+  const auto column = [&](int u, int i, const torch::Tensor& h, const std::vector<torch::Tensor>& w) {
+    return tp_.rows_split() ? tp_.gathered_linear(h, w[i], w[i + 1]) : p.linear(u, i, in_tp(h), w[i], w[i + 1]);
+  };
   for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
     const int u = static_cast<int>(l + 1);
     auto w = p.acquire(u);
-    auto h = in_tp(at::layer_norm(x, {d}, w[kLn1W], w[kLn1B], cfg_.ln_eps));
-    auto qkv = p.linear(u, kAttnW, h, w[kAttnW], w[kAttnB]).view({B, T, 3, H, Dh});  // (B, T, 3, H, Dh)
+    auto h = norm(x, w[kLn1W], w[kLn1B]);
+    auto qkv = column(u, kAttnW, h, w).view({B, T, 3, H, Dh});  // (B, T, 3, H, Dh)
     auto q = qkv.select(2, 0).transpose(1, 2);  // (B, H, T, Dh)
     auto k = qkv.select(2, 1).transpose(1, 2);
     auto v = qkv.select(2, 2).transpose(1, 2);
     if (kv) std::tie(k, v) = kv(l, k, v);
     auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
     x = x + row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]);
-    h = in_tp(at::layer_norm(x, {d}, w[kLn2W], w[kLn2B], cfg_.ln_eps));
-    h = p.linear_gelu(u, kFcW, h, w[kFcW], w[kFcB], "tanh");  // (B*T, 4d / tp)
+    h = norm(x, w[kLn2W], w[kLn2B]);
+    h = tp_.rows_split() ? at::gelu(column(u, kFcW, h, w), "tanh")
+                         : p.linear_gelu(u, kFcW, in_tp(h), w[kFcW], w[kFcB], "tanh");  // (B*T, 4d / tp)
     x = x + row_linear(p, u, kMlpW, h, w[kMlpW], w[kMlpB]);
     p.release(u, x);
   }
@@ -164,7 +182,7 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
 
 torch::Tensor Gpt2::final_norm(ParamProvider& p, const torch::Tensor& x) {
   auto wf = p.acquire(static_cast<int>(cfg_.n_layer + 1));
-  return at::layer_norm(x, {cfg_.d_model}, wf[0], wf[1], cfg_.ln_eps);
+  return at::layer_norm(x, {cfg_.d_model}, tp_.replicated(wf[0]), tp_.replicated(wf[1]), cfg_.ln_eps);
 }
 
 torch::Tensor Gpt2::head(ParamProvider& p, torch::Tensor x, bool release_head_with_logits) {
@@ -269,10 +287,11 @@ torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombin
   const auto t = b.targets.reshape({-1});
   torch::Tensor loss;
   if (!c.combine && tp_.on()) {  // logits split by vocabulary, never gathered
-    const auto x = tp_.copy_to(final_norm(p, trunk(p, b.input_ids, nullptr)));
+    const auto x = final_norm(p, trunk(p, b.input_ids, nullptr));  // this rank's rows under sp
     const auto wte = p.acquire(0)[0];
-    loss = tp_.cross_entropy(p.linear(0, 0, x, wte, torch::Tensor()), t,
-                             vocab_range(cfg_.vocab, tp_.rank, tp_.size).first);
+    const auto logits = tp_.rows_split() ? tp_.gathered_linear(x, wte, torch::Tensor())
+                                         : p.linear(0, 0, tp_.copy_to(x), wte, torch::Tensor());
+    loss = tp_.cross_entropy(logits, t, vocab_range(cfg_.vocab, tp_.rank, tp_.size).first);
   } else if (!c.combine) {  // the loss alone: the provider's LM-head loss (chunked for plain weights)
     const auto x = final_norm(p, trunk(p, b.input_ids, nullptr));
     loss = p.linear_cross_entropy(0, 0, x, p.acquire(0)[0], t);

@@ -29,7 +29,25 @@ struct TensorParallel {
   // full-vocabulary ids. Never gathers the logits (tp_layers.h vocab_parallel_cross_entropy).
   std::function<torch::Tensor(const torch::Tensor& logits_r, const torch::Tensor& targets,
                               std::int64_t vocab_begin)> cross_entropy;
+  // Megatron's sequence parallelism (Korthikanti et al. 2022): between the tensor-parallel
+  // regions the (rows, d) activations are split by rows, rank r holding rows [r R, (r+1) R).
+  //   gather_rows      all-gather of the row blocks; backward reduce-scatter
+  //   scatter_rows     reduce-scatter of partial sums into row blocks; backward all-gather
+  //   gathered_linear  linear(gather_rows(x), w, b) keeping only x's block for backward (the
+  //                    gather is redone there), so no whole-width input is saved
+  //   all_rows         all-gather for computation replicated on every tp rank (BERT's heads):
+  //                    each rank's gradient is already the whole one; backward keeps its block
+  // A replicated parameter applied to row blocks gets a partial gradient on each rank: the
+  // model passes it through copy_to, whose backward sums it over tp.
+  bool sequence_parallel = false;
+  std::function<torch::Tensor(const torch::Tensor&)> gather_rows, scatter_rows, all_rows;
+  std::function<torch::Tensor(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b)>
+      gathered_linear;
   bool on() const { return size > 1; }
+  bool rows_split() const { return size > 1 && sequence_parallel; }
+  // p as the model uses it on this rank's rows: under sequence parallelism its gradient is
+  // summed over tp (copy_to), else p itself.
+  torch::Tensor replicated(const torch::Tensor& p) const { return rows_split() ? copy_to(p) : p; }
 };
 
 // How a parameter is split over tp (ParamSpec::tp).

@@ -42,6 +42,82 @@ struct ReduceFromTp : torch::autograd::Function<ReduceFromTp> {
   static tensor_list backward(AutogradContext*, tensor_list g) { return {g[0], torch::Tensor()}; }
 };
 
+// Row blocks over tp (x: (rows, ...) contiguous; the collectives write raw memory).
+torch::Tensor gathered(const torch::Tensor& x_r, Communicator& c, const char* kind) {
+  auto shape = x_r.sizes().vec();
+  shape[0] *= c.size(Group::Tp);
+  torch::Tensor full = torch::empty(shape, x_r.options());
+  c.all_gather(x_r.contiguous(), full, Group::Tp, kind);
+  return full;
+}
+torch::Tensor scattered(const torch::Tensor& x, Communicator& c, const char* kind) {
+  const int n = c.size(Group::Tp);
+  SB_CHECK(x.size(0) % n == 0, "sequence parallelism splits {} rows (batch rows x sequence) into "
+           "mesh.tp = {} equal blocks: they must divide by tp; choose a batch and seq whose "
+           "product per data-parallel rank divides by tp", x.size(0), n);
+  auto shape = x.sizes().vec();
+  shape[0] /= n;
+  torch::Tensor out = torch::empty(shape, x.options());
+  c.reduce_scatter(x.contiguous(), out, Group::Tp, kind);
+  return out;
+}
+
+struct GatherRows : torch::autograd::Function<GatherRows> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    return gathered(x, from(comm), "tp_act");
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list g) {
+    return {scattered(g[0], from(ctx->saved_data["comm"].toInt()), "tp_grad"), torch::Tensor()};
+  }
+};
+
+struct ScatterRows : torch::autograd::Function<ScatterRows> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    return scattered(x, from(comm), "tp_act");
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list g) {
+    return {gathered(g[0], from(ctx->saved_data["comm"].toInt()), "tp_grad"), torch::Tensor()};
+  }
+};
+
+struct AllRows : torch::autograd::Function<AllRows> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    ctx->saved_data["rows"] = x.size(0);
+    return gathered(x, from(comm), "tp_act");
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list g) {
+    const std::int64_t n = ctx->saved_data["rows"].toInt();
+    const int r = from(ctx->saved_data["comm"].toInt()).rank(Group::Tp);
+    return {g[0].narrow(0, r * n, n).contiguous(), torch::Tensor()};
+  }
+};
+
+// Megatron's LinearWithGradAccumulationAndAsyncCommunication, synchronous: y = gather(x_r) w^T
+// + b; backward gathers x_r again for w's gradient and reduce-scatters x's.
+struct GatheredLinear : torch::autograd::Function<GatheredLinear> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_r, const torch::Tensor& w,
+                               const torch::Tensor& b, std::int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    const bool bias = b.numel() > 0;  // an empty b: none (autograd functions take no undefined inputs)
+    ctx->saved_data["bias"] = bias;
+    ctx->save_for_backward({x_r, w});
+    return at::linear(gathered(x_r, from(comm), "tp_act"), w, bias ? b : torch::Tensor());
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list g) {
+    Communicator& c = from(ctx->saved_data["comm"].toInt());
+    const auto s = ctx->get_saved_variables();
+    const auto x = gathered(s[0], c, "tp_act").reshape({-1, s[1].size(1)});
+    const auto gy = g[0].reshape({-1, s[1].size(0)});
+    auto gx = scattered(at::matmul(gy, s[1]), c, "tp_grad").view(s[0].sizes());
+    auto gw = at::matmul(gy.t(), x);
+    auto gb = ctx->saved_data["bias"].toBool() ? gy.sum(0) : torch::Tensor();
+    return {gx, gw, gb, torch::Tensor()};
+  }
+};
+
 // Saved: the softmax of this rank's columns, where each row's target is among them, and the
 // rows kept; the backward needs nothing from other ranks.
 struct VocabParallelCe : torch::autograd::Function<VocabParallelCe> {
@@ -119,10 +195,38 @@ torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits_r, const 
   return VocabParallelCe::apply(logits_r, targets, vocab_begin, handle(c));
 }
 
-models::TensorParallel tensor_parallel(Communicator& c) {
+torch::Tensor gather_rows_tp(const torch::Tensor& x_r, Communicator& c) {
+  if (c.size(Group::Tp) == 1) return x_r;
+  return GatherRows::apply(x_r, handle(c));
+}
+
+torch::Tensor scatter_rows_tp(const torch::Tensor& x, Communicator& c) {
+  if (c.size(Group::Tp) == 1) return x;
+  return ScatterRows::apply(x, handle(c));
+}
+
+torch::Tensor all_rows_tp(const torch::Tensor& x_r, Communicator& c) {
+  if (c.size(Group::Tp) == 1) return x_r;
+  return AllRows::apply(x_r, handle(c));
+}
+
+torch::Tensor gathered_linear_tp(const torch::Tensor& x_r, const torch::Tensor& w,
+                                 const torch::Tensor& b, Communicator& c) {
+  if (c.size(Group::Tp) == 1) return at::linear(x_r, w, b);
+  return GatheredLinear::apply(x_r, w, b.defined() ? b : torch::empty({0}, w.options()), handle(c));
+}
+
+models::TensorParallel tensor_parallel(Communicator& c, bool sequence_parallel) {
   models::TensorParallel tp;
   tp.rank = c.rank(Group::Tp);
   tp.size = c.size(Group::Tp);
+  tp.sequence_parallel = sequence_parallel;
+  tp.gather_rows = [&c](const torch::Tensor& x) { return gather_rows_tp(x, c); };
+  tp.scatter_rows = [&c](const torch::Tensor& x) { return scatter_rows_tp(x, c); };
+  tp.all_rows = [&c](const torch::Tensor& x) { return all_rows_tp(x, c); };
+  tp.gathered_linear = [&c](const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+    return gathered_linear_tp(x, w, b, c);
+  };
   tp.copy_to = [&c](const torch::Tensor& x) { return copy_to_tp(x, c); };
   tp.reduce_from = [&c](const torch::Tensor& x) { return reduce_from_tp(x, c); };
   tp.cross_entropy = [&c](const torch::Tensor& l, const torch::Tensor& t, std::int64_t begin) {

@@ -47,8 +47,22 @@ torch::Tensor row_shard(const torch::Tensor& full, int rank, int size);
 torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits_r, const torch::Tensor& targets,
                                            std::int64_t vocab_begin, comm::Communicator& c);
 
+// Megatron's sequence-parallel regions over tp (models/tensor_parallel.h): x's rows split in tp
+// equal blocks, rank r the r-th. gather_rows_tp: all-gather forward ("tp_act"), reduce-scatter
+// of the gradient backward ("tp_grad"); scatter_rows_tp: reduce-scatter forward, all-gather of
+// the gradient backward; gathered_linear_tp(x_r, w, b) = linear(gather_rows_tp(x_r), w, b)
+// saving x_r only and gathering it again in backward ("tp_act").
+torch::Tensor gather_rows_tp(const torch::Tensor& x_r, comm::Communicator& c);
+torch::Tensor scatter_rows_tp(const torch::Tensor& x, comm::Communicator& c);
+torch::Tensor gathered_linear_tp(const torch::Tensor& x_r, const torch::Tensor& w,
+                                 const torch::Tensor& b, comm::Communicator& c);
+// All-gather forward; backward this rank's block of the gradient (replicated computation after
+// it gives every rank the whole gradient: summing would count it tp times).
+torch::Tensor all_rows_tp(const torch::Tensor& x_r, comm::Communicator& c);
+
 // The functions a model's tensor-parallel layout calls (models/tensor_parallel.h) over c's tp
 // group. c must outlive the model's use of them.
-models::TensorParallel tensor_parallel(comm::Communicator& c);
+// sequence_parallel: Megatron's sequence parallelism (tp_sequence_parallel).
+models::TensorParallel tensor_parallel(comm::Communicator& c, bool sequence_parallel = false);
 
 }  // namespace sb::parallel

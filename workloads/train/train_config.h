@@ -29,6 +29,7 @@ struct StepKeys {
   bool prefetch = true;
   std::string comm_progress;     // auto, thread, poll or inline
   double peak_gflops = 0;        // one rank's peak for MFU; 0 = measured
+  bool tp_sequence_parallel = false;  // Megatron's sequence parallelism over mesh.tp
   static void declare(Fields<StepKeys>& f);
 };
 

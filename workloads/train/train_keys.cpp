@@ -172,6 +172,9 @@ void StepKeys::declare(Fields<StepKeys>& f) {
   f.name("reduce_dtype", &StepKeys::reduce_dtype, "dtype", "fp32",
          "dtype of gradient collectives (fp32, bf16, fp16)");
   f.add("prefetch", &StepKeys::prefetch, true, "all-gather the next unit while the current one computes");
+  f.add("tp_sequence_parallel", &StepKeys::tp_sequence_parallel, false,
+        "Megatron's sequence parallelism with mesh.tp > 1: LayerNorm regions hold 1/tp of the "
+        "rows; reduce-scatter and all-gather replace the all-reduces (docs/FSDP.md)");
   // "auto": poll where parameters are sharded (a unit's all-gather then completes while the
   // peer computes, instead of waiting for the peer's next unit boundary), inline otherwise
   // (poll's 20 us sleeps slow libnbc's many-round all-reduce). docs/FSDP.md "Benchmark".

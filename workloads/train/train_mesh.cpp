@@ -88,7 +88,23 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
 // model can split, and none of what does not run over tp yet (each named with its fix).
 void validate_tp(const Point& p, std::vector<Diagnostic>& out) {
   const int tp = config<MeshConfig>(p).tp;
-  if (tp <= 1 || !p.has("task") || base_config(p).task != "train") return;
+  if (!p.has("task") || base_config(p).task != "train") return;
+  const bool sp = config<StepKeys>(p).tp_sequence_parallel;
+  if (sp && tp <= 1)
+    out.push_back({"tp_sequence_parallel", "tp_sequence_parallel = true splits the LayerNorm "
+                   "regions' rows over mesh.tp, which is 1 here: set mesh.tp > 1, or "
+                   "tp_sequence_parallel = false"});
+  if (tp <= 1) return;
+  if (sp) {  // each data-parallel rank's B x T rows in tp equal blocks
+    const I world = base_config(p).world, accum = config<OptimKeys>(p).grad_accum;
+    const I dp = world % tp == 0 ? world / tp : 0, batch = config<ModelKeys>(p).batch;
+    const I rows = dp > 0 && accum > 0 ? batch / dp / accum * config<ModelKeys>(p).seq : 0;
+    if (rows > 0 && rows % tp != 0)
+      out.push_back({"tp_sequence_parallel",
+                     fmt::format("sequence parallelism splits each micro-batch's {} rows (batch "
+                                 "rows x seq) into mesh.tp = {} blocks: they must divide by tp; "
+                                 "change batch or seq", rows, tp)});
+  }
   const std::string& preset = config<ModelKeys>(p).model;
   std::string why;
   try {

@@ -81,6 +81,7 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   const ModelKeys& mk = config<ModelKeys>(p);
   in.strategy = mk.strategy;
   in.tp = config<MeshConfig>(p).tp;
+  in.sequence_parallel = in.tp > 1 && config<StepKeys>(p).tp_sequence_parallel;
   in.world = static_cast<int>(base_config(p).world / std::max(1, in.tp));  // data-parallel ranks
   in.shard_group = shard_group;
   in.param_dtype = param_dtype;
