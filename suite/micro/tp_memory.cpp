@@ -33,6 +33,7 @@
 #include "workloads/fsdp/memory_model.h"
 #include "workloads/micro/memory_tracker.h"
 #include "workloads/models/dtype.h"
+#include "workloads/models/family.h"
 #include "workloads/models/params.h"
 #include "workloads/parallel/tp_layers.h"
 
@@ -111,8 +112,10 @@ int main(int argc, char** argv) {
   sb::models::Batch batch;
   batch.input_ids = tok.narrow(1, 0, T).contiguous();
   batch.targets = tok.narrow(1, 1, T).contiguous();
-  if (cfg.family != "gpt2") batch.targets = torch::where(torch::rand({B, T}, gen) < 0.15, batch.targets,
-                                                         torch::full_like(batch.targets, -100));
+  // A masked LM (BERT) has targets at the masked positions only (about 15%).
+  if (sb::models::family(cfg.family).objective == sb::models::Objective::MaskedLm)
+    batch.targets = torch::where(torch::rand({B, T}, gen) < 0.15, batch.targets,
+                                 torch::full_like(batch.targets, -100));
   std::vector<std::vector<Sample>> got(3);
   for (int r = 0; r < rounds; ++r)
     for (int m = 0; m < 3; ++m) got[m].push_back(measure(preset, batch, dt, m == 0 ? nullptr : &comm, m == 2));
