@@ -17,6 +17,7 @@
 #include "tests/mpi/fsdp_testlib.h"
 #include "tests/mpi/mpi_main.h"
 #include "workloads/fsdp/memory_model.h"
+#include "workloads/models/family.h"
 #include "workloads/models/loss.h"
 #include "workloads/parallel/tp_layers.h"
 #include "workloads/train/reference_trainer.h"
@@ -60,7 +61,11 @@ sb::Mesh mesh_of(int tp, int dp_shard, int dp_replicate) {
 }
 
 // Collectives over tp per micro-batch (docs/FSDP.md "Tensor parallelism in the models").
-std::pair<std::size_t, std::size_t> tp_collectives(const std::string& preset, std::size_t L, bool sp) {
+bool causal(const sb::models::Model& m) {  // GPT-2 here (the other is BERT)
+  return sb::models::family(m.config().family).objective == sb::models::Objective::CausalLm;
+}
+
+std::pair<std::size_t, std::size_t> tp_collectives(bool gpt2, std::size_t L, bool sp) {
   if (!sp) return {2 * L + 3, 2 * L + 1};
   // Sequence parallel, per block: forward 2 gathers and 2 reduce-scatters; backward 2 gathers
   // again (tp_act), 2 reduce-scatters and 2 all-gathers of gradients, and 6 all-reduces of the
@@ -70,7 +75,30 @@ std::pair<std::size_t, std::size_t> tp_collectives(const std::string& preset, st
   // all-reduces. BERT: the embedding and the heads' all-gather and the cross-entropy forward;
   // backward the MLM decoder's input all-reduce, the embedding's all-gather and position,
   // token type and LayerNorm (2) all-reduces.
-  return preset.rfind("gpt2", 0) == 0 ? std::make_pair(6 * L + 5, 10 * L + 5) : std::make_pair(6 * L + 4, 10 * L + 6);
+  return gpt2 ? std::make_pair(6 * L + 5, 10 * L + 5) : std::make_pair(6 * L + 4, 10 * L + 6);
+}
+
+// GPT-2's tp traffic per micro-batch of R rows (positions), in the trace's logical bytes (what
+// the fp32 collective sends: all-reduce 2 (p-1)/p of its buffer, all-gather and reduce-scatter
+// (p-1)/p of the whole buffer), forward (tp_act) and backward (tp_grad):
+//   tensor parallel: (2L + 1) all-reduces of R x d each way (embedding and two per block
+//     forward; two per block and the LM head's input backward), and the cross-entropy's row
+//     maxima (R) and sums with the target logit (2R) forward;
+//   sequence parallel: (6L + 3) all-gathers or reduce-scatters of R x d forward and
+//     re-gathered in backward (embedding, 4 per block, the head's gathered GEMM; 2 per block
+//     and the head's again), the cross-entropy's 3R; backward (4L + 2) of R x d and the
+//     all-reduces of the replicated parameters' gradients: 6 d per block, ln_f's 2 d and wpe
+//     (P x d).
+std::pair<std::uint64_t, std::uint64_t> gpt2_tp_bytes(const sb::models::ModelConfig& c,
+                                                      std::int64_t R, int p, bool sp) {
+  const double ar = 2.0 * (p - 1) / p, ag = static_cast<double>(p - 1) / p;
+  const double rows = static_cast<double>(R * c.d_model * 4), L = static_cast<double>(c.n_layer);
+  const double ce = ar * static_cast<double>(3 * R * 4);
+  if (!sp) return {static_cast<std::uint64_t>((2 * L + 1) * ar * rows + ce),
+                   static_cast<std::uint64_t>((2 * L + 1) * ar * rows)};
+  const double params = ar * static_cast<double>((6 * c.n_layer + 2) * c.d_model * 4 + c.max_pos * c.d_model * 4);
+  return {static_cast<std::uint64_t>((6 * L + 3) * ag * rows + ce),
+          static_cast<std::uint64_t>((4 * L + 2) * ag * rows + params)};
 }
 
 void check(const std::string& preset, const std::string& strategy, const sb::Mesh& mesh,
@@ -78,10 +106,13 @@ void check(const std::string& preset, const std::string& strategy, const sb::Mes
   Communicator comm(MPI_COMM_WORLD, mesh);
   std::mutex mu;
   std::size_t act = 0, grad = 0;
+  std::uint64_t act_bytes = 0, grad_bytes = 0;
   comm.set_trace_hook([&](const sb::CommEvent& e) {
     std::lock_guard<std::mutex> lk(mu);
     act += e.kind == "tp_act";
     grad += e.kind == "tp_grad";
+    if (e.kind == "tp_act") act_bytes += e.logical_bytes;
+    if (e.kind == "tp_grad") grad_bytes += e.logical_bytes;
   }, MPI_Wtime());
   auto model = sb::models::make_model(preset);
   model->set_tensor_parallel(sb::parallel::tensor_parallel(comm, sp));
@@ -123,9 +154,14 @@ void check(const std::string& preset, const std::string& strategy, const sb::Mes
   EXPECT_EQ(m.param, pm.param) << what;
   EXPECT_EQ(m.optim, pm.optim) << what;
   EXPECT_EQ(m.model_state, pm.model_state) << what;
-  const auto [per_act, per_grad] = tp_collectives(preset, model->config().n_layer, sp);
+  const auto [per_act, per_grad] = tp_collectives(causal(*model), model->config().n_layer, sp);
   EXPECT_EQ(act, per_act * kSteps) << what;
   EXPECT_EQ(grad, per_grad * kSteps) << what;
+  if (causal(*model)) {  // bytes: docs/METRICS.md "Tensor-parallel volume"
+    const auto [want_act, want_grad] = gpt2_tp_bytes(model->config(), kB / mesh.dp_size() * kT, mesh.tp, sp);
+    EXPECT_EQ(act_bytes, want_act * kSteps) << what;
+    EXPECT_EQ(grad_bytes, want_grad * kSteps) << what;
+  }
   if (world_rank() == 0)
     std::printf("[ tp ] %-52s loss %.6f -> %.6f (ref %.6f), max |dp| %.2e\n", what.c_str(),
                 losses.front(), losses.back(), ref.losses.back(), d);
