@@ -126,7 +126,6 @@ void validate_tp(const Point& p, std::vector<Diagnostic>& out) {
   if (!config<distill::DistillKeys>(p).teacher.empty()) refuse("teacher", "distillation");
   if (config<prune::PruneKeys>(p).method != "none") refuse("pruning", "pruning");
   const RunKeys& r = config<RunKeys>(p);
-  if (!r.checkpoint_dir.empty()) refuse("checkpoint_dir", "saving checkpoints");
   if (!r.export_folder.empty()) refuse("export_folder", "exporting the trained model");
   if (!r.export_safetensors.empty()) refuse("export_safetensors", "exporting the trained model");
 }
