@@ -187,6 +187,41 @@ TEST(TpModels, SequenceParallelMatchesOneProcessTrainer) {
   }
 }
 
+// Compression per dimension (comm::Policy::tp_act / tp_grad): bf16 on f's and g's all-reduces
+// halves their bytes exactly (the cross-entropy's stay plain) and keeps GPT-2 within bf16's
+// rounding of the one-process trainer.
+TEST(TpModels, CompressedTensorParallelTraffic) {
+  const int n = world_size();
+  if (n % 2 != 0) GTEST_SKIP() << "tp = 2 needs an even world";
+  const sb::Mesh mesh = mesh_of(2, n / 2, 1);
+  Communicator comm(MPI_COMM_WORLD, mesh);
+  std::mutex mu;
+  std::size_t halved = 0, plain = 0, other = 0;
+  comm.set_trace_hook([&](const sb::CommEvent& e) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (e.kind != "tp_act" && e.kind != "tp_grad") return;
+    if (2 * e.wire_bytes == e.logical_bytes) ++halved;
+    else if (e.wire_bytes == e.logical_bytes) ++plain;
+    else ++other;
+  }, MPI_Wtime());
+  sb::comm::Policy policy;
+  policy.tp_act.name = policy.tp_grad.name = "bf16";
+  auto model = sb::models::make_model("gpt2-tiny");
+  model->set_tensor_parallel(sb::parallel::tensor_parallel(comm, false, policy));
+  sb::fsdp::Engine engine(*model, comm, engine_config("full_shard", kSteps),
+                          sb::models::init_params(model->units(), 1234));
+  const auto& ref = reference("gpt2-tiny");
+  for (int s = 0; s < kSteps; ++s) {
+    auto g = global_batch(model->config(), kB, kT, s);
+    auto st = engine.step({slice(g, mesh.dp_rank(comm.rank()), mesh.dp_size())}, sb::fsdp::loss_terms(g));
+    EXPECT_NEAR(st.loss, ref.losses[s], 2e-3 * std::abs(ref.losses[s])) << "step " << s;
+  }
+  const std::size_t L = model->config().n_layer;
+  EXPECT_EQ(halved, (2 * L + 1 + 2 * L + 1) * kSteps);  // f's and g's all-reduces
+  EXPECT_EQ(plain, 2u * kSteps);                         // the cross-entropy's maxima and sums
+  EXPECT_EQ(other, 0u);
+}
+
 TEST(TpModels, VocabParallelCrossEntropy) {
   const int n = world_size();
   Communicator comm(MPI_COMM_WORLD, mesh_of(n, 1, 1));

@@ -41,12 +41,17 @@ bool has(const std::vector<std::string>& v, const std::string& part) {
 }  // namespace
 
 TEST(Policy, PresetsAreWhatTheDocsSay) {
-  EXPECT_EQ(policy_names(), (std::vector<std::string>{"hybrid", "hybrid-topk", "naive-int8", "naive-topk", "none", "custom"}));
+  EXPECT_EQ(policy_names(), (std::vector<std::string>{"hybrid", "hybrid-topk", "hybrid3d", "naive-int8", "naive-topk", "none", "uniform3d", "custom"}));
   EXPECT_FALSE(policy_preset("none").any());
   EXPECT_EQ(policy_preset("naive-int8").describe(), "param=int8(block=256) grad=int8(block=256) allreduce=int8(block=256)");
   EXPECT_EQ(policy_preset("naive-topk").describe(), "param=none grad=topk(ratio=0.01) allreduce=topk(ratio=0.01)");
   EXPECT_EQ(policy_preset("hybrid").describe(), "param=bf16 grad=int8(block=256,ef) allreduce=int8(block=256,ef)");
   EXPECT_EQ(policy_preset("hybrid-topk").describe(), "param=bf16 grad=int8(block=256,ef) allreduce=topk(ratio=0.01,ef)");
+  // The 3D schemes: tensor parallelism's kinds appear where compressed.
+  EXPECT_EQ(policy_preset("uniform3d").describe(), "param=int8(block=256) grad=int8(block=256) allreduce=int8(block=256) tp_act=int8(block=256) tp_grad=int8(block=256)");
+  EXPECT_EQ(policy_preset("hybrid3d").describe(), "param=bf16 grad=int8(block=256,ef) allreduce=int8(block=256,ef) tp_act=bf16 tp_grad=bf16");
+  EXPECT_STREQ(kind_name(CollectiveKind::TpAct), "tp_act");
+  EXPECT_STREQ(key_prefix(CollectiveKind::TpGrad), "compress.tp_grad");
   EXPECT_STREQ(kind_name(CollectiveKind::GradReduceScatter), "grad_reduce_scatter");
   auto p = policy_from_point(point("hybrid", 4, "full_shard"));
   EXPECT_EQ(p.grad_reduce_scatter.seed, 5u);  // the point's seed
@@ -56,7 +61,7 @@ TEST(Policy, PresetsAreWhatTheDocsSay) {
   } catch (const sb::Error& e) {
     msg = e.what();
   }
-  EXPECT_NE(msg.find("unknown compression policy \"zip\"; known: hybrid, hybrid-topk, naive-int8, naive-topk, none, custom"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown compression policy \"zip\"; known: hybrid, hybrid-topk, hybrid3d, naive-int8, naive-topk, none, uniform3d, custom"), std::string::npos) << msg;
   // Every preset passes validation at world 4.
   for (const auto& n : policy_names())
     if (n != "custom") EXPECT_TRUE(diagnostics(point(n, 4, "hybrid_shard")).empty()) << n;
@@ -102,6 +107,14 @@ TEST(Policy, ImpossibleCombinationsAreRefusedWithTheReason) {
   p.set("compress.param.name", std::string("bf16"), at_line(5));
   d = diagnostics(p);
   EXPECT_TRUE(has(d, "compress.param.name: strategy no_shard runs no param_all_gather collective"));
+
+  // Error feedback on one batch's activations; tensor-parallel compressors without tp.
+  p = point("custom", 2, "full_shard");
+  p.set("compress.tp_act.name", std::string("int8"), at_line(5));
+  p.set("compress.tp_act.error_feedback", true, at_line(6));
+  d = diagnostics(p);
+  EXPECT_TRUE(has(d, "tp_act (compress.tp_act.*): error feedback re-sends what compression dropped from one batch's activations"));
+  EXPECT_TRUE(has(d, "compress.tp_act.name: compress.tp_act / compress.tp_grad compress tensor-parallel traffic, and mesh.tp = 1 has none"));
 
   // compress.* keys without compression = custom.
   p = point("hybrid", 2, "full_shard");

@@ -215,14 +215,14 @@ torch::Tensor compressed_reduce_scatter(const torch::Tensor& full, Compressor& c
 
 torch::Tensor compressed_all_reduce(const torch::Tensor& x, Compressor& c, Communicator& comm,
                                     Group g, CollectiveStats* stats, ErrorFeedback* ef,
-                                    const std::string& key) {
+                                    const std::string& key, const std::string& kind) {
   torch::Tensor out;
   CompressedOp op;
   op.run.phases = all_reduce_phases([x] { return x; }, x.numel(), &c, ef, key, comm.size(g),
                                     [&out](const torch::Tensor& r) { out = r; }, &op.bytes);
   op.run.reads = span(x);
   if (stats) *stats += op.bytes;
-  run_on(std::move(op), comm, g, "all_reduce");
+  run_on(std::move(op), comm, g, "all_reduce", kind);
   return out;
 }
 

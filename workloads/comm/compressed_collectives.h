@@ -76,9 +76,11 @@ torch::Tensor compressed_reduce_scatter(const torch::Tensor& full, Compressor& c
 // Gradient all-reduce. x: (n) fp32, any n (zero-padded to a multiple of world inside) ->
 // (n) fp32, identical on every rank: compressed_reduce_scatter (error-feedback key `key`)
 // then compressed_all_gather of the reduced chunks (key `key + "/gather"`).
+// kind: the trace's (tensor parallelism passes tp_act / tp_grad).
 torch::Tensor compressed_all_reduce(const torch::Tensor& x, Compressor& c, Communicator& comm,
                                     Group g, CollectiveStats* stats = nullptr,
-                                    ErrorFeedback* ef = nullptr, const std::string& key = {});
+                                    ErrorFeedback* ef = nullptr, const std::string& key = {},
+                                    const std::string& kind = "other");
 
 // The policy applied: one compressor (and error-feedback state, a whole all-reduce's state) per kind.
 // The *_op calls only describe (they read no state); the phases they return use the kind's

@@ -89,6 +89,8 @@ const char* key_prefix(CollectiveKind k) {
     case CollectiveKind::ParamAllGather: return "compress.param";
     case CollectiveKind::GradReduceScatter: return "compress.grad";
     case CollectiveKind::GradAllReduce: return "compress.allreduce";
+    case CollectiveKind::TpAct: return "compress.tp_act";
+    case CollectiveKind::TpGrad: return "compress.tp_grad";
   }
   return "";
 }
@@ -98,6 +100,8 @@ const char* kind_name(CollectiveKind k) {
     case CollectiveKind::ParamAllGather: return "param_all_gather";
     case CollectiveKind::GradReduceScatter: return "grad_reduce_scatter";
     case CollectiveKind::GradAllReduce: return "grad_all_reduce";
+    case CollectiveKind::TpAct: return "tp_act";
+    case CollectiveKind::TpGrad: return "tp_grad";
   }
   return "?";
 }

@@ -92,6 +92,27 @@ const std::map<std::string, Preset>& presets() {
       // AdamW: a coordinate sent once per ~1/ratio steps with its accumulated gradient is
       // normalized by Adam's second moment, which shrinks its summed update by ~sqrt(ratio)
       // (docs/COMPRESSION.md "Measured: convergence"). Kept as its own preset to show that.
+      // The hybrid-compression paper's 3D schemes (docs/COMPRESSION.md "Per parallel
+      // dimension"): one compressor on every collective of every dimension, or aggressive on
+      // data-parallel gradients and mild on tensor-parallel traffic and parameters.
+      {"uniform3d",
+       {"int8 (block 256, no error feedback) on every collective of every dimension, "
+        "data-parallel and tensor-parallel alike: the paper's naive 3D scheme",
+        [] {
+          Policy p;
+          p.param_all_gather = p.grad_reduce_scatter = p.grad_all_reduce = p.tp_act = p.tp_grad =
+              int8(256, false);
+          return p;
+        }}},
+      {"hybrid3d",
+       {"hybrid on the data-parallel collectives (bf16 parameters, int8 + error feedback on "
+        "gradients) and bf16 on tensor-parallel activations and their gradients: the paper's "
+        "hybrid scheme",
+        [] {
+          Policy p = hybrid(int8(256, true));
+          p.tp_act = p.tp_grad = cfg("bf16");
+          return p;
+        }}},
       {"hybrid-topk",
        {"hybrid with topk 1% + error feedback on the data-parallel all-reduce (no_shard, "
         "hybrid_shard's cross-replica reduction): the seed's top-k, at its accuracy cost",
@@ -113,7 +134,7 @@ bool explicitly_set(const sb::Point& p, const std::string& key) {
 const sb::Registrar registrar([] {
   for (const auto& [name, preset] : presets()) sb::register_name("compression", name, preset.doc);
   sb::register_name("compression", "custom",
-                    "spelled out per collective by the compress.{param,grad,allreduce}.* keys");
+                    "spelled out per collective by the compress.{param,grad,allreduce,tp_act,tp_grad}.* keys");
   for (auto k : kKinds) {
     const std::string pre = key_prefix(k), what = kind_name(k);
     // The compressors' settings' keys (compress.<kind>.<setting>) come from their records
@@ -154,6 +175,8 @@ const CompressorConfig& Policy::operator[](CollectiveKind k) const {
   switch (k) {
     case CollectiveKind::ParamAllGather: return param_all_gather;
     case CollectiveKind::GradReduceScatter: return grad_reduce_scatter;
+    case CollectiveKind::TpAct: return tp_act;
+    case CollectiveKind::TpGrad: return tp_grad;
     case CollectiveKind::GradAllReduce: break;
   }
   return grad_all_reduce;
@@ -188,8 +211,12 @@ std::string Policy::describe() const {
     if (!args.empty()) args.erase(0, 1);
     return args.empty() ? c.name : c.name + "(" + args + ")";
   };
-  return fmt::format("param={} grad={} allreduce={}", one(param_all_gather), one(grad_reduce_scatter),
-                     one(grad_all_reduce));
+  std::string s = fmt::format("param={} grad={} allreduce={}", one(param_all_gather),
+                              one(grad_reduce_scatter), one(grad_all_reduce));
+  // Tensor parallelism's kinds only where compressed (the data-parallel line stays as it was).
+  if (compresses(CollectiveKind::TpAct) || compresses(CollectiveKind::TpGrad))
+    s += fmt::format(" tp_act={} tp_grad={}", one(tp_act), one(tp_grad));
+  return s;
 }
 
 std::vector<std::string> policy_names() {
@@ -261,6 +288,10 @@ std::vector<std::string> policy_problems(const Policy& policy, int world) {
       out.push_back(fmt::format("{}: error feedback needs a quantity that is summed over steps; "
                                 "parameters are not, so set compress.param.error_feedback = false",
                                 where));
+    if (c.error_feedback && activation_traffic(k))
+      out.push_back(fmt::format("{}: error feedback re-sends what compression dropped from one "
+                                "batch's activations with the next batch's, which it has nothing "
+                                "to do with; set {}.error_feedback = false", where, key_prefix(k)));
     if (c.error_feedback && info->identity)
       out.push_back(fmt::format("{}: error feedback with compressor {} keeps nothing; drop it",
                                 where, c.name));

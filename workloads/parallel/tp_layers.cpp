@@ -1,10 +1,13 @@
 // Megatron's tensor-parallel regions and layers (tp_layers.h).
 #include "workloads/parallel/tp_layers.h"
 
+#include <memory>
+
 #include <torch/autograd.h>
 
 #include "harness/core/check.h"
 #include "workloads/comm/communicator.h"
+#include "workloads/comm/compressed_collectives.h"
 
 namespace sb::parallel {
 namespace {
@@ -18,28 +21,52 @@ using comm::Group;
 std::int64_t handle(Communicator& c) { return reinterpret_cast<std::intptr_t>(&c); }
 Communicator& from(std::int64_t h) { return *reinterpret_cast<Communicator*>(static_cast<std::intptr_t>(h)); }
 
-// A sum over tp into a fresh tensor (the collective writes raw memory: communicator.h).
-torch::Tensor summed(const torch::Tensor& t, Communicator& c, const char* kind) {
+// The compression policy's codecs for tp traffic (comm::Policy::tp_act / tp_grad; null: plain).
+struct TpCodecs {
+  std::unique_ptr<comm::Compressor> act, grad;
+};
+std::int64_t handle(const TpCodecs* k) { return reinterpret_cast<std::intptr_t>(k); }
+comm::Compressor* codec(std::int64_t h, bool grad) {
+  const auto* k = reinterpret_cast<const TpCodecs*>(static_cast<std::intptr_t>(h));
+  return k ? (grad ? k->grad.get() : k->act.get()) : nullptr;
+}
+
+// A sum over tp into a fresh tensor (the collective writes raw memory: communicator.h); with a
+// codec, the compressed all-reduce (compressed_collectives.h: every rank the same result),
+// its fp32 sum cast back to t's dtype.
+torch::Tensor summed(const torch::Tensor& t, Communicator& c, const char* kind,
+                     comm::Compressor* codec = nullptr) {
+  if (codec)
+    return comm::compressed_all_reduce(t.reshape({-1}).to(torch::kFloat32), *codec, c, Group::Tp,
+                                       nullptr, nullptr, {}, kind)
+        .view(t.sizes()).to(t.scalar_type());
   torch::Tensor out = t.contiguous().clone();
   c.all_reduce(out, Group::Tp, kind);
   return out;
 }
 
 struct CopyToTp : torch::autograd::Function<CopyToTp> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t comm) {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t comm,
+                               std::int64_t codecs) {
     ctx->saved_data["comm"] = comm;
+    ctx->saved_data["codecs"] = codecs;
     return x.view_as(x);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list g) {
-    return {summed(g[0], from(ctx->saved_data["comm"].toInt()), "tp_grad"), torch::Tensor()};
+    return {summed(g[0], from(ctx->saved_data["comm"].toInt()), "tp_grad",
+                   codec(ctx->saved_data["codecs"].toInt(), true)),
+            torch::Tensor(), torch::Tensor()};
   }
 };
 
 struct ReduceFromTp : torch::autograd::Function<ReduceFromTp> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t comm) {
-    return summed(x, from(comm), "tp_act");
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t comm,
+                               std::int64_t codecs) {
+    return summed(x, from(comm), "tp_act", codec(codecs, false));
   }
-  static tensor_list backward(AutogradContext*, tensor_list g) { return {g[0], torch::Tensor()}; }
+  static tensor_list backward(AutogradContext*, tensor_list g) {
+    return {g[0], torch::Tensor(), torch::Tensor()};
+  }
 };
 
 // Row blocks over tp (x: (rows, ...) contiguous; the collectives write raw memory).
@@ -168,12 +195,12 @@ torch::Tensor block(const torch::Tensor& full, int dim, int rank, int size) {
 
 torch::Tensor copy_to_tp(const torch::Tensor& x, Communicator& c) {
   if (c.size(Group::Tp) == 1) return x;
-  return CopyToTp::apply(x, handle(c));
+  return CopyToTp::apply(x, handle(c), std::int64_t{0});
 }
 
 torch::Tensor reduce_from_tp(const torch::Tensor& x, Communicator& c) {
   if (c.size(Group::Tp) == 1) return x;
-  return ReduceFromTp::apply(x, handle(c));
+  return ReduceFromTp::apply(x, handle(c), std::int64_t{0});
 }
 
 torch::Tensor column_parallel(const torch::Tensor& x, const torch::Tensor& w_r,
@@ -216,19 +243,34 @@ torch::Tensor gathered_linear_tp(const torch::Tensor& x_r, const torch::Tensor& 
   return GatheredLinear::apply(x_r, w, b.defined() ? b : torch::empty({0}, w.options()), handle(c));
 }
 
-models::TensorParallel tensor_parallel(Communicator& c, bool sequence_parallel) {
+models::TensorParallel tensor_parallel(Communicator& c, bool sequence_parallel,
+                                       const comm::Policy& policy) {
   models::TensorParallel tp;
   tp.rank = c.rank(Group::Tp);
   tp.size = c.size(Group::Tp);
   tp.sequence_parallel = sequence_parallel;
+  // Codecs for the all-reduces of Megatron's f and g (the sequence-parallel collectives and
+  // the cross-entropy's stay plain: train_mesh.cpp refuses compressing them).
+  auto codecs = std::make_shared<TpCodecs>();
+  if (policy.compresses(comm::CollectiveKind::TpAct)) codecs->act = comm::make_compressor(policy.tp_act);
+  if (policy.compresses(comm::CollectiveKind::TpGrad)) codecs->grad = comm::make_compressor(policy.tp_grad);
+  if (codecs->act || codecs->grad) {  // the lambdas own them (the model outlives no graph of theirs)
+    tp.copy_to = [&c, codecs](const torch::Tensor& x) {
+      return c.size(Group::Tp) == 1 ? x : CopyToTp::apply(x, handle(c), handle(codecs.get()));
+    };
+    tp.reduce_from = [&c, codecs](const torch::Tensor& x) {
+      return c.size(Group::Tp) == 1 ? x : ReduceFromTp::apply(x, handle(c), handle(codecs.get()));
+    };
+  } else {
+    tp.copy_to = [&c](const torch::Tensor& x) { return copy_to_tp(x, c); };
+    tp.reduce_from = [&c](const torch::Tensor& x) { return reduce_from_tp(x, c); };
+  }
   tp.gather_rows = [&c](const torch::Tensor& x) { return gather_rows_tp(x, c); };
   tp.scatter_rows = [&c](const torch::Tensor& x) { return scatter_rows_tp(x, c); };
   tp.all_rows = [&c](const torch::Tensor& x) { return all_rows_tp(x, c); };
   tp.gathered_linear = [&c](const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
     return gathered_linear_tp(x, w, b, c);
   };
-  tp.copy_to = [&c](const torch::Tensor& x) { return copy_to_tp(x, c); };
-  tp.reduce_from = [&c](const torch::Tensor& x) { return reduce_from_tp(x, c); };
   tp.cross_entropy = [&c](const torch::Tensor& l, const torch::Tensor& t, std::int64_t begin) {
     return vocab_parallel_cross_entropy(l, t, begin, c);
   };

@@ -16,6 +16,7 @@
 #pragma once
 #include <torch/types.h>
 
+#include "workloads/comm/policy.h"
 #include "workloads/models/tensor_parallel.h"
 
 namespace sb::comm { class Communicator; }
@@ -62,7 +63,9 @@ torch::Tensor all_rows_tp(const torch::Tensor& x_r, comm::Communicator& c);
 
 // The functions a model's tensor-parallel layout calls (models/tensor_parallel.h) over c's tp
 // group. c must outlive the model's use of them.
-// sequence_parallel: Megatron's sequence parallelism (tp_sequence_parallel).
-models::TensorParallel tensor_parallel(comm::Communicator& c, bool sequence_parallel = false);
+// sequence_parallel: Megatron's sequence parallelism (tp_sequence_parallel). policy: its
+// tp_act and tp_grad compressors run on f's and g's all-reduces (docs/COMPRESSION.md).
+models::TensorParallel tensor_parallel(comm::Communicator& c, bool sequence_parallel = false,
+                                       const comm::Policy& policy = comm::Policy{});
 
 }  // namespace sb::parallel

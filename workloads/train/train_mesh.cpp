@@ -10,6 +10,7 @@
 #include "harness/spec/mesh_config.h"
 #include "harness/spec/model_keys.h"
 #include "harness/workload.h"
+#include "workloads/comm/policy.h"
 #include "workloads/distill/distill_config.h"
 #include "workloads/fsdp/strategy.h"
 #include "workloads/models/family.h"
@@ -94,6 +95,24 @@ void validate_tp(const Point& p, std::vector<Diagnostic>& out) {
     out.push_back({"tp_sequence_parallel", "tp_sequence_parallel = true splits the LayerNorm "
                    "regions' rows over mesh.tp, which is 1 here: set mesh.tp > 1, or "
                    "tp_sequence_parallel = false"});
+  // Tensor parallelism's compressors (compress.tp_act / tp_grad, uniform3d, hybrid3d).
+  comm::Policy policy;
+  try {
+    policy = comm::policy_from_point(p);
+  } catch (const sb::Error&) {
+    policy = comm::Policy{};  // the policy's own validator reports it
+  }
+  const bool tp_codec = policy.compresses(comm::CollectiveKind::TpAct) ||
+                        policy.compresses(comm::CollectiveKind::TpGrad);
+  if (tp_codec && tp <= 1 && policy.preset == "custom")
+    out.push_back({"compress.tp_act.name", "compress.tp_act / compress.tp_grad compress "
+                   "tensor-parallel traffic, and mesh.tp = 1 has none: set mesh.tp > 1, or set "
+                   "both to \"none\""});
+  if (tp_codec && tp > 1 && sp)
+    out.push_back({"tp_sequence_parallel", fmt::format(
+        "compression \"{}\" compresses tensor-parallel traffic, which sequence parallelism's "
+        "all-gathers and reduce-scatters do not do yet: set tp_sequence_parallel = false, or "
+        "use a policy whose compress.tp_act and compress.tp_grad are \"none\"", policy.preset)});
   if (tp <= 1) return;
   if (sp) {  // each data-parallel rank's B x T rows in tp equal blocks
     const I world = base_config(p).world, accum = config<OptimKeys>(p).grad_accum;

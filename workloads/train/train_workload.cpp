@@ -211,7 +211,8 @@ void TrainWorkload::build(RunContext& ctx) {
   // Tensor parallelism (mesh.tp): the model's units become this rank's blocks before the
   // engine shards them over the data-parallel ranks (train_mesh.cpp refused what cannot run).
   if (comm_->size(comm::Group::Tp) > 1)
-    model_->set_tensor_parallel(parallel::tensor_parallel(*comm_, config<StepKeys>(p).tp_sequence_parallel));
+    model_->set_tensor_parallel(
+        parallel::tensor_parallel(*comm_, config<StepKeys>(p).tp_sequence_parallel, cfg_.compression));
   if (!config<distill::DistillKeys>(p).teacher.empty()) {
     build_teacher(ctx);
   } else {
