@@ -69,24 +69,12 @@ std::vector<UnitSpec> Gpt2::make_units(int r, int n) const {
   return units;
 }
 
-std::string Gpt2::tensor_parallel_problem(int n) const {
-  if (n <= 1) return "";
-  if (cfg_.n_head % n != 0 || cfg_.d_ff % n != 0)
-    return fmt::format("mesh.tp = {} must divide the heads ({}) and the MLP width ({}) of model "
-                       "'{}': tensor parallelism gives each tp rank whole heads and equal MLP "
-                       "columns; choose a tp that divides both", n, cfg_.n_head, cfg_.d_ff, cfg_.preset);
-  if (cfg_.vocab < n)
-    return fmt::format("mesh.tp = {} exceeds the vocabulary ({}) of model '{}'", n, cfg_.vocab, cfg_.preset);
-  return "";
-}
+std::string Gpt2::tensor_parallel_problem(int n) const { return megatron_problem(cfg_, n); }
 
 void Gpt2::set_tensor_parallel(TensorParallel tp) {
   const std::string why = tensor_parallel_problem(tp.size);
   SB_CHECK(why.empty(), "{}", why);
-  SB_CHECK(tp.size == 1 || (tp.copy_to && tp.reduce_from && tp.cross_entropy),
-           "set_tensor_parallel: the tp functions are not set");
-  SB_CHECK(!tp.rows_split() || (tp.gather_rows && tp.scatter_rows && tp.gathered_linear),
-           "set_tensor_parallel: the sequence-parallel functions are not set");
+  check_functions(tp, false);
   units_ = make_units(tp.rank, tp.size);
   tp_ = std::move(tp);
 }

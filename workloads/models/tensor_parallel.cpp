@@ -18,6 +18,25 @@ std::int64_t block_of(const ParamSpec& s, std::size_t dim, std::int64_t n) {
 
 }  // namespace
 
+std::string megatron_problem(const ModelConfig& c, int n) {
+  if (n <= 1) return "";
+  if (c.n_head % n != 0 || c.d_ff % n != 0)
+    return fmt::format("mesh.tp = {} must divide the heads ({}) and the MLP width ({}) of model "
+                       "'{}': tensor parallelism gives each tp rank whole heads and equal MLP "
+                       "columns; choose a tp that divides both", n, c.n_head, c.d_ff, c.preset);
+  if (c.vocab < n)
+    return fmt::format("mesh.tp = {} exceeds the vocabulary ({}) of model '{}'", n, c.vocab, c.preset);
+  return "";
+}
+
+void check_functions(const TensorParallel& tp, bool needs_all_rows) {
+  SB_CHECK(tp.size == 1 || (tp.copy_to && tp.reduce_from && tp.cross_entropy),
+           "set_tensor_parallel: the tp functions are not set");
+  SB_CHECK(!tp.rows_split() || (tp.gather_rows && tp.scatter_rows && tp.gathered_linear &&
+                                (!needs_all_rows || tp.all_rows)),
+           "set_tensor_parallel: the sequence-parallel functions are not set");
+}
+
 std::pair<std::int64_t, std::int64_t> vocab_range(std::int64_t n, int rank, int size) {
   SB_CHECK(size >= 1 && rank >= 0 && rank < size && n >= size,
            "vocabulary of {} rows over tensor-parallel rank {} of {}", n, rank, size);

@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include <torch/types.h>
 
@@ -65,6 +66,14 @@ std::pair<std::int64_t, std::int64_t> vocab_range(std::int64_t n, int rank, int 
 
 // This rank's block of a full parameter (spec.full_shape), as spec.tp says; a copy.
 torch::Tensor tp_slice(const ParamSpec& spec, const torch::Tensor& full);
+
+// Megatron's layout for a transformer of these sizes over `size` tp ranks: "" when the heads
+// and the MLP width divide by size and the vocabulary has a row per rank, else why and the fix.
+struct ModelConfig;
+std::string megatron_problem(const ModelConfig& c, int size);
+// Refuses tp whose functions a model needs but were not set (the sequence-parallel ones when
+// tp.sequence_parallel); `all_rows` only where the model asks for it.
+void check_functions(const TensorParallel& tp, bool needs_all_rows);
 
 // spec split over tp as `how` for rank/size: shape becomes the block's, full_shape keeps the
 // whole one (the error names the parameter and the dimension that does not divide).
