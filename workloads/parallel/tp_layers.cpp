@@ -193,15 +193,21 @@ torch::Tensor block(const torch::Tensor& full, int dim, int rank, int size) {
 
 }  // namespace
 
-torch::Tensor copy_to_tp(const torch::Tensor& x, Communicator& c) {
+namespace {
+// f and g with the policy's codecs (null: plain all-reduces).
+torch::Tensor copy_to(const torch::Tensor& x, Communicator& c, const TpCodecs* codecs) {
   if (c.size(Group::Tp) == 1) return x;
-  return CopyToTp::apply(x, handle(c), std::int64_t{0});
+  return CopyToTp::apply(x, handle(c), handle(codecs));
 }
+torch::Tensor reduce_from(const torch::Tensor& x, Communicator& c, const TpCodecs* codecs) {
+  if (c.size(Group::Tp) == 1) return x;
+  return ReduceFromTp::apply(x, handle(c), handle(codecs));
+}
+}  // namespace
 
-torch::Tensor reduce_from_tp(const torch::Tensor& x, Communicator& c) {
-  if (c.size(Group::Tp) == 1) return x;
-  return ReduceFromTp::apply(x, handle(c), std::int64_t{0});
-}
+torch::Tensor copy_to_tp(const torch::Tensor& x, Communicator& c) { return copy_to(x, c, nullptr); }
+
+torch::Tensor reduce_from_tp(const torch::Tensor& x, Communicator& c) { return reduce_from(x, c, nullptr); }
 
 torch::Tensor column_parallel(const torch::Tensor& x, const torch::Tensor& w_r,
                               const torch::Tensor& b_r, Communicator& c) {
@@ -254,17 +260,9 @@ models::TensorParallel tensor_parallel(Communicator& c, bool sequence_parallel,
   auto codecs = std::make_shared<TpCodecs>();
   if (policy.compresses(comm::CollectiveKind::TpAct)) codecs->act = comm::make_compressor(policy.tp_act);
   if (policy.compresses(comm::CollectiveKind::TpGrad)) codecs->grad = comm::make_compressor(policy.tp_grad);
-  if (codecs->act || codecs->grad) {  // the lambdas own them (the model outlives no graph of theirs)
-    tp.copy_to = [&c, codecs](const torch::Tensor& x) {
-      return c.size(Group::Tp) == 1 ? x : CopyToTp::apply(x, handle(c), handle(codecs.get()));
-    };
-    tp.reduce_from = [&c, codecs](const torch::Tensor& x) {
-      return c.size(Group::Tp) == 1 ? x : ReduceFromTp::apply(x, handle(c), handle(codecs.get()));
-    };
-  } else {
-    tp.copy_to = [&c](const torch::Tensor& x) { return copy_to_tp(x, c); };
-    tp.reduce_from = [&c](const torch::Tensor& x) { return reduce_from_tp(x, c); };
-  }
+  // The lambdas own the codecs (the model outlives no graph of theirs).
+  tp.copy_to = [&c, codecs](const torch::Tensor& x) { return copy_to(x, c, codecs.get()); };
+  tp.reduce_from = [&c, codecs](const torch::Tensor& x) { return reduce_from(x, c, codecs.get()); };
   tp.gather_rows = [&c](const torch::Tensor& x) { return gather_rows_tp(x, c); };
   tp.scatter_rows = [&c](const torch::Tensor& x) { return scatter_rows_tp(x, c); };
   tp.all_rows = [&c](const torch::Tensor& x) { return all_rows_tp(x, c); };
