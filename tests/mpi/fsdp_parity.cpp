@@ -27,32 +27,13 @@ EngineConfig config(const std::string& strategy) {
   return c;
 }
 
-// The one-process trainer's run on the global batches (same seed, batches and AdamW).
-RunResult run_reference(sb::models::Model& model) {
-  sb::train::TrainConfig tc;
-  tc.adamw = test_adamw(kSteps);
-  tc.seed = 1234;  // as run_engine
-  sb::train::ReferenceTrainer ref(model, tc);
-  RunResult r;
-  for (int s = 0; s < kSteps; ++s) {
-    auto st = ref.step({global_batch(model.config(), kB, kT, s)});
-    r.losses.push_back(st.loss);
-    r.norms.push_back(st.grad_norm);
-  }
-  for (const auto& unit : ref.params()) {
-    r.params.emplace_back();
-    for (const auto& t : unit) r.params.back().push_back(t.detach().clone());
-  }
-  return r;
-}
-
 // Computed once per model on every rank.
 const RunResult& reference(const std::string& preset) {
   static std::map<std::string, RunResult> cache;
   auto it = cache.find(preset);
   if (it != cache.end()) return it->second;
   auto model = sb::models::make_model(preset);
-  return cache[preset] = run_reference(*model);
+  return cache[preset] = run_reference(*model, kSteps, kB, kT);
 }
 
 void expect_match(const RunResult& got, const RunResult& ref, const std::string& what) {
@@ -155,7 +136,7 @@ class TinyUnits final : public sb::models::Model {
 
 TEST(Parity, UnitsSmallerThanTheWorld) {
   TinyUnits model;
-  auto ref = run_reference(model);
+  auto ref = run_reference(model, kSteps, kB, kT);
   for (const std::string s : {"no_shard", "zero1", "shard_grad_op", "full_shard", "hybrid_shard"}) {
     Communicator comm(MPI_COMM_WORLD, replicates(s) ? two_nodes() : 0);
     auto got = run_engine(model, comm, config(s), kB, kT, kSteps);

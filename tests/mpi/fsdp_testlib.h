@@ -17,6 +17,7 @@
 #include "workloads/fsdp/engine.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
+#include "workloads/train/reference_trainer.h"
 
 namespace sbtest {
 
@@ -146,6 +147,27 @@ inline RunResult run_engine(sb::models::Model& model, sb::comm::Communicator& co
   }
   res.params = e->full_params();
   return res;
+}
+
+// The one-process trainer (sb::train::ReferenceTrainer: plain autograd on persistent fp32
+// tensors, parameters seeded 1234 as run_engine's) on `steps` global batches B x T: losses,
+// gradient norms and final parameters, the reference the engine's runs are held to.
+inline RunResult run_reference(sb::models::Model& model, int steps, std::int64_t B, std::int64_t T) {
+  sb::train::TrainConfig tc;
+  tc.adamw = test_adamw(steps);
+  tc.seed = 1234;
+  sb::train::ReferenceTrainer ref(model, tc);
+  RunResult r;
+  for (int s = 0; s < steps; ++s) {
+    auto st = ref.step({global_batch(model.config(), B, T, s)});
+    r.losses.push_back(st.loss);
+    r.norms.push_back(st.grad_norm);
+  }
+  for (const auto& unit : ref.params()) {
+    r.params.emplace_back();
+    for (const auto& t : unit) r.params.back().push_back(t.detach().clone());
+  }
+  return r;
 }
 
 // Largest |a - b| / (|b| + 1e-3) over all parameters; and max abs difference.

@@ -34,24 +34,8 @@ constexpr std::int64_t kB = 8, kT = 16;
 const RunResult& reference(const std::string& preset) {
   static std::map<std::string, RunResult> cache;
   if (auto it = cache.find(preset); it != cache.end()) return it->second;
-  return cache[preset] = [&] {
-    auto model = sb::models::make_model(preset);
-    sb::train::TrainConfig tc;
-    tc.adamw = test_adamw(kSteps);
-    tc.seed = 1234;
-    sb::train::ReferenceTrainer ref(*model, tc);
-    RunResult out;
-    for (int s = 0; s < kSteps; ++s) {
-      auto st = ref.step({global_batch(model->config(), kB, kT, s)});
-      out.losses.push_back(st.loss);
-      out.norms.push_back(st.grad_norm);
-    }
-    for (const auto& unit : ref.params()) {
-      out.params.emplace_back();
-      for (const auto& t : unit) out.params.back().push_back(t.detach().clone());
-    }
-    return out;
-  }();
+  auto model = sb::models::make_model(preset);
+  return cache[preset] = run_reference(*model, kSteps, kB, kT);
 }
 
 sb::Mesh mesh_of(int tp, int dp_shard, int dp_replicate) {
