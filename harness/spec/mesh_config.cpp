@@ -23,7 +23,7 @@ struct Pending {
 };
 constexpr Pending kPending[] = {
     {"mesh.tp", "tensor parallelism", "train"},
-    {"mesh.pp", "pipeline parallelism (the Parallel3d issue)", nullptr},
+    {"mesh.pp", "pipeline parallelism", "train"},
     {"mesh.sp", "sequence parallelism (the Longctx issue)", nullptr},
     {"mesh.ep", "expert parallelism (the MoE issue)", nullptr},
 };
@@ -41,8 +41,8 @@ void validate(const MeshConfig& c, const Point& p, std::vector<Diagnostic>& out)
                                             k.runs_in, task, k.key)
                               : fmt::format("{} = {}: {} is not implemented yet; only the "
                                             "data-parallel dimensions (mesh.dp_shard, "
-                                            "mesh.dp_replicate) and mesh.tp (task = train) run "
-                                            "today: set {} = 1", k.key, sizes[i], k.feature, k.key)});
+                                            "mesh.dp_replicate), mesh.tp and mesh.pp (task = "
+                                            "train) run today: set {} = 1", k.key, sizes[i], k.feature, k.key)});
   }
   const Mesh m = c.mesh();
   if (m.resolved() && m.world() != world) {

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   }
   sb::parallel::PipelineStages st;
   st.act_shape = {rows, hidden};
-  st.forward = [&](int, const torch::Tensor& x) {
+  st.forward = [&](int, int, const torch::Tensor& x) {
     torch::Tensor y = x;
     for (int i = 0; i < layers; ++i) y = at::tanh(at::linear(y, w[i], b[i]));  // (gelu trips the counting allocator)
     return y;

@@ -72,11 +72,11 @@ void check(const std::string& schedule, int micro, int v) {
   }, MPI_Wtime());
   sb::parallel::PipelineStages st;
   st.act_shape = {kB, kH};
-  st.forward = [&](int chunk, const torch::Tensor& x) {
+  st.forward = [&](int chunk, int, const torch::Tensor& x) {
     const int s = chunk * pp + r;
     return run_layers(mine, s * kLayersPerStage, (s + 1) * kLayersPerStage, x);
   };
-  st.loss = [&](const torch::Tensor& y, int mb) { return (y - ts[mb]).pow(2).mean(); };
+  st.loss = [&](const torch::Tensor& y, int mb) { return (y - ts[mb]).pow(2).mean() / micro; };
   const double loss = sb::parallel::pipeline_step(c, sb::parallel::find_pp_schedule(schedule),
                                                   micro, v, st, xs);
   c.set_trace_hook(nullptr, 0);

@@ -114,6 +114,8 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
       split_parts.push_back(torch::full({p.numel()}, p.tp != models::TpSplit::None ? 1.0f : 0.0f));
     }
     U->flat = flat_layout(numels);
+    U->pp_copy = specs[u].pp_copy;
+    U->pp_tied = specs[u].pp_tied;
     U->range = shard_range(U->flat.numel, N, r);
     const std::int64_t pad = U->range.padded - U->flat.numel;
     U->split_sizes = numels;
@@ -215,7 +217,7 @@ void Engine::prefetch(int u) {
 
 void Engine::free_unit(int u) {
   Unit& U = *units_[u];
-  if (!layout_.params_sharded || !U.gathered) return;
+  if (!layout_.params_sharded || !U.gathered || hold_gathered_) return;
   if (U.gather_pending) gather(u, true);  // never free memory MPI is writing
   free_storage(U.W);
   U.gathered = false;
@@ -286,16 +288,20 @@ void Engine::on_grad(int u) {
       U.acc.add_(g);
       full = U.acc;
     }
-    U.inflight = full.to(cfg_.reduce_dtype).contiguous();  // (padded)
-    U.red = layout_.grads_sharded
-                ? torch::empty({U.range.size}, U.inflight.options())
-                : U.inflight;  // replicated gradients are reduced in place
-    inflight_bytes_ += U.inflight.nbytes() + (U.red.is_same(U.inflight) ? 0 : U.red.nbytes());
-    strategy_->reduce_grad(*coll_, U.key, U.inflight, U.red, pending_grads_);
-    U.reduced = true;
+    reduce_unit(U, full);
   }
   if (layout_.params_sharded) free_unit(u);
   note_memory();
+}
+
+void Engine::reduce_unit(Unit& U, const torch::Tensor& full) {
+  U.inflight = full.to(cfg_.reduce_dtype).contiguous();  // (padded)
+  U.red = layout_.grads_sharded
+              ? torch::empty({U.range.size}, U.inflight.options())
+              : U.inflight;  // replicated gradients are reduced in place
+  inflight_bytes_ += U.inflight.nbytes() + (U.red.is_same(U.inflight) ? 0 : U.red.nbytes());
+  strategy_->reduce_grad(*coll_, U.key, U.inflight, U.red, pending_grads_);
+  U.reduced = true;
 }
 
 void Engine::begin_forward() {
@@ -364,6 +370,7 @@ torch::Tensor Engine::forward_classify(const models::Batch& b) {
 }
 
 torch::Tensor Engine::forward_loss(const models::Batch& b) {
+  if (model_.pipeline().on()) return torch::tensor(pipeline_loss(b));
   return forward_with([&](models::ParamProvider& p) { return model_.loss(p, b); });
 }
 

@@ -53,6 +53,9 @@ struct EngineConfig {
   bool forward_only = false;
   double loss_scale_init = 65536.0;
   std::int64_t loss_scale_growth_interval = 2000;
+  // A model cut into pipeline stages (Model::set_pipeline) steps by this schedule
+  // (workloads/parallel/pp_schedule.h; the `pp_schedule` key).
+  std::string pp_schedule = "1f1b";
 };
 
 struct StepStats {
@@ -124,6 +127,12 @@ class Engine final : public models::ParamProvider {
   // communication until the last one); global_terms: loss_terms summed over the whole
   // step's global batch (every rank, every micro-batch), so that the summed gradient is the
   // gradient of the global mean loss whatever each rank's share of the terms.
+  // A model cut into pipeline stages runs the micro-batches through cfg.pp_schedule instead
+  // (pipeline_step.cpp): its stages' parameters gathered once for the step, every backward
+  // accumulating into a whole fp32 gradient per unit (torchtitan's choice: one gather and one
+  // reduction per step, for the memory of one unsharded gradient per unit), the tied
+  // embedding's gradient summed between the first and last stages, then reduced over the
+  // data-parallel ranks and stepped as any other.
   StepStats step(const std::vector<models::Batch>& micro, std::int64_t global_terms);
   // The loss a step trains on, per micro-batch (default: the model's loss). It must come from
   // one model.loss_with call on the engine (the units are released against its result), and
@@ -141,7 +150,8 @@ class Engine final : public models::ParamProvider {
   // Any other forward of the model (serving's KV-cached steps), under the same protocol:
   // no gradients, units gathered as f acquires them and freed after.
   torch::Tensor forward_with(const std::function<torch::Tensor(models::ParamProvider&)>& f);
-  torch::Tensor forward_loss(const models::Batch& b);    // () mean over b's terms
+  // () mean over b's terms; a pipelined model runs b through its stages (every pp rank gets it).
+  torch::Tensor forward_loss(const models::Batch& b);
   torch::Tensor forward_classify(const models::Batch& b);  // (B, num_labels)
 
   // Full fp32 parameters [unit][param] with spec shapes, host copies, on every rank
@@ -183,6 +193,10 @@ class Engine final : public models::ParamProvider {
   void on_backward(int u, int k);
   void on_grad(int u);
   void finish_grads();
+  void reduce_unit(Unit& U, const torch::Tensor& full);  // start the reduction of U's gradient
+  StepStats pipeline_step(const std::vector<models::Batch>& micro, std::int64_t global_terms);
+  void sum_tied_grads();  // pipeline: the first stage's tied units and the last stage's copies
+  double pipeline_loss(const models::Batch& b);
   void optimizer_step(StepStats& s);
   bool loss_scaler_skips(double sumsq, StepStats& s);  // step.cpp
   void note_memory();
@@ -207,6 +221,7 @@ class Engine final : public models::ParamProvider {
   static constexpr std::int64_t kMaxSkipsInARow = 64;
   double gather_wait_s_ = 0;
   bool final_micro_ = true, accumulating_ = false;
+  bool hold_gathered_ = false;  // pipeline step: units stay gathered until it ends
   std::vector<int> acquire_order_, last_acquire_order_, release_seq_;
   std::vector<comm::Request> pending_grads_;
   std::uint64_t inflight_bytes_ = 0, peak_ = 0, peak_gathered_ = 0;

@@ -38,11 +38,12 @@ U64 compression_bytes(const StrategyInfo& s, const std::vector<models::UnitSpec>
 // Sharded and freed after use: the unit computing, the prefetched one and a unit the model
 // acquires twice per forward (a tied embedding, kept from forward to backward), estimated as
 // the largest units.
-U64 gathered_bytes(const Layout& l, const std::vector<U64>& unit_bytes, bool fp32, bool prefetch) {
+U64 gathered_bytes(const Layout& l, const std::vector<U64>& unit_bytes, bool fp32, bool prefetch,
+                   bool pipelined) {
   U64 all = 0;
   for (U64 b : unit_bytes) all += b;
   if (!l.params_sharded) return fp32 ? 0 : all;
-  if (!l.reshard_after_forward) return all;
+  if (!l.reshard_after_forward || pipelined) return all;  // a pipeline step holds every unit
   std::vector<U64> sorted = unit_bytes;
   std::sort(sorted.begin(), sorted.end(), std::greater<U64>());
   const std::size_t held = std::min<std::size_t>(sorted.size(), prefetch ? 3 : 2);
@@ -58,7 +59,10 @@ U64 gathered_bytes(const Layout& l, const std::vector<U64>& unit_bytes, bool fp3
 void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPrediction& p) {
   if (in.rows <= 0 || in.seq <= 0) return;
   const models::ModelConfig& c = in.model;
-  const auto tokens = static_cast<U64>(in.rows * in.seq), L = static_cast<U64>(c.n_layer);
+  // A pipeline rank: its blocks, a virtual stage's share of them per in-flight micro-batch.
+  const auto tokens = static_cast<U64>(in.rows * in.seq) * static_cast<U64>(std::max(1, in.in_flight));
+  const auto L = in.stage_layers < 0 ? static_cast<U64>(c.n_layer)
+                                     : static_cast<U64>(in.stage_layers / std::max(1, in.v));
   // Tensor parallelism splits the attention width, the MLP's and the heads tp ways; the
   // LayerNorm and linear inputs of width d stay whole on every tp rank.
   const std::int64_t tp = std::max(1, in.tp);
@@ -68,10 +72,13 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
   p.activation_layers = L * tokens * per_token * elt;
   // The softmax output (B, H, T, T), kept for the softmax's and probs x V's backward (the
   // naive and chunked kernels; kernels that recompute it keep less).
-  p.activation_attention = L * static_cast<U64>(in.rows * (c.n_head / tp) * in.seq * in.seq) * elt;
+  p.activation_attention = L * static_cast<U64>(in.rows * (c.n_head / tp) * in.seq * in.seq) * elt *
+                           static_cast<U64>(std::max(1, in.in_flight));
   // Cross-entropy keeps the fp32 log-softmax of the logits it is taken over (under tp, this
   // rank's vocabulary columns: the largest range, vocab_range).
-  p.activation_head = static_cast<U64>(in.loss_rows * ((in.loss_classes + tp - 1) / tp)) * 4;
+  if (in.last_stage)
+    p.activation_head = static_cast<U64>(in.loss_rows * ((in.loss_classes + tp - 1) / tp)) * 4 *
+                        static_cast<U64>(std::max(1, in.in_flight));
 }
 
 }  // namespace
@@ -88,12 +95,12 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
     const ShardRange r = shard_range(u.numel(), n, 0);
     const U64 padded = static_cast<U64>(r.padded), S = static_cast<U64>(r.size);
     p.param += 4 * (l.params_sharded ? S : padded);
-    p.grad += 4 * (l.grads_sharded ? S : padded) + (in.grad_accum > 1 ? 4 * padded : 0);
+    p.grad += 4 * (l.grads_sharded ? S : padded) + (in.grad_accum > 1 || in.pp > 1 ? 4 * padded : 0);
     p.optim += 8 * (l.optim_sharded ? S : padded);
     unit_bytes.push_back(elt * padded);
   }
   p.compression = compression_bytes(s, in.units, mesh, in.policy);
-  p.gathered = gathered_bytes(l, unit_bytes, in.param_dtype == torch::kFloat32, in.prefetch);
+  p.gathered = gathered_bytes(l, unit_bytes, in.param_dtype == torch::kFloat32, in.prefetch, in.pp > 1);
   activation_bytes(in, elt, p);
   p.model_state = p.param + p.grad + p.optim + p.compression + (l.params_sharded ? 0 : p.gathered);
   return p;

@@ -22,8 +22,16 @@ struct MemoryInputs {
   std::vector<models::UnitSpec> units;  // the trained model's units (Engine's: this tp rank's blocks)
   models::ModelConfig model;            // shapes, for the activation terms
   std::string strategy = "no_shard";
-  int world = 1;        // the data-parallel ranks (world / tp)
+  int world = 1;        // the data-parallel ranks (world / (tp x pp))
   int tp = 1;           // mesh.tp: heads, MLP columns and vocabulary split tp ways
+  // mesh.pp (models/pipeline.h): units are this rank's stages'; the step keeps every unit
+  // gathered and an unsharded fp32 gradient per unit; the rank holds stage_layers blocks
+  // (-1: all), over v virtual stages, the loss only when it runs the last stage, and at its
+  // peak the activations of in_flight (virtual stage, micro-batch) pairs (the schedule's
+  // simulation, pp_schedule.h).
+  int pp = 1, v = 1, in_flight = 1;
+  std::int64_t stage_layers = -1;
+  bool last_stage = true;
   bool sequence_parallel = false;  // tp_sequence_parallel: the LayerNorm regions' rows too
   int shard_group = 0;  // ranks per shard group (hybrid sharding); 0 = the world
   torch::ScalarType param_dtype = torch::kFloat32;

@@ -22,6 +22,7 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
   SB_CHECK(!micro.empty(), "a step needs at least one micro-batch");
   SB_CHECK(!cfg_.forward_only, "Engine::step on a forward-only engine (EngineConfig::forward_only)");
   SB_CHECK(global_terms > 0, "the step's global batch has {} loss terms", global_terms);
+  if (model_.pipeline().on()) return pipeline_step(micro, global_terms);
   StepStats s;
   comm_.reset_exposed();
   gather_wait_s_ = 0;
@@ -104,10 +105,15 @@ void Engine::optimizer_step(StepStats& s) {
   // Tensor parallelism: each tp rank holds a different block of a split parameter (summed over
   // tp) and the same copy of a replicated one (LayerNorm, biases after a row-parallel layer,
   // wpe: counted once), as Megatron's clip_grad_norm does.
+  // A pipeline's copy of a tied unit (UnitSpec::pp_copy) equals its original: counted once.
   double sumsq = 0, split = 0;
   for (auto& U : units_) {
     auto g = layout_.grads_sharded ? U->grad : U->grad.narrow(0, U->opt_off, U->opt_n);
     if (cfg_.loss_scaling) g.mul_(1.0 / scale_);  // unscaled before the norm and the clip
+    if (U->pp_copy) {
+      gs.push_back(g);
+      continue;
+    }
     const double n = g.norm().item<double>();
     const double ns = U->tp_split.defined() ? (g * U->tp_split).norm().item<double>() : 0.0;
     sumsq += n * n - ns * ns;
@@ -118,6 +124,7 @@ void Engine::optimizer_step(StepStats& s) {
   if (layout_.optim_sharded && comm_.size(comm::Group::Tp) > 1)
     split = comm_.all_reduce_scalar(split, shard_group_);
   if (comm_.size(comm::Group::Tp) > 1) sumsq += comm_.all_reduce_scalar(split, comm::Group::Tp);
+  if (comm_.size(comm::Group::Pp) > 1) sumsq = comm_.all_reduce_scalar(sumsq, comm::Group::Pp);  // the stages'
   s.grad_norm = std::sqrt(sumsq);
   if (cfg_.loss_scaling && loss_scaler_skips(sumsq, s)) return;
   const double coef = optim::clip_coefficient(s.grad_norm, cfg_.adamw.grad_clip);

@@ -45,6 +45,9 @@ struct Engine::Unit {
   bool reduced = false;     // a reduction ran this step
   int uses = 0;             // acquires in the current forward
   bool pinned = false;      // acquired more than once per forward: keep until its backward
+  // Pipeline parallelism (models/pipeline.h): the first stage's unit that the last stage holds
+  // a copy of (pp_tied), or that copy (pp_copy): their gradients are summed each step.
+  bool pp_tied = false, pp_copy = false;
   c10::intrusive_ptr<torch::autograd::Node> acc_node;  // W's AccumulateGrad, holding our hook
 };
 

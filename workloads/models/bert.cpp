@@ -3,6 +3,7 @@
 
 #include "harness/core/check.h"
 #include "workloads/models/loss.h"
+#include "workloads/models/stage_provider.h"
 
 namespace sb::models {
 namespace {
@@ -78,6 +79,46 @@ void Bert::set_tensor_parallel(TensorParallel tp) {
   tp_ = std::move(tp);
 }
 
+std::string Bert::pipeline_problem(int stages) const { return models::pipeline_problem(cfg_.n_layer, stages); }
+
+void Bert::set_pipeline(int pp, int v, int rank) {
+  SB_CHECK(!pp_.on(), "model '{}' is already cut into pipeline stages", cfg_.preset);
+  const std::string why = pipeline_problem(pp * v);
+  SB_CHECK(why.empty(), "{}", why);
+  // Per row, forward + backward: a block's weights, the embeddings' LayerNorm on the first
+  // stage, the heads' weights on the last (the MLM decoder's V x d on its ~15% masked rows).
+  std::vector<double> cost(static_cast<std::size_t>(cfg_.n_layer),
+                           unit_flops_per_row(whole_units_[1]).total());
+  const double head = unit_flops_per_row(whole_units_.back()).total() +
+                      0.15 * 6.0 * static_cast<double>(cfg_.vocab * cfg_.d_model);
+  pp_.pp = pp, pp_.v = v, pp_.rank = rank;
+  pp_.first_layer = balance_stages(cost, unit_flops_per_row(whole_units_[0]).vector, head, pp * v);
+  if (pp <= 1) return;
+  auto cut = stage_units(units_, pp_, true);  // units_: this tp rank's blocks
+  units_ = std::move(cut.units);
+  local_ = std::move(cut.local);
+}
+
+void Bert::check_uncut(const char* what) const {
+  SB_CHECK(!pp_.on(), "model '{}': {} runs on the whole model, which is cut into {} pipeline "
+           "stages here (mesh.pp = {}); the pipeline runs training's step and loss only today",
+           cfg_.preset, what, pp_.stages(), pp_.pp);
+}
+
+std::vector<std::int64_t> Bert::stage_activation_shape(const Batch& b) const {
+  const std::int64_t rows = b.input_ids.numel();
+  return {tp_.rows_split() ? rows / tp_.size : rows, cfg_.d_model};
+}
+
+torch::Tensor Bert::stage_forward(ParamProvider& p0, int chunk, const Batch& b, const torch::Tensor& input) {
+  SB_CHECK(pp_.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
+  StageProvider p(p0, local_);
+  const int s = pp_.stage(chunk);
+  auto x = encode(p, b, pp_.first_layer[s], pp_.first_layer[s + 1],
+                  pp_.first(chunk) ? torch::Tensor() : input);
+  return pp_.last(chunk) ? loss_from(p, x, b, {}) : x;
+}
+
 torch::Tensor Bert::word_embedding(const torch::Tensor& table, const torch::Tensor& ids) {
   if (!tp_.on()) return at::embedding(table, ids);
   const std::int64_t begin = vocab_range(cfg_.vocab, tp_.rank, tp_.size).first;
@@ -148,14 +189,9 @@ TrainFlops Bert::train_flops(const Batch& b) const {
   return f;
 }
 
-torch::Tensor Bert::encode(ParamProvider& p, const Batch& b) {
+torch::Tensor Bert::embed(ParamProvider& p, const Batch& b) {
   const auto& ids = b.input_ids;
-  SB_CHECK(ids.dim() == 2, "BERT input_ids must be (B, T), got {} dims", ids.dim());
-  // Under tp this rank runs H / tp heads and d_ff / tp MLP columns (tensor_parallel.h).
-  const std::int64_t B = ids.size(0), T = ids.size(1), d = cfg_.d_model, H = cfg_.n_head / tp_.size, Dh = cfg_.dh();
-  SB_CHECK(b.position_ids.defined() || T <= cfg_.max_pos,
-           "model '{}': sequence of {} tokens exceeds its {} positions", cfg_.preset, T, cfg_.max_pos);
-
+  const std::int64_t B = ids.size(0), T = ids.size(1), d = cfg_.d_model;
   auto e = p.acquire(0);
   auto pos = b.position_ids.defined() ? b.position_ids : torch::arange(T, ids.options().dtype(torch::kLong));
   torch::Tensor x;
@@ -168,13 +204,26 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b) {
     x = at::layer_norm(x.view({B * T, d}), {d}, e[kEmbLnW], e[kEmbLnB], cfg_.ln_eps);  // (B*T, d)
   }
   p.release(0, x);
+  return x;
+}
+
+torch::Tensor Bert::encode(ParamProvider& p, const Batch& b, std::int64_t first, std::int64_t last,
+                           const torch::Tensor& input) {
+  const auto& ids = b.input_ids;
+  SB_CHECK(ids.dim() == 2, "BERT input_ids must be (B, T), got {} dims", ids.dim());
+  // Under tp this rank runs H / tp heads and d_ff / tp MLP columns (tensor_parallel.h).
+  const std::int64_t B = ids.size(0), T = ids.size(1), d = cfg_.d_model, H = cfg_.n_head / tp_.size, Dh = cfg_.dh();
+  SB_CHECK(b.position_ids.defined() || T <= cfg_.max_pos,
+           "model '{}': sequence of {} tokens exceeds its {} positions", cfg_.preset, T, cfg_.max_pos);
+
+  torch::Tensor x = input.defined() ? input : embed(p, b);
 
   AttentionMask mask;
   if (b.attention_mask.defined()) mask.key_keep = b.attention_mask.to(torch::kBool);  // (B, T)
   mask.segment_ids = b.segment_ids;
   auto heads = [&](const torch::Tensor& t) { return t.view({B, T, H, Dh}).transpose(1, 2); };
   const auto in_tp = [&](const torch::Tensor& t) { return tp_.on() ? tp_.copy_to(t) : t; };
-  for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
+  for (std::int64_t l = first; l < (last < 0 ? cfg_.n_layer : last); ++l) {
     const int u = static_cast<int>(l + 1);
     auto w = p.acquire(u);
     torch::Tensor q, k, v;
@@ -225,8 +274,14 @@ torch::Tensor Bert::loss_with(ParamProvider& p, const Batch& b, const LossCombin
            "BERT loss needs MLM targets (B, T) or classification labels (B), or both");
   SB_CHECK(!tp_.on() || !c.combine, "model '{}': distillation is not implemented for a "
            "tensor-parallel model (mesh.tp = {})", cfg_.preset, tp_.size);
+  check_uncut("the loss of a whole forward");
+  return loss_from(p, encode(p, b), b, c);
+}
+
+torch::Tensor Bert::loss_from(ParamProvider& p, torch::Tensor x, const Batch& b, const LossCombiner& c) {
+  SB_CHECK(b.targets.defined() || b.labels.defined(),
+           "BERT loss needs MLM targets (B, T) or classification labels (B), or both");
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
-  auto x = encode(p, b);
   if (tp_.rows_split()) x = tp_.all_rows(x);  // the heads run replicated on every row
   const int head = static_cast<int>(cfg_.n_layer + 1);
   auto w = p.acquire(head);
@@ -268,6 +323,7 @@ torch::Tensor Bert::loss_with(ParamProvider& p, const Batch& b, const LossCombin
 }
 
 torch::Tensor Bert::logits(ParamProvider& p, const Batch& b) {
+  check_uncut("MLM logits");
   SB_CHECK(!tp_.on(), "model '{}': MLM logits are not implemented for a tensor-parallel model "
            "(mesh.tp = {}); tensor parallelism runs training's loss and classify", cfg_.preset, tp_.size);
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
@@ -282,6 +338,7 @@ torch::Tensor Bert::logits(ParamProvider& p, const Batch& b) {
 }
 
 torch::Tensor Bert::classify(ParamProvider& p, const Batch& b) {
+  check_uncut("classification");
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
   auto x = encode(p, b);
   if (tp_.rows_split()) x = tp_.all_rows(x);

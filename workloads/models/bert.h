@@ -31,10 +31,26 @@ class Bert final : public Model {
   // Training's loss and classify; MLM logits and the distillation combiner refuse.
   std::string tensor_parallel_problem(int size) const override;
   void set_tensor_parallel(TensorParallel tp) override;
+  // Pipeline stages (pipeline.h) balanced by the weights' FLOPs per row; the last stage holds
+  // the heads and a copy of the embedding unit (the MLM decoder is tied to the word embeddings).
+  // Training's loss only (classify and MLM logits refuse a cut model).
+  std::string pipeline_problem(int stages) const override;
+  void set_pipeline(int pp, int v, int rank) override;
+  const PipelineCut& pipeline() const override { return pp_; }
+  torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
+                              const torch::Tensor& input) override;
+  std::vector<std::int64_t> stage_activation_shape(const Batch& b) const override;
 
  private:
   std::vector<UnitSpec> make_units(int tp_rank, int tp_size) const;
-  torch::Tensor encode(ParamProvider& p, const Batch& b);  // -> (B*T, d)
+  // The embeddings (or `input`, a previous stage's output, when defined) and layers
+  // [first, last) (-1: to the end) -> (B*T, d), this rank's rows under sequence parallelism.
+  torch::Tensor encode(ParamProvider& p, const Batch& b, std::int64_t first = 0,
+                       std::int64_t last = -1, const torch::Tensor& input = {});
+  torch::Tensor embed(ParamProvider& p, const Batch& b);  // -> (B*T, d), this rank's rows under sp
+  // The training loss (MLM and/or classification) from the encoder's output, combined by c.
+  torch::Tensor loss_from(ParamProvider& p, torch::Tensor x, const Batch& b, const LossCombiner& c);
+  void check_uncut(const char* what) const;  // refuses a model cut into pipeline stages
   // The word embeddings' rows for ids (B, T, d); under tp this rank's part of their sum over
   // tp (its vocabulary range's rows, zeros for other tokens).
   torch::Tensor word_embedding(const torch::Tensor& table, const torch::Tensor& ids);
@@ -46,6 +62,8 @@ class Bert final : public Model {
   std::vector<UnitSpec> units_;
   std::vector<UnitSpec> whole_units_;  // the unsharded model's (FLOPs count these)
   TensorParallel tp_;
+  PipelineCut pp_;
+  std::vector<int> local_;  // pipeline: the whole model's unit -> this rank's (StageUnits::local)
   std::unique_ptr<Attention> attn_;
 };
 

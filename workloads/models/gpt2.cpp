@@ -9,6 +9,7 @@
 
 #include "harness/core/check.h"
 #include "workloads/models/loss.h"
+#include "workloads/models/stage_provider.h"
 
 namespace sb::models {
 namespace {
@@ -79,6 +80,55 @@ void Gpt2::set_tensor_parallel(TensorParallel tp) {
   tp_ = std::move(tp);
 }
 
+std::string Gpt2::pipeline_problem(int stages) const { return models::pipeline_problem(cfg_.n_layer, stages); }
+
+void Gpt2::set_pipeline(int pp, int v, int rank) {
+  SB_CHECK(!pp_.on(), "model '{}' is already cut into pipeline stages", cfg_.preset);
+  const std::string why = pipeline_problem(pp * v);
+  SB_CHECK(why.empty(), "{}", why);
+  // Per row, forward + backward: a block's weights; the LM head's 6 V d on the last stage (the
+  // embeddings are lookups).
+  std::vector<double> cost(static_cast<std::size_t>(cfg_.n_layer),
+                           unit_flops_per_row(whole_units_[1]).total());
+  const double head = unit_flops_per_row(whole_units_.back()).total() +
+                      6.0 * static_cast<double>(cfg_.vocab * cfg_.d_model);
+  pp_.pp = pp, pp_.v = v, pp_.rank = rank;
+  pp_.first_layer = balance_stages(cost, 0.0, head, pp * v);
+  if (pp <= 1) return;
+  auto cut = stage_units(units_, pp_, true);  // units_: this tp rank's blocks
+  units_ = std::move(cut.units);
+  local_ = std::move(cut.local);
+}
+
+void Gpt2::check_uncut(const char* what) const {
+  SB_CHECK(!pp_.on(), "model '{}': {} runs on the whole model, which is cut into {} pipeline "
+           "stages here (mesh.pp = {}); the pipeline runs training's step and loss only today",
+           cfg_.preset, what, pp_.stages(), pp_.pp);
+}
+
+std::vector<std::int64_t> Gpt2::stage_activation_shape(const Batch& b) const {
+  const std::int64_t rows = b.input_ids.numel();
+  return {tp_.rows_split() ? rows / tp_.size : rows, cfg_.d_model};
+}
+
+torch::Tensor Gpt2::stage_forward(ParamProvider& p0, int chunk, const Batch& b, const torch::Tensor& input) {
+  SB_CHECK(pp_.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
+  StageProvider p(p0, local_);
+  const int s = pp_.stage(chunk);
+  const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
+  SB_CHECK(T <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
+           cfg_.preset, T, cfg_.max_pos);
+  torch::Tensor x = pp_.first(chunk)
+      ? embed(p, b.input_ids, torch::arange(T, b.input_ids.options().dtype(torch::kLong)))
+      : input;
+  AttentionMask mask;
+  mask.causal = true;
+  x = blocks(p, x, B, T, {}, mask, pp_.first_layer[s], pp_.first_layer[s + 1]);
+  if (!pp_.last(chunk)) return x;
+  SB_CHECK(b.targets.defined(), "GPT-2 loss needs targets (B, T)");
+  return lm_loss(p, x, b.targets.reshape({-1}));
+}
+
 void Gpt2::check_whole(const char* what) const {
   SB_CHECK(!tp_.on(), "model '{}': {} is not implemented for a tensor-parallel model (mesh.tp = "
            "{}); tensor parallelism runs training's loss only today", cfg_.preset, what, tp_.size);
@@ -137,7 +187,8 @@ torch::Tensor Gpt2::embed(ParamProvider& p, const torch::Tensor& ids, const torc
 }
 
 torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, std::int64_t T,
-                           const KeysValues& kv, const AttentionMask& mask) {
+                           const KeysValues& kv, const AttentionMask& mask, std::int64_t first,
+                           std::int64_t last) {
   // Under tp this rank runs H / tp heads and d_ff / tp MLP columns (tensor_parallel.h).
   const std::int64_t d = cfg_.d_model, H = cfg_.n_head / tp_.size, Dh = cfg_.dh();
   // Sequence parallelism: x holds this rank's rows; the column-parallel layers gather them.
@@ -148,7 +199,7 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
   const auto column = [&](int u, int i, const torch::Tensor& h, const std::vector<torch::Tensor>& w) {
     return tp_.rows_split() ? tp_.gathered_linear(h, w[i], w[i + 1]) : p.linear(u, i, in_tp(h), w[i], w[i + 1]);
   };
-  for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
+  for (std::int64_t l = first; l < (last < 0 ? cfg_.n_layer : last); ++l) {
     const int u = static_cast<int>(l + 1);
     auto w = p.acquire(u);
     auto h = norm(x, w[kLn1W], w[kLn1B]);
@@ -175,6 +226,7 @@ torch::Tensor Gpt2::final_norm(ParamProvider& p, const torch::Tensor& x) {
 
 torch::Tensor Gpt2::head(ParamProvider& p, torch::Tensor x, bool release_head_with_logits) {
   check_whole("the LM head's logits (evaluation, inference, distillation)");
+  check_uncut("the LM head's logits (inference, distillation, decoding)");
   const int head = static_cast<int>(cfg_.n_layer + 1);
   x = final_norm(p, x);
   auto wte = p.acquire(0)[0];
@@ -269,27 +321,32 @@ torch::Tensor Gpt2::forward_rows(ParamProvider& p, const torch::Tensor& ids, KVC
   return head(p, x.index_select(0, at_last), true);  // (B, V)
 }
 
-torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) {
-  SB_CHECK(b.targets.defined(), "GPT-2 loss needs targets (B, T)");
-  LossParts parts;
-  const auto t = b.targets.reshape({-1});
+torch::Tensor Gpt2::lm_loss(ParamProvider& p, const torch::Tensor& trunk_out, const torch::Tensor& t) {
+  const auto x = final_norm(p, trunk_out);  // this rank's rows under sp
+  const auto wte = p.acquire(0)[0];
   torch::Tensor loss;
-  if (!c.combine && tp_.on()) {  // logits split by vocabulary, never gathered
-    const auto x = final_norm(p, trunk(p, b.input_ids, nullptr));  // this rank's rows under sp
-    const auto wte = p.acquire(0)[0];
+  if (tp_.on()) {  // logits split by vocabulary, never gathered
     const auto logits = tp_.rows_split() ? tp_.gathered_linear(x, wte, torch::Tensor())
                                          : p.linear(0, 0, tp_.copy_to(x), wte, torch::Tensor());
     loss = tp_.cross_entropy(logits, t, vocab_range(cfg_.vocab, tp_.rank, tp_.size).first);
-  } else if (!c.combine) {  // the loss alone: the provider's LM-head loss (chunked for plain weights)
-    const auto x = final_norm(p, trunk(p, b.input_ids, nullptr));
-    loss = p.linear_cross_entropy(0, 0, x, p.acquire(0)[0], t);
-  } else {
-    auto logits = forward(p, b.input_ids, nullptr, false, c.hidden ? &parts.hidden : nullptr);  // (B*T, V)
-    loss = cross_entropy(logits, t);  // fp32 whatever the compute dtype (loss.h)
-    parts.loss = loss;
-    parts.logits = logits.index_select(0, (t != -100).nonzero().squeeze(1));  // (terms, V)
-    loss = c.combine(parts);
+  } else {  // the provider's LM-head loss (chunked for plain weights)
+    loss = p.linear_cross_entropy(0, 0, x, wte, t);
   }
+  p.release(0, loss);
+  p.release(static_cast<int>(cfg_.n_layer + 1), loss);
+  return loss;
+}
+
+torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) {
+  SB_CHECK(b.targets.defined(), "GPT-2 loss needs targets (B, T)");
+  check_uncut("the loss of a whole forward");
+  const auto t = b.targets.reshape({-1});
+  if (!c.combine) return lm_loss(p, trunk(p, b.input_ids, nullptr), t);
+  LossParts parts;
+  auto logits = forward(p, b.input_ids, nullptr, false, c.hidden ? &parts.hidden : nullptr);  // (B*T, V)
+  parts.loss = cross_entropy(logits, t);  // fp32 whatever the compute dtype (loss.h)
+  parts.logits = logits.index_select(0, (t != -100).nonzero().squeeze(1));  // (terms, V)
+  auto loss = c.combine(parts);
   p.release(0, loss);
   p.release(static_cast<int>(cfg_.n_layer + 1), loss);
   return loss;

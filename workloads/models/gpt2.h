@@ -29,6 +29,14 @@ class Gpt2 final : public Model, public KvDecoder {
   // distillation combiner refuse a sharded model.
   std::string tensor_parallel_problem(int size) const override;
   void set_tensor_parallel(TensorParallel tp) override;
+  // Pipeline stages (pipeline.h) balanced by the weights' FLOPs per row, the tied LM head
+  // (V x d) counted on the last stage, which holds a copy of the embedding unit for it.
+  std::string pipeline_problem(int stages) const override;
+  void set_pipeline(int pp, int v, int rank) override;
+  const PipelineCut& pipeline() const override { return pp_; }
+  torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
+                              const torch::Tensor& input) override;
+  std::vector<std::int64_t> stage_activation_shape(const Batch& b) const override;
 
   // Empty cache for batch B and up to max_len tokens (<= max_pos), dtype/device of the weights.
   KVCache make_cache(std::int64_t batch, std::int64_t max_len,
@@ -58,14 +66,20 @@ class Gpt2 final : public Model, public KvDecoder {
   using KeysValues = std::function<std::pair<torch::Tensor, torch::Tensor>(
       std::int64_t layer, const torch::Tensor& k, const torch::Tensor& v)>;
   torch::Tensor embed(ParamProvider& p, const torch::Tensor& ids, const torch::Tensor& pos);
+  // Layers [first, last) (-1: to the end).
   torch::Tensor blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, std::int64_t T,
-                       const KeysValues& kv, const AttentionMask& mask);
+                       const KeysValues& kv, const AttentionMask& mask, std::int64_t first = 0,
+                       std::int64_t last = -1);
+  // The training loss from the last block's output (rows, d): ln_f, the tied LM head and the
+  // cross-entropy (vocabulary-parallel under tp); releases the head and embedding units.
+  torch::Tensor lm_loss(ParamProvider& p, const torch::Tensor& x, const torch::Tensor& targets);
   torch::Tensor head(ParamProvider& p, torch::Tensor x, bool release_head_with_logits);
   // Embeddings and blocks (the KV cache's when given): (B*T, d) before the final LayerNorm.
   torch::Tensor trunk(ParamProvider& p, const torch::Tensor& ids, KVCache* cache);
   torch::Tensor final_norm(ParamProvider& p, const torch::Tensor& x);  // ln_f
   std::vector<UnitSpec> make_units(int tp_rank, int tp_size) const;
   void check_whole(const char* what) const;  // refuses a tensor-parallel model
+  void check_uncut(const char* what) const;  // refuses a model cut into pipeline stages
   // x (rows, d) through a linear whose weight is split over tp as a row-parallel one: the
   // partial products summed over tp, then the (replicated) bias; plain linear at tp = 1.
   torch::Tensor row_linear(ParamProvider& p, int u, int w_index, const torch::Tensor& x,
@@ -74,6 +88,8 @@ class Gpt2 final : public Model, public KvDecoder {
   std::vector<UnitSpec> units_;
   std::vector<UnitSpec> whole_units_;  // the unsharded model's (FLOPs count these)
   TensorParallel tp_;
+  PipelineCut pp_;
+  std::vector<int> local_;  // pipeline: the whole model's unit -> this rank's (StageUnits::local)
   std::unique_ptr<Attention> attn_;
 };
 

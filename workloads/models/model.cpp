@@ -37,11 +37,13 @@ struct Preset {
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> p = {
       {gpt2("gpt2-tiny", 256, 128, 64, 2, 4), "GPT-2 for tests: vocab 256, d 64, 2 layers, 4 heads, ctx 128"},
+      {gpt2("gpt2-tiny-8l", 256, 128, 64, 8, 8), "GPT-2 for pipeline and 3D tests: gpt2-tiny with 8 layers, 8 heads"},
       {gpt2("gpt2", 50257, 1024, 768, 12, 12), "GPT-2 124M: d 768, 12 layers, 12 heads"},
       {gpt2("gpt2-medium", 50257, 1024, 1024, 24, 16), "GPT-2 355M: d 1024, 24 layers, 16 heads"},
       {gpt2("gpt2-large", 50257, 1024, 1280, 36, 20), "GPT-2 774M: d 1280, 36 layers, 20 heads"},
       {gpt2("gpt2-xl", 50257, 1024, 1600, 48, 25), "GPT-2 1.5B: d 1600, 48 layers, 25 heads"},
       {bert("bert-tiny", 128, 128, 64, 2, 4), "BERT for tests: vocab 128, d 64, 2 layers, 4 heads, 128 positions"},
+      {bert("bert-tiny-8l", 128, 128, 64, 8, 8), "BERT for pipeline and 3D tests: bert-tiny with 8 layers, 8 heads"},
       {bert("bert-base", 30522, 512, 768, 12, 12), "BERT-Base 110M: d 768, 12 layers, 12 heads"},
       {bert("bert-large", 30522, 512, 1024, 24, 16), "BERT-Large 340M: d 1024, 24 layers, 16 heads"},
       // Distillation students (docs/DISTILLATION.md): a teacher's widths, half its layers.
@@ -101,6 +103,30 @@ std::string Model::tensor_parallel_problem(int size) const {
 void Model::set_tensor_parallel(TensorParallel tp) {
   const std::string why = tensor_parallel_problem(tp.size);
   SB_CHECK(why.empty(), "{}", why);
+}
+
+std::string Model::pipeline_problem(int stages) const {
+  if (stages <= 1) return "";
+  return fmt::format("model '{}' ({}) cannot be cut into pipeline stages; set mesh.pp = 1",
+                     config().preset, config().family);
+}
+
+void Model::set_pipeline(int pp, int v, int) {
+  const std::string why = pipeline_problem(pp * v);
+  SB_CHECK(why.empty(), "{}", why);
+}
+
+const PipelineCut& Model::pipeline() const {
+  static const PipelineCut whole;
+  return whole;
+}
+
+torch::Tensor Model::stage_forward(ParamProvider&, int, const Batch&, const torch::Tensor&) {
+  SB_FAIL("model '{}' ({}) is not cut into pipeline stages", config().preset, config().family);
+}
+
+std::vector<std::int64_t> Model::stage_activation_shape(const Batch&) const {
+  SB_FAIL("model '{}' ({}) is not cut into pipeline stages", config().preset, config().family);
 }
 
 TrainFlops forward_flops(const TrainFlops& step) {

@@ -12,6 +12,7 @@
 
 #include <torch/types.h>
 
+#include "workloads/models/pipeline.h"
 #include "workloads/models/tensor_parallel.h"
 
 namespace sb::models {
@@ -35,6 +36,12 @@ struct ParamSpec {
 struct UnitSpec {
   std::string name;             // "embed", "block.3", "head"
   std::vector<ParamSpec> params;
+  // Pipeline parallelism (pipeline.h): the unit's index in the whole model (what seeds its
+  // initial values; -1: its position in the list); whether the first stage's unit has a copy
+  // on the last stage (pp_tied: a tied embedding), or is that copy (pp_copy): the two sum
+  // their gradients, and the copy is counted once in the gradient norm.
+  int whole_index = -1;
+  bool pp_tied = false, pp_copy = false;
   std::int64_t numel() const;
 };
 
@@ -163,6 +170,20 @@ class Model {
   // their record (Family::tensor_parallel). Default: cannot.
   virtual std::string tensor_parallel_problem(int size) const;
   virtual void set_tensor_parallel(TensorParallel tp);
+  // Pipeline parallelism (pipeline.h): "" when the model can be cut into `stages` stages, else
+  // why and the fix. set_pipeline cuts it (after set_tensor_parallel): units() become this
+  // rank's stages' units, whose model-wide paths (loss_with, logits, classify, decoding) then
+  // refuse; train_flops still counts the whole model. Default: cannot.
+  virtual std::string pipeline_problem(int stages) const;
+  virtual void set_pipeline(int pp, int v, int rank);
+  virtual const PipelineCut& pipeline() const;  // pp = 1 when not cut
+  // This rank's virtual stage `chunk` on micro-batch b (every stage gets the whole micro-batch;
+  // the first embeds its ids, the others take `input`, the previous stage's output): the
+  // activation for the next stage, of stage_activation_shape(b) and the compute dtype, or on
+  // the last stage the micro-batch's training loss (the mean over its loss terms, as loss()).
+  virtual torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
+                                      const torch::Tensor& input);
+  virtual std::vector<std::int64_t> stage_activation_shape(const Batch& b) const;
 };
 
 // Registry of presets by name ("gpt2-tiny", "gpt2", ..., "bert-large"); a name with a '/' is

@@ -45,7 +45,9 @@ std::vector<torch::Tensor> init_unit(const std::vector<UnitSpec>& units, int uni
            "unit {} out of range: the model has {} units", unit, units.size());
   std::vector<torch::Tensor> out;
   const auto& ps = units[unit].params;
-  for (int i = 0; i < static_cast<int>(ps.size()); ++i) out.push_back(init_param(ps[i], seed, unit, i));
+  // A pipeline stage's unit takes the values of its place in the whole model (pipeline.h).
+  const int whole = units[unit].whole_index >= 0 ? units[unit].whole_index : unit;
+  for (int i = 0; i < static_cast<int>(ps.size()); ++i) out.push_back(init_param(ps[i], seed, whole, i));
   return out;
 }
 

@@ -47,19 +47,19 @@ double pipeline_step(comm::Communicator& c, const PpScheduleInfo& schedule, int 
     if (a.forward) {
       torch::Tensor x;
       if (s == 0) {
-        x = inputs.at(a.microbatch);
+        if (!inputs.empty()) x = inputs.at(a.microbatch);
       } else {
-        x = torch::empty(st.act_shape);
+        x = torch::empty(st.act_shape, torch::TensorOptions().dtype(st.act_dtype));
         // The activation of stage s - 1, which sent it under the tag of its own chunk.
         const int from_chunk = (s - 1) / pp;
         c.recv(x, up, Group::Pp, "pp_act", tag(from_chunk, a.microbatch, false));
         x.set_requires_grad(true);
       }
       const auto t0 = clock::now();
-      torch::Tensor y = st.forward(a.chunk, x);
+      torch::Tensor y = st.forward(a.chunk, a.microbatch, x);
       in[a.chunk][a.microbatch] = x;
       if (s == last) {
-        y = st.loss(y, a.microbatch) / m;
+        y = st.loss(y, a.microbatch);
         loss_sum += y.detach().to(torch::kFloat64);
       }
       busy += since(t0);
@@ -75,7 +75,7 @@ double pipeline_step(comm::Communicator& c, const PpScheduleInfo& schedule, int 
                a.microbatch, s);
       torch::Tensor g;
       if (s != last) {
-        g = torch::empty(st.act_shape);
+        g = torch::empty(st.act_shape, torch::TensorOptions().dtype(st.act_dtype));
         const int from_chunk = (s + 1) / pp;
         c.recv(g, down, Group::Pp, "pp_grad", tag(from_chunk, a.microbatch, true));
       }
@@ -97,6 +97,30 @@ double pipeline_step(comm::Communicator& c, const PpScheduleInfo& schedule, int 
   if (stats) stats->step_s = since(step0), stats->busy_s = busy;
   c.all_reduce(loss_sum, Group::Pp, "other");
   return loss_sum.item<double>();
+}
+
+double pipeline_forward(comm::Communicator& c, int v, const PipelineStages& st) {
+  torch::NoGradGuard ng;
+  const int pp = c.size(Group::Pp), r = c.rank(Group::Pp), last = pp * v - 1;
+  const int up = (r + pp - 1) % pp, down = (r + 1) % pp;
+  torch::Tensor loss = torch::zeros({1}, torch::kFloat64);
+  std::vector<comm::Request> sends;
+  for (int chunk = 0; chunk < v; ++chunk) {
+    const int s = chunk * pp + r;
+    torch::Tensor x;
+    if (s > 0) {
+      x = torch::empty(st.act_shape, torch::TensorOptions().dtype(st.act_dtype));
+      c.recv(x, up, Group::Pp, "pp_act", s - 1);
+    }
+    torch::Tensor y = st.forward(chunk, 0, x);
+    if (s == last)
+      loss += st.loss(y, 0).to(torch::kFloat64);
+    else
+      sends.push_back(c.send_async(y.contiguous(), down, Group::Pp, "pp_act", s));
+  }
+  for (auto& q : sends) q.wait();
+  c.all_reduce(loss, Group::Pp, "other");
+  return loss.item<double>();
 }
 
 }  // namespace sb::parallel

@@ -30,6 +30,8 @@ struct StepKeys {
   std::string comm_progress;     // auto, thread, poll or inline
   double peak_gflops = 0;        // one rank's peak for MFU; 0 = measured
   bool tp_sequence_parallel = false;  // Megatron's sequence parallelism over mesh.tp
+  std::string pp_schedule;            // pipeline schedule over mesh.pp (parallel/pp_schedule.h)
+  std::int64_t pp_virtual_stages = 1;  // stages per pp rank (interleaved schedules)
   static void declare(Fields<StepKeys>& f);
 };
 

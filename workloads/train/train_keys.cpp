@@ -153,7 +153,8 @@ void OptimKeys::declare(Fields<OptimKeys>& f) {
   f.add("lr_warmup", &OptimKeys::lr_warmup, 0, "optimizer steps of linear learning-rate warm-up")
       .range(0, kIntMax);
   f.add("grad_accum", &OptimKeys::grad_accum, 1,
-        "micro-batches per optimizer step (no communication until the last)")
+        "micro-batches per optimizer step (no communication until the last); with mesh.pp > 1 "
+        "the pipeline's micro-batches")
       .range(1, I{1} << 16);
   f.add("loss_scale_init", &OptimKeys::loss_scale_init, 65536.0,
         "fp16 (dtype or reduce_dtype): the initial dynamic loss scale (docs/FSDP.md)")
@@ -175,6 +176,11 @@ void StepKeys::declare(Fields<StepKeys>& f) {
   f.add("tp_sequence_parallel", &StepKeys::tp_sequence_parallel, false,
         "Megatron's sequence parallelism with mesh.tp > 1: LayerNorm regions hold 1/tp of the "
         "rows; reduce-scatter and all-gather replace the all-reduces (docs/FSDP.md)");
+  f.name("pp_schedule", &StepKeys::pp_schedule, "pp_schedule", "1f1b",
+         "pipeline schedule with mesh.pp > 1: gpipe, 1f1b or interleaved_1f1b (docs/FSDP.md); "
+         "grad_accum is the step's micro-batches");
+  f.add("pp_virtual_stages", &StepKeys::pp_virtual_stages, 1,
+        "model stages per pipeline rank (interleaved_1f1b: 2 or more)").range(1, 64);
   // "auto": poll where parameters are sharded (a unit's all-gather then completes while the
   // peer computes, instead of waiting for the peer's next unit boundary), inline otherwise
   // (poll's 20 us sleeps slow libnbc's many-round all-reduce). docs/FSDP.md "Benchmark".

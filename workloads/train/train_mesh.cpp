@@ -14,7 +14,10 @@
 #include "workloads/distill/distill_config.h"
 #include "workloads/fsdp/strategy.h"
 #include "workloads/models/family.h"
+#include "workloads/data/data_config.h"
+#include "workloads/data/labelled.h"
 #include "workloads/models/model.h"
+#include "workloads/parallel/pp_schedule.h"
 #include "workloads/prune/prune_keys.h"
 #include "workloads/train/train_config.h"
 
@@ -149,10 +152,54 @@ void validate_tp(const Point& p, std::vector<Diagnostic>& out) {
   if (!r.export_safetensors.empty()) refuse("export_safetensors", "exporting the trained model");
 }
 
+// Pipeline parallelism (mesh.pp > 1): a model that can be cut into mesh.pp x pp_virtual_stages
+// stages, a schedule that runs grad_accum micro-batches that way, and none of what does not run
+// over a pipeline yet (each named with its fix).
+void validate_pp(const Point& p, std::vector<Diagnostic>& out) {
+  if (!p.has("task") || base_config(p).task != "train") return;
+  const int pp = config<MeshConfig>(p).pp;
+  const StepKeys& k = config<StepKeys>(p);
+  const I v = k.pp_virtual_stages, m = config<OptimKeys>(p).grad_accum;
+  if (pp <= 1) {
+    if (v > 1)
+      out.push_back({"pp_virtual_stages", fmt::format("pp_virtual_stages = {} places several model "
+                     "stages on each pipeline rank, and mesh.pp = 1 has no pipeline: set mesh.pp > 1, "
+                     "or pp_virtual_stages = 1", v)});
+    return;
+  }
+  try {
+    const std::string why = parallel::pp_schedule_refuses(parallel::find_pp_schedule(k.pp_schedule), pp,
+                                                          static_cast<int>(m), static_cast<int>(v));
+    if (!why.empty())  // the schedule's word for the step's micro-batches is microbatches
+      out.push_back({"pp_schedule", why + (why.find("microbatches") != std::string::npos
+                                               ? " (microbatches: the key grad_accum)" : "")});
+  } catch (const sb::Error&) {  // an unknown schedule: the name check reports it
+  }
+  try {
+    const auto model = models::make_model(config<ModelKeys>(p).model);
+    const std::string why = model->pipeline_problem(static_cast<int>(pp * v));
+    if (!why.empty()) out.push_back({"mesh.pp", why});
+  } catch (const std::exception&) {  // an unknown model: the model key's own check names it
+  }
+  const auto refuse = [&](const char* key, const char* what) {
+    out.push_back({key, fmt::format("{} does not run with pipeline parallelism yet (mesh.pp = {}); "
+                                    "unset {}, or set mesh.pp = 1", what, pp, key)});
+  };
+  if (!config<distill::DistillKeys>(p).teacher.empty()) refuse("teacher", "distillation");
+  if (config<prune::PruneKeys>(p).method != "none") refuse("pruning", "pruning");
+  const RunKeys& r = config<RunKeys>(p);
+  if (!r.export_folder.empty()) refuse("export_folder", "exporting the trained model");
+  if (!r.export_safetensors.empty()) refuse("export_safetensors", "exporting the trained model");
+  if (!r.checkpoint_dir.empty()) refuse("checkpoint_dir", "checkpointing");
+  if (data::is_labelled_path(config<data::DataKeys>(p).data))
+    refuse("data", "classification data (its accuracy runs the whole model's classify)");
+}
+
 Registrar reg([] {
   register_canonicalizer(canonicalize);
   register_validator(validate);
   register_validator(validate_tp);
+  register_validator(validate_pp);
 });
 
 }  // namespace

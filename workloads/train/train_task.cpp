@@ -13,6 +13,7 @@
 #include "workloads/models/device_config.h"
 #include "workloads/models/dtype.h"
 #include "workloads/models/family.h"
+#include "workloads/parallel/pp_schedule.h"
 #include "workloads/models/model.h"
 #include "workloads/train/train_config.h"
 #include "workloads/train/train_workload.h"
@@ -30,24 +31,45 @@ torch::ScalarType planned_dtype(const Point& p) {
   return config<models::DeviceConfig>(p).device == "cpu" ? models::resolve_dtype(d, torch::kCPU) : torch::kBFloat16;
 }
 
+// The last tp rank's layout (the largest vocabulary range), for shapes only.
+models::TensorParallel planning_layout(int tp) {
+  models::TensorParallel shape;
+  shape.rank = tp - 1, shape.size = tp;
+  shape.copy_to = shape.reduce_from = [](const torch::Tensor&) -> torch::Tensor {
+    SB_FAIL("a tensor-parallel layout made for planning ran a forward");
+  };
+  shape.cross_entropy = [](const torch::Tensor&, const torch::Tensor&, std::int64_t) -> torch::Tensor {
+    SB_FAIL("a tensor-parallel layout made for planning ran a forward");
+  };
+  return shape;
+}
+
 // The memory model of a point as `plan` sees it: the planned dtype, the mesh's shard group,
 // where it is a node's ranks (0) taken as the world (plan does not know the nodes).
 fsdp::MemoryPrediction planned_memory(const Point& p) {
   auto model = models::make_model(config<ModelKeys>(p).model, config<ModelKeys>(p).attention);
   const int tp = config<MeshConfig>(p).tp;
-  if (tp > 1 && model->tensor_parallel_problem(tp).empty()) {  // the last tp rank's blocks: the
-    models::TensorParallel shape;                               // largest vocabulary range
-    shape.rank = tp - 1, shape.size = tp;
-    shape.copy_to = shape.reduce_from = [](const torch::Tensor&) -> torch::Tensor {
-      SB_FAIL("a tensor-parallel layout made for planning ran a forward");
-    };
-    shape.cross_entropy = [](const torch::Tensor&, const torch::Tensor&, std::int64_t) -> torch::Tensor {
-      SB_FAIL("a tensor-parallel layout made for planning ran a forward");
-    };
-    model->set_tensor_parallel(shape);
-  }
+  const bool tp_cut = tp > 1 && model->tensor_parallel_problem(tp).empty();
+  if (tp_cut) model->set_tensor_parallel(planning_layout(tp));
   const int sg = config<MeshConfig>(p).dp_shard;
-  return fsdp::predict_memory(memory_inputs(p, *model, planned_dtype(p), sg));
+  const int pp = config<MeshConfig>(p).pp;
+  const auto v = static_cast<int>(config<StepKeys>(p).pp_virtual_stages);
+  if (pp <= 1 || !model->pipeline_problem(pp * v).empty())
+    return fsdp::predict_memory(memory_inputs(p, *model, planned_dtype(p), sg));
+  // A pipeline: the rank whose stages need the most (the first holds the embeddings and the
+  // most micro-batches in flight, the last the head).
+  fsdp::MemoryPrediction most;
+  for (int r = 0; r < pp; ++r) {
+    auto stage = models::make_model(config<ModelKeys>(p).model, config<ModelKeys>(p).attention);
+    if (tp_cut) stage->set_tensor_parallel(planning_layout(tp));
+    stage->set_pipeline(pp, v, r);
+    const auto m = fsdp::predict_memory(memory_inputs(p, *stage, planned_dtype(p), sg));
+    const auto total = [](const fsdp::MemoryPrediction& x) {
+      return x.model_state + x.gathered + x.activation_layers + x.activation_attention + x.activation_head;
+    };
+    if (r == 0 || total(m) > total(most)) most = m;
+  }
+  return most;
 }
 
 double state_bytes(const Point& p) { return static_cast<double>(planned_memory(p).model_state); }
@@ -82,7 +104,8 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   in.strategy = mk.strategy;
   in.tp = config<MeshConfig>(p).tp;
   in.sequence_parallel = in.tp > 1 && config<StepKeys>(p).tp_sequence_parallel;
-  in.world = static_cast<int>(base_config(p).world / std::max(1, in.tp));  // data-parallel ranks
+  in.pp = config<MeshConfig>(p).pp;
+  in.world = static_cast<int>(base_config(p).world / std::max(1, in.tp * in.pp));  // data-parallel ranks
   in.shard_group = shard_group;
   in.param_dtype = param_dtype;
   in.grad_accum = static_cast<int>(config<OptimKeys>(p).grad_accum);
@@ -92,6 +115,18 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   // (MLM: at most the masking probability of them) or one row each (labelled data).
   in.rows = mk.batch / std::max<I>(1, in.world * in.grad_accum);
   in.seq = mk.seq;
+  if (const auto& cut = model.pipeline(); cut.on()) {  // this rank's stages (models/pipeline.h)
+    in.v = cut.v;
+    in.stage_layers = 0;
+    in.last_stage = false;
+    for (int c = 0; c < cut.v; ++c) {
+      in.stage_layers += cut.layers(cut.stage(c));
+      in.last_stage = in.last_stage || cut.last(c);
+    }
+    const auto& schedule = parallel::find_pp_schedule(config<StepKeys>(p).pp_schedule);
+    in.in_flight = parallel::simulate(schedule.make(cut.pp, in.grad_accum, cut.v), cut.pp, in.grad_accum,
+                                      cut.v, 1.0, 2.0).peak_in_flight.at(static_cast<std::size_t>(cut.rank));
+  }
   const auto& c = in.model;
   if (data::is_labelled_path(config<data::DataKeys>(p).data)) {
     in.loss_rows = in.rows;

@@ -106,6 +106,7 @@ fsdp::EngineConfig engine_config(const Point& p, const torch::Device& device,
   cfg.param_dtype = models::resolve_dtype(config<TrainChoice>(p).dtype, device, dtype_why);
   cfg.reduce_dtype = models::dtype_from_name(step.reduce_dtype);
   cfg.prefetch = step.prefetch;
+  cfg.pp_schedule = step.pp_schedule;
   cfg.compression = comm::policy_from_point(p);
   cfg.adamw = adamw_config(p);
   // fp16 anywhere in the step: dynamic loss scaling (EngineConfig::loss_scaling).
@@ -213,6 +214,12 @@ void TrainWorkload::build(RunContext& ctx) {
   if (comm_->size(comm::Group::Tp) > 1)
     model_->set_tensor_parallel(
         parallel::tensor_parallel(*comm_, config<StepKeys>(p).tp_sequence_parallel, cfg_.compression));
+  // Pipeline parallelism (mesh.pp): the model keeps this rank's stages (after tp cut them).
+  if (comm_->size(comm::Group::Pp) > 1) {
+    model_->set_pipeline(comm_->size(comm::Group::Pp), static_cast<int>(config<StepKeys>(p).pp_virtual_stages),
+                         comm_->rank(comm::Group::Pp));
+    ctx.recorder.text("pipeline_stages", models::describe_stages(model_->pipeline()));
+  }
   if (!config<distill::DistillKeys>(p).teacher.empty()) {
     build_teacher(ctx);
   } else {
@@ -444,8 +451,9 @@ double TrainWorkload::evaluate(RunContext& ctx, fsdp::Engine& engine) {
            static_cast<double>(terms);
     terms_total += fsdp::loss_terms(g);
   }
-  // The ranks of a tp group computed the same loss: counted once.
-  if (comm_->rank(comm::Group::Tp) != 0) sum = 0;
+  // The ranks of a tp group computed the same loss, and a pipeline's ranks returned its last
+  // stage's: counted once.
+  if (comm_->rank(comm::Group::Tp) != 0 || comm_->rank(comm::Group::Pp) != 0) sum = 0;
   return comm_->all_reduce_scalar(sum, comm::Group::World) / static_cast<double>(terms_total);
 }
 
@@ -513,6 +521,9 @@ void TrainWorkload::record_results(RunContext& ctx) {
     else if (comm_->size(comm::Group::Tp) > 1)  // the MLM logits are split by vocabulary
       rec.text("mlm_accuracy", "not measured: the MLM logits of a tensor-parallel model (mesh.tp "
                                "> 1) are split by vocabulary and nothing gathers them yet");
+    else if (comm_->size(comm::Group::Pp) > 1)
+      rec.text("mlm_accuracy", "not measured: the MLM logits of a pipelined model (mesh.pp > 1) "
+                               "live on its last stage and nothing returns them yet");
     else
       rec.scalar("mlm_accuracy", mlm_accuracy(ctx));
     rec.scalar("corpus_documents", static_cast<double>(corpus_.documents));

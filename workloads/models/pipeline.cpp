@@ -1,0 +1,86 @@
+// Cutting a model into pipeline stages (pipeline.h).
+#include "workloads/models/pipeline.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "harness/core/check.h"
+#include "workloads/models/model.h"
+
+namespace sb::models {
+
+std::vector<std::int64_t> balance_stages(const std::vector<double>& cost, double first_extra,
+                                         double last_extra, int stages) {
+  const int L = static_cast<int>(cost.size());
+  SB_CHECK(stages >= 1 && stages <= L, "{} pipeline stages for {} layers", stages, L);
+  std::vector<double> prefix(L + 1, 0.0);
+  for (int l = 0; l < L; ++l) prefix[l + 1] = prefix[l] + cost[l];
+  // best[s][l]: the smallest possible most expensive stage when stages 0..s-1 hold layers
+  // [0, l); cut[s][l] the boundary before stage s - 1 that gives it.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(stages + 1, std::vector<double>(L + 1, inf));
+  std::vector<std::vector<int>> cut(stages + 1, std::vector<int>(L + 1, 0));
+  best[0][0] = 0;
+  for (int s = 1; s <= stages; ++s)
+    for (int l = s; l <= L; ++l)
+      for (int k = s - 1; k < l; ++k) {  // stage s - 1 holds layers [k, l)
+        double c = prefix[l] - prefix[k] + (s == 1 ? first_extra : 0.0) +
+                   (s == stages ? last_extra : 0.0);
+        c = std::max(c, best[s - 1][k]);
+        if (c < best[s][l]) best[s][l] = c, cut[s][l] = k;
+      }
+  std::vector<std::int64_t> b(stages + 1);
+  b[stages] = L;
+  for (int s = stages; s >= 1; --s) b[s - 1] = cut[s][b[s]];
+  return b;
+}
+
+std::string pipeline_problem(std::int64_t n_layer, int stages) {
+  if (stages <= n_layer) return "";
+  return fmt::format("{} pipeline stages (mesh.pp x pp_virtual_stages) for a model of {} layers: "
+                     "every stage needs at least one layer; lower mesh.pp or pp_virtual_stages "
+                     "to at most {} stages", stages, n_layer, n_layer);
+}
+
+StageUnits stage_units(const std::vector<UnitSpec>& whole, const PipelineCut& cut,
+                       bool head_uses_embed) {
+  const int L = static_cast<int>(whole.size()) - 2;
+  SB_CHECK(cut.first_layer.size() == static_cast<std::size_t>(cut.stages() + 1) &&
+               cut.first_layer.back() == L,
+           "pipeline cut of {} boundaries for {} stages of {} layers", cut.first_layer.size(),
+           cut.stages(), L);
+  StageUnits out;
+  out.local.assign(whole.size(), -1);
+  auto take = [&](int g, bool copy) {
+    out.local[g] = static_cast<int>(out.units.size());
+    UnitSpec u = whole[g];
+    u.whole_index = g;
+    u.pp_copy = copy;
+    u.pp_tied = g == 0 && !copy && head_uses_embed;
+    out.units.push_back(std::move(u));
+  };
+  for (int c = 0; c < cut.v; ++c) {
+    if (cut.first(c)) take(0, false);
+    for (auto l = cut.first_layer[cut.stage(c)]; l < cut.first_layer[cut.stage(c) + 1]; ++l)
+      take(static_cast<int>(l + 1), false);
+    if (cut.last(c)) {
+      take(L + 1, false);
+      if (head_uses_embed) take(0, true);
+    }
+  }
+  return out;
+}
+
+std::string describe_stages(const PipelineCut& cut) {
+  std::string out;
+  for (int s = 0; s < cut.stages(); ++s) {
+    const auto a = cut.first_layer[s], b = cut.first_layer[s + 1];
+    out += fmt::format("{}stage {} (pp rank {}): {}layers {}-{}{}", s ? " | " : "", s, s % cut.pp,
+                       s == 0 ? "embed + " : "", a, b - 1, s + 1 == cut.stages() ? " + head" : "");
+  }
+  return out;
+}
+
+}  // namespace sb::models
