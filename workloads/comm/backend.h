@@ -73,6 +73,7 @@ struct P2PArgs {
   torch::Tensor t;  // send: read; recv: written in place (its shape and dtype say how much)
   int peer = 0;     // rank in the group
   int tag = 0;      // 0 .. 32767 (MPI guarantees tags up to 32767)
+  std::uint64_t logical_bytes = 0;  // the trace's logical bytes; 0: t's (fp32 for 16-bit floats)
 };
 
 // Each group has two lanes, each its own channel in every library: plain collectives and

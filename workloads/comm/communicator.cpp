@@ -439,7 +439,8 @@ Request Communicator::p2p_impl(const P2PArgs& a, Group g, const std::string& kin
   c.phases = {std::move(p)};
   (a.op == P2POp::Send ? c.reads : c.writes) = span(a.t);
   const char* name = b->name();
-  c.done = traced(op, g, kind, [name] { return std::string(name); }, fp32_bytes(a.t),
+  c.done = traced(op, g, kind, [name] { return std::string(name); },
+                  a.logical_bytes ? a.logical_bytes : fp32_bytes(a.t),
                   static_cast<std::uint64_t>(a.t.nbytes()), world_rank(g, a.peer));
   c.label = sb::heartbeat::issued({op, group_name(g), name, kind});
   return engine_->issue(c, sync);

@@ -132,18 +132,24 @@ class Communicator {
   // inside test()/wait() and other MPI calls, Gloo's and NCCL's on their own. The blocking
   // forms are the library's blocking call on the caller (MPI_Send / MPI_Recv). Trace: op send
   // or recv, peer = the peer's world rank, bytes = the message's (docs/METRICS.md).
+  // logical_bytes: a compressed message's uncompressed size for the trace (0: t's own, fp32
+  // for 16-bit floats).
   Request send_async(const torch::Tensor& t, int peer, Group g, const std::string& kind = "other",
-                     int tag = 0) {
-    return p2p_impl({P2POp::Send, t, peer, tag}, g, kind, false);
+                     int tag = 0, std::uint64_t logical_bytes = 0) {
+    return p2p_impl({P2POp::Send, t, peer, tag, logical_bytes}, g, kind, false);
   }
   Request recv_async(const torch::Tensor& t, int peer, Group g, const std::string& kind = "other",
-                     int tag = 0) {
-    return p2p_impl({P2POp::Recv, t, peer, tag}, g, kind, false);
+                     int tag = 0, std::uint64_t logical_bytes = 0) {
+    return p2p_impl({P2POp::Recv, t, peer, tag, logical_bytes}, g, kind, false);
   }
   void send(const torch::Tensor& t, int peer, Group g, const std::string& kind = "other",
-            int tag = 0) { p2p_impl({P2POp::Send, t, peer, tag}, g, kind, true).wait(); }
+            int tag = 0, std::uint64_t logical_bytes = 0) {
+    p2p_impl({P2POp::Send, t, peer, tag, logical_bytes}, g, kind, true).wait();
+  }
   void recv(const torch::Tensor& t, int peer, Group g, const std::string& kind = "other",
-            int tag = 0) { p2p_impl({P2POp::Recv, t, peer, tag}, g, kind, true).wait(); }
+            int tag = 0, std::uint64_t logical_bytes = 0) {
+    p2p_impl({P2POp::Recv, t, peer, tag, logical_bytes}, g, kind, true).wait();
+  }
   // The world rank of rank r of group g.
   int world_rank(Group g, int r) const { return members_[static_cast<int>(g)].at(r); }
 

@@ -91,6 +91,8 @@ const char* key_prefix(CollectiveKind k) {
     case CollectiveKind::GradAllReduce: return "compress.allreduce";
     case CollectiveKind::TpAct: return "compress.tp_act";
     case CollectiveKind::TpGrad: return "compress.tp_grad";
+    case CollectiveKind::PpAct: return "compress.pp_act";
+    case CollectiveKind::PpGrad: return "compress.pp_grad";
   }
   return "";
 }
@@ -102,6 +104,8 @@ const char* kind_name(CollectiveKind k) {
     case CollectiveKind::GradAllReduce: return "grad_all_reduce";
     case CollectiveKind::TpAct: return "tp_act";
     case CollectiveKind::TpGrad: return "tp_grad";
+    case CollectiveKind::PpAct: return "pp_act";
+    case CollectiveKind::PpGrad: return "pp_grad";
   }
   return "?";
 }

@@ -27,21 +27,24 @@
 namespace sb::comm {
 
 // The data-parallel kinds (the FSDP engine's), then tensor parallelism's (workloads/parallel:
-// the forward activations' all-reduces and their gradients' in backward).
-enum class CollectiveKind { ParamAllGather, GradReduceScatter, GradAllReduce, TpAct, TpGrad };
-// "param_all_gather", "grad_reduce_scatter", "grad_all_reduce", "tp_act", "tp_grad" (the
-// CommEvent::kind values).
+// the forward activations' all-reduces and their gradients' in backward), then pipeline
+// parallelism's (the activations sent point to point between stages and their gradients).
+enum class CollectiveKind { ParamAllGather, GradReduceScatter, GradAllReduce, TpAct, TpGrad, PpAct, PpGrad };
+// "param_all_gather", "grad_reduce_scatter", "grad_all_reduce", "tp_act", "tp_grad", "pp_act",
+// "pp_grad" (the CommEvent::kind values).
 const char* kind_name(CollectiveKind k);
 // Key prefix of each kind for the custom policy: compress.<prefix>.<field> ("compress.param",
-// "compress.grad", "compress.allreduce", "compress.tp_act", "compress.tp_grad").
+// "compress.grad", "compress.allreduce", "compress.tp_act", "compress.tp_grad",
+// "compress.pp_act", "compress.pp_grad").
 const char* key_prefix(CollectiveKind k);
 constexpr CollectiveKind kCollectiveKinds[] = {
     CollectiveKind::ParamAllGather, CollectiveKind::GradReduceScatter, CollectiveKind::GradAllReduce,
-    CollectiveKind::TpAct, CollectiveKind::TpGrad};
-// Traffic of one batch's activations (tensor parallelism's kinds): nothing carries over to the
-// next batch, so error feedback has nothing to feed back.
+    CollectiveKind::TpAct, CollectiveKind::TpGrad, CollectiveKind::PpAct, CollectiveKind::PpGrad};
+// Traffic of one batch's activations (tensor and pipeline parallelism's kinds): nothing carries
+// over to the next batch, so error feedback has nothing to feed back.
 inline bool activation_traffic(CollectiveKind k) {
-  return k == CollectiveKind::TpAct || k == CollectiveKind::TpGrad;
+  return k == CollectiveKind::TpAct || k == CollectiveKind::TpGrad || k == CollectiveKind::PpAct ||
+         k == CollectiveKind::PpGrad;
 }
 
 struct CompressorConfig {

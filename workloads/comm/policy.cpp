@@ -97,20 +97,20 @@ const std::map<std::string, Preset>& presets() {
       // data-parallel gradients and mild on tensor-parallel traffic and parameters.
       {"uniform3d",
        {"int8 (block 256, no error feedback) on every collective of every dimension, "
-        "data-parallel and tensor-parallel alike: the paper's naive 3D scheme",
+        "data-parallel, tensor-parallel and pipeline-parallel alike: the paper's naive 3D scheme",
         [] {
           Policy p;
           p.param_all_gather = p.grad_reduce_scatter = p.grad_all_reduce = p.tp_act = p.tp_grad =
-              int8(256, false);
+              p.pp_act = p.pp_grad = int8(256, false);
           return p;
         }}},
       {"hybrid3d",
        {"hybrid on the data-parallel collectives (bf16 parameters, int8 + error feedback on "
-        "gradients) and bf16 on tensor-parallel activations and their gradients: the paper's "
-        "hybrid scheme",
+        "gradients) and bf16 on tensor- and pipeline-parallel activations and their gradients: "
+        "the paper's hybrid scheme",
         [] {
           Policy p = hybrid(int8(256, true));
-          p.tp_act = p.tp_grad = cfg("bf16");
+          p.tp_act = p.tp_grad = p.pp_act = p.pp_grad = cfg("bf16");
           return p;
         }}},
       {"hybrid-topk",
@@ -134,7 +134,7 @@ bool explicitly_set(const sb::Point& p, const std::string& key) {
 const sb::Registrar registrar([] {
   for (const auto& [name, preset] : presets()) sb::register_name("compression", name, preset.doc);
   sb::register_name("compression", "custom",
-                    "spelled out per collective by the compress.{param,grad,allreduce,tp_act,tp_grad}.* keys");
+                    "spelled out per collective by the compress.{param,grad,allreduce,tp_act,tp_grad,pp_act,pp_grad}.* keys");
   for (auto k : kKinds) {
     const std::string pre = key_prefix(k), what = kind_name(k);
     // The compressors' settings' keys (compress.<kind>.<setting>) come from their records
@@ -177,6 +177,8 @@ const CompressorConfig& Policy::operator[](CollectiveKind k) const {
     case CollectiveKind::GradReduceScatter: return grad_reduce_scatter;
     case CollectiveKind::TpAct: return tp_act;
     case CollectiveKind::TpGrad: return tp_grad;
+    case CollectiveKind::PpAct: return pp_act;
+    case CollectiveKind::PpGrad: return pp_grad;
     case CollectiveKind::GradAllReduce: break;
   }
   return grad_all_reduce;
@@ -216,6 +218,8 @@ std::string Policy::describe() const {
   // Tensor parallelism's kinds only where compressed (the data-parallel line stays as it was).
   if (compresses(CollectiveKind::TpAct) || compresses(CollectiveKind::TpGrad))
     s += fmt::format(" tp_act={} tp_grad={}", one(tp_act), one(tp_grad));
+  if (compresses(CollectiveKind::PpAct) || compresses(CollectiveKind::PpGrad))
+    s += fmt::format(" pp_act={} pp_grad={}", one(pp_act), one(pp_grad));
   return s;
 }
 

@@ -1,7 +1,7 @@
 // The compression policy: which compressor (with its settings) each kind of collective uses.
 // Chosen per run point by the key "compression" (set "compression"): the presets none,
 // naive-int8, naive-topk, hybrid, hybrid-topk, uniform3d, hybrid3d, or custom (spelled out by
-// the compress.{param,grad,allreduce,tp_act,tp_grad}.* keys). See docs/COMPRESSION.md for the presets and why they are what they are.
+// the compress.{param,grad,allreduce,tp_act,tp_grad,pp_act,pp_grad}.* keys). See docs/COMPRESSION.md for the presets and why they are what they are.
 #pragma once
 #include <string>
 #include <vector>
@@ -18,6 +18,8 @@ struct Policy {
   CompressorConfig grad_all_reduce;     // no_shard all-reduce; hybrid_shard's cross-replica one
   CompressorConfig tp_act;              // tensor parallelism's forward all-reduces (mesh.tp)
   CompressorConfig tp_grad;             // and those of their gradients in backward
+  CompressorConfig pp_act;              // pipeline stages' activations, point to point (mesh.pp)
+  CompressorConfig pp_grad;             // and their gradients in backward
 
   const CompressorConfig& operator[](CollectiveKind k) const;
   CompressorConfig& operator[](CollectiveKind k);

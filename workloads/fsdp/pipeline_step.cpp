@@ -19,7 +19,7 @@ namespace {
 parallel::PipelineStages stages_of(models::Model& model, models::ParamProvider& p,
                                    const std::vector<models::Batch>& micro, std::int64_t global_terms,
                                    double scale, bool loss_scaling, torch::ScalarType dtype) {
-  parallel::PipelineStages st;
+  parallel::PipelineStages st;  // the codecs: the engine's
   st.act_shape = model.stage_activation_shape(micro.at(0));
   st.act_dtype = dtype;
   st.forward = [&model, &p, &micro](int chunk, int mb, const torch::Tensor& x) {
@@ -52,7 +52,9 @@ StepStats Engine::pipeline_step(const std::vector<models::Batch>& micro, std::in
   sb::heartbeat::set_phase("pipeline");
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) ensure_gathered(u);
   s.comm_exposed_forward_s = comm_.exposed_s();
-  const auto st = stages_of(model_, *this, micro, global_terms, scale_, cfg_.loss_scaling, cfg_.param_dtype);
+  auto st = stages_of(model_, *this, micro, global_terms, scale_, cfg_.loss_scaling, cfg_.param_dtype);
+  make_pp_codecs();
+  st.act_codec = pp_act_codec_, st.grad_codec = pp_grad_codec_;
   const double sum = parallel::pipeline_step(comm_, parallel::find_pp_schedule(cfg_.pp_schedule),
                                              static_cast<int>(micro.size()), cut.v, st, {});
   end_forward();
@@ -91,6 +93,14 @@ StepStats Engine::pipeline_step(const std::vector<models::Batch>& micro, std::in
   return s;
 }
 
+void Engine::make_pp_codecs() {
+  if (pp_codecs_made_) return;
+  pp_codecs_made_ = true;
+  const auto& policy = cfg_.compression;
+  if (policy.compresses(comm::CollectiveKind::PpAct)) pp_act_codec_ = comm::make_compressor(policy.pp_act);
+  if (policy.compresses(comm::CollectiveKind::PpGrad)) pp_grad_codec_ = comm::make_compressor(policy.pp_grad);
+}
+
 // Megatron's embedding all-reduce between the first and last stages, as an exchange: each side
 // sends its whole local gradient of the tied unit and adds the other's (a + b == b + a in IEEE
 // arithmetic, so both hold the same bits), before the data-parallel reduction, which the two
@@ -120,7 +130,9 @@ double Engine::pipeline_loss(const models::Batch& b) {
   hold_gathered_ = true;
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) ensure_gathered(u);
   const std::vector<models::Batch> one = {b};
-  const auto st = stages_of(model_, *this, one, loss_terms(b), 1.0, false, cfg_.param_dtype);
+  auto st = stages_of(model_, *this, one, loss_terms(b), 1.0, false, cfg_.param_dtype);
+  make_pp_codecs();
+  st.act_codec = pp_act_codec_;
   const double loss = parallel::pipeline_forward(comm_, model_.pipeline().v, st);
   hold_gathered_ = false;
   end_forward();

@@ -8,10 +8,29 @@
 
 #include "harness/core/check.h"
 #include "workloads/comm/communicator.h"
+#include "workloads/comm/compressor.h"
 
 namespace sb::parallel {
 
 using comm::Group;
+
+namespace {
+// x to pp rank `peer`, through `codec` when there is one (PipelineStages::act_codec).
+comm::Request send_to(comm::Communicator& c, const torch::Tensor& x, int peer, const char* kind,
+                      int tag, comm::Compressor* codec) {
+  if (!codec) return c.send_async(x.contiguous(), peer, Group::Pp, kind, tag);
+  const auto wire = codec->compress(x.to(torch::kFloat32).contiguous().view({-1}));
+  return c.send_async(wire, peer, Group::Pp, kind, tag, static_cast<std::uint64_t>(x.numel()) * 4);
+}
+// Into x (its shape and dtype) from pp rank `peer`.
+void recv_into(comm::Communicator& c, torch::Tensor& x, int peer, const char* kind, int tag,
+               comm::Compressor* codec) {
+  if (!codec) return c.recv(x, peer, Group::Pp, kind, tag);
+  auto wire = torch::empty({codec->wire_bytes(x.numel())}, torch::kUInt8);
+  c.recv(wire, peer, Group::Pp, kind, tag, static_cast<std::uint64_t>(x.numel()) * 4);
+  x.copy_(codec->decompress(wire, x.numel()).view(x.sizes()));
+}
+}  // namespace
 
 double pipeline_step(comm::Communicator& c, const PpScheduleInfo& schedule, int m, int v,
                      const PipelineStages& st, const std::vector<torch::Tensor>& inputs,
@@ -52,7 +71,7 @@ double pipeline_step(comm::Communicator& c, const PpScheduleInfo& schedule, int 
         x = torch::empty(st.act_shape, torch::TensorOptions().dtype(st.act_dtype));
         // The activation of stage s - 1, which sent it under the tag of its own chunk.
         const int from_chunk = (s - 1) / pp;
-        c.recv(x, up, Group::Pp, "pp_act", tag(from_chunk, a.microbatch, false));
+        recv_into(c, x, up, "pp_act", tag(from_chunk, a.microbatch, false), st.act_codec.get());
         x.set_requires_grad(true);
       }
       const auto t0 = clock::now();
@@ -64,8 +83,8 @@ double pipeline_step(comm::Communicator& c, const PpScheduleInfo& schedule, int 
       }
       busy += since(t0);
       if (s != last) {
-        sends.push_back(c.send_async(y.detach().contiguous(), down, Group::Pp, "pp_act",
-                                     tag(a.chunk, a.microbatch, false)));
+        sends.push_back(send_to(c, y.detach(), down, "pp_act", tag(a.chunk, a.microbatch, false),
+                                st.act_codec.get()));
         prune();
       }
       out[a.chunk][a.microbatch] = y;
@@ -77,7 +96,7 @@ double pipeline_step(comm::Communicator& c, const PpScheduleInfo& schedule, int 
       if (s != last) {
         g = torch::empty(st.act_shape, torch::TensorOptions().dtype(st.act_dtype));
         const int from_chunk = (s + 1) / pp;
-        c.recv(g, down, Group::Pp, "pp_grad", tag(from_chunk, a.microbatch, true));
+        recv_into(c, g, down, "pp_grad", tag(from_chunk, a.microbatch, true), st.grad_codec.get());
       }
       const auto t0 = clock::now();
       if (s == last)
@@ -86,8 +105,8 @@ double pipeline_step(comm::Communicator& c, const PpScheduleInfo& schedule, int 
         y.backward(g);
       busy += since(t0);
       if (s > 0)
-        sends.push_back(c.send_async(in[a.chunk][a.microbatch].grad().contiguous(), up, Group::Pp,
-                                     "pp_grad", tag(a.chunk, a.microbatch, true)));
+        sends.push_back(send_to(c, in[a.chunk][a.microbatch].grad(), up, "pp_grad",
+                                tag(a.chunk, a.microbatch, true), st.grad_codec.get()));
       prune();
       in[a.chunk][a.microbatch] = out[a.chunk][a.microbatch] = torch::Tensor();  // free them
     }
@@ -110,13 +129,13 @@ double pipeline_forward(comm::Communicator& c, int v, const PipelineStages& st) 
     torch::Tensor x;
     if (s > 0) {
       x = torch::empty(st.act_shape, torch::TensorOptions().dtype(st.act_dtype));
-      c.recv(x, up, Group::Pp, "pp_act", s - 1);
+      recv_into(c, x, up, "pp_act", s - 1, st.act_codec.get());
     }
     torch::Tensor y = st.forward(chunk, 0, x);
     if (s == last)
       loss += st.loss(y, 0).to(torch::kFloat64);
     else
-      sends.push_back(c.send_async(y.contiguous(), down, Group::Pp, "pp_act", s));
+      sends.push_back(send_to(c, y, down, "pp_act", s, st.act_codec.get()));
   }
   for (auto& q : sends) q.wait();
   c.all_reduce(loss, Group::Pp, "other");

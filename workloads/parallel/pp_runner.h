@@ -13,6 +13,7 @@
 // itself), every other stage's the received activation (shape `act_shape`, `act_dtype`).
 #pragma once
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,10 @@
 
 #include "workloads/parallel/pp_schedule.h"
 
-namespace sb::comm { class Communicator; }
+namespace sb::comm {
+class Communicator;
+class Compressor;
+}
 
 namespace sb::parallel {
 
@@ -31,6 +35,10 @@ struct PipelineStages {
   std::function<torch::Tensor(const torch::Tensor& output, int microbatch)> loss;
   std::vector<std::int64_t> act_shape;  // one micro-batch's activation between stages
   torch::ScalarType act_dtype = torch::kFloat32;
+  // Compression per dimension (comm::Policy::pp_act / pp_grad; null: sent as they are): the
+  // sender sends codec.compress(x as fp32) and the receiver decodes it into the activation's
+  // shape and dtype; the trace's logical bytes are the uncompressed message's.
+  std::shared_ptr<comm::Compressor> act_codec, grad_codec;
 };
 
 // What one rank's step did, for the bubble: busy_s is the time in the stages' forward, loss

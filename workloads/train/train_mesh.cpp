@@ -160,6 +160,17 @@ void validate_pp(const Point& p, std::vector<Diagnostic>& out) {
   const int pp = config<MeshConfig>(p).pp;
   const StepKeys& k = config<StepKeys>(p);
   const I v = k.pp_virtual_stages, m = config<OptimKeys>(p).grad_accum;
+  comm::Policy policy;
+  try {
+    policy = comm::policy_from_point(p);
+  } catch (const sb::Error&) {
+    policy = comm::Policy{};  // the policy's own validator reports it
+  }
+  if (pp <= 1 && policy.preset == "custom" &&
+      (policy.compresses(comm::CollectiveKind::PpAct) || policy.compresses(comm::CollectiveKind::PpGrad)))
+    out.push_back({"compress.pp_act.name", "compress.pp_act / compress.pp_grad compress "
+                   "pipeline-parallel traffic, and mesh.pp = 1 has none: set mesh.pp > 1, or set "
+                   "both to \"none\""});
   if (pp <= 1) {
     if (v > 1)
       out.push_back({"pp_virtual_stages", fmt::format("pp_virtual_stages = {} places several model "
