@@ -72,6 +72,8 @@ def summarize_point(results, pid):
     row["memory_bytes"] = model_bytes if np.isfinite(model_bytes) else row["peak_model_state_bytes"]
     c = timed_comm(results, pid)
     n = c["step"].nunique()
+    if "op" in c.columns:  # a point-to-point message is counted once, by its send row
+        c = c[c["op"] != "recv"]
     row["wire_bytes_per_step"] = float(c["wire_bytes"].astype(float).sum()) / n if n else np.nan
     row["logical_bytes_per_step"] = (float(c["logical_bytes"].astype(float).sum()) / n
                                      if n else np.nan)
