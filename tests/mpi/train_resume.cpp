@@ -2,8 +2,8 @@
 // past its `steps` is refused with a message saying why and what to set (it used to report
 // `done` with 0 steps and the longer run's loss), and a resumed point with hybrid compression
 // records the same losses, bit for bit, as the point run straight through; so does a
-// tensor-parallel point (mesh.tp = 2 with sequence parallelism, even worlds), resumed on the
-// same mesh.
+// tensor-parallel point (mesh.tp = 2 with sequence parallelism, even worlds) and a pipelined
+// one (mesh.pp = 2, 1f1b over 2 micro-batches, even worlds), resumed on the same mesh.
 #include <filesystem>
 
 #include "harness/trace/recorder.h"
@@ -112,6 +112,27 @@ TEST(TrainResume, TensorParallelResumesOnTheSameMesh) {
   EXPECT_EQ(straight.size(), 3u);
   EXPECT_EQ(run(tp(point(3, dir, false)), nullptr, /*stop_early=*/true).size(), 1u);
   const auto resumed = run(tp(point(3, dir, true)));
+  EXPECT_EQ(resumed.size(), 2u);
+  if (resumed.size() == 2 && straight.size() == 3)
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(resumed[i], straight[1 + i]) << "step " << 1 + i;
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(dir), fs::remove_all(straight_dir);
+}
+
+TEST(TrainResume, PipelineResumesOnTheSameMesh) {
+  if (world_size() % 2 != 0) GTEST_SKIP() << "mesh.pp = 2 needs an even world";
+  const std::string dir = shared_tmpdir() + "_pp", straight_dir = dir + "_straight";
+  auto pp = [](sb::Point p) {
+    p.set("mesh.pp", std::int64_t{2});
+    p.set("mesh.dp_shard", std::int64_t{world_size() / 2});
+    p.set("grad_accum", std::int64_t{2});
+    p.set("batch", std::int64_t{8});
+    return p;
+  };
+  const auto straight = run(pp(point(3, straight_dir, false)));
+  EXPECT_EQ(straight.size(), 3u);
+  EXPECT_EQ(run(pp(point(3, dir, false)), nullptr, /*stop_early=*/true).size(), 1u);
+  const auto resumed = run(pp(point(3, dir, true)));
   EXPECT_EQ(resumed.size(), 2u);
   if (resumed.size() == 2 && straight.size() == 3)
     for (int i = 0; i < 2; ++i) EXPECT_EQ(resumed[i], straight[1 + i]) << "step " << 1 + i;

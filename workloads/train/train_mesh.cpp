@@ -154,7 +154,8 @@ void validate_tp(const Point& p, std::vector<Diagnostic>& out) {
 
 // Pipeline parallelism (mesh.pp > 1): a model that can be cut into mesh.pp x pp_virtual_stages
 // stages, a schedule that runs grad_accum micro-batches that way, and none of what does not run
-// over a pipeline yet (each named with its fix).
+// over a pipeline yet (each named with its fix). Checkpoints run: each rank's file holds its
+// stages' units, so a pipelined run resumes on the same mesh.
 void validate_pp(const Point& p, std::vector<Diagnostic>& out) {
   if (!p.has("task") || base_config(p).task != "train") return;
   const int pp = config<MeshConfig>(p).pp;
@@ -201,7 +202,6 @@ void validate_pp(const Point& p, std::vector<Diagnostic>& out) {
   const RunKeys& r = config<RunKeys>(p);
   if (!r.export_folder.empty()) refuse("export_folder", "exporting the trained model");
   if (!r.export_safetensors.empty()) refuse("export_safetensors", "exporting the trained model");
-  if (!r.checkpoint_dir.empty()) refuse("checkpoint_dir", "checkpointing");
   if (data::is_labelled_path(config<data::DataKeys>(p).data))
     refuse("data", "classification data (its accuracy runs the whole model's classify)");
 }
