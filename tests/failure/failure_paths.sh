@@ -3,7 +3,9 @@
 # rank, a throw inside a collective's completion, SIGKILL of one rank during a step, and
 # SIGKILL of one rank between two Gloo collectives (comm_backend = "gloo": the others are
 # inside the next one when it dies), at 2 and 4 ranks under each communication progress mode
-# (thread, poll, inline); and SIGKILL of one rank in the middle of sharded serving (task =
+# (thread, poll, inline); SIGKILL of the last pipeline stage's rank in the middle of a pipelined
+# step's backward (pp-kill: mesh.pp = 2, 1f1b over 4 micro-batches; the first stage is waiting
+# for its gradient); and SIGKILL of one rank in the middle of sharded serving (task =
 # "serve": rank 0's scheduler and the followers). For each: every
 # rank is gone within 10 s of the fault, the point is recorded failed with the fault's
 # message, and the sweep goes on to the next point. Prints the seconds it measured.
@@ -13,7 +15,7 @@
 # the step's first collective). Every rank is gone within stall_timeout + 5 s of the fault,
 # and the failed result names the stalled rank, its host, phase and step.
 # Usage: failure_paths.sh SHARDBENCH WORKDIR [FAULT...]
-#   (FAULT: backward | collective | kill | gloo-kill | serve-kill | stall-stop | stall-hang)
+#   (FAULT: backward | collective | kill | gloo-kill | pp-kill | serve-kill | stall-stop | stall-hang)
 set -euo pipefail
 exe=$1
 work=$2
@@ -86,6 +88,8 @@ for fault in "${faults[@]}"; do
     # error (its peer's sockets closed).
     gloo-kill) spec="collective:1:2:kill"; extra='comm_backend = "gloo"'
       expect='@(process rank 1 with PID*exited on signal 9 ?Killed?|*gloo * failed*)' ;;
+    pp-kill) spec="backward:1:2:kill"; extra=$'"mesh.pp" = 2\ngrad_accum = 4'
+      expect="process rank 1 with PID*exited on signal 9 (Killed)" ;;
     serve-kill) spec="step:1:3:kill"; expect="process rank 1 with PID*exited on signal 9 (Killed)" ;;
     # A short timeout, taken as given (the automatic one is at least 60 s).
     stall-stop) spec="step:1:2:stop"; extra="stall_timeout = $stall"; limit=$((stall + 5)); tlimit=60
