@@ -26,8 +26,9 @@ sed 's/"gelu_new"/"relu"/' "$d/tiny/config.json" > "$d/relu/config.json"
 /usr/bin/python3 "$(dirname "$0")/../data/make_gpt2_safetensors.py" "$d/tiny/model.safetensors"
 for m in gpt2-tiny "$d/tiny"; do
   printf '[base]\ntask = "train"\nmodel = "%s"\nworld = 2\nstrategy = "full_shard"\n' "$m" > "$d/p.toml"
-  # The point's row: ... params with_heads state/rank (two words: "1.00 MiB").
-  "$sb" plan "$d/p.toml" 2>/dev/null | awk 'NR == 3 {print $(NF-3), $(NF-2), $(NF-1), $NF}' >> "$d/state"
+  # The point's row: params, with_heads (found by header) and state/rank (two words: "1.00 MiB").
+  "$sb" plan "$d/p.toml" 2>/dev/null | awk 'NR == 2 { for (i = 1; i <= NF; ++i) { if ($i == "params") p = i; if ($i == "with_heads") w = i } }
+                                           NR == 3 { print $p, $w, $(NF-1), $NF }' >> "$d/state"
 done
 [ "$(sed -n 1p "$d/state")" = "124672 124672 974.00 KiB" ] || fail "gpt2-tiny's plan row: $(sed -n 1p "$d/state")"
 [ "$(sed -n 1p "$d/state")" = "$(sed -n 2p "$d/state")" ] ||

@@ -6,6 +6,7 @@
 #include "harness/spec/base_config.h"
 #include "harness/spec/config.h"
 #include "harness/spec/model_keys.h"
+#include "harness/spec/plan.h"
 #include "harness/spec/mesh_config.h"
 #include "harness/workload.h"
 #include "workloads/comm/policy.h"
@@ -80,7 +81,35 @@ std::vector<std::pair<std::string, double>> memory_terms(const Point& p) {
   return out;
 }
 
+// The plan's pipeline columns (mesh.pp > 1, task = train; "-" otherwise): each stage's layers
+// as the model is cut (models/pipeline.h), and the schedule's textbook bubble
+// (p - 1) / (v m + p - 1) (parallel/pp_schedule.h ideal_bubble).
+bool pipelined(const Point& p) {
+  return p.has("task") && base_config(p).task == "train" && config<MeshConfig>(p).pp > 1;
+}
+
+std::string stages_cell(const Point& p) {
+  if (!pipelined(p)) return "-";
+  const int pp = config<MeshConfig>(p).pp, v = static_cast<int>(config<StepKeys>(p).pp_virtual_stages);
+  auto model = models::make_model(config<ModelKeys>(p).model);
+  model->set_pipeline(pp, v, 0);
+  const auto& cut = model->pipeline();
+  std::string out;
+  for (int s = 0; s < cut.stages(); ++s)
+    out += fmt::format("{}{}-{}", s ? "|" : "", cut.first_layer[s], cut.first_layer[s + 1] - 1);
+  return out + "+head";
+}
+
+std::string bubble_cell(const Point& p) {
+  if (!pipelined(p)) return "-";
+  return fmt::format("{:.3f}", parallel::ideal_bubble(config<MeshConfig>(p).pp,
+                                                      static_cast<int>(config<OptimKeys>(p).grad_accum),
+                                                      static_cast<int>(config<StepKeys>(p).pp_virtual_stages)));
+}
+
 sb::Registrar reg([] {
+  sb::register_plan_column({"pp_bubble", bubble_cell});
+  sb::register_plan_column({"pp_layers", stages_cell});
   register_task({"train", [] { return make_train_workload(); }, state_bytes, memory_terms,
                  {{"batch", "lower it: fewer rows per step, fewer activations"},
                   {"grad_accum", "raise it: the same batch in smaller micro-batches"},
