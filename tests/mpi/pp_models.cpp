@@ -2,7 +2,9 @@
 // one-process trainer: 4 steps of gpt2-tiny-8l and bert-tiny-8l (8 layers, 8 heads; MLM) in
 // fp32 with the same global batch, losses and gradient norms within 1e-5 relative and every
 // rank's stage parameters within 2e-5 of the reference's (1e-4 with tp: its own numerics). Meshes: at 2 ranks pp 2; at 3 pp 3;
-// at 4 pp 4, pp 2 x dp 2 (every sharding strategy; hybrid_shard over dp_replicate), pp 2 x tp 2. Schedules gpipe, 1f1b
+// at 4 pp 4, pp 2 x dp 2 (every sharding strategy; hybrid_shard over dp_replicate), pp 2 x tp 2;
+// at 8 (mpi_pp_models.np8) every factorization with pp > 1: (pp, tp, dp) = (2,1,4), (2,2,2),
+// (2,4,1), (4,1,2), (4,2,1), (8,1,1). Schedules gpipe, 1f1b
 // and interleaved_1f1b (2 virtual stages). The tied embedding (GPT-2's LM head, BERT's MLM
 // decoder) stays bit-equal between the first stage and the last stage's copy. Per step the
 // trace holds one activation and one gradient message per micro-batch and stage boundary of
@@ -181,6 +183,21 @@ TEST(PpModels, WithDataAndTensorParallel) {
     check(preset, {2, 2, 1, "no_shard", "1f1b", 1, 2});
 
   }
+}
+
+// Every factorization dp x tp x pp of 8 ranks with a pipeline (oversubscribed: correctness
+// only), each with another sharding strategy, both models.
+TEST(PpModels, EveryFactorizationOfEight) {
+  if (world_size() != 8) GTEST_SKIP() << "8 ranks (ctest mpi_pp_models.np8)";
+  const auto strategies = sb::fsdp::strategy_names();
+  std::size_t i = 0;
+  for (const char* preset : kPresets)
+    for (const auto& [pp, tp] : std::vector<std::pair<int, int>>{{2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}, {8, 1}}) {
+      const int dp = 8 / (pp * tp);
+      std::string strategy = strategies[i++ % strategies.size()];
+      if (replicates(strategy) && dp == 1) strategy = "full_shard";
+      check(preset, {pp, tp, dp, strategy, pp == 8 ? "gpipe" : "1f1b", 1, 8 / dp});
+    }
 }
 
 // Compression per dimension on the pipeline's traffic (comm::Policy::pp_act / pp_grad): bf16
