@@ -27,7 +27,7 @@ std::string estimate(const Point& p) {
   }
 }
 
-// " Keys that lower it: batch = 64 (lower it: ...); grad_accum = 1 (raise it: ...)." or "".
+// " Keys that lower it: batch = 64 (lower it: ...); microbatches = 1 (raise it: ...)." or "".
 std::string keys_to_change(const Point& p) {
   const TaskInfo* task = p.has("task") ? find_task(p.get_string("task")) : nullptr;
   std::string out;

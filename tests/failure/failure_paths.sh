@@ -88,7 +88,7 @@ for fault in "${faults[@]}"; do
     # error (its peer's sockets closed).
     gloo-kill) spec="collective:1:2:kill"; extra='comm_backend = "gloo"'
       expect='@(process rank 1 with PID*exited on signal 9 ?Killed?|*gloo * failed*)' ;;
-    pp-kill) spec="backward:1:2:kill"; extra=$'"mesh.pp" = 2\ngrad_accum = 4'
+    pp-kill) spec="backward:1:2:kill"; extra=$'"mesh.pp" = 2\nmicrobatches = 4'
       expect="process rank 1 with PID*exited on signal 9 (Killed)" ;;
     serve-kill) spec="step:1:3:kill"; expect="process rank 1 with PID*exited on signal 9 (Killed)" ;;
     # A short timeout, taken as given (the automatic one is at least 60 s).

@@ -125,7 +125,7 @@ TEST(TrainResume, PipelineResumesOnTheSameMesh) {
   auto pp = [](sb::Point p) {
     p.set("mesh.pp", std::int64_t{2});
     p.set("mesh.dp_shard", std::int64_t{world_size() / 2});
-    p.set("grad_accum", std::int64_t{2});
+    p.set("microbatches", std::int64_t{2});
     p.set("batch", std::int64_t{8});
     return p;
   };

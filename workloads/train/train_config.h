@@ -16,7 +16,10 @@ namespace sb::train {
 struct OptimKeys {
   double lr = 0, min_lr = 0, weight_decay = 0, grad_clip = 0;
   std::int64_t lr_warmup = 0;   // optimizer steps
-  std::int64_t grad_accum = 1;  // micro-batches per optimizer step
+  // Micro-batches per optimizer step (Megatron's microbatches: a pipeline's with mesh.pp > 1,
+  // gradient accumulation otherwise); grad_accum is its old name (train_mesh.cpp folds it in).
+  std::int64_t microbatches = 1;
+  std::int64_t grad_accum = 1;
   double loss_scale_init = 0;
   std::int64_t loss_scale_growth_interval = 0;
   static void declare(Fields<OptimKeys>& f);

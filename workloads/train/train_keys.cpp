@@ -37,12 +37,12 @@ I data_parallel_ranks(const Point& p) {
 void validate_optim(const OptimKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   const BaseConfig& b = base_config(p);
   const I batch = config<ModelKeys>(p).batch;
-  if (c.grad_accum < 1) out.push_back({"grad_accum", fmt::format("grad_accum {} must be >= 1", c.grad_accum)});
-  else if (const I dp = data_parallel_ranks(p); dp >= 1 && batch % (dp * c.grad_accum) != 0)
-    out.push_back({"batch", fmt::format("batch {} is not divisible by {} {} x grad_accum {} "
+  if (c.microbatches < 1) out.push_back({"microbatches", fmt::format("microbatches {} must be >= 1", c.microbatches)});
+  else if (const I dp = data_parallel_ranks(p); dp >= 1 && batch % (dp * c.microbatches) != 0)
+    out.push_back({"batch", fmt::format("batch {} is not divisible by {} {} x microbatches {} "
                                         "= {}; use a multiple of {}", batch,
                                         dp == b.world ? "world" : "the data-parallel ranks", dp,
-                                        c.grad_accum, dp * c.grad_accum, dp * c.grad_accum)});
+                                        c.microbatches, dp * c.microbatches, dp * c.microbatches)});
   if (c.lr <= 0) out.push_back({"lr", "lr must be > 0"});
   if (c.min_lr > c.lr)
     out.push_back({"min_lr", fmt::format("min_lr {} exceeds lr {}", c.min_lr, c.lr)});
@@ -152,9 +152,11 @@ void OptimKeys::declare(Fields<OptimKeys>& f) {
   f.add("grad_clip", &OptimKeys::grad_clip, 1.0, "global gradient L2-norm clip; <= 0 disables");
   f.add("lr_warmup", &OptimKeys::lr_warmup, 0, "optimizer steps of linear learning-rate warm-up")
       .range(0, kIntMax);
-  f.add("grad_accum", &OptimKeys::grad_accum, 1,
-        "micro-batches per optimizer step (no communication until the last); with mesh.pp > 1 "
-        "the pipeline's micro-batches")
+  f.add("microbatches", &OptimKeys::microbatches, 1,
+        "micro-batches per optimizer step (Megatron's meaning): with mesh.pp > 1 the pipeline's, "
+        "otherwise gradient accumulation (no communication until the last)")
+      .range(1, I{1} << 16);
+  f.add("grad_accum", &OptimKeys::grad_accum, 1, "the old name of microbatches (set one of them)")
       .range(1, I{1} << 16);
   f.add("loss_scale_init", &OptimKeys::loss_scale_init, 65536.0,
         "fp16 (dtype or reduce_dtype): the initial dynamic loss scale (docs/FSDP.md)")
@@ -178,7 +180,7 @@ void StepKeys::declare(Fields<StepKeys>& f) {
         "rows; reduce-scatter and all-gather replace the all-reduces (docs/FSDP.md)");
   f.name("pp_schedule", &StepKeys::pp_schedule, "pp_schedule", "1f1b",
          "pipeline schedule with mesh.pp > 1: gpipe, 1f1b or interleaved_1f1b (docs/FSDP.md); "
-         "grad_accum is the step's micro-batches");
+         "microbatches is the step's micro-batches");
   f.add("pp_virtual_stages", &StepKeys::pp_virtual_stages, 1,
         "model stages per pipeline rank (interleaved_1f1b: 2 or more)").range(1, 64);
   // "auto": poll where parameters are sharded (a unit's all-gather then completes while the

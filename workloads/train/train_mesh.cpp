@@ -1,6 +1,7 @@
-// The train task's process mesh (docs/SUITES.md "mesh"): shard_group is the old name of
-// mesh.dp_shard, and a strategy whose record reduces over replicas (hybrid_shard today) takes
-// the ranks of a node as its shard group by default, as shard_group = 0 always meant. The
+// The train task's process mesh (docs/SUITES.md "mesh") and its micro-batches (grad_accum is
+// the old name of microbatches): shard_group is the old name of mesh.dp_shard, and a strategy
+// whose record reduces over replicas (hybrid_shard today) takes the ranks of a node as its
+// shard group by default, as shard_group = 0 always meant. The
 // mesh's own canonical form (harness/spec/mesh_config.cpp) runs first; this fills in what only
 // the strategy's record knows, and refuses what no strategy can run.
 #include <fmt/format.h>
@@ -60,6 +61,17 @@ void canonicalize(Point& p) {
     p.set("mesh.dp_replicate", world / (shard * others));
 }
 
+// grad_accum is microbatches' old name: a point that sets only grad_accum gets its value as
+// microbatches, and the canonical config holds the same value under both names (one id
+// whichever name a suite uses). Different values for both are refused (validate).
+void canonicalize_microbatches(Point& p) {
+  if (!p.has("task") || !p.has("microbatches") || !p.has("grad_accum") || base_config(p).task != "train")
+    return;
+  const bool m = in_file(p, "microbatches"), g = in_file(p, "grad_accum");
+  if (g && !m) p.set("microbatches", config<OptimKeys>(p).grad_accum);
+  else if (m && !g) p.set("grad_accum", config<OptimKeys>(p).microbatches);
+}
+
 std::string strategies_with_replicas() {
   std::string out;
   for (const auto& name : fsdp::strategy_names())
@@ -70,6 +82,12 @@ std::string strategies_with_replicas() {
 void validate(const Point& p, std::vector<Diagnostic>& out) {
   const auto* s = train_strategy(p);
   if (!s) return;
+  if (in_file(p, "grad_accum") && in_file(p, "microbatches") &&
+      config<OptimKeys>(p).grad_accum != config<OptimKeys>(p).microbatches)
+    out.push_back({"grad_accum", fmt::format("grad_accum = {} and microbatches = {} disagree: "
+                                             "grad_accum is the old name of microbatches; set only "
+                                             "microbatches", config<OptimKeys>(p).grad_accum,
+                                             config<OptimKeys>(p).microbatches)});
   const std::string& strategy = config<ModelKeys>(p).strategy;
   const MeshConfig& m = config<MeshConfig>(p);
   const I shard_group = config<StepKeys>(p).shard_group;
@@ -118,7 +136,7 @@ void validate_tp(const Point& p, std::vector<Diagnostic>& out) {
         "use a policy whose compress.tp_act and compress.tp_grad are \"none\"", policy.preset)});
   if (tp <= 1) return;
   if (sp) {  // each data-parallel rank's B x T rows in tp equal blocks
-    const I world = base_config(p).world, accum = config<OptimKeys>(p).grad_accum;
+    const I world = base_config(p).world, accum = config<OptimKeys>(p).microbatches;
     const I dp = world % tp == 0 ? world / tp : 0, batch = config<ModelKeys>(p).batch;
     const I rows = dp > 0 && accum > 0 ? batch / dp / accum * config<ModelKeys>(p).seq : 0;
     if (rows > 0 && rows % tp != 0)
@@ -153,14 +171,14 @@ void validate_tp(const Point& p, std::vector<Diagnostic>& out) {
 }
 
 // Pipeline parallelism (mesh.pp > 1): a model that can be cut into mesh.pp x pp_virtual_stages
-// stages, a schedule that runs grad_accum micro-batches that way, and none of what does not run
+// stages, a schedule that runs `microbatches` micro-batches that way, and none of what does not run
 // over a pipeline yet (each named with its fix). Checkpoints run: each rank's file holds its
 // stages' units, so a pipelined run resumes on the same mesh.
 void validate_pp(const Point& p, std::vector<Diagnostic>& out) {
   if (!p.has("task") || base_config(p).task != "train") return;
   const int pp = config<MeshConfig>(p).pp;
   const StepKeys& k = config<StepKeys>(p);
-  const I v = k.pp_virtual_stages, m = config<OptimKeys>(p).grad_accum;
+  const I v = k.pp_virtual_stages, m = config<OptimKeys>(p).microbatches;
   comm::Policy policy;
   try {
     policy = comm::policy_from_point(p);
@@ -182,9 +200,7 @@ void validate_pp(const Point& p, std::vector<Diagnostic>& out) {
   try {
     const std::string why = parallel::pp_schedule_refuses(parallel::find_pp_schedule(k.pp_schedule), pp,
                                                           static_cast<int>(m), static_cast<int>(v));
-    if (!why.empty())  // the schedule's word for the step's micro-batches is microbatches
-      out.push_back({"pp_schedule", why + (why.find("microbatches") != std::string::npos
-                                               ? " (microbatches: the key grad_accum)" : "")});
+    if (!why.empty()) out.push_back({"pp_schedule", why});
   } catch (const sb::Error&) {  // an unknown schedule: the name check reports it
   }
   try {
@@ -208,6 +224,7 @@ void validate_pp(const Point& p, std::vector<Diagnostic>& out) {
 
 Registrar reg([] {
   register_canonicalizer(canonicalize);
+  register_canonicalizer(canonicalize_microbatches);
   register_validator(validate);
   register_validator(validate_tp);
   register_validator(validate_pp);

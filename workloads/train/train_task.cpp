@@ -103,7 +103,7 @@ std::string stages_cell(const Point& p) {
 std::string bubble_cell(const Point& p) {
   if (!pipelined(p)) return "-";
   return fmt::format("{:.3f}", parallel::ideal_bubble(config<MeshConfig>(p).pp,
-                                                      static_cast<int>(config<OptimKeys>(p).grad_accum),
+                                                      static_cast<int>(config<OptimKeys>(p).microbatches),
                                                       static_cast<int>(config<StepKeys>(p).pp_virtual_stages)));
 }
 
@@ -112,7 +112,7 @@ sb::Registrar reg([] {
   sb::register_plan_column({"pp_layers", stages_cell});
   register_task({"train", [] { return make_train_workload(); }, state_bytes, memory_terms,
                  {{"batch", "lower it: fewer rows per step, fewer activations"},
-                  {"grad_accum", "raise it: the same batch in smaller micro-batches"},
+                  {"microbatches", "raise it: the same batch in smaller micro-batches"},
                   {"strategy", "full_shard keeps 1/world of parameters, gradients and optimizer "
                                "state per rank"},
                   {"seq", "lower it: shorter rows, fewer activations"}},
@@ -137,7 +137,7 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   in.world = static_cast<int>(base_config(p).world / std::max(1, in.tp * in.pp));  // data-parallel ranks
   in.shard_group = shard_group;
   in.param_dtype = param_dtype;
-  in.grad_accum = static_cast<int>(config<OptimKeys>(p).grad_accum);
+  in.grad_accum = static_cast<int>(config<OptimKeys>(p).microbatches);
   in.policy = comm::policy_from_point(p);
   in.prefetch = config<StepKeys>(p).prefetch;
   // One micro-batch of this rank; the loss over every position (causal LM), the masked ones

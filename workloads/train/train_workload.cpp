@@ -306,7 +306,7 @@ void TrainWorkload::resume(RunContext& ctx) {
 
 void TrainWorkload::step_loop(RunContext& ctx) {
   const Point& p = ctx.point;
-  const I steps = base_config(p).steps, accum = config<OptimKeys>(p).grad_accum;
+  const I steps = base_config(p).steps, accum = config<OptimKeys>(p).microbatches;
   const I eval_every = config<RunKeys>(p).eval_every;
   ctx.progress.begin(fmt::format("train {}", p.name), static_cast<long>(steps));
   for (I s = engine_->steps_done(); s < steps; ++s) {
