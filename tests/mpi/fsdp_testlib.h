@@ -4,8 +4,10 @@
 #include <filesystem>
 #include <functional>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <unistd.h>
@@ -168,6 +170,17 @@ inline RunResult run_reference(sb::models::Model& model, int steps, std::int64_t
     for (const auto& t : unit) r.params.back().push_back(t.detach().clone());
   }
   return r;
+}
+
+// run_reference of a fresh model of `preset`, run once per (preset, steps, B, T) in a process
+// (the tests compare many meshes against one reference).
+inline const RunResult& cached_reference(const std::string& preset, int steps, std::int64_t B,
+                                         std::int64_t T) {
+  static std::map<std::tuple<std::string, int, std::int64_t, std::int64_t>, RunResult> cache;
+  const auto key = std::make_tuple(preset, steps, B, T);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  auto model = sb::models::make_model(preset);
+  return cache[key] = run_reference(*model, steps, B, T);
 }
 
 // Largest |a - b| / (|b| + 1e-3) over all parameters; and max abs difference.

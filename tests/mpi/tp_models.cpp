@@ -31,12 +31,7 @@ namespace {
 constexpr int kSteps = 10;
 constexpr std::int64_t kB = 8, kT = 16;
 
-const RunResult& reference(const std::string& preset) {
-  static std::map<std::string, RunResult> cache;
-  if (auto it = cache.find(preset); it != cache.end()) return it->second;
-  auto model = sb::models::make_model(preset);
-  return cache[preset] = run_reference(*model, kSteps, kB, kT);
-}
+const RunResult& reference(const std::string& preset) { return cached_reference(preset, kSteps, kB, kT); }
 
 sb::Mesh mesh_of(int tp, int dp_shard, int dp_replicate) {
   sb::Mesh m;

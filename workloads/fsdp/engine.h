@@ -194,6 +194,9 @@ class Engine final : public models::ParamProvider {
   void on_grad(int u);
   void finish_grads();
   void reduce_unit(Unit& U, const torch::Tensor& full);  // start the reduction of U's gradient
+  // After the gradients are reduced: the global loss from this rank's share, the optimizer,
+  // the step's timings (step.cpp).
+  StepStats finish_step(StepStats& s, double local_loss);
   StepStats pipeline_step(const std::vector<models::Batch>& micro, std::int64_t global_terms);
   void sum_tied_grads();  // pipeline: the first stage's tied units and the last stage's copies
   double pipeline_loss(const models::Batch& b);

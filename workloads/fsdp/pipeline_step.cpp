@@ -76,21 +76,7 @@ StepStats Engine::pipeline_step(const std::vector<models::Batch>& micro, std::in
   // backward_s the gradient reduction after it.
   s.forward_s = t1 - t0;
   s.backward_s = t2 - t1;
-  const double exposed_before_opt = comm_.exposed_s();
-  sb::heartbeat::set_phase("optimizer");
-  // Every pp rank returned the pipeline's loss and the ranks of a tp group computed the same:
-  // counted once per data-parallel rank.
-  const bool counts = comm_.rank(comm::Group::Tp) == 0 && comm_.rank(comm::Group::Pp) == 0;
-  s.loss = comm_.all_reduce_scalar(counts ? sum / scale_ : 0.0, comm::Group::World);
-  s.loss_scale = scale_;
-  optimizer_step(s);
-  models::synchronize(cfg_.device);
-  s.optimizer_s = MPI_Wtime() - t2;
-  s.comm_exposed_s = comm_.exposed_s();
-  s.comm_exposed_optimizer_s = s.comm_exposed_s - exposed_before_opt;
-  s.gather_wait_s = gather_wait_s_;
-  ++step_;
-  return s;
+  return finish_step(s, sum / scale_);  // every pp rank returned the pipeline's loss
 }
 
 void Engine::make_pp_codecs() {

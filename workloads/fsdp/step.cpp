@@ -58,10 +58,16 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
     s.forward_s += t1 - t0;
     s.backward_s += t2 - t1;
   }
+  return finish_step(s, local);
+}
+
+StepStats Engine::finish_step(StepStats& s, double local_loss) {
   const double t3 = MPI_Wtime(), exposed_before_opt = comm_.exposed_s();
   sb::heartbeat::set_phase("optimizer");
-  // The ranks of a tp group computed the same loss (tensor_parallel.h): counted once.
-  s.loss = comm_.all_reduce_scalar(comm_.rank(comm::Group::Tp) == 0 ? local : 0.0, comm::Group::World);
+  // The ranks of a tp group computed the same loss (tensor_parallel.h), and every rank of a
+  // pipeline holds the last stage's: counted once per data-parallel rank.
+  const bool counts = comm_.rank(comm::Group::Tp) == 0 && comm_.rank(comm::Group::Pp) == 0;
+  s.loss = comm_.all_reduce_scalar(counts ? local_loss : 0.0, comm::Group::World);
   s.loss_scale = scale_;
   optimizer_step(s);
   models::synchronize(cfg_.device);

@@ -82,27 +82,13 @@ void Bert::set_tensor_parallel(TensorParallel tp) {
 std::string Bert::pipeline_problem(int stages) const { return models::pipeline_problem(cfg_.n_layer, stages); }
 
 void Bert::set_pipeline(int pp, int v, int rank) {
-  SB_CHECK(!pp_.on(), "model '{}' is already cut into pipeline stages", cfg_.preset);
-  const std::string why = pipeline_problem(pp * v);
-  SB_CHECK(why.empty(), "{}", why);
   // Per row, forward + backward: a block's weights, the embeddings' LayerNorm on the first
   // stage, the heads' weights on the last (the MLM decoder's V x d on its ~15% masked rows).
-  std::vector<double> cost(static_cast<std::size_t>(cfg_.n_layer),
-                           unit_flops_per_row(whole_units_[1]).total());
+  // units_: this tp rank's blocks.
   const double head = unit_flops_per_row(whole_units_.back()).total() +
                       0.15 * 6.0 * static_cast<double>(cfg_.vocab * cfg_.d_model);
-  pp_.pp = pp, pp_.v = v, pp_.rank = rank;
-  pp_.first_layer = balance_stages(cost, unit_flops_per_row(whole_units_[0]).vector, head, pp * v);
-  if (pp <= 1) return;
-  auto cut = stage_units(units_, pp_, true);  // units_: this tp rank's blocks
-  units_ = std::move(cut.units);
-  local_ = std::move(cut.local);
-}
-
-void Bert::check_uncut(const char* what) const {
-  SB_CHECK(!pp_.on(), "model '{}': {} runs on the whole model, which is cut into {} pipeline "
-           "stages here (mesh.pp = {}); the pipeline runs training's step and loss only today",
-           cfg_.preset, what, pp_.stages(), pp_.pp);
+  units_ = pp_.apply(cfg_.preset, units_, pp, v, rank, unit_flops_per_row(whole_units_[1]).total(),
+                     unit_flops_per_row(whole_units_[0]).vector, head, true);
 }
 
 std::vector<std::int64_t> Bert::stage_activation_shape(const Batch& b) const {
@@ -111,12 +97,12 @@ std::vector<std::int64_t> Bert::stage_activation_shape(const Batch& b) const {
 }
 
 torch::Tensor Bert::stage_forward(ParamProvider& p0, int chunk, const Batch& b, const torch::Tensor& input) {
-  SB_CHECK(pp_.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
-  StageProvider p(p0, local_);
-  const int s = pp_.stage(chunk);
-  auto x = encode(p, b, pp_.first_layer[s], pp_.first_layer[s + 1],
-                  pp_.first(chunk) ? torch::Tensor() : input);
-  return pp_.last(chunk) ? loss_from(p, x, b, {}) : x;
+  SB_CHECK(pp_.cut.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
+  StageProvider p(p0, pp_.local);
+  const int s = pp_.cut.stage(chunk);
+  auto x = encode(p, b, pp_.cut.first_layer[s], pp_.cut.first_layer[s + 1],
+                  pp_.cut.first(chunk) ? torch::Tensor() : input);
+  return pp_.cut.last(chunk) ? loss_from(p, x, b, {}) : x;
 }
 
 torch::Tensor Bert::word_embedding(const torch::Tensor& table, const torch::Tensor& ids) {
@@ -274,7 +260,7 @@ torch::Tensor Bert::loss_with(ParamProvider& p, const Batch& b, const LossCombin
            "BERT loss needs MLM targets (B, T) or classification labels (B), or both");
   SB_CHECK(!tp_.on() || !c.combine, "model '{}': distillation is not implemented for a "
            "tensor-parallel model (mesh.tp = {})", cfg_.preset, tp_.size);
-  check_uncut("the loss of a whole forward");
+  pp_.check_uncut(cfg_.preset, "the loss of a whole forward");
   return loss_from(p, encode(p, b), b, c);
 }
 
@@ -323,7 +309,7 @@ torch::Tensor Bert::loss_from(ParamProvider& p, torch::Tensor x, const Batch& b,
 }
 
 torch::Tensor Bert::logits(ParamProvider& p, const Batch& b) {
-  check_uncut("MLM logits");
+  pp_.check_uncut(cfg_.preset, "MLM logits");
   SB_CHECK(!tp_.on(), "model '{}': MLM logits are not implemented for a tensor-parallel model "
            "(mesh.tp = {}); tensor parallelism runs training's loss and classify", cfg_.preset, tp_.size);
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
@@ -338,7 +324,7 @@ torch::Tensor Bert::logits(ParamProvider& p, const Batch& b) {
 }
 
 torch::Tensor Bert::classify(ParamProvider& p, const Batch& b) {
-  check_uncut("classification");
+  pp_.check_uncut(cfg_.preset, "classification");
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
   auto x = encode(p, b);
   if (tp_.rows_split()) x = tp_.all_rows(x);

@@ -36,7 +36,7 @@ class Bert final : public Model {
   // Training's loss only (classify and MLM logits refuse a cut model).
   std::string pipeline_problem(int stages) const override;
   void set_pipeline(int pp, int v, int rank) override;
-  const PipelineCut& pipeline() const override { return pp_; }
+  const PipelineCut& pipeline() const override { return pp_.cut; }
   torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
                               const torch::Tensor& input) override;
   std::vector<std::int64_t> stage_activation_shape(const Batch& b) const override;
@@ -50,7 +50,6 @@ class Bert final : public Model {
   torch::Tensor embed(ParamProvider& p, const Batch& b);  // -> (B*T, d), this rank's rows under sp
   // The training loss (MLM and/or classification) from the encoder's output, combined by c.
   torch::Tensor loss_from(ParamProvider& p, torch::Tensor x, const Batch& b, const LossCombiner& c);
-  void check_uncut(const char* what) const;  // refuses a model cut into pipeline stages
   // The word embeddings' rows for ids (B, T, d); under tp this rank's part of their sum over
   // tp (its vocabulary range's rows, zeros for other tokens).
   torch::Tensor word_embedding(const torch::Tensor& table, const torch::Tensor& ids);
@@ -62,8 +61,7 @@ class Bert final : public Model {
   std::vector<UnitSpec> units_;
   std::vector<UnitSpec> whole_units_;  // the unsharded model's (FLOPs count these)
   TensorParallel tp_;
-  PipelineCut pp_;
-  std::vector<int> local_;  // pipeline: the whole model's unit -> this rank's (StageUnits::local)
+  Pipelined pp_;
   std::unique_ptr<Attention> attn_;
 };
 

@@ -83,27 +83,12 @@ void Gpt2::set_tensor_parallel(TensorParallel tp) {
 std::string Gpt2::pipeline_problem(int stages) const { return models::pipeline_problem(cfg_.n_layer, stages); }
 
 void Gpt2::set_pipeline(int pp, int v, int rank) {
-  SB_CHECK(!pp_.on(), "model '{}' is already cut into pipeline stages", cfg_.preset);
-  const std::string why = pipeline_problem(pp * v);
-  SB_CHECK(why.empty(), "{}", why);
   // Per row, forward + backward: a block's weights; the LM head's 6 V d on the last stage (the
-  // embeddings are lookups).
-  std::vector<double> cost(static_cast<std::size_t>(cfg_.n_layer),
-                           unit_flops_per_row(whole_units_[1]).total());
+  // embeddings are lookups). units_: this tp rank's blocks.
   const double head = unit_flops_per_row(whole_units_.back()).total() +
                       6.0 * static_cast<double>(cfg_.vocab * cfg_.d_model);
-  pp_.pp = pp, pp_.v = v, pp_.rank = rank;
-  pp_.first_layer = balance_stages(cost, 0.0, head, pp * v);
-  if (pp <= 1) return;
-  auto cut = stage_units(units_, pp_, true);  // units_: this tp rank's blocks
-  units_ = std::move(cut.units);
-  local_ = std::move(cut.local);
-}
-
-void Gpt2::check_uncut(const char* what) const {
-  SB_CHECK(!pp_.on(), "model '{}': {} runs on the whole model, which is cut into {} pipeline "
-           "stages here (mesh.pp = {}); the pipeline runs training's step and loss only today",
-           cfg_.preset, what, pp_.stages(), pp_.pp);
+  units_ = pp_.apply(cfg_.preset, units_, pp, v, rank, unit_flops_per_row(whole_units_[1]).total(),
+                     0.0, head, true);
 }
 
 std::vector<std::int64_t> Gpt2::stage_activation_shape(const Batch& b) const {
@@ -112,19 +97,19 @@ std::vector<std::int64_t> Gpt2::stage_activation_shape(const Batch& b) const {
 }
 
 torch::Tensor Gpt2::stage_forward(ParamProvider& p0, int chunk, const Batch& b, const torch::Tensor& input) {
-  SB_CHECK(pp_.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
-  StageProvider p(p0, local_);
-  const int s = pp_.stage(chunk);
+  SB_CHECK(pp_.cut.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
+  StageProvider p(p0, pp_.local);
+  const int s = pp_.cut.stage(chunk);
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
   SB_CHECK(T <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
            cfg_.preset, T, cfg_.max_pos);
-  torch::Tensor x = pp_.first(chunk)
+  torch::Tensor x = pp_.cut.first(chunk)
       ? embed(p, b.input_ids, torch::arange(T, b.input_ids.options().dtype(torch::kLong)))
       : input;
   AttentionMask mask;
   mask.causal = true;
-  x = blocks(p, x, B, T, {}, mask, pp_.first_layer[s], pp_.first_layer[s + 1]);
-  if (!pp_.last(chunk)) return x;
+  x = blocks(p, x, B, T, {}, mask, pp_.cut.first_layer[s], pp_.cut.first_layer[s + 1]);
+  if (!pp_.cut.last(chunk)) return x;
   SB_CHECK(b.targets.defined(), "GPT-2 loss needs targets (B, T)");
   return lm_loss(p, x, b.targets.reshape({-1}));
 }
@@ -226,7 +211,7 @@ torch::Tensor Gpt2::final_norm(ParamProvider& p, const torch::Tensor& x) {
 
 torch::Tensor Gpt2::head(ParamProvider& p, torch::Tensor x, bool release_head_with_logits) {
   check_whole("the LM head's logits (evaluation, inference, distillation)");
-  check_uncut("the LM head's logits (inference, distillation, decoding)");
+  pp_.check_uncut(cfg_.preset, "the LM head's logits (inference, distillation, decoding)");
   const int head = static_cast<int>(cfg_.n_layer + 1);
   x = final_norm(p, x);
   auto wte = p.acquire(0)[0];
@@ -339,7 +324,7 @@ torch::Tensor Gpt2::lm_loss(ParamProvider& p, const torch::Tensor& trunk_out, co
 
 torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) {
   SB_CHECK(b.targets.defined(), "GPT-2 loss needs targets (B, T)");
-  check_uncut("the loss of a whole forward");
+  pp_.check_uncut(cfg_.preset, "the loss of a whole forward");
   const auto t = b.targets.reshape({-1});
   if (!c.combine) return lm_loss(p, trunk(p, b.input_ids, nullptr), t);
   LossParts parts;

@@ -33,7 +33,7 @@ class Gpt2 final : public Model, public KvDecoder {
   // (V x d) counted on the last stage, which holds a copy of the embedding unit for it.
   std::string pipeline_problem(int stages) const override;
   void set_pipeline(int pp, int v, int rank) override;
-  const PipelineCut& pipeline() const override { return pp_; }
+  const PipelineCut& pipeline() const override { return pp_.cut; }
   torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
                               const torch::Tensor& input) override;
   std::vector<std::int64_t> stage_activation_shape(const Batch& b) const override;
@@ -79,7 +79,6 @@ class Gpt2 final : public Model, public KvDecoder {
   torch::Tensor final_norm(ParamProvider& p, const torch::Tensor& x);  // ln_f
   std::vector<UnitSpec> make_units(int tp_rank, int tp_size) const;
   void check_whole(const char* what) const;  // refuses a tensor-parallel model
-  void check_uncut(const char* what) const;  // refuses a model cut into pipeline stages
   // x (rows, d) through a linear whose weight is split over tp as a row-parallel one: the
   // partial products summed over tp, then the (replicated) bias; plain linear at tp = 1.
   torch::Tensor row_linear(ParamProvider& p, int u, int w_index, const torch::Tensor& x,
@@ -88,8 +87,7 @@ class Gpt2 final : public Model, public KvDecoder {
   std::vector<UnitSpec> units_;
   std::vector<UnitSpec> whole_units_;  // the unsharded model's (FLOPs count these)
   TensorParallel tp_;
-  PipelineCut pp_;
-  std::vector<int> local_;  // pipeline: the whole model's unit -> this rank's (StageUnits::local)
+  Pipelined pp_;
   std::unique_ptr<Attention> attn_;
 };
 

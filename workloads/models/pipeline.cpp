@@ -73,6 +73,28 @@ StageUnits stage_units(const std::vector<UnitSpec>& whole, const PipelineCut& cu
   return out;
 }
 
+std::vector<UnitSpec> Pipelined::apply(const std::string& preset, const std::vector<UnitSpec>& units,
+                                       int pp, int v, int rank, double layer_cost, double first_extra,
+                                       double last_extra, bool head_uses_embed) {
+  SB_CHECK(!cut.on(), "model '{}' is already cut into pipeline stages", preset);
+  const auto n_layer = static_cast<std::int64_t>(units.size()) - 2;
+  const std::string why = pipeline_problem(n_layer, pp * v);
+  SB_CHECK(why.empty(), "{}", why);
+  cut.pp = pp, cut.v = v, cut.rank = rank;
+  cut.first_layer = balance_stages(std::vector<double>(static_cast<std::size_t>(n_layer), layer_cost),
+                                   first_extra, last_extra, pp * v);
+  if (pp <= 1) return units;
+  auto mine = stage_units(units, cut, head_uses_embed);
+  local = std::move(mine.local);
+  return std::move(mine.units);
+}
+
+void Pipelined::check_uncut(const std::string& preset, const char* what) const {
+  SB_CHECK(!cut.on(), "model '{}': {} runs on the whole model, which is cut into {} pipeline "
+           "stages here (mesh.pp = {}); the pipeline runs training's step and loss only today",
+           preset, what, cut.stages(), cut.pp);
+}
+
 std::string describe_stages(const PipelineCut& cut) {
   std::string out;
   for (int s = 0; s < cut.stages(); ++s) {

@@ -56,6 +56,22 @@ struct StageUnits {
 StageUnits stage_units(const std::vector<UnitSpec>& whole, const PipelineCut& cut,
                        bool head_uses_embed);
 
+// A model's pipeline state (GPT-2's and BERT's): its cut and the map from the whole model's
+// units to this rank's.
+struct Pipelined {
+  PipelineCut cut;
+  std::vector<int> local;  // StageUnits::local
+  // Cuts `units` (the whole model's list, or this tp rank's blocks of it; n_layer + 2 units)
+  // for rank `rank` of pp x v stages, the boundaries from balance_stages with every block
+  // costing layer_cost, and returns this rank's units (all of them when pp = 1). Refuses a
+  // second cut and more stages than layers, naming the model `preset`.
+  std::vector<UnitSpec> apply(const std::string& preset, const std::vector<UnitSpec>& units, int pp,
+                              int v, int rank, double layer_cost, double first_extra,
+                              double last_extra, bool head_uses_embed);
+  // Throws, naming `what` (a whole-model path), when the model is cut.
+  void check_uncut(const std::string& preset, const char* what) const;
+};
+
 // The layers of each stage and where the embeddings and head run, for plan and the result:
 // "stage 0: embed + layers 0-5 | stage 1: layers 6-11 + head".
 std::string describe_stages(const PipelineCut& cut);
