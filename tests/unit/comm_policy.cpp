@@ -47,11 +47,13 @@ TEST(Policy, PresetsAreWhatTheDocsSay) {
   EXPECT_EQ(policy_preset("naive-topk").describe(), "param=none grad=topk(ratio=0.01) allreduce=topk(ratio=0.01)");
   EXPECT_EQ(policy_preset("hybrid").describe(), "param=bf16 grad=int8(block=256,ef) allreduce=int8(block=256,ef)");
   EXPECT_EQ(policy_preset("hybrid-topk").describe(), "param=bf16 grad=int8(block=256,ef) allreduce=topk(ratio=0.01,ef)");
-  // The 3D schemes: tensor parallelism's kinds appear where compressed.
-  EXPECT_EQ(policy_preset("uniform3d").describe(), "param=int8(block=256) grad=int8(block=256) allreduce=int8(block=256) tp_act=int8(block=256) tp_grad=int8(block=256)");
-  EXPECT_EQ(policy_preset("hybrid3d").describe(), "param=bf16 grad=int8(block=256,ef) allreduce=int8(block=256,ef) tp_act=bf16 tp_grad=bf16");
+  // The 3D schemes: tensor and pipeline parallelism's kinds appear where compressed.
+  EXPECT_EQ(policy_preset("uniform3d").describe(), "param=int8(block=256) grad=int8(block=256) allreduce=int8(block=256) tp_act=int8(block=256) tp_grad=int8(block=256) pp_act=int8(block=256) pp_grad=int8(block=256)");
+  EXPECT_EQ(policy_preset("hybrid3d").describe(), "param=bf16 grad=int8(block=256,ef) allreduce=int8(block=256,ef) tp_act=bf16 tp_grad=bf16 pp_act=bf16 pp_grad=bf16");
   EXPECT_STREQ(kind_name(CollectiveKind::TpAct), "tp_act");
   EXPECT_STREQ(key_prefix(CollectiveKind::TpGrad), "compress.tp_grad");
+  EXPECT_STREQ(kind_name(CollectiveKind::PpAct), "pp_act");
+  EXPECT_STREQ(key_prefix(CollectiveKind::PpGrad), "compress.pp_grad");
   EXPECT_STREQ(kind_name(CollectiveKind::GradReduceScatter), "grad_reduce_scatter");
   auto p = policy_from_point(point("hybrid", 4, "full_shard"));
   EXPECT_EQ(p.grad_reduce_scatter.seed, 5u);  // the point's seed
@@ -115,6 +117,13 @@ TEST(Policy, ImpossibleCombinationsAreRefusedWithTheReason) {
   d = diagnostics(p);
   EXPECT_TRUE(has(d, "tp_act (compress.tp_act.*): error feedback re-sends what compression dropped from one batch's activations"));
   EXPECT_TRUE(has(d, "compress.tp_act.name: compress.tp_act / compress.tp_grad compress tensor-parallel traffic, and mesh.tp = 1 has none"));
+  // The same for the pipeline's traffic.
+  p = point("custom", 2, "full_shard");
+  p.set("compress.pp_grad.name", std::string("int8"), at_line(5));
+  p.set("compress.pp_grad.error_feedback", true, at_line(6));
+  d = diagnostics(p);
+  EXPECT_TRUE(has(d, "pp_grad (compress.pp_grad.*): error feedback re-sends what compression dropped from one batch's activations"));
+  EXPECT_TRUE(has(d, "compress.pp_act.name: compress.pp_act / compress.pp_grad compress pipeline-parallel traffic, and mesh.pp = 1 has none"));
 
   // compress.* keys without compression = custom.
   p = point("hybrid", 2, "full_shard");

@@ -55,7 +55,7 @@ TEST(ModelParams, UnknownNamesListKnownOnes) {
     make_model("gpt3");
     FAIL() << "no error";
   } catch (const sb::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown model preset 'gpt3'; known: gpt2-tiny, gpt2, gpt2-medium"),
+    EXPECT_NE(std::string(e.what()).find("unknown model preset 'gpt3'; known: gpt2-tiny, gpt2-tiny-8l, gpt2, gpt2-medium"),
               std::string::npos) << e.what();
   }
   try {
