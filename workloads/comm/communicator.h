@@ -67,6 +67,10 @@ class Communicator {
   const sb::Mesh& mesh() const { return mesh_; }
   int rank(Group g = Group::World) const;
   int size(Group g = Group::World) const;
+  // Whether this rank speaks for its model-parallel ranks (rank 0 of its tp and pp groups): a
+  // quantity they all hold alike (a tp group's loss, a pipeline's last-stage loss) is counted
+  // once per data-parallel rank by summing only the speakers'.
+  bool model_parallel_leader() const { return rank(Group::Tp) == 0 && rank(Group::Pp) == 0; }
   MPI_Comm mpi(Group g) const;
   // A communication thread may run collectives beside the caller.
   bool async() const { return async_; }

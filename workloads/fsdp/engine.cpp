@@ -91,6 +91,11 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     : model_(model), comm_(comm), cfg_(std::move(cfg)), info_(strategy_info(cfg_.strategy)),
       strategy_(make_strategy(cfg_.strategy)), layout_(info_.layout), shard_group_(info_.group(MeshDim::dp_shard, comm)) {
   coll_ = std::make_unique<Collectives>(comm_, cfg_.compression);
+  if (model_.pipeline().on()) {  // the pipeline's own traffic (pipeline_step.cpp)
+    const auto& policy = cfg_.compression;
+    if (policy.compresses(comm::CollectiveKind::PpAct)) pp_act_codec_ = comm::make_compressor(policy.pp_act);
+    if (policy.compresses(comm::CollectiveKind::PpGrad)) pp_grad_codec_ = comm::make_compressor(policy.pp_grad);
+  }
   if (cfg_.loss_scaling) {
     SB_CHECK(cfg_.loss_scale_init > 0 && std::isfinite(cfg_.loss_scale_init) &&
                  cfg_.loss_scale_growth_interval >= 1,

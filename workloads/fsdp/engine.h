@@ -200,7 +200,6 @@ class Engine final : public models::ParamProvider {
   StepStats pipeline_step(const std::vector<models::Batch>& micro, std::int64_t global_terms);
   void sum_tied_grads();  // pipeline: the first stage's tied units and the last stage's copies
   double pipeline_loss(const models::Batch& b);
-  void make_pp_codecs();
   void optimizer_step(StepStats& s);
   bool loss_scaler_skips(double sumsq, StepStats& s);  // step.cpp
   void note_memory();
@@ -226,9 +225,9 @@ class Engine final : public models::ParamProvider {
   double gather_wait_s_ = 0;
   bool final_micro_ = true, accumulating_ = false;
   bool hold_gathered_ = false;  // pipeline step: units stay gathered until it ends
-  // Pipeline traffic's codecs (cfg.compression's pp_act / pp_grad; null: plain), made once.
+  // Pipeline traffic's codecs (cfg.compression's pp_act / pp_grad; null: plain), made with the
+  // engine of a pipelined model.
   std::shared_ptr<comm::Compressor> pp_act_codec_, pp_grad_codec_;
-  bool pp_codecs_made_ = false;
   std::vector<int> acquire_order_, last_acquire_order_, release_seq_;
   std::vector<comm::Request> pending_grads_;
   std::uint64_t inflight_bytes_ = 0, peak_ = 0, peak_gathered_ = 0;

@@ -60,7 +60,8 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
   if (in.rows <= 0 || in.seq <= 0) return;
   const models::ModelConfig& c = in.model;
   // A pipeline rank: its blocks, a virtual stage's share of them per in-flight micro-batch.
-  const auto tokens = static_cast<U64>(in.rows * in.seq) * static_cast<U64>(std::max(1, in.in_flight));
+  const auto flight = static_cast<U64>(std::max(1, in.in_flight));
+  const auto tokens = static_cast<U64>(in.rows * in.seq) * flight;
   const auto L = in.stage_layers < 0 ? static_cast<U64>(c.n_layer)
                                      : static_cast<U64>(in.stage_layers / std::max(1, in.v));
   // Tensor parallelism splits the attention width, the MLP's and the heads tp ways; the
@@ -72,13 +73,11 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
   p.activation_layers = L * tokens * per_token * elt;
   // The softmax output (B, H, T, T), kept for the softmax's and probs x V's backward (the
   // naive and chunked kernels; kernels that recompute it keep less).
-  p.activation_attention = L * static_cast<U64>(in.rows * (c.n_head / tp) * in.seq * in.seq) * elt *
-                           static_cast<U64>(std::max(1, in.in_flight));
+  p.activation_attention = L * static_cast<U64>(in.rows * (c.n_head / tp) * in.seq * in.seq) * elt * flight;
   // Cross-entropy keeps the fp32 log-softmax of the logits it is taken over (under tp, this
   // rank's vocabulary columns: the largest range, vocab_range).
   if (in.last_stage)
-    p.activation_head = static_cast<U64>(in.loss_rows * ((in.loss_classes + tp - 1) / tp)) * 4 *
-                        static_cast<U64>(std::max(1, in.in_flight));
+    p.activation_head = static_cast<U64>(in.loss_rows * ((in.loss_classes + tp - 1) / tp)) * 4 * flight;
 }
 
 }  // namespace

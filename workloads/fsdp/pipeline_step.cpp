@@ -43,8 +43,8 @@ StepStats Engine::pipeline_step(const std::vector<models::Batch>& micro, std::in
   comm_.reset_exposed();
   gather_wait_s_ = 0;
   refresh_replicas();
-  // Every backward accumulates into U.acc; the units stay gathered until the step ends.
-  accumulating_ = true;
+  // Every backward accumulates into U.acc (on_grad's non-final micro-step); the units stay
+  // gathered until the step ends.
   final_micro_ = false;
   hold_gathered_ = true;
   begin_forward();
@@ -53,7 +53,6 @@ StepStats Engine::pipeline_step(const std::vector<models::Batch>& micro, std::in
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) ensure_gathered(u);
   s.comm_exposed_forward_s = comm_.exposed_s();
   auto st = stages_of(model_, *this, micro, global_terms, scale_, cfg_.loss_scaling, cfg_.param_dtype);
-  make_pp_codecs();
   st.act_codec = pp_act_codec_, st.grad_codec = pp_grad_codec_;
   const double sum = parallel::pipeline_step(comm_, parallel::find_pp_schedule(cfg_.pp_schedule),
                                              static_cast<int>(micro.size()), cut.v, st, {});
@@ -68,7 +67,6 @@ StepStats Engine::pipeline_step(const std::vector<models::Batch>& micro, std::in
   finish_grads();
   hold_gathered_ = false;
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) free_unit(u);
-  accumulating_ = false;
   note_memory();
   models::synchronize(cfg_.device);
   const double t2 = MPI_Wtime();
@@ -77,14 +75,6 @@ StepStats Engine::pipeline_step(const std::vector<models::Batch>& micro, std::in
   s.forward_s = t1 - t0;
   s.backward_s = t2 - t1;
   return finish_step(s, sum / scale_);  // every pp rank returned the pipeline's loss
-}
-
-void Engine::make_pp_codecs() {
-  if (pp_codecs_made_) return;
-  pp_codecs_made_ = true;
-  const auto& policy = cfg_.compression;
-  if (policy.compresses(comm::CollectiveKind::PpAct)) pp_act_codec_ = comm::make_compressor(policy.pp_act);
-  if (policy.compresses(comm::CollectiveKind::PpGrad)) pp_grad_codec_ = comm::make_compressor(policy.pp_grad);
 }
 
 // Megatron's embedding all-reduce between the first and last stages, as an exchange: each side
@@ -117,7 +107,6 @@ double Engine::pipeline_loss(const models::Batch& b) {
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) ensure_gathered(u);
   const std::vector<models::Batch> one = {b};
   auto st = stages_of(model_, *this, one, loss_terms(b), 1.0, false, cfg_.param_dtype);
-  make_pp_codecs();
   st.act_codec = pp_act_codec_;
   const double loss = parallel::pipeline_forward(comm_, model_.pipeline().v, st);
   hold_gathered_ = false;

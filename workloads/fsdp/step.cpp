@@ -66,8 +66,7 @@ StepStats Engine::finish_step(StepStats& s, double local_loss) {
   sb::heartbeat::set_phase("optimizer");
   // The ranks of a tp group computed the same loss (tensor_parallel.h), and every rank of a
   // pipeline holds the last stage's: counted once per data-parallel rank.
-  const bool counts = comm_.rank(comm::Group::Tp) == 0 && comm_.rank(comm::Group::Pp) == 0;
-  s.loss = comm_.all_reduce_scalar(counts ? local_loss : 0.0, comm::Group::World);
+  s.loss = comm_.all_reduce_scalar(comm_.model_parallel_leader() ? local_loss : 0.0, comm::Group::World);
   s.loss_scale = scale_;
   optimizer_step(s);
   models::synchronize(cfg_.device);

@@ -106,6 +106,50 @@ void validate(const Point& p, std::vector<Diagnostic>& out) {
                                replicas, strategy, strategies_with_replicas())});
 }
 
+// The point's compression policy; one that does not parse counts as none (the policy's own
+// validator reports it).
+comm::Policy point_policy(const Point& p) {
+  try {
+    return comm::policy_from_point(p);
+  } catch (const sb::Error&) {
+    return comm::Policy{};
+  }
+}
+
+// Custom compressors on a model-parallel dimension's traffic (kinds act and grad) that the mesh
+// does not have (dim_key = 1), refused on act's key.
+void refuse_idle_codecs(const comm::Policy& policy, int size, comm::CollectiveKind act,
+                        comm::CollectiveKind grad, const char* dim_key, const char* traffic,
+                        std::vector<Diagnostic>& out) {
+  if (size > 1 || policy.preset != "custom" || !(policy.compresses(act) || policy.compresses(grad)))
+    return;
+  out.push_back({std::string(comm::key_prefix(act)) + ".name",
+                 fmt::format("{} / {} compress {} traffic, and {} = 1 has none: set {} > 1, or set "
+                             "both to \"none\"", comm::key_prefix(act), comm::key_prefix(grad),
+                             traffic, dim_key, dim_key)});
+}
+
+// `what` (set by `key`) does not run over a model-parallel dimension yet (dim_key = size > 1;
+// `name` says which parallelism): the refusal with its fix.
+Diagnostic unsupported(const char* key, const char* what, const char* name, const char* dim_key,
+                       int size) {
+  return {key, fmt::format("{} does not run with {} yet ({} = {}); unset {}, or set {} = 1", what,
+                           name, dim_key, size, key, dim_key)};
+}
+
+// What no model-parallel dimension runs yet: distillation, pruning, exports.
+void refuse_unsupported(const Point& p, const char* dim_key, int size, const char* name,
+                        std::vector<Diagnostic>& out) {
+  const auto refuse = [&](const char* key, const char* what) {
+    out.push_back(unsupported(key, what, name, dim_key, size));
+  };
+  if (!config<distill::DistillKeys>(p).teacher.empty()) refuse("teacher", "distillation");
+  if (config<prune::PruneKeys>(p).method != "none") refuse("pruning", "pruning");
+  const RunKeys& r = config<RunKeys>(p);
+  if (!r.export_folder.empty()) refuse("export_folder", "exporting the trained model");
+  if (!r.export_safetensors.empty()) refuse("export_safetensors", "exporting the trained model");
+}
+
 // Tensor parallelism (mesh.tp > 1): a family whose record says it has the layout, sizes the
 // model can split, and none of what does not run over tp yet (each named with its fix).
 void validate_tp(const Point& p, std::vector<Diagnostic>& out) {
@@ -117,18 +161,11 @@ void validate_tp(const Point& p, std::vector<Diagnostic>& out) {
                    "regions' rows over mesh.tp, which is 1 here: set mesh.tp > 1, or "
                    "tp_sequence_parallel = false"});
   // Tensor parallelism's compressors (compress.tp_act / tp_grad, uniform3d, hybrid3d).
-  comm::Policy policy;
-  try {
-    policy = comm::policy_from_point(p);
-  } catch (const sb::Error&) {
-    policy = comm::Policy{};  // the policy's own validator reports it
-  }
+  const comm::Policy policy = point_policy(p);
   const bool tp_codec = policy.compresses(comm::CollectiveKind::TpAct) ||
                         policy.compresses(comm::CollectiveKind::TpGrad);
-  if (tp_codec && tp <= 1 && policy.preset == "custom")
-    out.push_back({"compress.tp_act.name", "compress.tp_act / compress.tp_grad compress "
-                   "tensor-parallel traffic, and mesh.tp = 1 has none: set mesh.tp > 1, or set "
-                   "both to \"none\""});
+  refuse_idle_codecs(policy, tp, comm::CollectiveKind::TpAct, comm::CollectiveKind::TpGrad, "mesh.tp",
+                     "tensor-parallel", out);
   if (tp_codec && tp > 1 && sp)
     out.push_back({"tp_sequence_parallel", fmt::format(
         "compression \"{}\" compresses tensor-parallel traffic, which sequence parallelism's "
@@ -159,15 +196,7 @@ void validate_tp(const Point& p, std::vector<Diagnostic>& out) {
     return;  // an unknown model: the model key's own check names it
   }
   if (!why.empty()) out.push_back({"mesh.tp", why});
-  const auto refuse = [&](const char* key, const char* what) {
-    out.push_back({key, fmt::format("{} does not run with tensor parallelism yet (mesh.tp = {}); "
-                                    "unset {}, or set mesh.tp = 1", what, tp, key)});
-  };
-  if (!config<distill::DistillKeys>(p).teacher.empty()) refuse("teacher", "distillation");
-  if (config<prune::PruneKeys>(p).method != "none") refuse("pruning", "pruning");
-  const RunKeys& r = config<RunKeys>(p);
-  if (!r.export_folder.empty()) refuse("export_folder", "exporting the trained model");
-  if (!r.export_safetensors.empty()) refuse("export_safetensors", "exporting the trained model");
+  refuse_unsupported(p, "mesh.tp", tp, "tensor parallelism", out);
 }
 
 // Pipeline parallelism (mesh.pp > 1): a model that can be cut into mesh.pp x pp_virtual_stages
@@ -179,17 +208,8 @@ void validate_pp(const Point& p, std::vector<Diagnostic>& out) {
   const int pp = config<MeshConfig>(p).pp;
   const StepKeys& k = config<StepKeys>(p);
   const I v = k.pp_virtual_stages, m = config<OptimKeys>(p).microbatches;
-  comm::Policy policy;
-  try {
-    policy = comm::policy_from_point(p);
-  } catch (const sb::Error&) {
-    policy = comm::Policy{};  // the policy's own validator reports it
-  }
-  if (pp <= 1 && policy.preset == "custom" &&
-      (policy.compresses(comm::CollectiveKind::PpAct) || policy.compresses(comm::CollectiveKind::PpGrad)))
-    out.push_back({"compress.pp_act.name", "compress.pp_act / compress.pp_grad compress "
-                   "pipeline-parallel traffic, and mesh.pp = 1 has none: set mesh.pp > 1, or set "
-                   "both to \"none\""});
+  refuse_idle_codecs(point_policy(p), pp, comm::CollectiveKind::PpAct, comm::CollectiveKind::PpGrad,
+                     "mesh.pp", "pipeline-parallel", out);
   if (pp <= 1) {
     if (v > 1)
       out.push_back({"pp_virtual_stages", fmt::format("pp_virtual_stages = {} places several model "
@@ -209,17 +229,10 @@ void validate_pp(const Point& p, std::vector<Diagnostic>& out) {
     if (!why.empty()) out.push_back({"mesh.pp", why});
   } catch (const std::exception&) {  // an unknown model: the model key's own check names it
   }
-  const auto refuse = [&](const char* key, const char* what) {
-    out.push_back({key, fmt::format("{} does not run with pipeline parallelism yet (mesh.pp = {}); "
-                                    "unset {}, or set mesh.pp = 1", what, pp, key)});
-  };
-  if (!config<distill::DistillKeys>(p).teacher.empty()) refuse("teacher", "distillation");
-  if (config<prune::PruneKeys>(p).method != "none") refuse("pruning", "pruning");
-  const RunKeys& r = config<RunKeys>(p);
-  if (!r.export_folder.empty()) refuse("export_folder", "exporting the trained model");
-  if (!r.export_safetensors.empty()) refuse("export_safetensors", "exporting the trained model");
+  refuse_unsupported(p, "mesh.pp", pp, "pipeline parallelism", out);
   if (data::is_labelled_path(config<data::DataKeys>(p).data))
-    refuse("data", "classification data (its accuracy runs the whole model's classify)");
+    out.push_back(unsupported("data", "classification data (its accuracy runs the whole model's "
+                              "classify)", "pipeline parallelism", "mesh.pp", pp));
 }
 
 Registrar reg([] {

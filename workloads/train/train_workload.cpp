@@ -453,7 +453,7 @@ double TrainWorkload::evaluate(RunContext& ctx, fsdp::Engine& engine) {
   }
   // The ranks of a tp group computed the same loss, and a pipeline's ranks returned its last
   // stage's: counted once.
-  if (comm_->rank(comm::Group::Tp) != 0 || comm_->rank(comm::Group::Pp) != 0) sum = 0;
+  if (!comm_->model_parallel_leader()) sum = 0;
   return comm_->all_reduce_scalar(sum, comm::Group::World) / static_cast<double>(terms_total);
 }
 
