@@ -7,6 +7,7 @@
 import datetime
 import json
 import os
+import platform
 import statistics
 
 PEERS_DIR = "peers"
@@ -67,6 +68,14 @@ def cpu_info(cpuinfo="/proc/cpuinfo"):
     except OSError:
         pass
     return {"cpu_model": model, "isa": [f for f in ISA_FLAGS if f in flags]}
+
+
+def cpu_line():
+    """The CPU model and its vector ISA flags in one line, for the peers' printed headers."""
+    cpu = cpu_info()
+    shown = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+    flags = [f for f in cpu["isa"] if f in shown]
+    return f"{cpu['cpu_model'] or platform.processor()}; {' '.join(flags) or 'no AVX-512/AMX'}"
 
 
 def short_hostname(name):

@@ -39,13 +39,6 @@ from analysis import peer_file  # noqa: E402  (the repository root: the peer fil
 SIZES = peer_file.SIZES  # the models this script builds (the report names them too)
 
 
-def cpu_line():
-    cpu = peer_file.cpu_info()
-    shown = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
-    flags = [f for f in cpu["isa"] if f in shown]
-    return f"{cpu['cpu_model'] or platform.processor()}; {' '.join(flags) or 'no AVX-512/AMX'}"
-
-
 def build(name):
     from transformers import BertConfig, BertForMaskedLM
     layers, d, heads, d_ff, vocab, positions = SIZES[name]
@@ -128,7 +121,7 @@ def main():
     torch.set_num_threads(a.threads)
     ids = torch.randint(0, SIZES[a.model][4], (a.batch, a.seq), generator=torch.Generator().manual_seed(5))
     print(f"# {a.model} with the MLM head, {a.batch} x {a.seq} tokens, {a.threads} threads; "
-          f"torch {torch.__version__}; CPU: {cpu_line()}")
+          f"torch {torch.__version__}; CPU: {peer_file.cpu_line()}")
     rounds = [peers(a.model, ids, a.iters)]
     mine, engine = ours(a.ours, a.model) if a.ours else ({}, [])
     if a.ours:

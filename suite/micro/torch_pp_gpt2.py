@@ -19,8 +19,8 @@ same minutes for ours (tokens_per_s of its points).
 import argparse
 import math
 import os
-import platform
 import statistics
+import sys
 import tempfile
 import time
 
@@ -32,10 +32,9 @@ import torch.nn.functional as F
 from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleGPipe,
                                           ScheduleInterleaved1F1B)
 
-SHAPES = {  # vocab, positions, d, layers, heads (our presets, workloads/models/model.cpp)
-    "gpt2": (50257, 1024, 768, 12, 12),
-    "gpt2-medium": (50257, 1024, 1024, 24, 16),
-}
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from analysis import peer_file  # noqa: E402  (the repository root: the machine's CPU line)
+from torch_tp_gpt2 import SHAPES  # noqa: E402  (the tensor-parallel peer's: our GPT-2 presets)
 
 
 class Block(nn.Module):
@@ -145,14 +144,11 @@ def worker(rank, args, init_file):
             times.append(time.perf_counter() - t0)
     if rank == args.pp - 1:
         step = statistics.median(times)
-        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
-        flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
-        isa = " ".join(f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8") if f in flags)
         loss = sum(float(l.detach()) for l in losses) / max(1, len(losses))
         print(f"# PyTorch {torch.__version__} pipelining over gloo: {args.model}, pp {args.pp} "
               f"({args.schedule}, stages {bounds}), batch {args.batch} x seq {args.seq} in "
               f"{args.microbatches} micro-batches, {args.dtype} (autocast), {args.threads} thread(s) "
-              f"per rank, on {cpu} [{isa}]")
+              f"per rank, on {peer_file.cpu_line()}")
         print(f"step_s {step:.3f}  tokens_per_s {args.batch * args.seq / step:.1f}  loss {loss:.4f}"
               f"  (median of {len(times)} steps after a warm-up)")
     dist.destroy_process_group()

@@ -19,8 +19,8 @@ same minutes for ours (tokens_per_s of its points).
 import argparse
 import math
 import os
-import platform
 import statistics
+import sys
 import tempfile
 import time
 
@@ -33,6 +33,9 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Replicate, Shard
 from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, loss_parallel,
                                                parallelize_module)
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from analysis import peer_file  # noqa: E402  (the repository root: the machine's CPU line)
 
 SHAPES = {  # vocab, positions, d, layers, heads (our presets, workloads/models/model.cpp)
     "gpt2": (50257, 1024, 768, 12, 12),
@@ -126,12 +129,9 @@ def worker(rank, args, init_file):
             times.append(time.perf_counter() - t0)
     if rank == 0:
         step = statistics.median(times)
-        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
-        flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
-        isa = " ".join(f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8") if f in flags)
         print(f"# PyTorch {torch.__version__} tensor parallel over gloo: {args.model}, tp {args.tp}"
               f", batch {args.batch} x seq {args.seq}, "
-              f"{args.dtype} (autocast), {args.threads} thread(s) per rank, on {cpu} [{isa}]")
+              f"{args.dtype} (autocast), {args.threads} thread(s) per rank, on {peer_file.cpu_line()}")
         print(f"step_s {step:.3f}  tokens_per_s {args.batch * args.seq / step:.1f}  loss {loss.item():.4f}"
               f"  (median of {len(times)} steps after a warm-up)")
     dist.destroy_process_group()
