@@ -299,38 +299,57 @@ TEST(ShardedInference, LogitsEqualTheOneProcessModel) {
   }
 }
 
-TEST(Checkpoint, RefusesAnotherStrategyOrWorldSize) {
-  const std::string dir = shared_tmpdir("refuse");
+// A set written with one strategy and world is resharded on load (issue 31, torch.
+// distributed.checkpoint's resharding): zero1 over the same ranks and a world of one rank read
+// the full_shard set back to its full parameters bit for bit and train on from it as the
+// writer does; another param dtype is still refused, naming both.
+TEST(Checkpoint, ReshardsAcrossStrategyAndWorldSize) {
+  const std::string dir = shared_tmpdir("reshard");
   auto model = sb::models::make_model("gpt2-tiny");
-  const auto init = sb::models::init_params(model->units(), 5);
   {
     Communicator comm(MPI_COMM_WORLD, 0);
-    sb::fsdp::Engine a(*model, comm, config("full_shard"), init);
+    sb::fsdp::Engine a(*model, comm, config("full_shard"), sb::models::init_params(model->units(), 5));
+    run_engine(*model, comm, config("full_shard"), kB, kT, 2, 1, 0, &a);
     a.save(dir);
+    const auto saved = a.full_params();
     MPI_Barrier(MPI_COMM_WORLD);
-    sb::fsdp::Engine z(*model, comm, config("zero1"), init);
-    const auto msg = error_of([&] { z.load(dir); });
-    EXPECT_NE(msg.find("does not match this run: it has strategy full_shard (this run: zero1)"),
+    sb::fsdp::Engine z(*model, comm, config("zero1"), sb::models::init_params(model->units(), 99));
+    const auto loaded = z.load(dir);
+    EXPECT_EQ(z.steps_done(), 2);
+    EXPECT_NE(loaded.resharded_from.find(fmt::format("{} ranks, full_shard", world_size())),
+              std::string::npos) << loaded.resharded_from;
+    EXPECT_EQ(loaded.reset, "") << "no compression state to reset";
+    EXPECT_EQ(max_param_diff(z.full_params(), saved), 0.0);
+    // The Adam moments came along: the next steps match the writer's.
+    const auto ra = run_engine(*model, comm, config("full_shard"), kB, kT, 2, 1, 2, &a);
+    const auto rz = run_engine(*model, comm, config("zero1"), kB, kT, 2, 1, 2, &z);
+    for (int i = 0; i < 2; ++i)
+      EXPECT_NEAR(rz.losses[i], ra.losses[i], 1e-6 * std::abs(ra.losses[i])) << "step " << 2 + i;
+    EXPECT_LE(max_param_diff(rz.params, ra.params), 1e-6);
+    MPI_Barrier(MPI_COMM_WORLD);
+    // (the training above saved nothing: the set is still step 2's)
+    Communicator self(MPI_COMM_SELF, 1);  // every rank alone reads all the files
+    sb::fsdp::Engine one(*model, self, config("full_shard"), sb::models::init_params(model->units(), 99));
+    one.load(dir);
+    EXPECT_EQ(max_param_diff(one.full_params(), saved), 0.0);
+    auto bf16 = config("full_shard");
+    bf16.param_dtype = torch::kBFloat16;
+    sb::fsdp::Engine b(*model, comm, bf16, sb::models::init_params(model->units(), 5));
+    const auto msg = error_of([&] { b.load(dir); });
+    EXPECT_NE(msg.find("does not match this run: it has param dtype fp32 (this run: bf16)"),
               std::string::npos) << msg;
   }
-  // The same files read by a world of one rank (every rank alone, reading its own file).
-  Communicator self(MPI_COMM_SELF, 1);
-  sb::fsdp::Engine one(*model, self, config("full_shard"), init);
-  const auto msg = error_of([&] { one.load(dir); });
-  // (every rank is rank 0 of its own 1-rank world and reads the commit marker of the set)
-  EXPECT_NE(msg.find(fmt::format("it has world size {} (this run: 1)", world_size())),
-            std::string::npos) << msg;
   // A corrupted payload is caught by the checksum, and every rank refuses (none reads on).
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) {
-    const std::string f = dir + "/step-00000000/rank0.sbck";
+    const std::string f = dir + "/step-00000002/rank0.sbck";
     std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
     io.seekp(-3, std::ios::end);
     io.put('\x7f');
   }
   MPI_Barrier(MPI_COMM_WORLD);
   Communicator comm(MPI_COMM_WORLD, 0);
-  sb::fsdp::Engine again(*model, comm, config("full_shard"), init);
+  sb::fsdp::Engine again(*model, comm, config("full_shard"), sb::models::init_params(model->units(), 5));
   const auto m2 = error_of([&] { again.load(dir); });
   EXPECT_NE(m2.find("rank 0: "), std::string::npos) << m2;
   EXPECT_NE(m2.find("rank0.sbck is corrupt: checksum"), std::string::npos) << m2;

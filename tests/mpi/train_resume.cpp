@@ -3,13 +3,19 @@
 // `done` with 0 steps and the longer run's loss), and a resumed point with hybrid compression
 // records the same losses, bit for bit, as the point run straight through; so does a
 // tensor-parallel point (mesh.tp = 2 with sequence parallelism, even worlds) and a pipelined
-// one (mesh.pp = 2, 1f1b over 2 micro-batches, even worlds), resumed on the same mesh.
+// one (mesh.pp = 2, 1f1b over 2 micro-batches, even worlds), resumed on the same mesh. A set
+// saved on (dp N/2, tp 2) resumes on (dp N) and on (pp 2, dp N/2) with the losses of the
+// uninterrupted run, and exports from tp, pp and dp sets of one step agree (issue 31).
 #include <filesystem>
+#include <functional>
+#include <map>
 
 #include "harness/trace/recorder.h"
 #include "harness/workload.h"
 #include "tests/mpi/fsdp_testlib.h"
 #include "tests/mpi/mpi_main.h"
+#include "workloads/data/safetensors.h"
+#include "workloads/fsdp/engine.h"
 
 using namespace sbtest;
 namespace fs = std::filesystem;
@@ -46,7 +52,8 @@ sb::Point point(std::int64_t steps, const std::string& dir, bool resume) {
 // Runs the point on every rank: its step losses, or the error every rank threw. stop: the
 // stop flag is up from the start (a time limit): the point stops after its first step and
 // saves, as an interrupted run does.
-std::vector<double> run(const sb::Point& p, std::string* error = nullptr, bool stop_early = false) {
+std::vector<double> run(const sb::Point& p, std::string* error = nullptr, bool stop_early = false,
+                        std::map<std::string, std::string>* texts = nullptr) {
   sb::Recorder rec;
   NoProgress progress;
   sb::StopFlag stop;
@@ -61,6 +68,7 @@ std::vector<double> run(const sb::Point& p, std::string* error = nullptr, bool s
   }
   std::vector<double> losses;
   for (const auto& s : rec.steps()) losses.push_back(s.loss);
+  if (texts) *texts = rec.texts();
   return losses;
 }
 
@@ -154,6 +162,89 @@ TEST(TrainResume, WithoutACheckpointYetStartsAtStepZero) {
   EXPECT_NE(err.find("is at step 2"), std::string::npos) << err;
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(dir), fs::remove_all(plain_dir);
+}
+
+// The mesh a set is resumed on need not be the one that wrote it (torch.distributed.
+// checkpoint's resharding): (dp N/2, tp 2) -> (dp N) and -> (pp 2, dp N/2), fp32, no
+// compression; the losses are the uninterrupted run's within fp32 reduction order. Exported
+// offline, the tp set, a pp set and a dp set of the same step hold the same model, and the tp
+// and pp runs' own exports (export_safetensors) are their sets' offline exports.
+TEST(TrainResume, ASetFromOneMeshResumesOnAnother) {
+  if (world_size() % 2 != 0) GTEST_SKIP() << "mesh.tp = 2 needs an even world";
+  const std::string dir = shared_tmpdir() + "_mesh", straight_dir = dir + "_straight";
+  auto base = [](sb::Point p) {
+    p.set("compression", std::string("none"));
+    p.set("batch", std::int64_t{8});
+    p.set("model", std::string("gpt2-tiny"));
+    return p;
+  };
+  auto tp = [&](sb::Point p) {
+    p = base(p);
+    p.set("mesh.tp", std::int64_t{2});
+    p.set("mesh.dp_shard", std::int64_t{world_size() / 2});
+    return p;
+  };
+  auto dp = [&](sb::Point p) {
+    p = base(p);
+    p.set("mesh.dp_shard", std::int64_t{world_size()});
+    return p;
+  };
+  auto pp = [&](sb::Point p) {
+    p = base(p);
+    p.set("mesh.pp", std::int64_t{2});
+    p.set("mesh.dp_shard", std::int64_t{world_size() / 2});
+    p.set("microbatches", std::int64_t{2});
+    return p;
+  };
+  const auto straight = run(tp(point(3, straight_dir, false)));
+  EXPECT_EQ(straight.size(), 3u);
+  EXPECT_EQ(run(tp(point(3, dir, false)), nullptr, /*stop_early=*/true).size(), 1u);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::copy(dir, dir + "_b", fs::copy_options::recursive);
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::map<std::string, std::string> texts;
+  const auto on_dp = run(dp(point(3, dir, true)), nullptr, false, &texts);
+  const auto on_pp = run(pp(point(3, dir + "_b", true)));
+  ASSERT_EQ(straight.size(), 3u);
+  for (const auto* resumed : {&on_dp, &on_pp}) {
+    EXPECT_EQ(resumed->size(), 2u);
+    for (std::size_t i = 0; i < 2 && i < resumed->size(); ++i)
+      EXPECT_NEAR((*resumed)[i], straight[1 + i], 1e-5 * std::abs(straight[1 + i]))
+          << (resumed == &on_dp ? "dp" : "pp") << " step " << 1 + i;
+  }
+  if (world_rank() == 0)
+    EXPECT_EQ(texts["resharded_from"], fmt::format("{} ranks, full_shard, sharding groups of {}",
+                                                   world_size(), world_size() / 2));
+  // One step on each mesh, saved, exported offline: the same model (fp32 reduction order).
+  std::vector<std::string> sets;
+  for (const auto& [name, mesh] : std::vector<std::pair<std::string, std::function<sb::Point(sb::Point)>>>{
+           {"tp", tp}, {"pp", pp}, {"dp", dp}}) {
+    sets.push_back(dir + "_one_" + name);
+    sb::Point p = mesh(point(3, sets.back(), false));
+    p.set("export_safetensors", sets.back() + ".in-run.safetensors");  // any mesh exports
+    EXPECT_EQ(run(p, nullptr, true).size(), 1u);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    auto model = sb::models::make_model("gpt2-tiny");
+    const auto ref = sb::fsdp::read_checkpoint_params(sets.back(), *model);
+    for (std::size_t i = 0; i + 1 < sets.size(); ++i) {
+      const std::string out = sets[i] + ".safetensors";
+      sb::fsdp::export_checkpoint(sets[i], *model, out);
+      sb::data::CheckpointLoadOptions strict;
+      strict.init_missing_heads = false;
+      const auto offline = sb::data::load_checkpoint(*model, out, strict);
+      EXPECT_LE(max_param_diff(offline, ref), 2e-5) << sets[i];
+      const auto in_run = sb::data::load_checkpoint(*model, sets[i] + ".in-run.safetensors", strict);
+      EXPECT_EQ(max_param_diff(in_run, offline), 0.0) << sets[i] << ": the run's own export";
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    for (const auto& d : {dir, dir + "_b", straight_dir}) fs::remove_all(d);
+    for (const auto& d : sets)
+      fs::remove_all(d), fs::remove(d + ".safetensors"), fs::remove(d + ".in-run.safetensors");
+  }
 }
 
 }  // namespace

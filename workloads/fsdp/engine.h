@@ -24,6 +24,10 @@
 #include "workloads/optim/adamw.h"
 
 namespace sb::fsdp {
+namespace ckpt {
+struct Marker;
+struct RankFile;
+}  // namespace ckpt
 
 // Slices of whole units: element ranges of each unit's flattened initial values (the slice
 // source of an Engine) cut from a source of whole units.
@@ -169,10 +173,17 @@ class Engine final : public models::ParamProvider {
   // Sharded checkpoint (collective, between steps): the set dir/step-<N>/ of one file per
   // rank (parameters, Adam moments, compression state) and a commit marker rank 0 writes once
   // every file is durable; older sets are then removed (checkpoint.cpp, checkpoint_set.h).
-  // load reads dir's newest committed set; a set that is incomplete, mixes saves or differs
-  // from this run is refused on every rank before any tensor is read, with one message.
+  // load reads dir's newest committed set; a set that is incomplete, mixes saves or has
+  // another param dtype or compression policy is refused on every rank before any tensor is
+  // read, with one message. A set written on another mesh, strategy or world is resharded:
+  // every rank assembles the whole parameters and moments it needs from all the files and
+  // takes its part (docs/FSDP.md "Checkpoints across meshes").
+  struct Loaded {
+    std::string resharded_from;  // "" when the set was this mesh's, else what wrote it
+    std::string reset;           // what could not be resharded and was reset ("" none)
+  };
   void save(const std::string& dir) const;
-  void load(const std::string& dir);
+  Loaded load(const std::string& dir);
 
   // ParamProvider
   std::vector<torch::Tensor> acquire(int unit) override;
@@ -204,6 +215,9 @@ class Engine final : public models::ParamProvider {
   bool loss_scaler_skips(double sumsq, StepStats& s);  // step.cpp
   void note_memory();
   void refresh_replicas();
+  void load_same_layout(const std::string& set, const ckpt::RankFile& rf);  // checkpoint.cpp
+  Loaded load_resharded(const std::string& set, const ckpt::Marker& m);
+  void restore_loss_scale(comm::StateDict& state, const std::string& path);
 
   models::Model& model_;
   LossFn loss_fn_;  // set_loss; empty: model_.loss

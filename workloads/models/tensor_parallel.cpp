@@ -64,26 +64,45 @@ ParamSpec tp_split(ParamSpec s, TpSplit how, int rank, int size) {
   return s;
 }
 
-torch::Tensor tp_slice(const ParamSpec& s, const torch::Tensor& full) {
-  if (s.tp == TpSplit::None) return full;
+namespace {
+
+// This rank's block of `full` as a view (QKV's as (3, A_r, rest), Q, K and V each narrowed).
+torch::Tensor tp_block(const ParamSpec& s, const torch::Tensor& full) {
   SB_CHECK(full.sizes().vec() == s.full_shape, "{}: a whole tensor of shape {} to split over tp, "
            "got {}", s.name, fmt::join(s.full_shape, "x"), fmt::join(full.sizes(), "x"));
   const int r = s.tp_rank;
   switch (s.tp) {
-    case TpSplit::Rows: return full.narrow(0, r * s.shape[0], s.shape[0]).contiguous();
-    case TpSplit::Cols: return full.narrow(1, r * s.shape[1], s.shape[1]).contiguous();
+    case TpSplit::Rows: return full.narrow(0, r * s.shape[0], s.shape[0]);
+    case TpSplit::Cols: return full.narrow(1, r * s.shape[1], s.shape[1]);
     case TpSplit::QkvRows: {  // (3A, ...) -> (3, A, ...): the rank's heads of each of Q, K, V
       const std::int64_t a = s.shape[0] / 3;
-      auto v = full.view({3, full.size(0) / 3, -1}).narrow(1, r * a, a);
-      return v.reshape(s.shape).contiguous();
+      return full.view({3, full.size(0) / 3, -1}).narrow(1, r * a, a);
     }
     case TpSplit::Vocab: {
       const auto [b, e] = vocab_range(full.size(0), r, s.tp_size);
-      return full.narrow(0, b, e - b).contiguous();
+      return full.narrow(0, b, e - b);
     }
     case TpSplit::None: break;
   }
   return full;
+}
+
+}  // namespace
+
+torch::Tensor tp_slice(const ParamSpec& s, const torch::Tensor& full) {
+  if (s.tp == TpSplit::None) return full;
+  return tp_block(s, full).reshape(s.shape).contiguous();
+}
+
+void tp_place(const ParamSpec& s, torch::Tensor& full, const torch::Tensor& block) {
+  SB_CHECK(block.numel() == s.numel(), "{}: a tp block of {} elements to place, the spec has {}",
+           s.name, block.numel(), s.numel());
+  if (s.tp == TpSplit::None) {
+    full.copy_(block.reshape(full.sizes()));
+    return;
+  }
+  torch::Tensor dst = tp_block(s, full);
+  dst.copy_(block.reshape(s.tp == TpSplit::QkvRows ? dst.sizes() : c10::IntArrayRef(s.shape)));
 }
 
 }  // namespace sb::models

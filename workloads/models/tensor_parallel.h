@@ -66,6 +66,9 @@ std::pair<std::int64_t, std::int64_t> vocab_range(std::int64_t n, int rank, int 
 
 // This rank's block of a full parameter (spec.full_shape), as spec.tp says; a copy.
 torch::Tensor tp_slice(const ParamSpec& spec, const torch::Tensor& full);
+// The inverse: writes `block` (spec.shape's elements, any shape) into its place in `full`
+// (spec.full_shape, contiguous). Checkpoints assemble logical tensors with it (any mesh).
+void tp_place(const ParamSpec& spec, torch::Tensor& full, const torch::Tensor& block);
 
 // Megatron's layout for a transformer of these sizes over `size` tp ranks: "" when the heads
 // and the MLP width divide by size and the vocabulary has a row per rank, else why and the fix.

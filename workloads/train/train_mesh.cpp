@@ -137,7 +137,7 @@ Diagnostic unsupported(const char* key, const char* what, const char* name, cons
                            name, dim_key, size, key, dim_key)};
 }
 
-// What no model-parallel dimension runs yet: distillation, pruning, exports.
+// What no model-parallel dimension runs yet: distillation, pruning.
 void refuse_unsupported(const Point& p, const char* dim_key, int size, const char* name,
                         std::vector<Diagnostic>& out) {
   const auto refuse = [&](const char* key, const char* what) {
@@ -145,9 +145,6 @@ void refuse_unsupported(const Point& p, const char* dim_key, int size, const cha
   };
   if (!config<distill::DistillKeys>(p).teacher.empty()) refuse("teacher", "distillation");
   if (config<prune::PruneKeys>(p).method != "none") refuse("pruning", "pruning");
-  const RunKeys& r = config<RunKeys>(p);
-  if (!r.export_folder.empty()) refuse("export_folder", "exporting the trained model");
-  if (!r.export_safetensors.empty()) refuse("export_safetensors", "exporting the trained model");
 }
 
 // Tensor parallelism (mesh.tp > 1): a family whose record says it has the layout, sizes the

@@ -7,6 +7,7 @@
 
 #include <ATen/Parallel.h>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <thread>
@@ -295,13 +296,17 @@ void TrainWorkload::resume(RunContext& ctx) {
     ctx.recorder.text("resumed_from", "none: no committed checkpoint, started at step 0");
     return;
   }
-  engine_->load(ckpt);  // every rank the same step, or every rank throws
+  const auto loaded = engine_->load(ckpt);  // every rank the same step, or every rank throws
   // Nothing left to train would record 0 steps and report the longer run's model as done.
   if (engine_->steps_done() >= steps)
     SB_FAIL("resume: the checkpoint in {} is at step {}, and this point asks for steps = {}, "
             "so there is nothing left to train; raise steps above {}, or set resume = false "
             "to train from the start", ckpt, engine_->steps_done(), steps, engine_->steps_done());
   ctx.recorder.text("resumed_from", fmt::format("{} step {}", ckpt, engine_->steps_done()));
+  // A set from another mesh is resharded; what could not be is reset, and the result says so.
+  if (!loaded.resharded_from.empty())
+    ctx.recorder.text("resharded_from", loaded.resharded_from);
+  if (!loaded.reset.empty()) ctx.recorder.text("resume_warning", loaded.reset);
 }
 
 void TrainWorkload::step_loop(RunContext& ctx) {
@@ -611,9 +616,24 @@ void TrainWorkload::export_weights(RunContext& ctx) {
   const std::string& out = config<RunKeys>(ctx.point).export_safetensors;
   const std::string& folder = config<RunKeys>(ctx.point).export_folder;
   if (out.empty() && folder.empty()) return;
-  auto full = engine_->full_params();  // collective: every rank takes part
-  if (ctx.rank != 0) return;
-  const models::Model* model = model_.get();
+  std::unique_ptr<models::Model> whole;  // the uncut model, when tp or pp cut this one
+  models::UnitTensors full;
+  if (comm_->size(comm::Group::Tp) > 1 || comm_->size(comm::Group::Pp) > 1) {
+    // The model is spread over tp blocks and pipeline stages: a checkpoint set holds it with
+    // its shard layout, and rank 0 assembles the whole model from it as `export-checkpoint`
+    // does (one code path for every mesh). The set goes beside the export (every rank writes
+    // its file there: the same shared file system as checkpoint_dir) and is removed after.
+    const std::string tmp = (out.empty() ? folder : out) + ".mesh-set";
+    engine_->save(tmp);  // collective
+    if (ctx.rank != 0) return;
+    whole = models::make_model(config<ModelKeys>(ctx.point).model, config<ModelKeys>(ctx.point).attention);
+    full = fsdp::read_checkpoint_params(tmp, *whole);
+    std::filesystem::remove_all(tmp);
+  } else {
+    full = engine_->full_params();  // collective: every rank takes part
+    if (ctx.rank != 0) return;
+  }
+  const models::Model* model = whole ? whole.get() : model_.get();
   if (const auto* projected = dynamic_cast<const distill::ProjectedStudent*>(model)) {
     model = &projected->inner();  // the distillation projection is not part of the model
     full.resize(model->units().size());

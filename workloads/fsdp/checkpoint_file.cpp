@@ -1,0 +1,233 @@
+// Encoding and checked reading of one rank file (checkpoint_file.h).
+#include "workloads/fsdp/checkpoint_file.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "harness/core/check.h"
+#include "workloads/models/model.h"
+
+namespace sb::fsdp::ckpt {
+namespace {
+
+constexpr char kMagic[8] = {'S', 'B', 'F', 'S', 'D', 'P', 'C', 'K'};
+
+template <typename T>
+void put(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+void put_str(std::string& out, const std::string& s) {
+  put(out, static_cast<std::uint32_t>(s.size()));
+  out.append(s);
+}
+void put_dims(std::string& out, const std::vector<std::int64_t>& d) {
+  put(out, static_cast<std::uint32_t>(d.size()));
+  for (auto x : d) put(out, x);
+}
+
+struct Reader {
+  const std::string& buf;
+  std::size_t pos = 0;
+  std::string path;
+  template <typename T>
+  T get() {
+    SB_CHECK(pos + sizeof(T) <= buf.size(), "checkpoint {} is truncated at byte {}", path, pos);
+    T v;
+    std::memcpy(&v, buf.data() + pos, sizeof v);
+    pos += sizeof v;
+    return v;
+  }
+  std::string get_str() {
+    const auto n = get<std::uint32_t>();
+    SB_CHECK(n < 4096 && pos + n <= buf.size(), "checkpoint {} is corrupt at byte {}", path, pos);
+    std::string s = buf.substr(pos, n);
+    pos += n;
+    return s;
+  }
+  std::vector<std::int64_t> get_dims() {
+    const auto n = get<std::uint32_t>();
+    SB_CHECK(n <= 8, "checkpoint {} is corrupt at byte {}: {} dimensions", path, pos, n);
+    std::vector<std::int64_t> d;
+    for (std::uint32_t i = 0; i < n; ++i) d.push_back(get<std::int64_t>());
+    return d;
+  }
+};
+
+void put_layout(std::string& out, const UnitLayout& l) {
+  put(out, l.whole);
+  put(out, static_cast<std::uint8_t>(l.pp_copy));
+  put(out, l.master_begin);
+  put(out, l.master_n);
+  put(out, static_cast<std::uint32_t>(l.params.size()));
+  for (const auto& p : l.params) {
+    put_str(out, p.name);
+    put(out, p.split);
+    put(out, p.tp_rank);
+    put(out, p.tp_size);
+    put_dims(out, p.shape);
+    put_dims(out, p.full_shape);
+  }
+}
+
+UnitLayout get_layout(Reader& rd) {
+  UnitLayout l;
+  l.whole = rd.get<std::int32_t>();
+  l.pp_copy = rd.get<std::uint8_t>() != 0;
+  l.master_begin = rd.get<std::int64_t>();
+  l.master_n = rd.get<std::int64_t>();
+  const auto n = rd.get<std::uint32_t>();
+  SB_CHECK(n < 100000, "checkpoint {} is corrupt: a unit of {} parameters", rd.path, n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    ParamLayout p;
+    p.name = rd.get_str();
+    p.split = rd.get<std::int32_t>();
+    p.tp_rank = rd.get<std::int32_t>();
+    p.tp_size = rd.get<std::int32_t>();
+    p.shape = rd.get_dims();
+    p.full_shape = rd.get_dims();
+    l.params.push_back(std::move(p));
+  }
+  return l;
+}
+
+}  // namespace
+
+models::ParamSpec ParamLayout::spec() const {
+  models::ParamSpec s;
+  s.name = name;
+  s.shape = shape;
+  s.tp = static_cast<models::TpSplit>(split);
+  s.tp_rank = tp_rank;
+  s.tp_size = tp_size;
+  s.full_shape = full_shape;
+  return s;
+}
+
+std::string encode_payload(const std::vector<const torch::Tensor*>& tensors,
+                           const comm::StateDict& state) {
+  std::string p;
+  for (const torch::Tensor* t : tensors)
+    p.append(static_cast<const char*>(t->data_ptr()), t->nbytes());
+  for (const auto& [name, t0] : state) {
+    const torch::Tensor t = t0.contiguous();
+    put_str(p, name);
+    put(p, static_cast<std::int32_t>(t.scalar_type()));
+    put(p, static_cast<std::uint32_t>(t.dim()));
+    for (auto d : t.sizes()) put(p, static_cast<std::int64_t>(d));
+    put(p, static_cast<std::uint64_t>(t.nbytes()));
+    if (t.nbytes() > 0) p.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  }
+  return p;
+}
+
+std::string encode_file(Header& h, const std::string& payload) {
+  std::string out(kMagic, sizeof kMagic);
+  put(out, h.version);
+  put(out, h.world);
+  put(out, h.group);
+  put(out, h.rank);
+  put(out, h.step);
+  put_str(out, h.strategy);
+  put_str(out, h.dtype);
+  put_str(out, h.compression);
+  put(out, static_cast<std::uint32_t>(h.units.size()));
+  for (const auto& u : h.units) put(out, u);
+  for (const auto& l : h.layouts) put_layout(out, l);
+  put(out, h.n_state);
+  h.payload_bytes = payload.size();
+  put(out, h.payload_bytes);
+  h.checksum = fnv1a(payload.data(), payload.size(), fnv1a(out.data(), out.size()));
+  put(out, h.checksum);
+  return out + payload;
+}
+
+std::size_t RankFile::state_pos() const {
+  std::size_t pos = payload_pos;
+  for (std::size_t u = 0; u < h.units.size(); ++u)
+    pos += (h.layouts[u].master_n + 2 * h.units[u].opt_n) * sizeof(float);
+  return pos;
+}
+
+RankFile read_rank_file(const std::string& path, const std::string& missing_hint) {
+  RankFile rf;
+  rf.path = path;
+  std::ifstream f(path, std::ios::binary);
+  SB_CHECK(f.good(), "no checkpoint file {} ({})", path, missing_hint);
+  rf.buf.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string& buf = rf.buf;
+  Reader rd{buf, 0, path};
+  SB_CHECK(buf.size() >= sizeof kMagic && std::memcmp(buf.data(), kMagic, sizeof kMagic) == 0,
+           "{} is not a shardbench FSDP checkpoint (bad magic number)", path);
+  rd.pos = sizeof kMagic;
+  Header& h = rf.h;
+  h.version = rd.get<std::uint32_t>();
+  SB_CHECK(h.version == kVersion, "{} has format version {}, this build reads version {} (a "
+           "version-2 set has no shard layout: resume it with the build that wrote it, or "
+           "rerun from the start)", path, h.version, kVersion);
+  h.world = rd.get<std::int32_t>();
+  h.group = rd.get<std::int32_t>();
+  h.rank = rd.get<std::int32_t>();
+  h.step = rd.get<std::int64_t>();
+  h.strategy = rd.get_str();
+  h.dtype = rd.get_str();
+  h.compression = rd.get_str();
+  const auto nu = rd.get<std::uint32_t>();
+  SB_CHECK(nu < 100000, "checkpoint {} is corrupt: {} units", path, nu);
+  for (std::uint32_t u = 0; u < nu; ++u) h.units.push_back(rd.get<UnitHeader>());
+  for (std::uint32_t u = 0; u < nu; ++u) h.layouts.push_back(get_layout(rd));
+  h.n_state = rd.get<std::uint32_t>();
+  h.payload_bytes = rd.get<std::uint64_t>();
+  const std::uint64_t head_sum = fnv1a(buf.data(), rd.pos);
+  h.checksum = rd.get<std::uint64_t>();
+  SB_CHECK(rd.pos + h.payload_bytes == buf.size(), "checkpoint {} is truncated: {} payload bytes "
+           "expected, {} present", path, h.payload_bytes, buf.size() - rd.pos);
+  const std::uint64_t sum = fnv1a(buf.data() + rd.pos, h.payload_bytes, head_sum);
+  SB_CHECK(sum == h.checksum, "checkpoint {} is corrupt: checksum {:016x}, header says {:016x}",
+           path, sum, h.checksum);
+  rf.payload_pos = rd.pos;
+  return rf;
+}
+
+comm::StateDict decode_state(const RankFile& rf) {
+  comm::StateDict s;
+  Reader rd{rf.buf, rf.state_pos(), rf.path};
+  for (std::uint32_t i = 0; i < rf.h.n_state; ++i) {
+    const std::string name = rd.get_str();
+    const auto type = static_cast<torch::ScalarType>(rd.get<std::int32_t>());
+    const auto dims = rd.get<std::uint32_t>();
+    SB_CHECK((type == torch::kFloat || type == torch::kDouble || type == torch::kByte ||
+              type == torch::kLong) && dims <= 8,
+             "checkpoint {}: state entry \"{}\" has an unknown type or shape", rf.path, name);
+    std::vector<std::int64_t> shape;
+    for (std::uint32_t d = 0; d < dims; ++d) shape.push_back(rd.get<std::int64_t>());
+    torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(type));
+    const auto n = rd.get<std::uint64_t>();
+    SB_CHECK(n == t.nbytes() && rd.pos + n <= rf.buf.size(), "checkpoint {}: compression state "
+             "\"{}\" is corrupt", rf.path, name);
+    if (n > 0) std::memcpy(t.data_ptr(), rf.buf.data() + rd.pos, n);
+    rd.pos += n;
+    s[name] = t;
+  }
+  SB_CHECK(rd.pos == rf.buf.size(), "checkpoint {}: {} bytes after the compression state",
+           rf.path, rf.buf.size() - rd.pos);
+  return s;
+}
+
+void check_in_set(const RankFile& rf, const Marker& m, int rank, const std::string& set) {
+  const Header& h = rf.h;
+  const FileEntry& e = m.files.at(rank);
+  const bool listed = h.rank == rank && h.step == m.step && h.world == m.world &&
+                      h.group == m.group && h.strategy == m.strategy && h.dtype == m.dtype &&
+                      h.compression == m.compression && h.checksum == e.checksum &&
+                      rf.buf.size() == e.bytes;
+  if (!listed)
+    SB_FAIL("{} is not the rank-{} file the commit marker of {} lists: the file is rank {} of "
+            "step {} ({} ranks, {}, checksum {:016x}), the marker lists step {} ({} ranks, {}, "
+            "checksum {:016x}); the set mixes files from different saves. Delete {} (an older "
+            "complete set, if any, is then used) or rerun from the start", rf.path, rank, set,
+            h.rank, h.step, h.world, h.strategy, h.checksum, m.step, m.world, m.strategy,
+            e.checksum, set);
+}
+
+}  // namespace sb::fsdp::ckpt

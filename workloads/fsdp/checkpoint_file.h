@@ -1,0 +1,101 @@
+// One rank file of a checkpoint set (private to workloads/fsdp: checkpoint.cpp,
+// checkpoint_reshard.cpp). Byte layout, in this order: magic, version, world, group, rank, step
+// (at byte 24), strategy, dtype, compression, unit count, units (UnitHeader each), the units'
+// shard layouts (UnitLayout each), state entry count, payload bytes, checksum (FNV-1a of every
+// byte before it, continued over the payload), payload. The payload is, per unit, the fp32
+// master slice and the two Adam moments (raw), then the compression and engine state entries
+// (name, dtype, rank, dims, byte count, bytes).
+//
+// The shard layout makes a file self-describing (torch.distributed.checkpoint's idea): for
+// each unit, which unit of the whole model it is and which elements of its flat buffer the
+// file holds; for each parameter, its Hugging Face name, its tensor-parallel block and the
+// whole tensor's shape. That is enough to assemble the logical tensors from any set of files
+// without the model that wrote them, and so to resume on another mesh (checkpoint_reshard.cpp).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "workloads/comm/compressor.h"  // comm::StateDict
+#include "workloads/fsdp/checkpoint_set.h"
+
+namespace sb::models {
+struct ParamSpec;
+}
+
+namespace sb::fsdp::ckpt {
+
+constexpr std::uint32_t kVersion = 3;  // 3: shard layouts (resharding); 2: checksummed header
+
+struct UnitHeader {
+  std::int64_t numel = 0, padded = 0, size = 0, opt_off = 0, opt_n = 0;
+  bool operator==(const UnitHeader& o) const {
+    return numel == o.numel && padded == o.padded && size == o.size && opt_off == o.opt_off &&
+           opt_n == o.opt_n;
+  }
+  bool operator!=(const UnitHeader& o) const { return !(*this == o); }
+};
+
+// A parameter as the file holds it: its block over tp (models::TpSplit as an int) of a whole
+// tensor of full_shape; shape is the block's.
+struct ParamLayout {
+  std::string name;
+  std::int32_t split = 0, tp_rank = 0, tp_size = 1;
+  std::vector<std::int64_t> shape, full_shape;
+  bool operator==(const ParamLayout& o) const {
+    return name == o.name && split == o.split && tp_rank == o.tp_rank && tp_size == o.tp_size &&
+           shape == o.shape && full_shape == o.full_shape;
+  }
+  models::ParamSpec spec() const;  // for models::tp_place
+};
+
+// Unit `whole` of the whole model (pp_copy: the last stage's copy of a tied unit); the master
+// slice holds elements [master_begin, master_begin + master_n) of the unit's padded flat
+// buffer (parameters back to back in `params` order), the Adam moments the opt_n elements
+// from master_begin + opt_off.
+struct UnitLayout {
+  std::int32_t whole = 0;
+  bool pp_copy = false;
+  std::int64_t master_begin = 0, master_n = 0;
+  std::vector<ParamLayout> params;
+  bool operator==(const UnitLayout& o) const {
+    return whole == o.whole && pp_copy == o.pp_copy && master_begin == o.master_begin &&
+           master_n == o.master_n && params == o.params;
+  }
+};
+
+struct Header {
+  std::uint32_t version = kVersion;
+  std::int32_t world = 0, group = 0, rank = 0;
+  std::int64_t step = 0;
+  std::string strategy, dtype, compression;
+  std::vector<UnitHeader> units;
+  std::vector<UnitLayout> layouts;  // [unit]
+  std::uint32_t n_state = 0;
+  std::uint64_t payload_bytes = 0, checksum = 0;
+};
+
+// Payload: per unit master, exp_avg, exp_avg_sq (raw fp32); then the state entries.
+std::string encode_payload(const std::vector<const torch::Tensor*>& tensors,
+                           const comm::StateDict& state);
+// The whole file; sets h.payload_bytes and h.checksum.
+std::string encode_file(Header& h, const std::string& payload);
+
+// One rank's file, checked on its own (magic, version, size, checksum); payload_pos is where
+// the payload starts in buf.
+struct RankFile {
+  std::string path, buf;
+  Header h;
+  std::size_t payload_pos = 0;
+  // Where the state entries start (after every unit's master and moments).
+  std::size_t state_pos() const;
+};
+RankFile read_rank_file(const std::string& path, const std::string& missing_hint);
+// The state entries (after the units' tensors).
+comm::StateDict decode_state(const RankFile& rf);
+// A rank file must be the file the set's commit marker lists for its rank.
+void check_in_set(const RankFile& rf, const Marker& m, int rank, const std::string& set);
+
+}  // namespace sb::fsdp::ckpt

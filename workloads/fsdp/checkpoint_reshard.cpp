@@ -1,0 +1,124 @@
+// Assembling a checkpoint set's whole parameters from its rank files' shard layouts
+// (checkpoint_reshard.h).
+#include "workloads/fsdp/checkpoint_reshard.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <tuple>
+
+#include <fmt/ranges.h>  // fmt::join
+
+#include "harness/core/check.h"
+#include "workloads/fsdp/checkpoint_file.h"
+#include "workloads/models/tensor_parallel.h"
+
+namespace sb::fsdp::ckpt {
+namespace {
+
+constexpr float kHole = std::numeric_limits<float>::quiet_NaN();  // no file held this element
+
+std::int64_t numel_of(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+// One file's tp block of a parameter, filled by the flat ranges of the files that hold it.
+struct Block {
+  ParamLayout p;
+  std::array<torch::Tensor, 3> t;
+};
+using Blocks = std::map<std::tuple<int, std::string, int>, Block>;  // (whole, name, tp rank)
+
+// Copies what rank file rf holds of the wanted units into their blocks.
+void collect(const RankFile& rf, const std::set<int>& wanted, int kinds, Blocks& blocks) {
+  std::size_t pos = rf.payload_pos;
+  for (std::size_t u = 0; u < rf.h.units.size(); ++u) {
+    const UnitHeader& uh = rf.h.units[u];
+    const UnitLayout& L = rf.h.layouts[u];
+    // Where kind k's elements sit: [begin, begin + n) of the padded flat buffer, at byte src.
+    const std::int64_t begin[3] = {L.master_begin, L.master_begin + uh.opt_off,
+                                   L.master_begin + uh.opt_off};
+    const std::int64_t n[3] = {L.master_n, uh.opt_n, uh.opt_n};
+    const std::size_t src[3] = {pos, pos + L.master_n * 4, pos + (L.master_n + uh.opt_n) * 4};
+    pos += (L.master_n + 2 * uh.opt_n) * 4;
+    if (!wanted.empty() && !wanted.count(L.whole)) continue;
+    std::int64_t off = 0;  // the parameter's first element in the flat buffer
+    for (const ParamLayout& p : L.params) {
+      const std::int64_t np = numel_of(p.shape);
+      Block& B = blocks[{L.whole, p.name, p.tp_rank}];
+      if (!B.t[0].defined()) {
+        B.p = p;
+        for (int k = 0; k < kinds; ++k) B.t[k] = torch::full({np}, kHole);
+      }
+      SB_CHECK(B.p == p, "checkpoint {}: parameter {} of unit {} has another layout ({} over tp "
+               "{} of {}) than in an earlier rank file ({} over tp {} of {}): the set is not "
+               "one save", rf.path, p.name, L.whole, fmt::join(p.shape, "x"), p.tp_rank,
+               p.tp_size, fmt::join(B.p.shape, "x"), B.p.tp_rank, B.p.tp_size);
+      for (int k = 0; k < kinds; ++k) {
+        const std::int64_t a = std::max(begin[k], off), b = std::min(begin[k] + n[k], off + np);
+        if (a < b)
+          std::memcpy(B.t[k].data_ptr<float>() + (a - off),
+                      rf.buf.data() + src[k] + (a - begin[k]) * 4, (b - a) * 4);
+      }
+      off += np;
+    }
+  }
+}
+
+}  // namespace
+
+Logical assemble(const std::string& set, const Marker& m, const std::set<int>& wanted,
+                 bool moments, comm::StateDict* state0) {
+  const int kinds = moments ? 3 : 1;
+  Blocks blocks;
+  for (int r = 0; r < m.world; ++r) {
+    const RankFile rf = read_rank_file(
+        rank_file(set, r), fmt::format("the set was written by {} ranks; every rank file is "
+                                       "needed to read it on another mesh or offline", m.world));
+    check_in_set(rf, m, r, set);
+    collect(rf, wanted, kinds, blocks);
+    if (r == 0 && state0) *state0 = decode_state(rf);
+  }
+  Logical out;
+  for (auto& [key, B] : blocks) {
+    LogicalParam& L = out[{std::get<0>(key), std::get<1>(key)}];
+    if (!L.t[0].defined()) {
+      L.shape = B.p.full_shape;
+      for (int k = 0; k < kinds; ++k) L.t[k] = torch::full(L.shape, kHole);
+    }
+    SB_CHECK(L.shape == B.p.full_shape, "checkpoint {}: parameter {} of unit {} is {} in one "
+             "rank file and {} in another: the set is not one save", set, B.p.name,
+             std::get<0>(key), fmt::join(L.shape, "x"), fmt::join(B.p.full_shape, "x"));
+    const models::ParamSpec spec = B.p.spec();
+    for (int k = 0; k < kinds; ++k) models::tp_place(spec, L.t[k], B.t[k]);
+  }
+  return out;
+}
+
+torch::Tensor unit_flat(const Logical& lg, int whole, const models::UnitSpec& spec, int kind,
+                        std::int64_t padded, const std::string& set) {
+  std::vector<torch::Tensor> parts;
+  std::int64_t n = 0;
+  for (const models::ParamSpec& p : spec.params) {
+    const auto it = lg.find({whole, p.name});
+    SB_CHECK(it != lg.end(), "checkpoint {} has no parameter {} of unit {} ({}): it was written "
+             "for another model", set, p.name, whole, spec.name);
+    const auto& full_shape = p.full_shape.empty() ? p.shape : p.full_shape;
+    SB_CHECK(it->second.shape == full_shape, "checkpoint {}: parameter {} is {} there, {} in "
+             "this model: it was written for another model", set, p.name,
+             fmt::join(it->second.shape, "x"), fmt::join(full_shape, "x"));
+    torch::Tensor mine = models::tp_slice(p, it->second.t[kind]).reshape({-1});
+    SB_CHECK(!torch::isnan(mine).any().item<bool>(), "checkpoint {}: no rank file holds all of "
+             "parameter {} (unit {}): the set is incomplete; delete it to resume from an older "
+             "one, or rerun from the start", set, p.name, whole);
+    parts.push_back(mine);
+    n += mine.numel();
+  }
+  SB_CHECK(n <= padded, "unit {}: {} parameters do not fit {} padded elements", spec.name, n, padded);
+  parts.push_back(torch::zeros({padded - n}));
+  return torch::cat(parts);
+}
+
+}  // namespace sb::fsdp::ckpt
