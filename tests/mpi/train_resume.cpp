@@ -247,4 +247,23 @@ TEST(TrainResume, ASetFromOneMeshResumesOnAnother) {
   }
 }
 
+// What cannot be resharded (the compression state of the old shards: hybrid's error-feedback
+// residuals and generators) is reset on another layout, and the result says so.
+TEST(TrainResume, CompressionStateIsResetOnAnotherLayoutAndTheResultSaysSo) {
+  const std::string dir = shared_tmpdir() + "_reset";
+  EXPECT_EQ(run(point(3, dir, false), nullptr, /*stop_early=*/true).size(), 1u);  // hybrid
+  sb::Point p = point(3, dir, true);
+  p.set("strategy", std::string("zero1"));
+  std::map<std::string, std::string> texts;
+  EXPECT_EQ(run(p, nullptr, false, &texts).size(), 2u);
+  if (world_rank() == 0) {
+    EXPECT_EQ(texts["resharded_from"], fmt::format("{} ranks, full_shard, sharding groups of {}",
+                                                   world_size(), world_size()));
+    EXPECT_NE(texts["resume_warning"].find("was reset"), std::string::npos)
+        << texts["resume_warning"];
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(dir);
+}
+
 }  // namespace
