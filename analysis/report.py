@@ -17,6 +17,7 @@ from analysis.labels import varying_keys
 from analysis.load import load_results
 from analysis.metrics import query_summary, summarize
 from analysis import network as network_mod
+from analysis import predict3d
 from analysis.plots import (PREDICT_ASSUMPTIONS, PREDICT_BYTES, PREDICT_WORKERS,
                             alpha_beta_fits, make_plots)
 from analysis.references import reference_checks
@@ -47,6 +48,7 @@ def build(results_dir, out_dir, network="lassen"):
     net_table = network_mod.compression_table(fits, net, PREDICT_BYTES, PREDICT_WORKERS)
     peer_blocks, peer_table = peers.section(res, summary, conds)
     volume_blocks, volume = comm_volume.section(res)
+    predict_blocks, predict_table = predict3d.section(res, net)
     names = (res.points.set_index("point_id")["point_name"] if len(res.points)
              else pd.Series(dtype=str))
 
@@ -70,6 +72,8 @@ def build(results_dir, out_dir, network="lassen"):
         "distillation": distilled, "accuracy_latency": frontier.drop(columns=["setting"]),
         "peers": peer_table, "comm_volume": volume, "compression_vs_network": net_table,
     }
+    if len(predict_table):
+        csv["predict3d"] = predict_table
     if len(seed_list):
         csv["paper_results"] = seed_list
     csv.update({"paper_" + slug(t): df for t, df in seed.items()})
@@ -80,7 +84,7 @@ def build(results_dir, out_dir, network="lassen"):
     blocks = _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression,
                      queries, fits, plots, sorted(csv), conds, checks,
                      serving_blocks(serve_points, goodput) + modelcomp.blocks(distilled, frontier),
-                     peer_blocks + volume_blocks + network_blocks(net_table, net))
+                     peer_blocks + volume_blocks + network_blocks(net_table, net) + predict_blocks)
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))
