@@ -16,6 +16,8 @@
 #include <map>
 #include <mutex>
 
+#include <fmt/ranges.h>
+
 #include "tests/mpi/fsdp_testlib.h"
 #include "tests/mpi/mpi_main.h"
 #include "workloads/comm/compressor.h"
@@ -38,11 +40,13 @@ struct Case {
   int pp = 2, tp = 1, dp = 1;
   std::string strategy = "no_shard", schedule = "1f1b";
   int v = 1, micro = 4;
+  std::vector<std::int64_t> stage_layers = {};  // the pp_layers key's cut; empty: balanced
 };
 
 std::string describe(const std::string& preset, const Case& c) {
-  return fmt::format("{} pp {} tp {} dp {} {} {} v {} m {}", preset, c.pp, c.tp, c.dp, c.strategy,
-                     c.schedule, c.v, c.micro);
+  return fmt::format("{} pp {} tp {} dp {} {} {} v {} m {}{}", preset, c.pp, c.tp, c.dp, c.strategy,
+                     c.schedule, c.v, c.micro,
+                     c.stage_layers.empty() ? "" : fmt::format(" layers {}", fmt::join(c.stage_layers, ",")));
 }
 
 void check(const std::string& preset, const Case& c) {
@@ -58,7 +62,7 @@ void check(const std::string& preset, const Case& c) {
   }, MPI_Wtime());
   auto model = sb::models::make_model(preset);
   if (c.tp > 1) model->set_tensor_parallel(sb::parallel::tensor_parallel(comm, false));
-  model->set_pipeline(c.pp, c.v, comm.rank(Group::Pp));
+  model->set_pipeline(c.pp, c.v, comm.rank(Group::Pp), c.stage_layers);
   auto cfg = engine_config(c.strategy, kSteps);
   cfg.pp_schedule = c.schedule;
   sb::fsdp::Engine engine(*model, comm, cfg, sb::models::init_params(model->units(), 1234));
@@ -169,6 +173,9 @@ TEST(PpModels, EverySchedule) {
     for (const char* schedule : {"gpipe", "1f1b"}) check(preset, {n, 1, 1, "no_shard", schedule, 1, 4});
   if (n == 2 || n == 4)
     for (const char* preset : kPresets) check(preset, {n, 1, 1, "no_shard", "interleaved_1f1b", 2, 4});
+  // A cut given by hand (pp_layers): the first stage light, the last heavy.
+  if (n == 2)
+    for (const char* preset : kPresets) check(preset, {2, 1, 1, "no_shard", "1f1b", 1, 4, {1, 7}});
 }
 
 TEST(PpModels, WithDataAndTensorParallel) {
@@ -246,6 +253,21 @@ TEST(PpModels, CutsByFlops) {
   EXPECT_EQ(sb::models::balance_stages({1, 1, 1, 1}, 0, 2, 2), (std::vector<std::int64_t>{0, 3, 4}));
   EXPECT_EQ(sb::models::balance_stages({1, 1, 1, 1}, 0, 0, 4), (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
   EXPECT_NE(sb::models::pipeline_problem(2, 3).find("every stage needs at least one layer"), std::string::npos);
+  // pp_layers: the cut as given, or why not.
+  auto hand = sb::models::make_model("gpt2");
+  hand->set_pipeline(2, 1, 1, sb::models::parse_stage_layers("5,7"));
+  EXPECT_EQ(hand->pipeline().first_layer, (std::vector<std::int64_t>{0, 5, 12}));
+  EXPECT_EQ(sb::models::describe_stages(hand->pipeline()),
+            "stage 0 (pp rank 0): embed + layers 0-4 | stage 1 (pp rank 1): layers 5-11 + head");
+  EXPECT_EQ(sb::models::stage_layers_problem({6, 5}, 12, 2),
+            "pp_layers gives 2 stages holding 11 layers, and the model's 12 layers are cut into 2 "
+            "stages (mesh.pp x pp_virtual_stages): give 2 counts of at least 1 that add up to 12");
+  EXPECT_NE(sb::models::stage_layers_problem({12, 0}, 12, 2), "");
+  EXPECT_NE(error_of([&] { sb::models::parse_stage_layers("9;3"); }).find("\"9;3\" is not a whole number"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { sb::models::make_model("gpt2")->set_pipeline(2, 1, 0, {3, 3}); })
+                .find("model 'gpt2': pp_layers gives 2 stages holding 6 layers"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { m->set_pipeline(2, 1, 0); }).find("already cut"), std::string::npos);
   auto whole = sb::models::make_model("gpt2-tiny-8l");
   whole->set_pipeline(2, 1, 1);

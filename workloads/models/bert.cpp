@@ -81,14 +81,14 @@ void Bert::set_tensor_parallel(TensorParallel tp) {
 
 std::string Bert::pipeline_problem(int stages) const { return models::pipeline_problem(cfg_.n_layer, stages); }
 
-void Bert::set_pipeline(int pp, int v, int rank) {
+void Bert::set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers) {
   // Per row, forward + backward: a block's weights, the embeddings' LayerNorm on the first
   // stage, the heads' weights on the last (the MLM decoder's V x d on its ~15% masked rows).
   // units_: this tp rank's blocks.
   const double head = unit_flops_per_row(whole_units_.back()).total() +
                       0.15 * 6.0 * static_cast<double>(cfg_.vocab * cfg_.d_model);
   units_ = pp_.apply(cfg_.preset, units_, pp, v, rank, unit_flops_per_row(whole_units_[1]).total(),
-                     unit_flops_per_row(whole_units_[0]).vector, head, true);
+                     unit_flops_per_row(whole_units_[0]).vector, head, true, stage_layers);
 }
 
 std::vector<std::int64_t> Bert::stage_activation_shape(const Batch& b) const {

@@ -35,7 +35,7 @@ class Bert final : public Model {
   // the heads and a copy of the embedding unit (the MLM decoder is tied to the word embeddings).
   // Training's loss only (classify and MLM logits refuse a cut model).
   std::string pipeline_problem(int stages) const override;
-  void set_pipeline(int pp, int v, int rank) override;
+  void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {}) override;
   const PipelineCut& pipeline() const override { return pp_.cut; }
   torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
                               const torch::Tensor& input) override;

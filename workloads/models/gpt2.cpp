@@ -82,13 +82,13 @@ void Gpt2::set_tensor_parallel(TensorParallel tp) {
 
 std::string Gpt2::pipeline_problem(int stages) const { return models::pipeline_problem(cfg_.n_layer, stages); }
 
-void Gpt2::set_pipeline(int pp, int v, int rank) {
+void Gpt2::set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers) {
   // Per row, forward + backward: a block's weights; the LM head's 6 V d on the last stage (the
   // embeddings are lookups). units_: this tp rank's blocks.
   const double head = unit_flops_per_row(whole_units_.back()).total() +
                       6.0 * static_cast<double>(cfg_.vocab * cfg_.d_model);
   units_ = pp_.apply(cfg_.preset, units_, pp, v, rank, unit_flops_per_row(whole_units_[1]).total(),
-                     0.0, head, true);
+                     0.0, head, true, stage_layers);
 }
 
 std::vector<std::int64_t> Gpt2::stage_activation_shape(const Batch& b) const {

@@ -32,7 +32,7 @@ class Gpt2 final : public Model, public KvDecoder {
   // Pipeline stages (pipeline.h) balanced by the weights' FLOPs per row, the tied LM head
   // (V x d) counted on the last stage, which holds a copy of the embedding unit for it.
   std::string pipeline_problem(int stages) const override;
-  void set_pipeline(int pp, int v, int rank) override;
+  void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {}) override;
   const PipelineCut& pipeline() const override { return pp_.cut; }
   torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
                               const torch::Tensor& input) override;

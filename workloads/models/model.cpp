@@ -111,7 +111,7 @@ std::string Model::pipeline_problem(int stages) const {
                      config().preset, config().family);
 }
 
-void Model::set_pipeline(int pp, int v, int) {
+void Model::set_pipeline(int pp, int v, int, const std::vector<std::int64_t>&) {
   const std::string why = pipeline_problem(pp * v);
   SB_CHECK(why.empty(), "{}", why);
 }

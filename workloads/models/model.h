@@ -175,7 +175,8 @@ class Model {
   // rank's stages' units, whose model-wide paths (loss_with, logits, classify, decoding) then
   // refuse; train_flops still counts the whole model. Default: cannot.
   virtual std::string pipeline_problem(int stages) const;
-  virtual void set_pipeline(int pp, int v, int rank);
+  // stage_layers: the cut given by hand (the pp_layers key: layers per stage); empty: balanced.
+  virtual void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {});
   virtual const PipelineCut& pipeline() const;  // pp = 1 when not cut
   // This rank's virtual stage `chunk` on micro-batch b (every stage gets the whole micro-batch;
   // the first embeds its ids, the others take `input`, the previous stage's output): the

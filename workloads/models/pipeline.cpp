@@ -73,16 +73,57 @@ StageUnits stage_units(const std::vector<UnitSpec>& whole, const PipelineCut& cu
   return out;
 }
 
+std::vector<std::int64_t> parse_stage_layers(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::size_t pos = 0;
+  while (pos <= text.size() && !text.empty()) {
+    const std::size_t end = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, end - pos);
+    std::size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    SB_CHECK(used > 0 && used == item.size(), "pp_layers = \"{}\": \"{}\" is not a whole number; "
+             "give the layers of each stage separated by commas, e.g. \"9,3\"", text, item);
+    out.push_back(n);
+    pos = end + 1;
+  }
+  return out;
+}
+
+std::string stage_layers_problem(const std::vector<std::int64_t>& layers, std::int64_t n_layer,
+                                 int stages) {
+  std::int64_t sum = 0;
+  bool positive = true;
+  for (auto n : layers) sum += n, positive = positive && n >= 1;
+  if (static_cast<int>(layers.size()) != stages || sum != n_layer || !positive)
+    return fmt::format("pp_layers gives {} stages holding {} layers, and the model's {} layers are "
+                       "cut into {} stages (mesh.pp x pp_virtual_stages): give {} counts of at "
+                       "least 1 that add up to {}", layers.size(), sum, n_layer, stages, stages,
+                       n_layer);
+  return "";
+}
+
 std::vector<UnitSpec> Pipelined::apply(const std::string& preset, const std::vector<UnitSpec>& units,
                                        int pp, int v, int rank, double layer_cost, double first_extra,
-                                       double last_extra, bool head_uses_embed) {
+                                       double last_extra, bool head_uses_embed,
+                                       const std::vector<std::int64_t>& stage_layers) {
   SB_CHECK(!cut.on(), "model '{}' is already cut into pipeline stages", preset);
   const auto n_layer = static_cast<std::int64_t>(units.size()) - 2;
-  const std::string why = pipeline_problem(n_layer, pp * v);
-  SB_CHECK(why.empty(), "{}", why);
+  const std::string why = stage_layers.empty() ? pipeline_problem(n_layer, pp * v)
+                                               : stage_layers_problem(stage_layers, n_layer, pp * v);
+  SB_CHECK(why.empty(), "model '{}': {}", preset, why);
   cut.pp = pp, cut.v = v, cut.rank = rank;
-  cut.first_layer = balance_stages(std::vector<double>(static_cast<std::size_t>(n_layer), layer_cost),
-                                   first_extra, last_extra, pp * v);
+  if (stage_layers.empty()) {
+    cut.first_layer = balance_stages(std::vector<double>(static_cast<std::size_t>(n_layer), layer_cost),
+                                     first_extra, last_extra, pp * v);
+  } else {
+    cut.first_layer = {0};
+    for (auto n : stage_layers) cut.first_layer.push_back(cut.first_layer.back() + n);
+  }
   if (pp <= 1) return units;
   auto mine = stage_units(units, cut, head_uses_embed);
   local = std::move(mine.local);

@@ -43,6 +43,13 @@ std::vector<std::int64_t> balance_stages(const std::vector<double>& layer_cost, 
 
 // "" when a model of n_layer layers can be cut into `stages` stages, else why and the fix.
 std::string pipeline_problem(std::int64_t n_layer, int stages);
+// A cut given by hand (the pp_layers key, "9,3": layers per stage, in stage order): the
+// layer counts, or an sb::Error naming the text when it is not comma-separated integers.
+std::vector<std::int64_t> parse_stage_layers(const std::string& text);
+// "" when `layers` (one count per stage) cuts n_layer layers into `stages` stages, each with
+// at least one layer, else why and the fix.
+std::string stage_layers_problem(const std::vector<std::int64_t>& layers, std::int64_t n_layer,
+                                 int stages);
 
 // A model's units cut to one rank's stages. `whole` is the model's list (embedding unit 0,
 // block l at unit l + 1, the head at n_layer + 1, as GPT-2 and BERT have it); units are this
@@ -63,11 +70,13 @@ struct Pipelined {
   std::vector<int> local;  // StageUnits::local
   // Cuts `units` (the whole model's list, or this tp rank's blocks of it; n_layer + 2 units)
   // for rank `rank` of pp x v stages, the boundaries from balance_stages with every block
-  // costing layer_cost, and returns this rank's units (all of them when pp = 1). Refuses a
-  // second cut and more stages than layers, naming the model `preset`.
+  // costing layer_cost, or from `stage_layers` when given (layers per stage), and returns this
+  // rank's units (all of them when pp = 1). Refuses a second cut, more stages than layers and
+  // stage_layers that do not cut the model, naming the model `preset`.
   std::vector<UnitSpec> apply(const std::string& preset, const std::vector<UnitSpec>& units, int pp,
                               int v, int rank, double layer_cost, double first_extra,
-                              double last_extra, bool head_uses_embed);
+                              double last_extra, bool head_uses_embed,
+                              const std::vector<std::int64_t>& stage_layers = {});
   // Throws, naming `what` (a whole-model path), when the model is cut.
   void check_uncut(const std::string& preset, const char* what) const;
 };

@@ -35,6 +35,7 @@ struct StepKeys {
   bool tp_sequence_parallel = false;  // Megatron's sequence parallelism over mesh.tp
   std::string pp_schedule;            // pipeline schedule over mesh.pp (parallel/pp_schedule.h)
   std::int64_t pp_virtual_stages = 1;  // stages per pp rank (interleaved schedules)
+  std::string pp_layers;              // layers per stage, "9,3"; "" = balanced by FLOPs
   static void declare(Fields<StepKeys>& f);
 };
 

@@ -183,6 +183,9 @@ void StepKeys::declare(Fields<StepKeys>& f) {
          "microbatches is the step's micro-batches");
   f.add("pp_virtual_stages", &StepKeys::pp_virtual_stages, 1,
         "model stages per pipeline rank (interleaved_1f1b: 2 or more)").range(1, 64);
+  f.add("pp_layers", &StepKeys::pp_layers, std::string(""),
+        "with mesh.pp > 1, the layers of each stage in stage order, e.g. \"9,3\" (mesh.pp x "
+        "pp_virtual_stages counts adding up to the model's layers); \"\" = balanced by counted FLOPs");
   // "auto": poll where parameters are sharded (a unit's all-gather then completes while the
   // peer computes, instead of waiting for the peer's next unit boundary), inline otherwise
   // (poll's 20 us sleeps slow libnbc's many-round all-reduce). docs/FSDP.md "Benchmark".

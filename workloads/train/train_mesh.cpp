@@ -207,6 +207,10 @@ void validate_pp(const Point& p, std::vector<Diagnostic>& out) {
   const I v = k.pp_virtual_stages, m = config<OptimKeys>(p).microbatches;
   refuse_idle_codecs(point_policy(p), pp, comm::CollectiveKind::PpAct, comm::CollectiveKind::PpGrad,
                      "mesh.pp", "pipeline-parallel", out);
+  if (pp <= 1 && !k.pp_layers.empty())
+    out.push_back({"pp_layers", fmt::format("pp_layers = \"{}\" cuts the model into pipeline "
+                   "stages, and mesh.pp = 1 has no pipeline: set mesh.pp > 1, or pp_layers = \"\"",
+                   k.pp_layers)});
   if (pp <= 1) {
     if (v > 1)
       out.push_back({"pp_virtual_stages", fmt::format("pp_virtual_stages = {} places several model "
@@ -224,6 +228,16 @@ void validate_pp(const Point& p, std::vector<Diagnostic>& out) {
     const auto model = models::make_model(config<ModelKeys>(p).model);
     const std::string why = model->pipeline_problem(static_cast<int>(pp * v));
     if (!why.empty()) out.push_back({"mesh.pp", why});
+    if (why.empty() && !k.pp_layers.empty()) {
+      std::string bad;
+      try {
+        bad = models::stage_layers_problem(models::parse_stage_layers(k.pp_layers),
+                                           model->config().n_layer, static_cast<int>(pp * v));
+      } catch (const sb::Error& e) {
+        bad = e.what();
+      }
+      if (!bad.empty()) out.push_back({"pp_layers", bad});
+    }
   } catch (const std::exception&) {  // an unknown model: the model key's own check names it
   }
   refuse_unsupported(p, "mesh.pp", pp, "pipeline parallelism", out);

@@ -63,7 +63,7 @@ fsdp::MemoryPrediction planned_memory(const Point& p) {
   for (int r = 0; r < pp; ++r) {
     auto stage = models::make_model(config<ModelKeys>(p).model, config<ModelKeys>(p).attention);
     if (tp_cut) stage->set_tensor_parallel(planning_layout(tp));
-    stage->set_pipeline(pp, v, r);
+    stage->set_pipeline(pp, v, r, models::parse_stage_layers(config<StepKeys>(p).pp_layers));
     const auto m = fsdp::predict_memory(memory_inputs(p, *stage, planned_dtype(p), sg));
     const auto total = [](const fsdp::MemoryPrediction& x) {
       return x.model_state + x.gathered + x.activation_layers + x.activation_attention + x.activation_head;
@@ -92,7 +92,7 @@ std::string stages_cell(const Point& p) {
   if (!pipelined(p)) return "-";
   const int pp = config<MeshConfig>(p).pp, v = static_cast<int>(config<StepKeys>(p).pp_virtual_stages);
   auto model = models::make_model(config<ModelKeys>(p).model);
-  model->set_pipeline(pp, v, 0);
+  model->set_pipeline(pp, v, 0, models::parse_stage_layers(config<StepKeys>(p).pp_layers));
   const auto& cut = model->pipeline();
   std::string out;
   for (int s = 0; s < cut.stages(); ++s)

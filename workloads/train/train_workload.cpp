@@ -218,7 +218,7 @@ void TrainWorkload::build(RunContext& ctx) {
   // Pipeline parallelism (mesh.pp): the model keeps this rank's stages (after tp cut them).
   if (comm_->size(comm::Group::Pp) > 1) {
     model_->set_pipeline(comm_->size(comm::Group::Pp), static_cast<int>(config<StepKeys>(p).pp_virtual_stages),
-                         comm_->rank(comm::Group::Pp));
+                         comm_->rank(comm::Group::Pp), models::parse_stage_layers(config<StepKeys>(p).pp_layers));
     ctx.recorder.text("pipeline_stages", models::describe_stages(model_->pipeline()));
   }
   if (!config<distill::DistillKeys>(p).teacher.empty()) {
