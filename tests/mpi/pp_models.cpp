@@ -9,7 +9,9 @@
 // decoder) stays bit-equal between the first stage and the last stage's copy. Per step the
 // trace holds one activation and one gradient message per micro-batch and stage boundary of
 // exactly one micro-batch's activation bytes, and one tied-gradient exchange of the embedding
-// unit's padded fp32 bytes each way. Held-out loss through the pipeline equals the reference's;
+// unit's padded fp32 bytes each way; with tp, each stage's tensor-parallel collectives and
+// their bytes equal the per-stage formulas (check_tp_traffic). Held-out loss through the
+// pipeline equals the reference's;
 // the memory model on the rank's stage units gives the engine's state bytes exactly.
 #include <ATen/ATen.h>
 
@@ -22,6 +24,7 @@
 #include "tests/mpi/mpi_main.h"
 #include "workloads/comm/compressor.h"
 #include "workloads/fsdp/memory_model.h"
+#include "workloads/models/family.h"
 #include "workloads/models/pipeline.h"
 #include "workloads/parallel/tp_layers.h"
 
@@ -49,6 +52,41 @@ std::string describe(const std::string& preset, const Case& c) {
                      c.stage_layers.empty() ? "" : fmt::format(" layers {}", fmt::join(c.stage_layers, ",")));
 }
 
+// Tensor-parallel traffic of this rank's stages under a pipeline (tp x pp; docs/METRICS.md
+// "Tensor-parallel volume" per stage): per micro-batch, forward 2 all-reduces per layer of the
+// stage, the vocabulary-parallel embedding's on the first stage and the cross-entropy's two
+// (row maxima, R floats; sums and target logits, 2R) on the last; backward 2 per layer and the
+// head input's on the last. Training runs `micro` micro-batches of R rows a step, evaluation
+// one forward of eval_rows. Bytes (GPT-2): an all-reduce of n bytes is logged as 2 (p-1) n / p.
+void check_tp_traffic(const sb::models::Model& model, const Case& c,
+                      std::map<std::string, std::vector<std::uint64_t>>& events, std::int64_t R,
+                      std::int64_t eval_rows, const std::string& what) {
+  const auto& cut = model.pipeline();
+  const auto ar = [&](std::int64_t n) { return static_cast<std::uint64_t>(2 * (c.tp - 1) * n / c.tp); };
+  const std::int64_t d = model.config().d_model;
+  std::size_t act = 0, grad = 0;
+  std::uint64_t act_bytes = 0, grad_bytes = 0;
+  for (int chunk = 0; chunk < c.v; ++chunk) {
+    const auto L = cut.layers(cut.stage(chunk));
+    const int first = cut.first(chunk), last = cut.last(chunk);
+    const auto fwd = static_cast<std::size_t>(2 * L + first + 2 * last);
+    const auto bwd = static_cast<std::size_t>(2 * L + last);
+    act += fwd * (c.micro * kSteps + 1);
+    grad += bwd * c.micro * kSteps;
+    for (const auto [rows, times] : {std::pair<std::int64_t, int>{R, c.micro * kSteps}, {eval_rows, 1}})
+      act_bytes += times * ((2 * L + first) * ar(rows * d * 4) + last * (ar(rows * 4) + ar(rows * 8)));
+    grad_bytes += static_cast<std::uint64_t>(c.micro * kSteps) * (2 * L + last) * ar(R * d * 4);
+  }
+  EXPECT_EQ(events["tp_act"].size(), act) << what << ": tp_act collectives";
+  EXPECT_EQ(events["tp_grad"].size(), grad) << what << ": tp_grad collectives";
+  if (sb::models::family(model.config().family).objective != sb::models::Objective::CausalLm) return;
+  std::uint64_t got_act = 0, got_grad = 0;
+  for (auto b : events["tp_act"]) got_act += b;
+  for (auto b : events["tp_grad"]) got_grad += b;
+  EXPECT_EQ(got_act, act_bytes) << what << ": tp_act bytes";
+  EXPECT_EQ(got_grad, grad_bytes) << what << ": tp_grad bytes";
+}
+
 void check(const std::string& preset, const Case& c) {
   sb::Mesh mesh;
   mesh.pp = c.pp, mesh.tp = c.tp, mesh.dp_shard = c.dp;
@@ -58,7 +96,8 @@ void check(const std::string& preset, const Case& c) {
   std::map<std::string, std::vector<std::uint64_t>> sends;  // kind -> logical bytes of each send
   comm.set_trace_hook([&](const sb::CommEvent& e) {
     std::lock_guard<std::mutex> lk(mu);
-    if (e.op == "send") sends[e.kind].push_back(e.logical_bytes);
+    if (e.op == "send" || e.kind == "tp_act" || e.kind == "tp_grad")
+      sends[e.kind].push_back(e.logical_bytes);
   }, MPI_Wtime());
   auto model = sb::models::make_model(preset);
   if (c.tp > 1) model->set_tensor_parallel(sb::parallel::tensor_parallel(comm, false));
@@ -158,6 +197,7 @@ void check(const std::string& preset, const Case& c) {
     }
   EXPECT_EQ(sends["pp_tied"].size(), tied ? static_cast<std::size_t>(kSteps) : 0u) << what;
   for (auto b : sends["pp_tied"]) EXPECT_EQ(b, tied) << what;
+  if (c.tp > 1) check_tp_traffic(*model, c, sends, rows, kB / dp * kT, what);
   if (world_rank() == 0)
     std::printf("[ pp ] %-60s loss %.6f (ref %.6f) eval %.6f, max |dp| %.2e\n", what.c_str(),
                 last_loss, ref.losses.back(), eval, d);
