@@ -67,6 +67,8 @@ inline sb::models::Batch slice(const sb::models::Batch& g, int r, int n) {
   b.attention_mask = cut(g.attention_mask);
   b.token_type_ids = cut(g.token_type_ids);
   b.labels = cut(g.labels);
+  b.row0 = g.row0 + r * rows;  // dropout masks follow the rows
+  b.dropout_step = g.dropout_step;
   return b;
 }
 

@@ -17,8 +17,11 @@ torch::Tensor rows(const torch::Tensor& t, std::int64_t begin, std::int64_t end)
 Batch slice_rows(const Batch& b, std::int64_t begin, std::int64_t end) {
   SB_CHECK(begin >= 0 && begin <= end && end <= b.input_ids.size(0),
            "slice_rows: rows [{}, {}) outside the batch of {}", begin, end, b.input_ids.size(0));
-  return {rows(b.input_ids, begin, end), rows(b.targets, begin, end), rows(b.attention_mask, begin, end),
-          rows(b.token_type_ids, begin, end), rows(b.labels, begin, end)};
+  Batch out{rows(b.input_ids, begin, end), rows(b.targets, begin, end), rows(b.attention_mask, begin, end),
+            rows(b.token_type_ids, begin, end), rows(b.labels, begin, end)};
+  out.row0 = b.row0 + begin;  // dropout masks follow the rows (models/dropout.h)
+  out.dropout_step = b.dropout_step;
+  return out;
 }
 
 Batch rank_rows(const Batch& b, int rank, int ranks) {
@@ -40,7 +43,9 @@ std::vector<Batch> split_rows(const Batch& b, std::int64_t n) {
 
 Batch to_device(const Batch& b, const torch::Device& device) {
   auto mv = [&](const torch::Tensor& t) { return t.defined() ? t.to(device) : t; };
-  return {mv(b.input_ids), mv(b.targets), mv(b.attention_mask), mv(b.token_type_ids), mv(b.labels)};
+  Batch out{mv(b.input_ids), mv(b.targets), mv(b.attention_mask), mv(b.token_type_ids), mv(b.labels)};
+  out.row0 = b.row0, out.dropout_step = b.dropout_step;
+  return out;
 }
 
 MarkovLmBatches::MarkovLmBatches(MarkovConfig markov, std::int64_t batch, std::int64_t seq_len,

@@ -96,8 +96,21 @@ std::vector<std::int64_t> Bert::stage_activation_shape(const Batch& b) const {
   return {tp_.rows_split() ? rows / tp_.size : rows, cfg_.d_model};
 }
 
+void Bert::set_dropout(double p, std::uint64_t seed) {
+  SB_CHECK(p >= 0 && p < 1, "model '{}': dropout = {} must be in [0, 1)", cfg_.preset, p);
+  dropout_p_ = p, dropout_seed_ = seed;
+}
+
+DropoutRows Bert::rows_of(const Batch& b) const {
+  if (!tp_.rows_split()) return dropout_rows(dropout_p_, dropout_seed_, b);
+  const std::int64_t R = b.input_ids.numel() / tp_.size;
+  return dropout_rows(dropout_p_, dropout_seed_, b, tp_.rank * R, R);
+}
+
 torch::Tensor Bert::stage_forward(ParamProvider& p0, int chunk, const Batch& b, const torch::Tensor& input) {
   SB_CHECK(pp_.cut.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
+  drop_ = rows_of(b);
+  struct Off { DropoutRows& d; ~Off() { d = {}; } } off{drop_};
   StageProvider p(p0, pp_.local);
   const int s = pp_.cut.stage(chunk);
   auto x = encode(p, b, pp_.cut.first_layer[s], pp_.cut.first_layer[s + 1],
@@ -189,6 +202,7 @@ torch::Tensor Bert::embed(ParamProvider& p, const Batch& b) {
     x = b.token_type_ids.defined() ? x + at::embedding(e[kType], b.token_type_ids) : x + e[kType][0];
     x = at::layer_norm(x.view({B * T, d}), {d}, e[kEmbLnW], e[kEmbLnB], cfg_.ln_eps);  // (B*T, d)
   }
+  x = drop_.apply(x, embed_site());
   p.release(0, x);
   return x;
 }
@@ -227,10 +241,10 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b, std::int64_t first,
     const auto norm = [&](const torch::Tensor& t, int i) {
       return at::layer_norm(t, {d}, tp_.replicated(w[i]), tp_.replicated(w[i + 1]), cfg_.ln_eps);
     };
-    x = norm(x + row_linear(p, u, kAoW, a, w[kAoW], w[kAoB]), kAoLnW);
+    x = norm(x + drop_.apply(row_linear(p, u, kAoW, a, w[kAoW], w[kAoB]), attn_site(l)), kAoLnW);
     auto h = tp_.rows_split() ? at::gelu(tp_.gathered_linear(x, w[kIW], w[kIB]), "none")
                               : p.linear_gelu(u, kIW, in_tp(x), w[kIW], w[kIB], "none");  // (B*T, 4d / tp), erf GELU
-    x = norm(x + row_linear(p, u, kOW, h, w[kOW], w[kOB]), kOLnW);
+    x = norm(x + drop_.apply(row_linear(p, u, kOW, h, w[kOW], w[kOB]), mlp_site(l)), kOLnW);
     p.release(u, x);
   }
   return x;
@@ -261,6 +275,8 @@ torch::Tensor Bert::loss_with(ParamProvider& p, const Batch& b, const LossCombin
   SB_CHECK(!tp_.on() || !c.combine, "model '{}': distillation is not implemented for a "
            "tensor-parallel model (mesh.tp = {})", cfg_.preset, tp_.size);
   pp_.check_uncut(cfg_.preset, "the loss of a whole forward");
+  drop_ = rows_of(b);
+  struct Off { DropoutRows& d; ~Off() { d = {}; } } off{drop_};
   return loss_from(p, encode(p, b), b, c);
 }
 

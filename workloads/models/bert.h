@@ -1,7 +1,10 @@
 // BERT as published (Devlin et al. 2019; Hugging Face BertForPreTraining/-SequenceClassification):
 // word + position + token-type embeddings and LayerNorm, post-LayerNorm encoder with erf-GELU,
 // LayerNorm eps 1e-12, tanh pooler, MLM head tied to the word embeddings, and a linear
-// sequence-classification head on the pooled output. No dropout.
+// sequence-classification head on the pooled output. Dropout (set_dropout, default off) after
+// the embeddings' LayerNorm and on each block's attention and FFN outputs before their
+// residual LayerNorms, masks independent of the mesh (dropout.h); not on the attention
+// probabilities or the classifier's input yet.
 // Units: 0 "embed", 1..L "block.i", L+1 "head" (pooler, MLM transform + bias, classifier;
 // re-acquires unit 0 for the tied MLM decoder).
 #pragma once
@@ -9,6 +12,7 @@
 #include <vector>
 
 #include "workloads/models/attention.h"
+#include "workloads/models/dropout.h"
 #include "workloads/models/model.h"
 
 namespace sb::models {
@@ -35,6 +39,7 @@ class Bert final : public Model {
   // the heads and a copy of the embedding unit (the MLM decoder is tied to the word embeddings).
   // Training's loss only (classify and MLM logits refuse a cut model).
   std::string pipeline_problem(int stages) const override;
+  void set_dropout(double p, std::uint64_t seed) override;
   void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {}) override;
   const PipelineCut& pipeline() const override { return pp_.cut; }
   torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
@@ -63,6 +68,10 @@ class Bert final : public Model {
   TensorParallel tp_;
   Pipelined pp_;
   std::unique_ptr<Attention> attn_;
+  double dropout_p_ = 0;
+  std::uint64_t dropout_seed_ = 0;
+  DropoutRows drop_;  // the current training forward's (loss_with, stage_forward); else off
+  DropoutRows rows_of(const Batch& b) const;  // this rank's row block under sequence parallelism
 };
 
 }  // namespace sb::models

@@ -96,8 +96,21 @@ std::vector<std::int64_t> Gpt2::stage_activation_shape(const Batch& b) const {
   return {tp_.rows_split() ? rows / tp_.size : rows, cfg_.d_model};
 }
 
+void Gpt2::set_dropout(double p, std::uint64_t seed) {
+  SB_CHECK(p >= 0 && p < 1, "model '{}': dropout = {} must be in [0, 1)", cfg_.preset, p);
+  dropout_p_ = p, dropout_seed_ = seed;
+}
+
+DropoutRows Gpt2::rows_of(const Batch& b) const {
+  if (!tp_.rows_split()) return dropout_rows(dropout_p_, dropout_seed_, b);
+  const std::int64_t R = b.input_ids.numel() / tp_.size;
+  return dropout_rows(dropout_p_, dropout_seed_, b, tp_.rank * R, R);
+}
+
 torch::Tensor Gpt2::stage_forward(ParamProvider& p0, int chunk, const Batch& b, const torch::Tensor& input) {
   SB_CHECK(pp_.cut.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
+  drop_ = rows_of(b);
+  struct Off { DropoutRows& d; ~Off() { d = {}; } } off{drop_};
   StageProvider p(p0, pp_.local);
   const int s = pp_.cut.stage(chunk);
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
@@ -166,7 +179,7 @@ torch::Tensor Gpt2::embed(ParamProvider& p, const torch::Tensor& ids, const torc
       x = x + at::embedding(tp_.replicated(e[1]), rows);
     }
   }
-  x = x.view({-1, cfg_.d_model});
+  x = drop_.apply(x.view({-1, cfg_.d_model}), embed_site());
   p.release(0, x);
   return x;  // (B*T, d)
 }
@@ -194,11 +207,11 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
     auto v = qkv.select(2, 2).transpose(1, 2);
     if (kv) std::tie(k, v) = kv(l, k, v);
     auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
-    x = x + row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]);
+    x = x + drop_.apply(row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]), attn_site(l));
     h = norm(x, w[kLn2W], w[kLn2B]);
     h = tp_.rows_split() ? at::gelu(column(u, kFcW, h, w), "tanh")
                          : p.linear_gelu(u, kFcW, in_tp(h), w[kFcW], w[kFcB], "tanh");  // (B*T, 4d / tp)
-    x = x + row_linear(p, u, kMlpW, h, w[kMlpW], w[kMlpB]);
+    x = x + drop_.apply(row_linear(p, u, kMlpW, h, w[kMlpW], w[kMlpB]), mlp_site(l));
     p.release(u, x);
   }
   return x;
@@ -325,6 +338,8 @@ torch::Tensor Gpt2::lm_loss(ParamProvider& p, const torch::Tensor& trunk_out, co
 torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) {
   SB_CHECK(b.targets.defined(), "GPT-2 loss needs targets (B, T)");
   pp_.check_uncut(cfg_.preset, "the loss of a whole forward");
+  drop_ = rows_of(b);
+  struct Off { DropoutRows& d; ~Off() { d = {}; } } off{drop_};
   const auto t = b.targets.reshape({-1});
   if (!c.combine) return lm_loss(p, trunk(p, b.input_ids, nullptr), t);
   LossParts parts;

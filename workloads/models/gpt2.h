@@ -1,6 +1,8 @@
 // GPT-2 as published (Radford et al. 2019; Hugging Face GPT2LMHeadModel): learned position
 // embeddings, pre-LayerNorm blocks, tanh-GELU MLP of width 4d, LM head tied to wte, LayerNorm
-// eps 1e-5, no dropout (determinism and equality with the sharded engine).
+// eps 1e-5. Dropout (set_dropout, default off) on the embeddings' sum and each block's
+// attention and MLP outputs, with masks independent of the mesh (dropout.h); no dropout on
+// the attention probabilities yet.
 // Units: 0 "embed" (wte, wpe), 1..L "block.i", L+1 "head" (ln_f; re-acquires unit 0 for wte).
 #pragma once
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "workloads/models/attention.h"
+#include "workloads/models/dropout.h"
 #include "workloads/models/kv_decoder.h"
 #include "workloads/models/model.h"
 
@@ -32,6 +35,7 @@ class Gpt2 final : public Model, public KvDecoder {
   // Pipeline stages (pipeline.h) balanced by the weights' FLOPs per row, the tied LM head
   // (V x d) counted on the last stage, which holds a copy of the embedding unit for it.
   std::string pipeline_problem(int stages) const override;
+  void set_dropout(double p, std::uint64_t seed) override;
   void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {}) override;
   const PipelineCut& pipeline() const override { return pp_.cut; }
   torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
@@ -89,6 +93,11 @@ class Gpt2 final : public Model, public KvDecoder {
   TensorParallel tp_;
   Pipelined pp_;
   std::unique_ptr<Attention> attn_;
+  double dropout_p_ = 0;
+  std::uint64_t dropout_seed_ = 0;
+  DropoutRows drop_;  // the current training forward's (loss_with, stage_forward); else off
+  // Sets drop_ for a forward of b (this rank's row block under sequence parallelism).
+  DropoutRows rows_of(const Batch& b) const;
 };
 
 // Decoding: greedy when temperature == 0, else sampling from softmax(logits / temperature)

@@ -111,6 +111,10 @@ std::string Model::pipeline_problem(int stages) const {
                      config().preset, config().family);
 }
 
+void Model::set_dropout(double p, std::uint64_t) {
+  SB_CHECK(p <= 0, "model '{}' ({}) has no dropout; set dropout = 0", config().preset, config().family);
+}
+
 void Model::set_pipeline(int pp, int v, int, const std::vector<std::int64_t>&) {
   const std::string why = pipeline_problem(pp * v);
   SB_CHECK(why.empty(), "{}", why);

@@ -88,6 +88,9 @@ struct Batch {
   torch::Tensor segment_ids;     // (B, T) int64 sequence of each token (attention stays inside it)
   torch::Tensor cls_index;       // (N) int64 flat index (into B*T) of each sequence's first token;
                                  // undefined = token 0 of each row. classify returns (N, labels).
+  // Dropout (dropout.h): the global index of this batch's first row in its step's global
+  // batch (slices keep it), and the step whose masks training draws (-1: no dropout).
+  std::int64_t row0 = 0, dropout_step = -1;
   std::int64_t tokens() const { return input_ids.numel(); }
 };
 
@@ -175,6 +178,10 @@ class Model {
   // rank's stages' units, whose model-wide paths (loss_with, logits, classify, decoding) then
   // refuse; train_flops still counts the whole model. Default: cannot.
   virtual std::string pipeline_problem(int stages) const;
+  // Dropout on the residual stream (dropout.h: masks independent of the mesh): probability p
+  // after the embeddings and each block's attention and MLP outputs, in every forward of a
+  // batch with dropout_step >= 0. Default: refuses p > 0.
+  virtual void set_dropout(double p, std::uint64_t seed);
   // stage_layers: the cut given by hand (the pp_layers key: layers per stage); empty: balanced.
   virtual void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {});
   virtual const PipelineCut& pipeline() const;  // pp = 1 when not cut

@@ -22,6 +22,7 @@ struct OptimKeys {
   std::int64_t grad_accum = 1;
   double loss_scale_init = 0;
   std::int64_t loss_scale_growth_interval = 0;
+  double dropout = 0;  // residual-stream dropout probability (models/dropout.h)
   static void declare(Fields<OptimKeys>& f);
 };
 

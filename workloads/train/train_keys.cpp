@@ -164,6 +164,10 @@ void OptimKeys::declare(Fields<OptimKeys>& f) {
   f.add("loss_scale_growth_interval", &OptimKeys::loss_scale_growth_interval, 2000,
         "fp16: finite steps in a row before the loss scale doubles (halved on a skipped step)")
       .range(1, kIntMax);
+  f.add("dropout", &OptimKeys::dropout, 0.0,
+        "dropout probability on the embeddings and each block's attention and MLP outputs, "
+        "training only, masks independent of the mesh (docs/FSDP.md \"Dropout\")")
+      .range(0.0, 0.95);
   f.validate(validate_optim);
 }
 SB_CONFIG_SECTION(OptimKeys);

@@ -202,6 +202,7 @@ void TrainWorkload::build(RunContext& ctx) {
   sb::heartbeat::set_phase("peak GEMM");  // long, without collectives: beats, no verdict
   peaks_ = train::training_peaks(device_, cfg_.param_dtype, config<StepKeys>(p).peak_gflops, ctx.world);
   model_ = models::make_model(config<ModelKeys>(p).model, config<ModelKeys>(p).attention);
+  model_->set_dropout(config<OptimKeys>(p).dropout, static_cast<std::uint64_t>(base_config(p).seed));
   // The groups from the point's mesh (train_mesh.cpp: hybrid sharding's node-local default
   // resolves here); data is split by the data-parallel coordinate (dp_rows).
   comm_ = std::make_unique<comm::Communicator>(ctx.world, config<MeshConfig>(p).mesh(), true,
@@ -323,6 +324,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     sb::fault_point("step");  // tests/failure/failure_paths.sh
     prune_step(ctx, s);
     auto global = source_->train(s);
+    global.dropout_step = s;  // the step's dropout masks (models/dropout.h); rows keep row0
     auto micro = data::split_rows(dp_rows(global), accum);
     for (auto& m : micro) m = data::to_device(m, device_);
     const double t0 = MPI_Wtime();

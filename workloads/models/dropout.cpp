@@ -1,0 +1,84 @@
+// Mesh-independent dropout masks (dropout.h). The hash works on 32-bit lanes held in int64
+// tensors, and multiplies 16-bit halves, so no product overflows int64 (signed overflow would
+// be undefined in the kernels): a murmur3 finalizer per lane.
+#include "workloads/models/dropout.h"
+
+#include <ATen/ops/bitwise_left_shift.h>
+#include <ATen/ops/bitwise_right_shift.h>
+
+#include "harness/core/check.h"
+#include "workloads/models/model.h"
+
+namespace sb::models {
+namespace {
+
+constexpr std::int64_t kM32 = 0xFFFFFFFFll;
+
+std::uint64_t splitmix(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+torch::Tensor shr(const torch::Tensor& t, std::int64_t n) { return at::bitwise_right_shift(t, n); }
+torch::Tensor shl(const torch::Tensor& t, std::int64_t n) { return at::bitwise_left_shift(t, n); }
+
+// (h x c) mod 2^32 for h, c < 2^32, from 16-bit halves of h (products below 2^48).
+torch::Tensor mul32(const torch::Tensor& h, std::int64_t c) {
+  auto lo = (h & 0xFFFF) * c;
+  auto hi = (shr(h, 16) * c) & 0xFFFF;
+  return (lo + shl(hi, 16)) & kM32;
+}
+
+torch::Tensor fmix32(torch::Tensor h) {
+  h = h ^ shr(h, 16);
+  h = mul32(h, 0x85EBCA6Bll);
+  h = h ^ shr(h, 13);
+  h = mul32(h, 0xC2B2AE35ll);
+  return h ^ shr(h, 16);
+}
+
+}  // namespace
+
+std::uint64_t dropout_key(std::uint64_t seed, std::int64_t step) {
+  return splitmix(seed ^ splitmix(static_cast<std::uint64_t>(step) + 0x5851F42D4C957F2Dull));
+}
+
+torch::Tensor dropout_keep(std::uint64_t key, std::int64_t site, const torch::Tensor& token,
+                           std::int64_t features, double p) {
+  const std::uint64_t s = splitmix(key ^ splitmix(static_cast<std::uint64_t>(site)));
+  const auto s1 = static_cast<std::int64_t>(s & 0xFFFFFFFFull), s2 = static_cast<std::int64_t>(s >> 32);
+  const auto opt = torch::TensorOptions().dtype(torch::kLong).device(token.device());
+  // e = g F + j, at most 2^62 for any batch here; hashed as two 32-bit lanes.
+  const auto e = token.to(torch::kLong).unsqueeze(1) * features + torch::arange(features, opt).unsqueeze(0);
+  const auto h1 = fmix32((e & kM32) ^ s1);
+  const auto h2 = fmix32((shr(e, 32) & kM32) ^ h1 ^ s2);
+  // 24 bits of h2: u in [0, 1) on a grid of 2^-24; kept iff u >= p.
+  const auto threshold = static_cast<std::int64_t>(p * 16777216.0);
+  return shr(h2, 8) >= threshold;
+}
+
+torch::Tensor DropoutRows::apply(const torch::Tensor& x, std::int64_t site) const {
+  if (!on()) return x;
+  SB_CHECK(x.dim() == 2 && x.size(0) == token.size(0), "dropout on {} rows, {} tokens given",
+           x.size(0), token.size(0));
+  const auto keep = dropout_keep(key, site, token, x.size(1), p);
+  return x * (keep.to(x.scalar_type()) * static_cast<float>(1.0 / (1.0 - p)));
+}
+
+DropoutRows dropout_rows(double p, std::uint64_t seed, const Batch& b, std::int64_t first,
+                         std::int64_t count) {
+  DropoutRows d;
+  if (p <= 0 || b.dropout_step < 0) return d;
+  SB_CHECK(p < 1, "dropout = {} must be below 1", p);
+  const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
+  d.p = p;
+  d.key = dropout_key(seed, b.dropout_step);
+  auto token = torch::arange(b.row0 * T, (b.row0 + B) * T,
+                             torch::TensorOptions().dtype(torch::kLong).device(b.input_ids.device()));
+  d.token = count < 0 ? token : token.narrow(0, first, count);
+  return d;
+}
+
+}  // namespace sb::models
