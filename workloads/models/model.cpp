@@ -50,6 +50,9 @@ const std::vector<Preset>& presets() {
       {gpt2("gpt2-6l", 50257, 1024, 768, 6, 12), "GPT-2 124M's widths, 6 layers (DistilGPT2's depth): a student"},
       {bert("bert-tiny-1l", 128, 128, 64, 1, 4), "bert-tiny with 1 layer: a student for tests"},
       {bert("bert-base-6l", 30522, 512, 768, 6, 12), "BERT-Base's widths, 6 layers (DistilBERT's depth): a student"},
+      // Long context (the Longctx issue): GPT-2's own 1024 positions cannot reach 16k tokens.
+      {gpt2("gpt2-long", 50257, 32768, 768, 12, 12),
+       "GPT-2 124M's shapes with learned positions for 32,768 tokens (long-context training; wpe seeded)"},
   };
   return p;
 }
