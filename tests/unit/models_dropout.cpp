@@ -3,11 +3,14 @@
 // batch (a data-parallel rank's, a micro-batch's, a sequence-parallel block's) get the rows of
 // the whole batch's mask; evaluation (dropout_step < 0) and p = 0 change nothing; and GPT-2's
 // and BERT's loss over a batch equals, gradients included, the loss over its two halves
-// weighted by their terms (what data parallelism and micro-batches compute).
+// weighted by their terms (what data parallelism and micro-batches compute), with the residual
+// stream and the attention probabilities dropped; the chunked attention drops the naive one's
+// elements; variants that never form probabilities refuse attention_dropout.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "workloads/data/batches.h"
+#include "workloads/models/attention.h"
 #include "workloads/models/dropout.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
@@ -65,7 +68,7 @@ TEST(Dropout, SlicedRowsKeepTheirMasks) {
 TEST(Dropout, ABatchIsTheWeightedSumOfItsHalves) {
   for (const std::string name : {"gpt2-tiny", "bert-tiny"}) {
     auto model = models::make_model(name);
-    model->set_dropout(0.1, 11);
+    model->set_dropout({0.1, 0.1, 11});
     models::PersistentParams params(models::init_params(model->units(), 1), true);
     const auto b = batch(model->config(), 4, 8);
     auto terms = [](const models::Batch& x) { return (x.targets != -100).sum().item<double>(); };
@@ -94,9 +97,35 @@ TEST(Dropout, ABatchIsTheWeightedSumOfItsHalves) {
   }
 }
 
+// Attention probabilities: the chunked variant (queries in chunks of 3, causal key prefixes)
+// drops exactly the naive variant's elements.
+TEST(Dropout, ChunkedAttentionDropsTheNaiveElements) {
+  torch::manual_seed(3);
+  const auto q = torch::randn({2, 3, 8, 4}), k = torch::randn({2, 3, 8, 4}), v = torch::randn({2, 3, 8, 4});
+  models::Batch b;
+  b.input_ids = torch::zeros({2, 8}, torch::kLong);
+  b.row0 = 5, b.dropout_step = 2;
+  for (bool causal : {false, true}) {
+    models::AttentionMask m;
+    m.causal = causal;
+    m.dropout = models::attention_dropout(0.3, 7, b, 6, 3, 3);  // heads 3..5 of 6 (a tp rank's)
+    m.dropout.site = models::probs_site(1);
+    const auto naive = models::make_attention("naive", 0)->forward(q, k, v, m);
+    const auto chunked = models::make_attention("chunked", 3)->forward(q, k, v, m);
+    EXPECT_LE((naive - chunked).abs().max().item<double>(), 1e-6) << causal;
+    models::AttentionMask plain = m;
+    plain.dropout = {};
+    EXPECT_GT((naive - models::make_attention("naive", 0)->forward(q, k, v, plain)).abs().max().item<double>(), 1e-3);
+  }
+}
+
 TEST(Dropout, RefusedWhereAModelHasNone) {
   auto model = models::make_model("gpt2-tiny");
-  EXPECT_THROW(model->set_dropout(1.0, 1), std::exception);
+  EXPECT_THROW(model->set_dropout({1.0, 0, 1}), std::exception);
+  // Attention probabilities: only variants that form them.
+  auto online = models::make_model("gpt2-tiny", "online");
+  EXPECT_THROW(online->set_dropout({0, 0.1, 1}), std::exception);
+  online->set_dropout({0.1, 0, 1});  // the residual stream: any variant
 }
 
 }  // namespace

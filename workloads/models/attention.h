@@ -10,6 +10,8 @@
 
 #include <torch/types.h>
 
+#include "workloads/models/dropout.h"
+
 namespace sb::models {
 
 struct AttentionMask {
@@ -21,12 +23,17 @@ struct AttentionMask {
   // its own segment, so several requests share a row without seeing each other (block-
   // diagonal attention). Undefined = one segment per row.
   torch::Tensor segment_ids;
+  // Dropout on the probabilities (training; dropout.h), applied by the variants whose record
+  // says drops_probabilities(); off by default.
+  AttentionDropout dropout;
 };
 
 class Attention {
  public:
   virtual ~Attention() = default;
   virtual std::string name() const = 0;
+  // Whether it forms the probabilities and so can drop them (mask.dropout): naive, chunked.
+  virtual bool drops_probabilities() const { return false; }
   // q: (B, H, Tq, Dh); k, v: (B, H, Tk, Dh) -> (B, H, Tq, Dh). Scale 1/sqrt(Dh).
   // Every query row must see at least one key (true for causal and for BERT padding,
   // where [CLS] is always real); a row with none would be 0/0.

@@ -15,6 +15,7 @@ class ChunkedAttention final : public Attention {
  public:
   explicit ChunkedAttention(std::int64_t chunk) : chunk_(chunk) {}
   std::string name() const override { return "chunked"; }
+  bool drops_probabilities() const override { return true; }
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const AttentionMask& mask) const override {
     const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
@@ -27,7 +28,8 @@ class ChunkedAttention final : public Attention {
       auto scores = torch::matmul(qc, kc.transpose(-2, -1)).mul_(scale);  // (B, H, n, nk)
       auto keep = attention_keep_mask(mask, s, n, 0, nk, q.device());
       if (keep.defined()) scores = scores.masked_fill(keep.logical_not(), -INFINITY);
-      return torch::matmul(torch::softmax(scores, -1), vc);  // (B, H, n, Dh)
+      auto probs = mask.dropout.apply(torch::softmax(scores, -1), s, q.size(2), tk);
+      return torch::matmul(probs, vc);  // (B, H, n, Dh)
     });
   }
 

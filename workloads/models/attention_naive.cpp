@@ -11,13 +11,15 @@ namespace {
 class NaiveAttention final : public Attention {
  public:
   std::string name() const override { return "naive"; }
+  bool drops_probabilities() const override { return true; }
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const AttentionMask& mask) const override {
     const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
     auto scores = torch::matmul(q, k.transpose(-2, -1)).mul_(scale);  // (B, H, Tq, Tk)
     auto keep = attention_keep_mask(mask, 0, q.size(2), 0, k.size(2), q.device());
     if (keep.defined()) scores = scores.masked_fill(keep.logical_not(), -INFINITY);
-    return torch::matmul(torch::softmax(scores, -1), v);  // (B, H, Tq, Dh)
+    auto probs = mask.dropout.apply(torch::softmax(scores, -1), 0, q.size(2), k.size(2));
+    return torch::matmul(probs, v);  // (B, H, Tq, Dh)
   }
 };
 

@@ -96,21 +96,32 @@ std::vector<std::int64_t> Bert::stage_activation_shape(const Batch& b) const {
   return {tp_.rows_split() ? rows / tp_.size : rows, cfg_.d_model};
 }
 
-void Bert::set_dropout(double p, std::uint64_t seed) {
-  SB_CHECK(p >= 0 && p < 1, "model '{}': dropout = {} must be in [0, 1)", cfg_.preset, p);
-  dropout_p_ = p, dropout_seed_ = seed;
+void Bert::set_dropout(const DropoutConfig& d) {
+  SB_CHECK(d.hidden >= 0 && d.hidden < 1 && d.attention >= 0 && d.attention < 1,
+           "model '{}': dropout = {} and attention_dropout = {} must be in [0, 1)", cfg_.preset,
+           d.hidden, d.attention);
+  SB_CHECK(d.attention <= 0 || attn_->drops_probabilities(), "model '{}': attention_dropout = {} "
+           "drops attention probabilities, which the '{}' attention never forms; set attention = "
+           "naive or chunked, or attention_dropout = 0", cfg_.preset, d.attention, attn_->name());
+  dropout_ = d;
 }
 
-DropoutRows Bert::rows_of(const Batch& b) const {
-  if (!tp_.rows_split()) return dropout_rows(dropout_p_, dropout_seed_, b);
+DropoutRows Bert::rows_of(const Batch& b) {
+  const std::int64_t H = cfg_.n_head / tp_.size;
+  attn_drop_ = attention_dropout(dropout_.attention, dropout_.seed, b, cfg_.n_head, tp_.rank * H, H);
+  if (!tp_.rows_split()) return dropout_rows(dropout_.hidden, dropout_.seed, b);
   const std::int64_t R = b.input_ids.numel() / tp_.size;
-  return dropout_rows(dropout_p_, dropout_seed_, b, tp_.rank * R, R);
+  return dropout_rows(dropout_.hidden, dropout_.seed, b, tp_.rank * R, R);
 }
 
 torch::Tensor Bert::stage_forward(ParamProvider& p0, int chunk, const Batch& b, const torch::Tensor& input) {
   SB_CHECK(pp_.cut.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
   drop_ = rows_of(b);
-  struct Off { DropoutRows& d; ~Off() { d = {}; } } off{drop_};
+  struct Off {
+    DropoutRows& d;
+    AttentionDropout& a;
+    ~Off() { d = {}, a = {}; }
+  } off{drop_, attn_drop_};
   StageProvider p(p0, pp_.local);
   const int s = pp_.cut.stage(chunk);
   auto x = encode(p, b, pp_.cut.first_layer[s], pp_.cut.first_layer[s + 1],
@@ -237,7 +248,9 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b, std::int64_t first,
       k = heads(p.linear(u, kKW, xt, w[kKW], w[kKB]));
       v = heads(p.linear(u, kVW, xt, w[kVW], w[kVB]));
     }
-    auto a = attn_->forward(q, k, v, mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
+    AttentionMask layer_mask = mask;  // this layer's probabilities' dropout (site), if any
+    if (attn_drop_.on()) layer_mask.dropout = attn_drop_, layer_mask.dropout.site = probs_site(l);
+    auto a = attn_->forward(q, k, v, layer_mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
     const auto norm = [&](const torch::Tensor& t, int i) {
       return at::layer_norm(t, {d}, tp_.replicated(w[i]), tp_.replicated(w[i + 1]), cfg_.ln_eps);
     };
@@ -276,7 +289,11 @@ torch::Tensor Bert::loss_with(ParamProvider& p, const Batch& b, const LossCombin
            "tensor-parallel model (mesh.tp = {})", cfg_.preset, tp_.size);
   pp_.check_uncut(cfg_.preset, "the loss of a whole forward");
   drop_ = rows_of(b);
-  struct Off { DropoutRows& d; ~Off() { d = {}; } } off{drop_};
+  struct Off {
+    DropoutRows& d;
+    AttentionDropout& a;
+    ~Off() { d = {}, a = {}; }
+  } off{drop_, attn_drop_};
   return loss_from(p, encode(p, b), b, c);
 }
 

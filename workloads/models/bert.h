@@ -39,7 +39,7 @@ class Bert final : public Model {
   // the heads and a copy of the embedding unit (the MLM decoder is tied to the word embeddings).
   // Training's loss only (classify and MLM logits refuse a cut model).
   std::string pipeline_problem(int stages) const override;
-  void set_dropout(double p, std::uint64_t seed) override;
+  void set_dropout(const DropoutConfig& d) override;
   void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {}) override;
   const PipelineCut& pipeline() const override { return pp_.cut; }
   torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
@@ -68,10 +68,10 @@ class Bert final : public Model {
   TensorParallel tp_;
   Pipelined pp_;
   std::unique_ptr<Attention> attn_;
-  double dropout_p_ = 0;
-  std::uint64_t dropout_seed_ = 0;
-  DropoutRows drop_;  // the current training forward's (loss_with, stage_forward); else off
-  DropoutRows rows_of(const Batch& b) const;  // this rank's row block under sequence parallelism
+  DropoutConfig dropout_;
+  DropoutRows drop_;            // the current training forward's (loss_with, stage_forward); else off
+  AttentionDropout attn_drop_;  // the current training forward's; site set per layer
+  DropoutRows rows_of(const Batch& b);  // this rank's row block under sequence parallelism; sets attn_drop_
 };
 
 }  // namespace sb::models

@@ -46,12 +46,13 @@ std::uint64_t dropout_key(std::uint64_t seed, std::int64_t step) {
 }
 
 torch::Tensor dropout_keep(std::uint64_t key, std::int64_t site, const torch::Tensor& token,
-                           std::int64_t features, double p) {
+                           std::int64_t features, double p, std::int64_t stride) {
   const std::uint64_t s = splitmix(key ^ splitmix(static_cast<std::uint64_t>(site)));
   const auto s1 = static_cast<std::int64_t>(s & 0xFFFFFFFFull), s2 = static_cast<std::int64_t>(s >> 32);
   const auto opt = torch::TensorOptions().dtype(torch::kLong).device(token.device());
   // e = g F + j, at most 2^62 for any batch here; hashed as two 32-bit lanes.
-  const auto e = token.to(torch::kLong).unsqueeze(1) * features + torch::arange(features, opt).unsqueeze(0);
+  const auto e = token.to(torch::kLong).unsqueeze(1) * (stride < 0 ? features : stride) +
+                 torch::arange(features, opt).unsqueeze(0);
   const auto h1 = fmix32((e & kM32) ^ s1);
   const auto h2 = fmix32((shr(e, 32) & kM32) ^ h1 ^ s2);
   // 24 bits of h2: u in [0, 1) on a grid of 2^-24; kept iff u >= p.
@@ -65,6 +66,32 @@ torch::Tensor DropoutRows::apply(const torch::Tensor& x, std::int64_t site) cons
            x.size(0), token.size(0));
   const auto keep = dropout_keep(key, site, token, x.size(1), p);
   return x * (keep.to(x.scalar_type()) * static_cast<float>(1.0 / (1.0 - p)));
+}
+
+torch::Tensor AttentionDropout::apply(const torch::Tensor& probs, std::int64_t q_begin,
+                                      std::int64_t tq, std::int64_t tk) const {
+  if (!on()) return probs;
+  const std::int64_t B = probs.size(0), H = probs.size(1), n = probs.size(2), nk = probs.size(3);
+  SB_CHECK(row_head.size(0) == B && row_head.size(1) == H, "attention dropout for ({}, {}) "
+           "rows and heads, the probabilities have ({}, {})", row_head.size(0), row_head.size(1), B, H);
+  const auto opt = torch::TensorOptions().dtype(torch::kLong).device(probs.device());
+  const auto token = (row_head.unsqueeze(-1) * tq + q_begin + torch::arange(n, opt)).reshape({-1});
+  const auto keep = dropout_keep(key, site, token, nk, p, tk).view({B, H, n, nk});
+  return probs * (keep.to(probs.scalar_type()) * static_cast<float>(1.0 / (1.0 - p)));
+}
+
+AttentionDropout attention_dropout(double p, std::uint64_t seed, const Batch& b,
+                                   std::int64_t n_head, std::int64_t head0, std::int64_t heads) {
+  AttentionDropout d;
+  if (p <= 0 || b.dropout_step < 0) return d;
+  SB_CHECK(p < 1, "attention_dropout = {} must be below 1", p);
+  const std::int64_t B = b.input_ids.size(0);
+  const auto opt = torch::TensorOptions().dtype(torch::kLong).device(b.input_ids.device());
+  d.p = p;
+  d.key = dropout_key(seed, b.dropout_step);
+  d.row_head = (torch::arange(b.row0, b.row0 + B, opt).unsqueeze(1) * n_head + head0 +
+                torch::arange(heads, opt).unsqueeze(0));
+  return d;
 }
 
 DropoutRows dropout_rows(double p, std::uint64_t seed, const Batch& b, std::int64_t first,

@@ -30,14 +30,41 @@ struct DropoutRows {
 DropoutRows dropout_rows(double p, std::uint64_t seed, const Batch& b, std::int64_t first = 0,
                          std::int64_t count = -1);
 
-// The keep mask (rows, features) of tokens `token` at `site` (1 kept, 0 dropped), for tests.
+// The keep mask (rows, features) of tokens `token` at `site` (1 kept, 0 dropped): element j
+// of token g is g x stride + j (stride < 0: features; a causal chunk of keys is a prefix).
 torch::Tensor dropout_keep(std::uint64_t key, std::int64_t site, const torch::Tensor& token,
-                           std::int64_t features, double p);
+                           std::int64_t features, double p, std::int64_t stride = -1);
 std::uint64_t dropout_key(std::uint64_t seed, std::int64_t step);
 
-// Sites: the embeddings 0; block l's attention output 1 + 2l, its MLP output 2 + 2l.
+// Sites: the embeddings 0; block l's attention output 1 + 2l, its MLP output 2 + 2l; its
+// attention probabilities 2^40 + l.
 inline std::int64_t embed_site() { return 0; }
 inline std::int64_t attn_site(std::int64_t layer) { return 1 + 2 * layer; }
 inline std::int64_t mlp_site(std::int64_t layer) { return 2 + 2 * layer; }
+inline std::int64_t probs_site(std::int64_t layer) { return (std::int64_t{1} << 40) + layer; }
+
+// What a model drops (Model::set_dropout): the residual stream's probability, the attention
+// probabilities' (attention_dropout; only variants whose probabilities exist can), the seed.
+struct DropoutConfig {
+  double hidden = 0, attention = 0;
+  std::uint64_t seed = 0;
+};
+
+// Dropout on attention probabilities (B, H, Tq, Tk): element (b, h, i, j) is token
+// (row_head[b, h] x Tq + i)'s feature j of Tk, row_head the global (row x heads + head).
+struct AttentionDropout {
+  double p = 0;
+  std::uint64_t key = 0;
+  std::int64_t site = 0;
+  torch::Tensor row_head;  // (B, H) int64; undefined: off
+  bool on() const { return p > 0 && row_head.defined(); }
+  // probs (B, H, n, nk): queries [q_begin, q_begin + n) of tq, keys [0, nk) of tk.
+  torch::Tensor apply(const torch::Tensor& probs, std::int64_t q_begin, std::int64_t tq,
+                      std::int64_t tk) const;
+};
+// The attention dropout of a forward of b over `heads` of the model's n_head starting at head
+// `head0` (a tp rank's); off when p = 0 or b.dropout_step < 0. site: set per layer.
+AttentionDropout attention_dropout(double p, std::uint64_t seed, const Batch& b,
+                                   std::int64_t n_head, std::int64_t head0, std::int64_t heads);
 
 }  // namespace sb::models

@@ -35,7 +35,7 @@ class Gpt2 final : public Model, public KvDecoder {
   // Pipeline stages (pipeline.h) balanced by the weights' FLOPs per row, the tied LM head
   // (V x d) counted on the last stage, which holds a copy of the embedding unit for it.
   std::string pipeline_problem(int stages) const override;
-  void set_dropout(double p, std::uint64_t seed) override;
+  void set_dropout(const DropoutConfig& d) override;
   void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {}) override;
   const PipelineCut& pipeline() const override { return pp_.cut; }
   torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
@@ -93,11 +93,11 @@ class Gpt2 final : public Model, public KvDecoder {
   TensorParallel tp_;
   Pipelined pp_;
   std::unique_ptr<Attention> attn_;
-  double dropout_p_ = 0;
-  std::uint64_t dropout_seed_ = 0;
-  DropoutRows drop_;  // the current training forward's (loss_with, stage_forward); else off
+  DropoutConfig dropout_;
+  DropoutRows drop_;            // the current training forward's (loss_with, stage_forward); else off
+  AttentionDropout attn_drop_;  // the current training forward's; site set per layer
   // Sets drop_ for a forward of b (this rank's row block under sequence parallelism).
-  DropoutRows rows_of(const Batch& b) const;
+  DropoutRows rows_of(const Batch& b);  // also sets attn_drop_
 };
 
 // Decoding: greedy when temperature == 0, else sampling from softmax(logits / temperature)

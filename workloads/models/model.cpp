@@ -114,8 +114,9 @@ std::string Model::pipeline_problem(int stages) const {
                      config().preset, config().family);
 }
 
-void Model::set_dropout(double p, std::uint64_t) {
-  SB_CHECK(p <= 0, "model '{}' ({}) has no dropout; set dropout = 0", config().preset, config().family);
+void Model::set_dropout(const DropoutConfig& d) {
+  SB_CHECK(d.hidden <= 0 && d.attention <= 0, "model '{}' ({}) has no dropout; set dropout = 0 "
+           "and attention_dropout = 0", config().preset, config().family);
 }
 
 void Model::set_pipeline(int pp, int v, int, const std::vector<std::int64_t>&) {

@@ -12,6 +12,7 @@
 
 #include <torch/types.h>
 
+#include "workloads/models/dropout.h"
 #include "workloads/models/pipeline.h"
 #include "workloads/models/tensor_parallel.h"
 
@@ -178,10 +179,11 @@ class Model {
   // rank's stages' units, whose model-wide paths (loss_with, logits, classify, decoding) then
   // refuse; train_flops still counts the whole model. Default: cannot.
   virtual std::string pipeline_problem(int stages) const;
-  // Dropout on the residual stream (dropout.h: masks independent of the mesh): probability p
-  // after the embeddings and each block's attention and MLP outputs, in every forward of a
-  // batch with dropout_step >= 0. Default: refuses p > 0.
-  virtual void set_dropout(double p, std::uint64_t seed);
+  // Dropout (dropout.h: masks independent of the mesh), in every forward of a batch with
+  // dropout_step >= 0: d.hidden after the embeddings and each block's attention and MLP
+  // outputs, d.attention on the attention probabilities (refused unless the attention variant
+  // drops_probabilities()). Default: refuses either > 0.
+  virtual void set_dropout(const DropoutConfig& d);
   // stage_layers: the cut given by hand (the pp_layers key: layers per stage); empty: balanced.
   virtual void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {});
   virtual const PipelineCut& pipeline() const;  // pp = 1 when not cut

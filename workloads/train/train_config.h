@@ -22,7 +22,8 @@ struct OptimKeys {
   std::int64_t grad_accum = 1;
   double loss_scale_init = 0;
   std::int64_t loss_scale_growth_interval = 0;
-  double dropout = 0;  // residual-stream dropout probability (models/dropout.h)
+  double dropout = 0;            // residual-stream dropout probability (models/dropout.h)
+  double attention_dropout = 0;  // attention probabilities' (naive and chunked variants)
   static void declare(Fields<OptimKeys>& f);
 };
 

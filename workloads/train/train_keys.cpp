@@ -14,6 +14,7 @@
 #include "workloads/data/text_corpus.h"
 #include "workloads/distill/distill_config.h"
 #include "workloads/data/data_config.h"
+#include "workloads/models/attention.h"
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/train/train_config.h"
@@ -48,6 +49,17 @@ void validate_optim(const OptimKeys& c, const Point& p, std::vector<Diagnostic>&
     out.push_back({"min_lr", fmt::format("min_lr {} exceeds lr {}", c.min_lr, c.lr)});
   if (c.lr_warmup < 0 || c.lr_warmup >= std::max<I>(1, b.steps))
     out.push_back({"lr_warmup", "lr_warmup must be >= 0 and smaller than steps"});
+  // Dropping attention probabilities needs a variant that forms them (its record says).
+  if (c.attention_dropout > 0) {
+    const std::string& name = config<ModelKeys>(p).attention;
+    try {
+      if (!models::make_attention(name, 128)->drops_probabilities())
+        out.push_back({"attention_dropout", fmt::format("attention_dropout = {} drops attention "
+                       "probabilities, which attention = \"{}\" never forms; set attention = "
+                       "\"naive\" or \"chunked\", or attention_dropout = 0", c.attention_dropout, name)});
+    } catch (const std::exception&) {  // an unknown variant: the attention key's check names it
+    }
+  }
 }
 
 void validate_step(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
@@ -167,6 +179,10 @@ void OptimKeys::declare(Fields<OptimKeys>& f) {
   f.add("dropout", &OptimKeys::dropout, 0.0,
         "dropout probability on the embeddings and each block's attention and MLP outputs, "
         "training only, masks independent of the mesh (docs/FSDP.md \"Dropout\")")
+      .range(0.0, 0.95);
+  f.add("attention_dropout", &OptimKeys::attention_dropout, 0.0,
+        "dropout probability on the attention probabilities, training only (attention = naive "
+        "or chunked: the variants that form them), masks independent of the mesh")
       .range(0.0, 0.95);
   f.validate(validate_optim);
 }

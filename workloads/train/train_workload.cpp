@@ -202,7 +202,8 @@ void TrainWorkload::build(RunContext& ctx) {
   sb::heartbeat::set_phase("peak GEMM");  // long, without collectives: beats, no verdict
   peaks_ = train::training_peaks(device_, cfg_.param_dtype, config<StepKeys>(p).peak_gflops, ctx.world);
   model_ = models::make_model(config<ModelKeys>(p).model, config<ModelKeys>(p).attention);
-  model_->set_dropout(config<OptimKeys>(p).dropout, static_cast<std::uint64_t>(base_config(p).seed));
+  model_->set_dropout({config<OptimKeys>(p).dropout, config<OptimKeys>(p).attention_dropout,
+                       static_cast<std::uint64_t>(base_config(p).seed)});
   // The groups from the point's mesh (train_mesh.cpp: hybrid sharding's node-local default
   // resolves here); data is split by the data-parallel coordinate (dp_rows).
   comm_ = std::make_unique<comm::Communicator>(ctx.world, config<MeshConfig>(p).mesh(), true,
