@@ -84,7 +84,8 @@ def test_hybrid_compression_table(tables):
     assert list(t.columns) == [
         "policy", "TFLOPS per worker", "samples/s", "TFLOPS vs none (%)",
         "samples/s vs none (%)", "paper TFLOPS vs none (%)", "paper samples/s vs none (%)",
-        "final loss", "reached baseline loss", "paper reached baseline loss", "repetitions"]
+        "final loss", "reached baseline loss", "paper reached baseline loss", "repetitions",
+        "seeds", "final loss min", "final loss max"]
     assert list(t["policy"]) == ["none", "naive", "hybrid"]
     tf = 128 * 6e6 / 2 / 1e12  # TFLOPS per worker per sample/s
     assert list(t["TFLOPS per worker"]) == \
@@ -94,6 +95,19 @@ def test_hybrid_compression_table(tables):
     # Final losses 2.0 (none), 2.1 (naive: 5% above), 2.005 (hybrid: 0.25%, within 0.5%).
     assert list(t["reached baseline loss"]) == ["yes", "no", "yes"]
     assert list(t["paper reached baseline loss"]) == ["", "no", "yes"]
+
+
+def test_seeds_pool_and_baseline_loss_means_the_seeds_spread():
+    # One seed a side: within 0.5% of the baseline's loss.
+    assert paper._reached([2.009], [2.0]) == "yes" and paper._reached([2.011], [2.0]) == "no"
+    # Seeds: the policy's mean at most the baseline seeds' largest loss.
+    assert paper._reached([3.0, 3.4, 3.2], [3.1, 3.3, 3.25]) == "yes"  # mean 3.2 <= 3.3
+    assert paper._reached([3.3, 3.5, 3.4], [3.1, 3.3, 3.25]) == "no"   # mean 3.4 > 3.3
+    assert paper._reached([], [2.0]) == ""
+    # The seed is not part of a family: a suite's seeds land in one table.
+    a = paper._family_key({"model": "gpt2", "compression": "none", "seed": 1})
+    b = paper._family_key({"model": "gpt2", "compression": "hybrid3d", "seed": 2})
+    assert a == b
 
 
 def test_seed_summary_reads_like_the_paper(tables):
