@@ -97,31 +97,12 @@ std::vector<std::int64_t> Bert::stage_activation_shape(const Batch& b) const {
 }
 
 void Bert::set_dropout(const DropoutConfig& d) {
-  SB_CHECK(d.hidden >= 0 && d.hidden < 1 && d.attention >= 0 && d.attention < 1,
-           "model '{}': dropout = {} and attention_dropout = {} must be in [0, 1)", cfg_.preset,
-           d.hidden, d.attention);
-  SB_CHECK(d.attention <= 0 || attn_->drops_probabilities(), "model '{}': attention_dropout = {} "
-           "drops attention probabilities, which the '{}' attention never forms; set attention = "
-           "naive or chunked, or attention_dropout = 0", cfg_.preset, d.attention, attn_->name());
-  dropout_ = d;
-}
-
-DropoutRows Bert::rows_of(const Batch& b) {
-  const std::int64_t H = cfg_.n_head / tp_.size;
-  attn_drop_ = attention_dropout(dropout_.attention, dropout_.seed, b, cfg_.n_head, tp_.rank * H, H);
-  if (!tp_.rows_split()) return dropout_rows(dropout_.hidden, dropout_.seed, b);
-  const std::int64_t R = b.input_ids.numel() / tp_.size;
-  return dropout_rows(dropout_.hidden, dropout_.seed, b, tp_.rank * R, R);
+  dropout_.configure(d, cfg_.preset, attn_->drops_probabilities(), attn_->name());
 }
 
 torch::Tensor Bert::stage_forward(ParamProvider& p0, int chunk, const Batch& b, const torch::Tensor& input) {
   SB_CHECK(pp_.cut.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
-  drop_ = rows_of(b);
-  struct Off {
-    DropoutRows& d;
-    AttentionDropout& a;
-    ~Off() { d = {}, a = {}; }
-  } off{drop_, attn_drop_};
+  const auto masks = dropout_.begin(b, cfg_.n_head, tp_.rank, tp_.size, tp_.rows_split());
   StageProvider p(p0, pp_.local);
   const int s = pp_.cut.stage(chunk);
   auto x = encode(p, b, pp_.cut.first_layer[s], pp_.cut.first_layer[s + 1],
@@ -213,7 +194,7 @@ torch::Tensor Bert::embed(ParamProvider& p, const Batch& b) {
     x = b.token_type_ids.defined() ? x + at::embedding(e[kType], b.token_type_ids) : x + e[kType][0];
     x = at::layer_norm(x.view({B * T, d}), {d}, e[kEmbLnW], e[kEmbLnB], cfg_.ln_eps);  // (B*T, d)
   }
-  x = drop_.apply(x, embed_site());
+  x = dropout_.rows.apply(x, embed_site());
   p.release(0, x);
   return x;
 }
@@ -249,15 +230,15 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b, std::int64_t first,
       v = heads(p.linear(u, kVW, xt, w[kVW], w[kVB]));
     }
     AttentionMask layer_mask = mask;  // this layer's probabilities' dropout (site), if any
-    if (attn_drop_.on()) layer_mask.dropout = attn_drop_, layer_mask.dropout.site = probs_site(l);
+    if (dropout_.attn.on()) layer_mask.dropout = dropout_.attn, layer_mask.dropout.site = probs_site(l);
     auto a = attn_->forward(q, k, v, layer_mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
     const auto norm = [&](const torch::Tensor& t, int i) {
       return at::layer_norm(t, {d}, tp_.replicated(w[i]), tp_.replicated(w[i + 1]), cfg_.ln_eps);
     };
-    x = norm(x + drop_.apply(row_linear(p, u, kAoW, a, w[kAoW], w[kAoB]), attn_site(l)), kAoLnW);
+    x = norm(x + dropout_.rows.apply(row_linear(p, u, kAoW, a, w[kAoW], w[kAoB]), attn_site(l)), kAoLnW);
     auto h = tp_.rows_split() ? at::gelu(tp_.gathered_linear(x, w[kIW], w[kIB]), "none")
                               : p.linear_gelu(u, kIW, in_tp(x), w[kIW], w[kIB], "none");  // (B*T, 4d / tp), erf GELU
-    x = norm(x + drop_.apply(row_linear(p, u, kOW, h, w[kOW], w[kOB]), mlp_site(l)), kOLnW);
+    x = norm(x + dropout_.rows.apply(row_linear(p, u, kOW, h, w[kOW], w[kOB]), mlp_site(l)), kOLnW);
     p.release(u, x);
   }
   return x;
@@ -288,12 +269,7 @@ torch::Tensor Bert::loss_with(ParamProvider& p, const Batch& b, const LossCombin
   SB_CHECK(!tp_.on() || !c.combine, "model '{}': distillation is not implemented for a "
            "tensor-parallel model (mesh.tp = {})", cfg_.preset, tp_.size);
   pp_.check_uncut(cfg_.preset, "the loss of a whole forward");
-  drop_ = rows_of(b);
-  struct Off {
-    DropoutRows& d;
-    AttentionDropout& a;
-    ~Off() { d = {}, a = {}; }
-  } off{drop_, attn_drop_};
+  const auto masks = dropout_.begin(b, cfg_.n_head, tp_.rank, tp_.size, tp_.rows_split());
   return loss_from(p, encode(p, b), b, c);
 }
 

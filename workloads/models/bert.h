@@ -68,10 +68,7 @@ class Bert final : public Model {
   TensorParallel tp_;
   Pipelined pp_;
   std::unique_ptr<Attention> attn_;
-  DropoutConfig dropout_;
-  DropoutRows drop_;            // the current training forward's (loss_with, stage_forward); else off
-  AttentionDropout attn_drop_;  // the current training forward's; site set per layer
-  DropoutRows rows_of(const Batch& b);  // this rank's row block under sequence parallelism; sets attn_drop_
+  ModelDropout dropout_;  // dropout.h: the configuration and the current forward's masks
 };
 
 }  // namespace sb::models

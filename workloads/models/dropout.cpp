@@ -108,4 +108,25 @@ DropoutRows dropout_rows(double p, std::uint64_t seed, const Batch& b, std::int6
   return d;
 }
 
+void ModelDropout::configure(const DropoutConfig& d, const std::string& preset,
+                             bool attention_drops, const std::string& attention) {
+  SB_CHECK(d.hidden >= 0 && d.hidden < 1 && d.attention >= 0 && d.attention < 1,
+           "model '{}': dropout = {} and attention_dropout = {} must be in [0, 1)", preset,
+           d.hidden, d.attention);
+  SB_CHECK(d.attention <= 0 || attention_drops, "model '{}': attention_dropout = {} drops "
+           "attention probabilities, which the '{}' attention never forms; set attention = naive "
+           "or chunked, or attention_dropout = 0", preset, d.attention, attention);
+  cfg = d;
+}
+
+ModelDropout::Scope ModelDropout::begin(const Batch& b, std::int64_t n_head, int tp_rank,
+                                        int tp_size, bool rows_split) {
+  const std::int64_t H = n_head / tp_size;
+  attn = attention_dropout(cfg.attention, cfg.seed, b, n_head, tp_rank * H, H);
+  const std::int64_t R = b.input_ids.numel() / tp_size;
+  rows = rows_split ? dropout_rows(cfg.hidden, cfg.seed, b, tp_rank * R, R)
+                    : dropout_rows(cfg.hidden, cfg.seed, b);
+  return Scope(*this);
+}
+
 }  // namespace sb::models

@@ -9,6 +9,7 @@
 // Cost: about 20 integer tensor ops per element of each site's (rows, d) activation.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include <torch/types.h>
 
@@ -66,5 +67,26 @@ struct AttentionDropout {
 // `head0` (a tp rank's); off when p = 0 or b.dropout_step < 0. site: set per layer.
 AttentionDropout attention_dropout(double p, std::uint64_t seed, const Batch& b,
                                    std::int64_t n_head, std::int64_t head0, std::int64_t heads);
+
+// A model's dropout (GPT-2's and BERT's): its configuration, and the masks of the training
+// forward under way (loss_with, stage_forward), off otherwise (evaluation, decoding).
+struct ModelDropout {
+  DropoutConfig cfg;
+  DropoutRows rows;       // the residual stream's
+  AttentionDropout attn;  // the attention probabilities' (its site set per layer)
+  // Checks d against what the model's attention variant can do and keeps it.
+  void configure(const DropoutConfig& d, const std::string& preset, bool attention_drops,
+                 const std::string& attention);
+  // The masks of a forward of b, until the scope ends: n_head heads split over tp_size ranks
+  // (this one tp_rank), the rows too under sequence parallelism (rows_split).
+  struct Scope {
+    ModelDropout& m;
+    explicit Scope(ModelDropout& md) : m(md) {}
+    Scope(const Scope&) = delete;
+    ~Scope() { m.rows = {}, m.attn = {}; }
+  };
+  [[nodiscard]] Scope begin(const Batch& b, std::int64_t n_head, int tp_rank, int tp_size,
+                            bool rows_split);
+};
 
 }  // namespace sb::models

@@ -97,31 +97,12 @@ std::vector<std::int64_t> Gpt2::stage_activation_shape(const Batch& b) const {
 }
 
 void Gpt2::set_dropout(const DropoutConfig& d) {
-  SB_CHECK(d.hidden >= 0 && d.hidden < 1 && d.attention >= 0 && d.attention < 1,
-           "model '{}': dropout = {} and attention_dropout = {} must be in [0, 1)", cfg_.preset,
-           d.hidden, d.attention);
-  SB_CHECK(d.attention <= 0 || attn_->drops_probabilities(), "model '{}': attention_dropout = {} "
-           "drops attention probabilities, which the '{}' attention never forms; set attention = "
-           "naive or chunked, or attention_dropout = 0", cfg_.preset, d.attention, attn_->name());
-  dropout_ = d;
-}
-
-DropoutRows Gpt2::rows_of(const Batch& b) {
-  const std::int64_t H = cfg_.n_head / tp_.size;
-  attn_drop_ = attention_dropout(dropout_.attention, dropout_.seed, b, cfg_.n_head, tp_.rank * H, H);
-  if (!tp_.rows_split()) return dropout_rows(dropout_.hidden, dropout_.seed, b);
-  const std::int64_t R = b.input_ids.numel() / tp_.size;
-  return dropout_rows(dropout_.hidden, dropout_.seed, b, tp_.rank * R, R);
+  dropout_.configure(d, cfg_.preset, attn_->drops_probabilities(), attn_->name());
 }
 
 torch::Tensor Gpt2::stage_forward(ParamProvider& p0, int chunk, const Batch& b, const torch::Tensor& input) {
   SB_CHECK(pp_.cut.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
-  drop_ = rows_of(b);
-  struct Off {
-    DropoutRows& d;
-    AttentionDropout& a;
-    ~Off() { d = {}, a = {}; }
-  } off{drop_, attn_drop_};
+  const auto masks = dropout_.begin(b, cfg_.n_head, tp_.rank, tp_.size, tp_.rows_split());
   StageProvider p(p0, pp_.local);
   const int s = pp_.cut.stage(chunk);
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
@@ -190,7 +171,7 @@ torch::Tensor Gpt2::embed(ParamProvider& p, const torch::Tensor& ids, const torc
       x = x + at::embedding(tp_.replicated(e[1]), rows);
     }
   }
-  x = drop_.apply(x.view({-1, cfg_.d_model}), embed_site());
+  x = dropout_.rows.apply(x.view({-1, cfg_.d_model}), embed_site());
   p.release(0, x);
   return x;  // (B*T, d)
 }
@@ -218,13 +199,13 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
     auto v = qkv.select(2, 2).transpose(1, 2);
     if (kv) std::tie(k, v) = kv(l, k, v);
     AttentionMask layer_mask = mask;  // this layer's probabilities' dropout (site), if any
-    if (attn_drop_.on()) layer_mask.dropout = attn_drop_, layer_mask.dropout.site = probs_site(l);
+    if (dropout_.attn.on()) layer_mask.dropout = dropout_.attn, layer_mask.dropout.site = probs_site(l);
     auto a = attn_->forward(q, k, v, layer_mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
-    x = x + drop_.apply(row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]), attn_site(l));
+    x = x + dropout_.rows.apply(row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]), attn_site(l));
     h = norm(x, w[kLn2W], w[kLn2B]);
     h = tp_.rows_split() ? at::gelu(column(u, kFcW, h, w), "tanh")
                          : p.linear_gelu(u, kFcW, in_tp(h), w[kFcW], w[kFcB], "tanh");  // (B*T, 4d / tp)
-    x = x + drop_.apply(row_linear(p, u, kMlpW, h, w[kMlpW], w[kMlpB]), mlp_site(l));
+    x = x + dropout_.rows.apply(row_linear(p, u, kMlpW, h, w[kMlpW], w[kMlpB]), mlp_site(l));
     p.release(u, x);
   }
   return x;
@@ -351,12 +332,7 @@ torch::Tensor Gpt2::lm_loss(ParamProvider& p, const torch::Tensor& trunk_out, co
 torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) {
   SB_CHECK(b.targets.defined(), "GPT-2 loss needs targets (B, T)");
   pp_.check_uncut(cfg_.preset, "the loss of a whole forward");
-  drop_ = rows_of(b);
-  struct Off {
-    DropoutRows& d;
-    AttentionDropout& a;
-    ~Off() { d = {}, a = {}; }
-  } off{drop_, attn_drop_};
+  const auto masks = dropout_.begin(b, cfg_.n_head, tp_.rank, tp_.size, tp_.rows_split());
   const auto t = b.targets.reshape({-1});
   if (!c.combine) return lm_loss(p, trunk(p, b.input_ids, nullptr), t);
   LossParts parts;

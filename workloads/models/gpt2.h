@@ -93,11 +93,7 @@ class Gpt2 final : public Model, public KvDecoder {
   TensorParallel tp_;
   Pipelined pp_;
   std::unique_ptr<Attention> attn_;
-  DropoutConfig dropout_;
-  DropoutRows drop_;            // the current training forward's (loss_with, stage_forward); else off
-  AttentionDropout attn_drop_;  // the current training forward's; site set per layer
-  // Sets drop_ for a forward of b (this rank's row block under sequence parallelism).
-  DropoutRows rows_of(const Batch& b);  // also sets attn_drop_
+  ModelDropout dropout_;  // dropout.h: the configuration and the current forward's masks
 };
 
 // Decoding: greedy when temperature == 0, else sampling from softmax(logits / temperature)
