@@ -168,7 +168,8 @@ TEST(TrainResume, WithoutACheckpointYetStartsAtStepZero) {
 // checkpoint's resharding): (dp N/2, tp 2) -> (dp N) and -> (pp 2, dp N/2), fp32, no
 // compression; the losses are the uninterrupted run's within fp32 reduction order. Exported
 // offline, the tp set, a pp set and a dp set of the same step hold the same model, and the tp
-// and pp runs' own exports (export_safetensors) are their sets' offline exports.
+// and pp runs' own exports (export_safetensors) are their sets' offline exports; the pp set
+// resumes under zero1 (each rank reading only its stage's files) as the straight run goes on.
 TEST(TrainResume, ASetFromOneMeshResumesOnAnother) {
   if (world_size() % 2 != 0) GTEST_SKIP() << "mesh.tp = 2 needs an even world";
   const std::string dir = shared_tmpdir() + "_mesh", straight_dir = dir + "_straight";
@@ -239,6 +240,15 @@ TEST(TrainResume, ASetFromOneMeshResumesOnAnother) {
       EXPECT_EQ(max_param_diff(in_run, offline), 0.0) << sets[i] << ": the run's own export";
     }
   }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // The pp set resumed on (pp 2) under another strategy: each rank reads only the files that
+  // hold its stage (and rank 0's), and trains on as the straight run.
+  sb::Point again = pp(point(3, sets[1], true));
+  again.set("strategy", std::string("zero1"));
+  const auto on_zero1 = run(again);
+  EXPECT_EQ(on_zero1.size(), 2u);
+  for (std::size_t i = 0; i < 2 && i < on_zero1.size(); ++i)
+    EXPECT_NEAR(on_zero1[i], straight[1 + i], 1e-5 * std::abs(straight[1 + i])) << "pp zero1 step " << 1 + i;
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) {
     for (const auto& d : {dir, dir + "_b", straight_dir}) fs::remove_all(d);

@@ -26,12 +26,17 @@ void put_dims(std::string& out, const std::vector<std::int64_t>& d) {
   for (auto x : d) put(out, x);
 }
 
+// Thrown by a Reader over a file's prefix (read_rank_header) that runs past the prefix.
+struct PrefixTooShort {};
+
 struct Reader {
   const std::string& buf;
   std::size_t pos = 0;
   std::string path;
+  bool prefix = false;  // buf is the file's first bytes only
   template <typename T>
   T get() {
+    if (prefix && pos + sizeof(T) > buf.size()) throw PrefixTooShort{};
     SB_CHECK(pos + sizeof(T) <= buf.size(), "checkpoint {} is truncated at byte {}", path, pos);
     T v;
     std::memcpy(&v, buf.data() + pos, sizeof v);
@@ -40,6 +45,7 @@ struct Reader {
   }
   std::string get_str() {
     const auto n = get<std::uint32_t>();
+    if (prefix && n < 4096 && pos + n > buf.size()) throw PrefixTooShort{};
     SB_CHECK(n < 4096 && pos + n <= buf.size(), "checkpoint {} is corrupt at byte {}", path, pos);
     std::string s = buf.substr(pos, n);
     pos += n;
@@ -149,18 +155,17 @@ std::size_t RankFile::state_pos() const {
   return pos;
 }
 
-RankFile read_rank_file(const std::string& path, const std::string& missing_hint) {
-  RankFile rf;
-  rf.path = path;
-  std::ifstream f(path, std::ios::binary);
-  SB_CHECK(f.good(), "no checkpoint file {} ({})", path, missing_hint);
-  rf.buf.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const std::string& buf = rf.buf;
-  Reader rd{buf, 0, path};
+namespace {
+
+// The header of buf (a whole file, or its first bytes with rd.prefix); rd.pos ends at the
+// payload's first byte. Returns the checksum of the header bytes (the payload's continues it).
+std::uint64_t parse_header(Reader& rd, Header& h) {
+  const std::string& buf = rd.buf;
+  const std::string& path = rd.path;
+  if (rd.prefix && buf.size() < sizeof kMagic) throw PrefixTooShort{};
   SB_CHECK(buf.size() >= sizeof kMagic && std::memcmp(buf.data(), kMagic, sizeof kMagic) == 0,
            "{} is not a shardbench FSDP checkpoint (bad magic number)", path);
   rd.pos = sizeof kMagic;
-  Header& h = rf.h;
   h.version = rd.get<std::uint32_t>();
   SB_CHECK(h.version == kVersion, "{} has format version {}, this build reads version {} (a "
            "version-2 set has no shard layout: resume it with the build that wrote it, or "
@@ -180,6 +185,21 @@ RankFile read_rank_file(const std::string& path, const std::string& missing_hint
   h.payload_bytes = rd.get<std::uint64_t>();
   const std::uint64_t head_sum = fnv1a(buf.data(), rd.pos);
   h.checksum = rd.get<std::uint64_t>();
+  return head_sum;
+}
+
+}  // namespace
+
+RankFile read_rank_file(const std::string& path, const std::string& missing_hint) {
+  RankFile rf;
+  rf.path = path;
+  std::ifstream f(path, std::ios::binary);
+  SB_CHECK(f.good(), "no checkpoint file {} ({})", path, missing_hint);
+  rf.buf.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string& buf = rf.buf;
+  Reader rd{buf, 0, path};
+  Header& h = rf.h;
+  const std::uint64_t head_sum = parse_header(rd, h);
   SB_CHECK(rd.pos + h.payload_bytes == buf.size(), "checkpoint {} is truncated: {} payload bytes "
            "expected, {} present", path, h.payload_bytes, buf.size() - rd.pos);
   const std::uint64_t sum = fnv1a(buf.data() + rd.pos, h.payload_bytes, head_sum);
@@ -187,6 +207,28 @@ RankFile read_rank_file(const std::string& path, const std::string& missing_hint
            path, sum, h.checksum);
   rf.payload_pos = rd.pos;
   return rf;
+}
+
+Header read_rank_header(const std::string& path, const std::string& missing_hint) {
+  std::ifstream f(path, std::ios::binary);
+  SB_CHECK(f.good(), "no checkpoint file {} ({})", path, missing_hint);
+  // Prefixes of 64 KiB, 256 KiB, ... until the header fits (a header is about 100 bytes a
+  // parameter tensor), or the whole file.
+  for (std::size_t n = 64 << 10;; n *= 4) {
+    std::string buf(n, '\0');
+    f.clear();
+    f.seekg(0);
+    f.read(buf.data(), static_cast<std::streamsize>(n));
+    buf.resize(static_cast<std::size_t>(f.gcount()));
+    const bool whole = buf.size() < n;
+    Reader rd{buf, 0, path, /*prefix=*/!whole};
+    Header h;
+    try {
+      parse_header(rd, h);
+      return h;
+    } catch (const PrefixTooShort&) {
+    }
+  }
 }
 
 comm::StateDict decode_state(const RankFile& rf) {

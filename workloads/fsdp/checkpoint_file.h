@@ -93,6 +93,10 @@ struct RankFile {
   std::size_t state_pos() const;
 };
 RankFile read_rank_file(const std::string& path, const std::string& missing_hint);
+// Only the header (layouts included) of a rank file, from the file's first bytes: what a
+// loader reads to skip files that hold none of its units. Nothing beyond the header is
+// checked (no checksum): a file that is then used is read with read_rank_file.
+Header read_rank_header(const std::string& path, const std::string& missing_hint);
 // The state entries (after the units' tensors).
 comm::StateDict decode_state(const RankFile& rf);
 // A rank file must be the file the set's commit marker lists for its rank.

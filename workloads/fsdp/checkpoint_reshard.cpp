@@ -2,6 +2,7 @@
 // (checkpoint_reshard.h).
 #include "workloads/fsdp/checkpoint_reshard.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -67,16 +68,40 @@ void collect(const RankFile& rf, const std::set<int>& wanted, int kinds, Blocks&
   }
 }
 
+// Which rank files hold something of the wanted units (all when none are named), from their
+// headers: a file is skipped when every wanted unit it holds is a pipeline copy (the last
+// stage's copy of a tied embedding) whose original some file holds, or it holds none of them.
+std::vector<bool> files_needed(const std::string& set, const Marker& m, const std::set<int>& wanted,
+                               const std::string& hint) {
+  std::vector<bool> needed(static_cast<std::size_t>(m.world), true);
+  if (wanted.empty()) return needed;
+  std::vector<Header> heads;
+  std::set<int> originals;
+  for (int r = 0; r < m.world; ++r) {
+    heads.push_back(read_rank_header(rank_file(set, r), hint));
+    for (const auto& L : heads.back().layouts)
+      if (!L.pp_copy) originals.insert(L.whole);
+  }
+  for (int r = 0; r < m.world; ++r)
+    needed[r] = std::any_of(heads[r].layouts.begin(), heads[r].layouts.end(), [&](const UnitLayout& L) {
+      return wanted.count(L.whole) > 0 && (!L.pp_copy || !originals.count(L.whole));
+    });
+  return needed;
+}
+
 }  // namespace
 
 Logical assemble(const std::string& set, const Marker& m, const std::set<int>& wanted,
                  bool moments, comm::StateDict* state0) {
   const int kinds = moments ? 3 : 1;
   Blocks blocks;
+  const auto hint = fmt::format("the set was written by {} ranks; every rank file is needed to "
+                                "read it on another mesh or offline", m.world);
+  const std::vector<bool> needed = files_needed(set, m, wanted, hint);
   for (int r = 0; r < m.world; ++r) {
-    const RankFile rf = read_rank_file(
-        rank_file(set, r), fmt::format("the set was written by {} ranks; every rank file is "
-                                       "needed to read it on another mesh or offline", m.world));
+    if (!needed[r] && !(r == 0 && state0)) continue;
+    const std::string path = rank_file(set, r);
+    const RankFile rf = read_rank_file(path, hint);
     check_in_set(rf, m, r, set);
     collect(rf, wanted, kinds, blocks);
     if (r == 0 && state0) *state0 = decode_state(rf);
