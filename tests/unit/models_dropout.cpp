@@ -119,6 +119,25 @@ TEST(Dropout, ChunkedAttentionDropsTheNaiveElements) {
   }
 }
 
+// BERT's classifier input (the pooled [CLS] output) is dropped too, keyed by the sequence:
+// a classification batch's loss is the mean of its halves'.
+TEST(Dropout, BertClassifierInputIsTheSequencesOwn) {
+  auto model = models::make_model("bert-tiny");
+  model->set_dropout({0.3, 0, 11});
+  models::PersistentParams params(models::init_params(model->units(), 1), false);
+  torch::manual_seed(5);
+  models::Batch b;
+  b.input_ids = torch::randint(model->config().vocab, {4, 8}, torch::kLong);
+  b.labels = torch::randint(model->config().num_labels, {4}, torch::kLong);
+  b.dropout_step = 1;
+  const double whole = model->loss(params, b).item<double>();
+  const double halves = 0.5 * (model->loss(params, data::slice_rows(b, 0, 2)).item<double>() +
+                               model->loss(params, data::slice_rows(b, 2, 4)).item<double>());
+  EXPECT_NEAR(halves, whole, 1e-5 * std::abs(whole));
+  auto plain = models::make_model("bert-tiny");
+  EXPECT_GT(std::abs(plain->loss(params, b).item<double>() - whole), 1e-4);
+}
+
 TEST(Dropout, RefusedWhereAModelHasNone) {
   auto model = models::make_model("gpt2-tiny");
   EXPECT_THROW(model->set_dropout({1.0, 0, 1}), std::exception);

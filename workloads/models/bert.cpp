@@ -254,11 +254,13 @@ torch::Tensor mlm_logits(ParamProvider& p, int head, const std::vector<torch::Te
 }
 // Pooled [CLS] -> classification logits: x (B*T, d) -> (B, num_labels), or (N, num_labels)
 // for the N packed sequences starting at rows cls_index of x.
+// drop: dropout on the pooled output before the classifier (Hugging Face's classifier
+// dropout), its rows keyed by each sequence's [CLS] token; off when not given.
 torch::Tensor cls_logits(ParamProvider& p, int head, const std::vector<torch::Tensor>& w,
                          const torch::Tensor& x, std::int64_t B, std::int64_t T,
-                         const torch::Tensor& cls_index) {
+                         const torch::Tensor& cls_index, const DropoutRows& drop = {}) {
   auto first = cls_index.defined() ? x.index_select(0, cls_index) : x.view({B, T, x.size(-1)}).select(1, 0);
-  auto pooled = torch::tanh(p.linear(head, kPoolW, first, w[kPoolW], w[kPoolB]));
+  auto pooled = drop.apply(torch::tanh(p.linear(head, kPoolW, first, w[kPoolW], w[kPoolB])), pooled_site());
   return p.linear(head, kClsW, pooled, w[kClsW], w[kClsB]);
 }
 }  // namespace
@@ -303,7 +305,12 @@ torch::Tensor Bert::loss_from(ParamProvider& p, torch::Tensor x, const Batch& b,
     }
   }
   if (b.labels.defined()) {
-    auto logits = cls_logits(p, head, w, x, B, T, b.cls_index);  // (B, num_labels)
+    DropoutRows pooled;  // the [CLS] rows' masks (training, one sequence a row)
+    if (dropout_.rows.on() && !b.cls_index.defined()) {
+      pooled = dropout_.rows;
+      pooled.token = (torch::arange(B, b.input_ids.options().dtype(torch::kLong)) + b.row0) * T;
+    }
+    auto logits = cls_logits(p, head, w, x, B, T, b.cls_index, pooled);  // (B, num_labels)
     auto ce = cross_entropy(logits, b.labels);
     loss = loss.defined() ? loss + ce : ce;
     if (!parts.logits.defined()) parts.logits = logits;  // labels only: the rows are the terms

@@ -4,7 +4,8 @@
 // sequence-classification head on the pooled output. Dropout (set_dropout, default off) after
 // the embeddings' LayerNorm and on each block's attention and FFN outputs before their
 // residual LayerNorms, masks independent of the mesh (dropout.h); not on the attention
-// probabilities or the classifier's input yet.
+// probabilities (attention_dropout, naive and chunked variants) and on the pooled output
+// before the classifier.
 // Units: 0 "embed", 1..L "block.i", L+1 "head" (pooler, MLM transform + bias, classifier;
 // re-acquires unit 0 for the tied MLM decoder).
 #pragma once

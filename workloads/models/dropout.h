@@ -38,11 +38,12 @@ torch::Tensor dropout_keep(std::uint64_t key, std::int64_t site, const torch::Te
 std::uint64_t dropout_key(std::uint64_t seed, std::int64_t step);
 
 // Sites: the embeddings 0; block l's attention output 1 + 2l, its MLP output 2 + 2l; its
-// attention probabilities 2^40 + l.
+// attention probabilities 2^40 + l; BERT's pooled output 2^41 (keyed by [CLS] tokens).
 inline std::int64_t embed_site() { return 0; }
 inline std::int64_t attn_site(std::int64_t layer) { return 1 + 2 * layer; }
 inline std::int64_t mlp_site(std::int64_t layer) { return 2 + 2 * layer; }
 inline std::int64_t probs_site(std::int64_t layer) { return (std::int64_t{1} << 40) + layer; }
+inline std::int64_t pooled_site() { return std::int64_t{1} << 41; }  // BERT's pooled output
 
 // What a model drops (Model::set_dropout): the residual stream's probability, the attention
 // probabilities' (attention_dropout; only variants whose probabilities exist can), the seed.
