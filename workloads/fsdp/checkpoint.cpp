@@ -53,7 +53,7 @@ Header run_header(comm::Communicator& c, comm::Group shard_group, const EngineCo
     const models::UnitSpec& spec = specs[u];
     h.units.push_back({U.flat.numel, U.range.padded, U.range.size, U.opt_off, U.opt_n});
     ckpt::UnitLayout L;
-    L.whole = spec.whole_index >= 0 ? spec.whole_index : static_cast<int>(u);
+    L.whole = spec.whole(static_cast<int>(u));
     L.pp_copy = spec.pp_copy;
     L.master_begin = params_sharded ? U.range.offset : 0;
     L.master_n = U.master.numel();
@@ -228,6 +228,7 @@ Engine::Loaded Engine::load(const std::string& dir) {
                                 layout_.params_sharded, 0);
   ckpt::Marker m;
   RankFile rf;
+  comm::StateDict state;  // compression and engine state, after the units' tensors
   bool same = false;
   const std::string err = attempt([&] {
     m = ckpt::read_marker(set);
@@ -235,43 +236,36 @@ Engine::Loaded Engine::load(const std::string& dir) {
     SB_CHECK(diffs.empty(), "checkpoint {} does not match this run: it has {}; resume with the "
              "configuration it was written with", set, fmt::join(diffs, ", "));
     same = same_layout(set, m, run, rf);
+    if (same) state = ckpt::decode_state(rf);
   });
+  // One exchange: every rank's verdict (its own file as it is, or resharding) and the save it
+  // read, which must be the same on every rank (the marker makes this so on a shared file
+  // system; ranks with diverging views of the directory would not be).
   const auto how = exchange(comm_, fmt::format("resuming from {}", set), err,
-                            fmt::format("{} {}", m.step, same ? "same" : "other"));
+                            fmt::format("{} (step {}, {} ranks, {}, group {}, {}, {})",
+                                        same ? "same" : "other", m.step, m.world, m.strategy,
+                                        m.group, m.dtype, m.compression));
   for (const auto& s : how)
-    SB_CHECK(s.substr(0, s.find(' ')) == how[0].substr(0, how[0].find(' ')), "the ranks read "
-             "different saves of {} ({}); every rank must see the same checkpoint_dir (a shared "
-             "file system)", set, fmt::join(how, ", "));
+    if (s.substr(s.find(" (")) != how[0].substr(how[0].find(" (")))
+      SB_FAIL("the ranks read different saves of {}: {}; every rank must see the same "
+              "checkpoint_dir (a shared file system). Delete {} and rerun from the start", set,
+              fmt::join(how, "; "), set);
   const bool reshard =
-      std::any_of(how.begin(), how.end(), [](const std::string& s) { return s.ends_with("other"); });
+      std::any_of(how.begin(), how.end(), [](const std::string& s) { return s.starts_with("other"); });
   Loaded loaded;
   if (reshard) {
     loaded = load_resharded(set, m);
   } else {
-    load_same_layout(set, rf);
+    load_same_layout(rf, state);
   }
   step_ = m.step;
   refresh_replicas();
   return loaded;
 }
 
-// The set was written by this mesh: this rank's file is its state, copied as it is.
-void Engine::load_same_layout(const std::string& set, const ckpt::RankFile& rf) {
-  comm::StateDict state;  // compression and engine state, after the units' tensors
-  const std::string err = attempt([&] { state = ckpt::decode_state(rf); });
-  const Header& h = rf.h;
-  const auto seen = exchange(comm_, fmt::format("resuming from {}", set), err,
-                             fmt::format("{} (step {}, {} ranks, {}, group {}, {}, {})", rf.path,
-                                         h.step, h.world, h.strategy, h.group, h.dtype,
-                                         h.compression));
-  // Every rank read a file of the same save (the marker makes this so on a shared file
-  // system; ranks with diverging views of the directory would not be).
-  for (const auto& s : seen)
-    if (s.substr(s.find(" (")) != seen[0].substr(seen[0].find(" (")))
-      SB_FAIL("the ranks read files of different saves: {}; every rank must see the same "
-              "checkpoint_dir (a shared file system). Delete {} and rerun from the start",
-              fmt::join(seen, "; "), set);
-
+// The set was written by this mesh: this rank's file (rf, its state decoded) is copied as it
+// is. Not collective: every rank agreed before.
+void Engine::load_same_layout(const ckpt::RankFile& rf, comm::StateDict& state) {
   std::size_t pos = rf.payload_pos;
   for (auto& U : units_)
     for (torch::Tensor* t : {&U->master, &U->exp_avg, &U->exp_avg_sq}) {
@@ -295,11 +289,11 @@ Engine::Loaded Engine::load_resharded(const std::string& set, const ckpt::Marker
   const std::string err = attempt([&] {
     std::set<int> wanted;
     for (std::size_t u = 0; u < specs.size(); ++u)
-      wanted.insert(specs[u].whole_index >= 0 ? specs[u].whole_index : static_cast<int>(u));
+      wanted.insert(specs[u].whole(static_cast<int>(u)));
     const ckpt::Logical lg = ckpt::assemble(set, m, wanted, /*moments=*/true, &state);
     for (std::size_t u = 0; u < units_.size(); ++u) {
       Unit& U = *units_[u];
-      const int whole = specs[u].whole_index >= 0 ? specs[u].whole_index : static_cast<int>(u);
+      const int whole = specs[u].whole(static_cast<int>(u));
       const std::int64_t begin = layout_.params_sharded ? U.range.offset : 0;
       U.master.copy_(ckpt::unit_flat(lg, whole, specs[u], 0, U.range.padded, set)
                          .narrow(0, begin, U.master.numel()));
@@ -366,15 +360,8 @@ models::UnitTensors read_checkpoint_params(const std::string& dir, const models:
   models::UnitTensors out;
   for (std::size_t u = 0; u < specs.size(); ++u) {
     std::vector<torch::Tensor> ps;
-    for (const models::ParamSpec& p : specs[u].params) {
-      const auto it = lg.find({static_cast<int>(u), p.name});
-      SB_CHECK(it != lg.end() && it->second.shape == p.shape, "checkpoint {} has no parameter {} "
-               "of shape {} in unit {} ({}): it was written for another model than '{}'", set,
-               p.name, fmt::join(p.shape, "x"), u, specs[u].name, model.config().preset);
-      SB_CHECK(!torch::isnan(it->second.t[0]).any().item<bool>(), "checkpoint {}: no rank file "
-               "holds all of parameter {}: the set is incomplete", set, p.name);
-      ps.push_back(it->second.t[0]);
-    }
+    for (const models::ParamSpec& p : specs[u].params)
+      ps.push_back(param_of(lg, static_cast<int>(u), specs[u].name, p, 0, set));
     out.push_back(std::move(ps));
   }
   return out;

@@ -122,24 +122,29 @@ Logical assemble(const std::string& set, const Marker& m, const std::set<int>& w
   return out;
 }
 
+torch::Tensor param_of(const Logical& lg, int whole, const std::string& unit_name,
+                       const models::ParamSpec& p, int kind, const std::string& set) {
+  const auto it = lg.find({whole, p.name});
+  SB_CHECK(it != lg.end(), "checkpoint {} has no parameter {} of unit {} ({}): it was written "
+           "for another model", set, p.name, whole, unit_name);
+  const auto& full_shape = p.full_shape.empty() ? p.shape : p.full_shape;
+  SB_CHECK(it->second.shape == full_shape, "checkpoint {}: parameter {} is {} there, {} in "
+           "this model: it was written for another model", set, p.name,
+           fmt::join(it->second.shape, "x"), fmt::join(full_shape, "x"));
+  torch::Tensor mine = models::tp_slice(p, it->second.t[kind]);
+  SB_CHECK(!torch::isnan(mine).any().item<bool>(), "checkpoint {}: no rank file holds all of "
+           "parameter {} (unit {}): the set is incomplete; delete it to resume from an older "
+           "one, or rerun from the start", set, p.name, whole);
+  return mine;
+}
+
 torch::Tensor unit_flat(const Logical& lg, int whole, const models::UnitSpec& spec, int kind,
                         std::int64_t padded, const std::string& set) {
   std::vector<torch::Tensor> parts;
   std::int64_t n = 0;
   for (const models::ParamSpec& p : spec.params) {
-    const auto it = lg.find({whole, p.name});
-    SB_CHECK(it != lg.end(), "checkpoint {} has no parameter {} of unit {} ({}): it was written "
-             "for another model", set, p.name, whole, spec.name);
-    const auto& full_shape = p.full_shape.empty() ? p.shape : p.full_shape;
-    SB_CHECK(it->second.shape == full_shape, "checkpoint {}: parameter {} is {} there, {} in "
-             "this model: it was written for another model", set, p.name,
-             fmt::join(it->second.shape, "x"), fmt::join(full_shape, "x"));
-    torch::Tensor mine = models::tp_slice(p, it->second.t[kind]).reshape({-1});
-    SB_CHECK(!torch::isnan(mine).any().item<bool>(), "checkpoint {}: no rank file holds all of "
-             "parameter {} (unit {}): the set is incomplete; delete it to resume from an older "
-             "one, or rerun from the start", set, p.name, whole);
-    parts.push_back(mine);
-    n += mine.numel();
+    parts.push_back(param_of(lg, whole, spec.name, p, kind, set).reshape({-1}));
+    n += parts.back().numel();
   }
   SB_CHECK(n <= padded, "unit {}: {} parameters do not fit {} padded elements", spec.name, n, padded);
   parts.push_back(torch::zeros({padded - n}));

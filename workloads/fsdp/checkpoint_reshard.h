@@ -35,6 +35,12 @@ using Logical = std::map<std::pair<int, std::string>, LogicalParam>;
 Logical assemble(const std::string& set, const Marker& m, const std::set<int>& wanted,
                  bool moments, comm::StateDict* state0 = nullptr);
 
+// Parameter p of unit `unit_name` (whole-model unit `whole`) as this model holds it (its tp
+// block, spec shape), kind 0 master, 1 exp_avg, 2 exp_avg_sq. Throws when the set has no such
+// parameter or another shape (another model), or when no file held some of its elements.
+torch::Tensor param_of(const Logical& lg, int whole, const std::string& unit_name,
+                       const models::ParamSpec& p, int kind, const std::string& set);
+
 // Unit `spec`'s (whole-model unit `whole`) parameters as this model holds them (its tp
 // blocks), flattened back to back and zero-padded to `padded`: kind 0 master, 1 exp_avg,
 // 2 exp_avg_sq. Throws when the set has no such parameter or another shape (another model).

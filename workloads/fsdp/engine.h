@@ -215,7 +215,7 @@ class Engine final : public models::ParamProvider {
   bool loss_scaler_skips(double sumsq, StepStats& s);  // step.cpp
   void note_memory();
   void refresh_replicas();
-  void load_same_layout(const std::string& set, const ckpt::RankFile& rf);  // checkpoint.cpp
+  void load_same_layout(const ckpt::RankFile& rf, comm::StateDict& state);  // checkpoint.cpp
   Loaded load_resharded(const std::string& set, const ckpt::Marker& m);
   void restore_loss_scale(comm::StateDict& state, const std::string& path);
 

@@ -41,6 +41,13 @@ class Attention {
                                 const torch::Tensor& v, const AttentionMask& mask) const = 0;
 };
 
+// m with layer `layer`'s dropout of the probabilities (d keyed by that layer's site); m itself
+// when d is off.
+inline AttentionMask with_dropout(AttentionMask m, const AttentionDropout& d, std::int64_t layer) {
+  if (d.on()) m.dropout = d, m.dropout.site = probs_site(layer);
+  return m;
+}
+
 // chunk: queries per chunk (chunked, online) and keys per chunk (online); ignored by naive.
 std::unique_ptr<Attention> make_attention(const std::string& name, std::int64_t chunk);
 std::vector<std::pair<std::string, std::string>> attention_variants();  // name, doc; by order

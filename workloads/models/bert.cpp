@@ -229,9 +229,7 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b, std::int64_t first,
       k = heads(p.linear(u, kKW, xt, w[kKW], w[kKB]));
       v = heads(p.linear(u, kVW, xt, w[kVW], w[kVB]));
     }
-    AttentionMask layer_mask = mask;  // this layer's probabilities' dropout (site), if any
-    if (dropout_.attn.on()) layer_mask.dropout = dropout_.attn, layer_mask.dropout.site = probs_site(l);
-    auto a = attn_->forward(q, k, v, layer_mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
+    auto a = attn_->forward(q, k, v, with_dropout(mask, dropout_.attn, l)).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
     const auto norm = [&](const torch::Tensor& t, int i) {
       return at::layer_norm(t, {d}, tp_.replicated(w[i]), tp_.replicated(w[i + 1]), cfg_.ln_eps);
     };

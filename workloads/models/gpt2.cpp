@@ -198,9 +198,7 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
     auto k = qkv.select(2, 1).transpose(1, 2);
     auto v = qkv.select(2, 2).transpose(1, 2);
     if (kv) std::tie(k, v) = kv(l, k, v);
-    AttentionMask layer_mask = mask;  // this layer's probabilities' dropout (site), if any
-    if (dropout_.attn.on()) layer_mask.dropout = dropout_.attn, layer_mask.dropout.site = probs_site(l);
-    auto a = attn_->forward(q, k, v, layer_mask).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
+    auto a = attn_->forward(q, k, v, with_dropout(mask, dropout_.attn, l)).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
     x = x + dropout_.rows.apply(row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]), attn_site(l));
     h = norm(x, w[kLn2W], w[kLn2B]);
     h = tp_.rows_split() ? at::gelu(column(u, kFcW, h, w), "tanh")

@@ -43,6 +43,8 @@ struct UnitSpec {
   // their gradients, and the copy is counted once in the gradient norm.
   int whole_index = -1;
   bool pp_tied = false, pp_copy = false;
+  // The unit's index in the whole model, this one at `position` in its model's list.
+  int whole(int position) const { return whole_index >= 0 ? whole_index : position; }
   std::int64_t numel() const;
 };
 

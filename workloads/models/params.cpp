@@ -46,7 +46,7 @@ std::vector<torch::Tensor> init_unit(const std::vector<UnitSpec>& units, int uni
   std::vector<torch::Tensor> out;
   const auto& ps = units[unit].params;
   // A pipeline stage's unit takes the values of its place in the whole model (pipeline.h).
-  const int whole = units[unit].whole_index >= 0 ? units[unit].whole_index : unit;
+  const int whole = units[unit].whole(unit);
   for (int i = 0; i < static_cast<int>(ps.size()); ++i) out.push_back(init_param(ps[i], seed, whole, i));
   return out;
 }
