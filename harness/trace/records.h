@@ -69,6 +69,8 @@ struct RankMemory {  // per rank
   // The rank's coordinates in the point's process mesh (harness/core/mesh.h), one per
   // dimension; the mesh's sizes are the config's mesh.* keys. Appended, as above.
   std::int32_t mesh_pp = 0, mesh_dp_replicate = 0, mesh_dp_shard = 0, mesh_sp = 0, mesh_tp = 0;
+  // Measured beside the memory model's activation terms (appended, as above).
+  std::uint64_t peak_step_tensor_bytes = 0;
 };
 
 template <>
@@ -121,7 +123,12 @@ struct Table<RankMemory> {
       field("mesh_dp_shard", &R::mesh_dp_shard, "",
             "the rank's coordinate within its shard group in the process mesh"),
       field("mesh_sp", &R::mesh_sp, "", "the rank's sequence-parallel coordinate in the process mesh"),
-      field("mesh_tp", &R::mesh_tp, "", "the rank's tensor-parallel coordinate in the process mesh"));
+      field("mesh_tp", &R::mesh_tp, "", "the rank's tensor-parallel coordinate in the process mesh"),
+      field("peak_step_tensor_bytes", &R::peak_step_tensor_bytes, "bytes",
+            "most tensor bytes a training step held at once above those live when it began "
+            "(activations, the step's gradients, the loss's chunks, communication buffers): the "
+            "CPU caching allocator's blocks of 64 KiB and more; 0: not measured (a GPU run, "
+            "another allocator, or no training)"));
 };
 
 // This rank's identity (rank, host, its coordinates in the point's resolved mesh) and its

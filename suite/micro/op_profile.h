@@ -18,6 +18,7 @@ inline std::string op_class(const std::string& n) {
     return std::any_of(names.begin(), names.end(), [&](const char* x) { return n == x; });
   };
   if (n == "sb::adamw") return "AdamW (sb::adamw)";
+  if (n == "sb::grad_norm") return "gradient norm (sb::grad_norm)";
   if (any({"aten::bmm", "aten::baddbmm", "aten::softmax", "aten::_softmax", "aten::masked_fill",
            "aten::masked_fill_", "aten::_softmax_backward_data", "BmmBackward0",
            "BaddbmmBackward0", "SoftmaxBackward0", "MaskedFillBackward0",
@@ -49,22 +50,25 @@ struct Ev {
 };
 
 // Self time per class, in ns, over events of one thread sorted by start.
-// by_op: self time per op name (the "which op" behind a class).
+// by_op: self time per op name (the "which op" behind a class); callers > 0: keyed by that
+// many callers too, "grandparent > parent > op" (an add_ inside autograd's accumulation or the
+// engine's).
 inline void attribute(std::vector<Ev>& evs, std::map<std::string, double>& by_class,
-               std::map<std::string, double>& by_op, double& ops_ns) {
+               std::map<std::string, double>& by_op, double& ops_ns, int callers = 0) {
   std::sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
     return a.start != b.start ? a.start < b.start : a.end > b.end;  // parents first
   });
   struct Open {
     const Ev* e;
     std::string cls;  // its own class or its nearest classed ancestor's
+    std::string key;  // its by_op key
     double child_ns = 0;
   };
   std::vector<Open> stack;
   auto close = [&](const Open& o) {
     const double self = static_cast<double>(o.e->end - o.e->start) - o.child_ns;
     by_class[o.cls.empty() ? "other elementwise and views" : o.cls] += std::max(0.0, self);
-    by_op[o.e->name] += std::max(0.0, self);
+    by_op[o.key] += std::max(0.0, self);
   };
   for (const Ev& e : evs) {
     while (!stack.empty() && stack.back().e->end <= e.start) {
@@ -75,7 +79,11 @@ inline void attribute(std::vector<Ev>& evs, std::map<std::string, double>& by_cl
     else stack.back().child_ns += static_cast<double>(e.end - e.start);
     std::string cls = op_class(e.name);
     if (cls.empty() && !stack.empty()) cls = stack.back().cls;
-    stack.push_back({&e, cls});
+    std::string key = e.name;
+    for (int k = 1; k <= callers; ++k)
+      key = (static_cast<int>(stack.size()) >= k ? stack[stack.size() - k].e->name : std::string("(top)")) +
+            " > " + key;
+    stack.push_back({&e, cls, std::move(key)});
   }
   while (!stack.empty()) {
     close(stack.back());
@@ -87,7 +95,8 @@ inline void attribute(std::vector<Ev>& evs, std::map<std::string, double>& by_cl
 // Runs f under the profiler (CPU activities); self time per class and per op, ns, summed over
 // threads; ops_ns: time inside any op.
 inline void profile_ops(const std::function<void()>& f, std::map<std::string, double>& by_class,
-                        std::map<std::string, double>& by_op, double& ops_ns) {
+                        std::map<std::string, double>& by_op, double& ops_ns,
+                        int callers = 0) {
   using namespace torch::autograd::profiler;
   using torch::profiler::impl::ActivityType;
   using torch::profiler::impl::ProfilerConfig;
@@ -104,7 +113,7 @@ inline void profile_ops(const std::function<void()>& f, std::map<std::string, do
       per_thread[e.startThreadId()].push_back(
           {e.name(), e.startNs(), e.startNs() + e.durationNs(), e.startThreadId()});
   ops_ns = 0;
-  for (auto& [t, evs] : per_thread) attribute(evs, by_class, by_op, ops_ns);
+  for (auto& [t, evs] : per_thread) attribute(evs, by_class, by_op, ops_ns, callers);
 }
 
 }  // namespace sb::bench

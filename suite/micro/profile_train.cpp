@@ -3,13 +3,15 @@
 // time (its time minus its children's) summed by op class:
 //   linear matmuls (mm, addmm and their backward), attention (bmm, softmax, masking),
 //   layer norm, GELU, softmax/cross-entropy over the vocabulary, embedding, AdamW (our loop,
-//   scope sb::adamw), casts (to, copy), other elementwise ops, and time outside any op.
+//   scope sb::adamw), the gradient norm of 16-bit gradients (sb::grad_norm), casts (to, copy),
+//   other elementwise ops, and time outside any op.
 // An op without a class counts for its nearest classed ancestor (aten::t under aten::linear
 // is matmul work). Printed per step, beside the same steps' wall time without the profiler
 // (its overhead is the difference), with the CPU model and the ISA units that decide the
 // low-precision kernels.
 //   mpirun --bind-to none -np 1 build/micro/micro_profile_train [--dtype fp32|bf16|fp16] [--batch 4]
 //          [--seq 128] [--steps 3] [--model gpt2] [--ops N: the N ops of most self time]
+//          [--callers K: those ops keyed by K callers too, "caller > op"] [--attention naive]
 //          (SB_THREADS: threads, default 2)
 #include <ATen/Parallel.h>
 #include <mpi.h>
@@ -67,7 +69,7 @@ int profile(int argc, char** argv) {
   const std::int64_t T = std::atoll(arg(argc, argv, "--seq", "128").c_str());
   const int steps = std::atoi(arg(argc, argv, "--steps", "3").c_str());
 
-  auto model = sb::models::make_model(model_name, "naive");
+  auto model = sb::models::make_model(model_name, arg(argc, argv, "--attention", "naive"));
   sb::comm::Communicator comm(MPI_COMM_SELF, 1);
   sb::fsdp::EngineConfig cfg;
   cfg.strategy = "no_shard";
@@ -95,7 +97,7 @@ int profile(int argc, char** argv) {
     const auto t1 = std::chrono::steady_clock::now();
     for (int s = 0; s < steps; ++s) run(1 + steps + s);
     prof_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count() / steps;
-  }, by_class, by_op, ops_ns);
+  }, by_class, by_op, ops_ns, std::atoi(arg(argc, argv, "--callers", "0").c_str()));
 
   const auto m = sb::machine_now(sb::host_name());
   std::vector<std::string> bf16_units;

@@ -121,8 +121,10 @@ void check(const std::string& preset, const Case& c) {
   // Each rank's units: the reference's units of the whole model, split over tp as specs say.
   // Under tp, gpt2-tiny-8l's h.3.mlp.c_proj.weight ends 6.9e-5 from the reference with or
   // without the pipeline (measured at pp 1, tp 2): the row-parallel partial sums' order, which
-  // Adam amplifies on near-zero gradients; 2e-5 holds everywhere else.
-  const double tol = c.tp > 1 ? 1e-4 : 2e-5;
+  // Adam amplifies on near-zero gradients. Without tp the same parameter ends 2.2e-5 from it
+  // at pp 2 with 4 micro-batches since the LM-head loss's softmax became exp(x - max) / sum
+  // (3-5x closer to float64's than exp(x - logsumexp), docs/PERFORMANCE.md): 3e-5.
+  const double tol = c.tp > 1 ? 1e-4 : 3e-5;
   const auto got = engine.full_params();
   const auto& units = model->units();
   double d = 0;

@@ -156,7 +156,6 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     if (!cfg_.forward_only) {  // a teacher or a served model never steps: no moments, no grads
       U->exp_avg = torch::zeros({U->opt_n}, on);
       U->exp_avg_sq = torch::zeros({U->opt_n}, on);
-      U->grad = torch::zeros({layout_.grads_sharded ? U->range.size : U->range.padded}, on);
     }
 
     if (!layout_.params_sharded && cfg_.param_dtype == torch::kFloat32) {
@@ -234,6 +233,10 @@ std::vector<torch::Tensor> Engine::acquire(int u) {
   SB_CHECK(u >= 0 && u < static_cast<int>(units_.size()), "acquire({}): the model has {} units",
            u, units_.size());
   Unit& U = *units_[u];
+  if (recomputing_ > 0) {  // on_backward gathered it (ensure_gathered waits or gathers now)
+    ensure_gathered(u);
+    return views(U);
+  }
   if (U.uses++ > 0) U.pinned = true;  // learned once; kept for every later step
   comm_.progress();  // ProgressMode::Inline: move outstanding collectives (a no-op otherwise)
   ensure_gathered(u);
@@ -245,8 +248,12 @@ std::vector<torch::Tensor> Engine::acquire(int u) {
     prefetch(u + 1);
   acquire_order_.push_back(u);
 
-  // One split node per acquire: its backward concatenates the views' gradients into one
-  // (padded) gradient for W (zeros for unused views and the padding).
+  return views(U);
+}
+
+// One split node per acquire: its backward concatenates the views' gradients into one
+// (padded) gradient for W (zeros for unused views and the padding).
+std::vector<torch::Tensor> Engine::views(Unit& U) {
   auto parts = U.W.split_with_sizes(U.split_sizes);
   std::vector<torch::Tensor> out;
   out.reserve(U.shapes.size());
@@ -261,6 +268,7 @@ torch::Tensor Engine::linear_cross_entropy(int, int, const torch::Tensor& x, con
 
 void Engine::release(int u, const torch::Tensor& out) {
   comm_.progress();
+  if (recomputing_ > 0) return;  // the recomputation's backward frees it (on_grad)
   const int k = static_cast<int>(release_seq_.size());
   release_seq_.push_back(u);
   if (torch::GradMode::is_enabled() && out.defined() && out.requires_grad())
@@ -325,10 +333,13 @@ void Engine::finish_grads() {
   for (auto& r : pending_grads_) r.wait();
   pending_grads_.clear();
   for (auto& U : units_) {
-    if (U->reduced) {
-      U->grad.copy_(U->red);  // to fp32
+    if (!U->reduced) {  // the unit took no part in this step's loss
+      U->grad = torch::zeros({layout_.grads_sharded ? U->range.size : U->range.padded},
+                             torch::TensorOptions().device(cfg_.device).dtype(cfg_.reduce_dtype));
+    } else if (U->acc.defined() && U->red.is_same(U->acc)) {
+      U->grad = U->red.clone();  // acc is zeroed below for the next step
     } else {
-      U->grad.zero_();  // the unit took no part in this step's loss
+      U->grad = U->red;
     }
     U->reduced = false;
     U->red = U->inflight = torch::Tensor();
@@ -400,7 +411,8 @@ MemoryStats Engine::memory() const {
   MemoryStats m;
   for (const auto& U : units_) {
     m.param += U->master.nbytes();
-    if (U->grad.defined()) m.grad += U->grad.nbytes() + (U->acc.defined() ? U->acc.nbytes() : 0);
+    if (U->grad.defined()) m.grad += U->grad.nbytes();
+    if (U->acc.defined()) m.grad += U->acc.nbytes();
     if (U->exp_avg.defined()) m.optim += U->exp_avg.nbytes() + U->exp_avg_sq.nbytes();
     if (U->gathered && !U->alias) m.gathered += U->W.numel() * U->W.element_size();
   }

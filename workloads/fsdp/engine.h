@@ -188,6 +188,8 @@ class Engine final : public models::ParamProvider {
   // ParamProvider
   std::vector<torch::Tensor> acquire(int unit) override;
   void release(int unit, const torch::Tensor& out) override;
+  void begin_recompute() override { ++recomputing_; }
+  void end_recompute() override { --recomputing_; }
   // The engine's weights are plain tensors: the chunked LM-head loss (models/loss.h).
   torch::Tensor linear_cross_entropy(int unit, int w_index, const torch::Tensor& x, const torch::Tensor& w,
                                      const torch::Tensor& targets) override;
@@ -202,6 +204,7 @@ class Engine final : public models::ParamProvider {
   void free_unit(int u);
   void prefetch(int u);
   void on_backward(int u, int k);
+  std::vector<torch::Tensor> views(Unit& U);  // U's parameters as views of W, spec shapes
   void on_grad(int u);
   void finish_grads();
   void reduce_unit(Unit& U, const torch::Tensor& full);  // start the reduction of U's gradient
@@ -243,6 +246,9 @@ class Engine final : public models::ParamProvider {
   // engine of a pipelined model.
   std::shared_ptr<comm::Compressor> pp_act_codec_, pp_grad_codec_;
   std::vector<int> acquire_order_, last_acquire_order_, release_seq_;
+  // Inside a checkpointed block's recomputation in backward (models/checkpoint.h): acquires
+  // gather and hand out views but count no use and learn no order; releases do nothing.
+  int recomputing_ = 0;
   std::vector<comm::Request> pending_grads_;
   std::uint64_t inflight_bytes_ = 0, peak_ = 0, peak_gathered_ = 0;
 };

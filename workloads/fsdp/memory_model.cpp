@@ -70,10 +70,23 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
   // Sequence parallelism splits those too (the linear layers keep their inputs' row blocks).
   const std::int64_t whole = in.sequence_parallel ? 4 * c.d_model / tp : 4 * c.d_model;
   const auto per_token = static_cast<U64>(whole + (4 * c.attn_width() + 2 * c.d_ff) / tp);
-  p.activation_layers = L * tokens * per_token * elt;
   // The softmax output (B, H, T, T), kept for the softmax's and probs x V's backward (the
   // naive and chunked kernels; kernels that recompute it keep less).
-  p.activation_attention = L * static_cast<U64>(in.rows * (c.n_head / tp) * in.seq * in.seq) * elt * flight;
+  const U64 scores = static_cast<U64>(in.rows * (c.n_head / tp) * in.seq * in.seq) * elt * flight;
+  // Activation checkpointing: a recomputed block keeps only its input (d a token: the
+  // sequence-parallel share under tp_sequence_parallel) and, while its backward runs, one
+  // block's activations exist again; selective recomputation drops every block's scores but
+  // the one being recomputed.
+  const auto& ac = in.checkpoint;
+  const U64 recomputed = ac.mode == models::CheckpointMode::Full
+                             ? (L + static_cast<U64>(ac.every) - 1) / static_cast<U64>(ac.every)
+                             : 0;
+  const auto input = static_cast<U64>(in.sequence_parallel ? c.d_model / tp : c.d_model);
+  p.activation_layers = ((L - recomputed) * per_token + recomputed * input + (recomputed > 0 ? per_token : 0)) *
+                        tokens * elt;
+  p.activation_attention = ac.mode == models::CheckpointMode::Selective
+                               ? (L > 0 ? scores : 0)
+                               : (L - recomputed + (recomputed > 0 ? 1 : 0)) * scores;
   // Cross-entropy keeps the fp32 log-softmax of the logits it is taken over (under tp, this
   // rank's vocabulary columns: the largest range, vocab_range).
   if (in.last_stage)
@@ -94,7 +107,8 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
     const ShardRange r = shard_range(u.numel(), n, 0);
     const U64 padded = static_cast<U64>(r.padded), S = static_cast<U64>(r.size);
     p.param += 4 * (l.params_sharded ? S : padded);
-    p.grad += 4 * (l.grads_sharded ? S : padded) + (in.grad_accum > 1 || in.pp > 1 ? 4 * padded : 0);
+    p.grad += c10::elementSize(in.reduce_dtype) * (l.grads_sharded ? S : padded) +
+              (in.grad_accum > 1 || in.pp > 1 ? 4 * padded : 0);
     p.optim += 8 * (l.optim_sharded ? S : padded);
     unit_bytes.push_back(elt * padded);
   }

@@ -35,9 +35,11 @@ struct MemoryInputs {
   bool sequence_parallel = false;  // tp_sequence_parallel: the LayerNorm regions' rows too
   int shard_group = 0;  // ranks per shard group (hybrid sharding); 0 = the world
   torch::ScalarType param_dtype = torch::kFloat32;
+  torch::ScalarType reduce_dtype = torch::kFloat32;  // the reduced gradient's (kept as it is)
   int grad_accum = 1;
   comm::Policy policy = comm::policy_preset("none");
   bool prefetch = true;
+  models::CheckpointConfig checkpoint;  // activation checkpointing (models/checkpoint.h)
   // Activations of one micro-batch on this rank: rows of `seq` tokens; the loss is taken
   // over loss_rows rows of loss_classes logits (causal LM: rows x seq x vocab).
   std::int64_t rows = 0, seq = 0, loss_rows = 0, loss_classes = 0;
@@ -49,7 +51,7 @@ struct MemoryInputs {
 // activation terms. docs/METRICS.md "Memory model" has every formula.
 struct MemoryPrediction {
   std::uint64_t param = 0;        // fp32 master parameters
-  std::uint64_t grad = 0;         // reduced fp32 gradients (+ the accumulation buffer)
+  std::uint64_t grad = 0;         // reduced gradients, reduce dtype (+ the fp32 accumulation buffer)
   std::uint64_t optim = 0;        // Adam's two moments
   std::uint64_t compression = 0;  // error-feedback residuals, PowerSGD's matrices
   // Communication buffers: the most gathered (unsharded, compute dtype) parameter bytes held

@@ -111,18 +111,31 @@ void Engine::optimizer_step(StepStats& s) {
   // tp) and the same copy of a replicated one (LayerNorm, biases after a row-parallel layer,
   // wpe: counted once), as Megatron's clip_grad_norm does.
   // A pipeline's copy of a tied unit (UnitSpec::pp_copy) equals its original: counted once.
+  // A low-precision gradient (bf16/fp16 reduce dtype) is unscaled as it is read (by
+  // sum_squares and by the update); an fp32 one in place.
+  const double unscale = cfg_.loss_scaling ? 1.0 / scale_ : 1.0;
   double sumsq = 0, split = 0;
   for (auto& U : units_) {
     auto g = layout_.grads_sharded ? U->grad : U->grad.narrow(0, U->opt_off, U->opt_n);
-    if (cfg_.loss_scaling) g.mul_(1.0 / scale_);  // unscaled before the norm and the clip
+    const bool lp = U->grad.scalar_type() != torch::kFloat32;
+    if (cfg_.loss_scaling && !lp) g.mul_(unscale);  // unscaled before the norm and the clip
     if (U->pp_copy) {
       gs.push_back(g);
       continue;
     }
-    const double n = g.norm().item<double>();
-    const double ns = U->tp_split.defined() ? (g * U->tp_split).norm().item<double>() : 0.0;
-    sumsq += n * n - ns * ns;
-    split += ns * ns;
+    double n2 = 0, ns2 = 0;
+    if (lp) {
+      n2 = optim::sum_squares(g, unscale);
+    } else {
+      const double n = g.norm().item<double>();
+      n2 = n * n;
+    }
+    if (U->tp_split.defined()) {
+      const double ns = (g.to(torch::kFloat32) * (lp ? unscale : 1.0) * U->tp_split).norm().item<double>();
+      ns2 = ns * ns;
+    }
+    sumsq += n2 - ns2;
+    split += ns2;
     gs.push_back(g);
   }
   if (layout_.optim_sharded) sumsq = comm_.all_reduce_scalar(sumsq, shard_group_);
@@ -138,11 +151,17 @@ void Engine::optimizer_step(StepStats& s) {
   for (std::size_t u = 0; u < units_.size(); ++u) {
     sb::heartbeat::tick();  // a long update (large units, offloaded state) still beats
     Unit& U = *units_[u];
-    if (coef < 1.0) gs[u].mul_(coef);
+    optim::AdamWExtras x;
+    if (U.grad.scalar_type() != torch::kFloat32) {
+      x.unscale = unscale;
+      x.clip = coef;
+    } else if (coef < 1.0) {
+      gs[u].mul_(coef);
+    }
     auto p = U.master.narrow(0, U.opt_off, U.opt_n);
     // Adam's step count: the updates applied (skipped steps do not count, as in PyTorch).
     optim::adamw_update(p, gs[u], U.exp_avg, U.exp_avg_sq, step_ + 1 - skipped_, lr, cfg_.adamw,
-                        U.decay);
+                        U.decay, x);
     if (after_update) strategy_->after_update(*coll_, U.master, U.range);
     if (U.mask.defined()) U.master.mul_(U.mask);
   }

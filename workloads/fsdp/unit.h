@@ -22,7 +22,10 @@ struct Engine::Unit {
   ShardRange range;                               // this rank's slice of the padded buffer
 
   torch::Tensor master;  // fp32: (S) when params are sharded, else (padded) replica
-  torch::Tensor grad;    // fp32: (S) when grads are sharded, else (padded); reduced gradient
+  // The reduced gradient of the last step in the reduce dtype, as the reduction left it (no
+  // fp32 copy: adamw_update widens as it reads): (S) when grads are sharded, else (padded);
+  // undefined before the first step.
+  torch::Tensor grad;
   torch::Tensor exp_avg, exp_avg_sq, decay;  // fp32 (opt_n)
   // fp32 (opt_n) 1 = element of a parameter split over tp (ParamSpec::tp); undefined at tp = 1.
   torch::Tensor tp_split;

@@ -3,6 +3,7 @@
 
 #include "harness/core/check.h"
 #include "workloads/models/loss.h"
+#include "workloads/models/checkpoint.h"
 #include "workloads/models/stage_provider.h"
 
 namespace sb::models {
@@ -103,7 +104,7 @@ void Bert::set_dropout(const DropoutConfig& d) {
 torch::Tensor Bert::stage_forward(ParamProvider& p0, int chunk, const Batch& b, const torch::Tensor& input) {
   SB_CHECK(pp_.cut.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
   const auto masks = dropout_.begin(b, cfg_.n_head, tp_.rank, tp_.size, tp_.rows_split());
-  StageProvider p(p0, pp_.local);
+  ParamProvider& p = stages_.get(p0, pp_.local);
   const int s = pp_.cut.stage(chunk);
   auto x = encode(p, b, pp_.cut.first_layer[s], pp_.cut.first_layer[s + 1],
                   pp_.cut.first(chunk) ? torch::Tensor() : input);
@@ -203,8 +204,7 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b, std::int64_t first,
                            const torch::Tensor& input) {
   const auto& ids = b.input_ids;
   SB_CHECK(ids.dim() == 2, "BERT input_ids must be (B, T), got {} dims", ids.dim());
-  // Under tp this rank runs H / tp heads and d_ff / tp MLP columns (tensor_parallel.h).
-  const std::int64_t B = ids.size(0), T = ids.size(1), d = cfg_.d_model, H = cfg_.n_head / tp_.size, Dh = cfg_.dh();
+  const std::int64_t B = ids.size(0), T = ids.size(1);
   SB_CHECK(b.position_ids.defined() || T <= cfg_.max_pos,
            "model '{}': sequence of {} tokens exceeds its {} positions", cfg_.preset, T, cfg_.max_pos);
 
@@ -213,33 +213,58 @@ torch::Tensor Bert::encode(ParamProvider& p, const Batch& b, std::int64_t first,
   AttentionMask mask;
   if (b.attention_mask.defined()) mask.key_keep = b.attention_mask.to(torch::kBool);  // (B, T)
   mask.segment_ids = b.segment_ids;
-  auto heads = [&](const torch::Tensor& t) { return t.view({B, T, H, Dh}).transpose(1, 2); };
-  const auto in_tp = [&](const torch::Tensor& t) { return tp_.on() ? tp_.copy_to(t) : t; };
+  // By value: a recomputation in backward (checkpoint.h) must see this forward's masks.
+  const DropoutRows rows = dropout_.rows;
   for (std::int64_t l = first; l < (last < 0 ? cfg_.n_layer : last); ++l) {
-    const int u = static_cast<int>(l + 1);
-    auto w = p.acquire(u);
-    torch::Tensor q, k, v;
-    if (tp_.rows_split()) {  // one gathered GEMM for the three (this rank's heads of each)
-      auto qkv = tp_.gathered_linear(x, torch::cat({w[kQW], w[kKW], w[kVW]}), torch::cat({w[kQB], w[kKB], w[kVB]}));
-      auto parts = qkv.chunk(3, 1);
-      q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
+    const AttentionMask m = with_dropout(mask, dropout_.attn, l);
+    if (ac_.block(l)) {
+      x = checkpointed(p, [this, &p, l, B, T, m, rows](const std::vector<torch::Tensor>& in) {
+        return block(p, l, in[0], B, T, m, rows);
+      }, {x});
     } else {
-      const auto xt = in_tp(x);
-      q = heads(p.linear(u, kQW, xt, w[kQW], w[kQB]));  // (B, H, T, Dh)
-      k = heads(p.linear(u, kKW, xt, w[kKW], w[kKB]));
-      v = heads(p.linear(u, kVW, xt, w[kVW], w[kVB]));
+      x = block(p, l, x, B, T, m, rows);
     }
-    auto a = attn_->forward(q, k, v, with_dropout(mask, dropout_.attn, l)).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
-    const auto norm = [&](const torch::Tensor& t, int i) {
-      return at::layer_norm(t, {d}, tp_.replicated(w[i]), tp_.replicated(w[i + 1]), cfg_.ln_eps);
-    };
-    x = norm(x + dropout_.rows.apply(row_linear(p, u, kAoW, a, w[kAoW], w[kAoB]), attn_site(l)), kAoLnW);
-    auto h = tp_.rows_split() ? at::gelu(tp_.gathered_linear(x, w[kIW], w[kIB]), "none")
-                              : p.linear_gelu(u, kIW, in_tp(x), w[kIW], w[kIB], "none");  // (B*T, 4d / tp), erf GELU
-    x = norm(x + dropout_.rows.apply(row_linear(p, u, kOW, h, w[kOW], w[kOB]), mlp_site(l)), kOLnW);
-    p.release(u, x);
+    p.release(static_cast<int>(l + 1), x);
   }
   return x;
+}
+
+torch::Tensor Bert::block(ParamProvider& p, std::int64_t l, const torch::Tensor& x_in, std::int64_t B,
+                          std::int64_t T, const AttentionMask& m, const DropoutRows& rows) {
+  // Under tp this rank runs H / tp heads and d_ff / tp MLP columns (tensor_parallel.h).
+  const std::int64_t d = cfg_.d_model, H = cfg_.n_head / tp_.size, Dh = cfg_.dh();
+  auto heads = [&](const torch::Tensor& t) { return t.view({B, T, H, Dh}).transpose(1, 2); };
+  const auto in_tp = [&](const torch::Tensor& t) { return tp_.on() ? tp_.copy_to(t) : t; };
+  const int u = static_cast<int>(l + 1);
+  auto w = p.acquire(u);
+  auto x = x_in;
+  torch::Tensor q, k, v;
+  if (tp_.rows_split()) {  // one gathered GEMM for the three (this rank's heads of each)
+    auto qkv = tp_.gathered_linear(x, torch::cat({w[kQW], w[kKW], w[kVW]}), torch::cat({w[kQB], w[kKB], w[kVB]}));
+    auto parts = qkv.chunk(3, 1);
+    q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
+  } else {
+    const auto xt = in_tp(x);
+    q = heads(p.linear(u, kQW, xt, w[kQW], w[kQB]));  // (B, H, T, Dh)
+    k = heads(p.linear(u, kKW, xt, w[kKW], w[kKB]));
+    v = heads(p.linear(u, kVW, xt, w[kVW], w[kVB]));
+  }
+  torch::Tensor a;  // (B, H, T, Dh)
+  if (ac_.attention()) {  // selective checkpointing: the (B, H, T, T) part recomputed
+    a = checkpointed(p, [this, m](const std::vector<torch::Tensor>& in) {
+      return attn_->forward(in[0], in[1], in[2], m);
+    }, {q, k, v});
+  } else {
+    a = attn_->forward(q, k, v, m);
+  }
+  a = a.transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
+  const auto norm = [&](const torch::Tensor& t, int i) {
+    return at::layer_norm(t, {d}, tp_.replicated(w[i]), tp_.replicated(w[i + 1]), cfg_.ln_eps);
+  };
+  x = norm(x + rows.apply(row_linear(p, u, kAoW, a, w[kAoW], w[kAoB]), attn_site(l)), kAoLnW);
+  auto h = tp_.rows_split() ? at::gelu(tp_.gathered_linear(x, w[kIW], w[kIB]), "none")
+                            : p.linear_gelu(u, kIW, in_tp(x), w[kIW], w[kIB], "none");  // (B*T, 4d / tp), erf GELU
+  return norm(x + rows.apply(row_linear(p, u, kOW, h, w[kOW], w[kOB]), mlp_site(l)), kOLnW);
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #include "workloads/models/attention.h"
 #include "workloads/models/dropout.h"
 #include "workloads/models/model.h"
+#include "workloads/models/stage_provider.h"
 
 namespace sb::models {
 
@@ -41,6 +42,7 @@ class Bert final : public Model {
   // Training's loss only (classify and MLM logits refuse a cut model).
   std::string pipeline_problem(int stages) const override;
   void set_dropout(const DropoutConfig& d) override;
+  void set_activation_checkpoint(const CheckpointConfig& c) override { ac_ = c; }
   void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {}) override;
   const PipelineCut& pipeline() const override { return pp_.cut; }
   torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
@@ -54,6 +56,9 @@ class Bert final : public Model {
   torch::Tensor encode(ParamProvider& p, const Batch& b, std::int64_t first = 0,
                        std::int64_t last = -1, const torch::Tensor& input = {});
   torch::Tensor embed(ParamProvider& p, const Batch& b);  // -> (B*T, d), this rank's rows under sp
+  // Layer l on x (no release): its attention masked by m, its residual dropout by rows.
+  torch::Tensor block(ParamProvider& p, std::int64_t l, const torch::Tensor& x, std::int64_t B,
+                      std::int64_t T, const AttentionMask& m, const DropoutRows& rows);
   // The training loss (MLM and/or classification) from the encoder's output, combined by c.
   torch::Tensor loss_from(ParamProvider& p, torch::Tensor x, const Batch& b, const LossCombiner& c);
   // The word embeddings' rows for ids (B, T, d); under tp this rank's part of their sum over
@@ -70,6 +75,8 @@ class Bert final : public Model {
   Pipelined pp_;
   std::unique_ptr<Attention> attn_;
   ModelDropout dropout_;  // dropout.h: the configuration and the current forward's masks
+  CheckpointConfig ac_;   // checkpoint.h: activation checkpointing
+  StageProviders stages_;  // stage_forward's providers (stage_provider.h)
 };
 
 }  // namespace sb::models

@@ -8,6 +8,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "harness/core/check.h"
+#include "workloads/models/checkpoint.h"
 #include "workloads/models/loss.h"
 #include "workloads/models/stage_provider.h"
 
@@ -103,7 +104,7 @@ void Gpt2::set_dropout(const DropoutConfig& d) {
 torch::Tensor Gpt2::stage_forward(ParamProvider& p0, int chunk, const Batch& b, const torch::Tensor& input) {
   SB_CHECK(pp_.cut.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
   const auto masks = dropout_.begin(b, cfg_.n_head, tp_.rank, tp_.size, tp_.rows_split());
-  StageProvider p(p0, pp_.local);
+  ParamProvider& p = stages_.get(p0, pp_.local);
   const int s = pp_.cut.stage(chunk);
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
   SB_CHECK(T <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
@@ -179,6 +180,25 @@ torch::Tensor Gpt2::embed(ParamProvider& p, const torch::Tensor& ids, const torc
 torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, std::int64_t T,
                            const KeysValues& kv, const AttentionMask& mask, std::int64_t first,
                            std::int64_t last) {
+  // By value: a recomputation in backward (checkpoint.h) must see this forward's masks.
+  const DropoutRows rows = dropout_.rows;
+  for (std::int64_t l = first; l < (last < 0 ? cfg_.n_layer : last); ++l) {
+    const AttentionMask m = with_dropout(mask, dropout_.attn, l);
+    if (ac_.block(l) && !kv) {
+      x = checkpointed(p, [this, &p, l, B, T, m, rows](const std::vector<torch::Tensor>& in) {
+        return block(p, l, in[0], B, T, {}, m, rows);
+      }, {x});
+    } else {
+      x = block(p, l, x, B, T, kv, m, rows);
+    }
+    p.release(static_cast<int>(l + 1), x);
+  }
+  return x;
+}
+
+torch::Tensor Gpt2::block(ParamProvider& p, std::int64_t l, const torch::Tensor& x_in, std::int64_t B,
+                          std::int64_t T, const KeysValues& kv, const AttentionMask& m,
+                          const DropoutRows& rows) {
   // Under tp this rank runs H / tp heads and d_ff / tp MLP columns (tensor_parallel.h).
   const std::int64_t d = cfg_.d_model, H = cfg_.n_head / tp_.size, Dh = cfg_.dh();
   // Sequence parallelism: x holds this rank's rows; the column-parallel layers gather them.
@@ -189,24 +209,33 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
   const auto column = [&](int u, int i, const torch::Tensor& h, const std::vector<torch::Tensor>& w) {
     return tp_.rows_split() ? tp_.gathered_linear(h, w[i], w[i + 1]) : p.linear(u, i, in_tp(h), w[i], w[i + 1]);
   };
-  for (std::int64_t l = first; l < (last < 0 ? cfg_.n_layer : last); ++l) {
-    const int u = static_cast<int>(l + 1);
-    auto w = p.acquire(u);
-    auto h = norm(x, w[kLn1W], w[kLn1B]);
-    auto qkv = column(u, kAttnW, h, w).view({B, T, 3, H, Dh});  // (B, T, 3, H, Dh)
-    auto q = qkv.select(2, 0).transpose(1, 2);  // (B, H, T, Dh)
-    auto k = qkv.select(2, 1).transpose(1, 2);
-    auto v = qkv.select(2, 2).transpose(1, 2);
-    if (kv) std::tie(k, v) = kv(l, k, v);
-    auto a = attn_->forward(q, k, v, with_dropout(mask, dropout_.attn, l)).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
-    x = x + dropout_.rows.apply(row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]), attn_site(l));
-    h = norm(x, w[kLn2W], w[kLn2B]);
-    h = tp_.rows_split() ? at::gelu(column(u, kFcW, h, w), "tanh")
-                         : p.linear_gelu(u, kFcW, in_tp(h), w[kFcW], w[kFcB], "tanh");  // (B*T, 4d / tp)
-    x = x + dropout_.rows.apply(row_linear(p, u, kMlpW, h, w[kMlpW], w[kMlpB]), mlp_site(l));
-    p.release(u, x);
+  const int u = static_cast<int>(l + 1);
+  auto w = p.acquire(u);
+  auto x = x_in;
+  auto h = norm(x, w[kLn1W], w[kLn1B]);
+  auto qkv = column(u, kAttnW, h, w).view({B, T, 3, H, Dh});  // (B, T, 3, H, Dh)
+  // unbind, not three selects: its backward stacks the three gradients in one pass, where
+  // each select's wrote a zeroed (B, T, 3, H, Dh) tensor and autograd summed the three
+  // (0.36 s of a 9.3 s bf16 step at B16 x T512).
+  const auto qkv3 = qkv.unbind(2);
+  auto q = qkv3[0].transpose(1, 2);  // (B, H, T, Dh)
+  auto k = qkv3[1].transpose(1, 2);
+  auto v = qkv3[2].transpose(1, 2);
+  if (kv) std::tie(k, v) = kv(l, k, v);
+  torch::Tensor a;  // (B, H, T, Dh)
+  if (ac_.attention() && !kv) {  // selective checkpointing: the (B, H, T, T) part recomputed
+    a = checkpointed(p, [this, m](const std::vector<torch::Tensor>& in) {
+      return attn_->forward(in[0], in[1], in[2], m);
+    }, {q, k, v});
+  } else {
+    a = attn_->forward(q, k, v, m);
   }
-  return x;
+  a = a.transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
+  x = x + rows.apply(row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]), attn_site(l));
+  h = norm(x, w[kLn2W], w[kLn2B]);
+  h = tp_.rows_split() ? at::gelu(column(u, kFcW, h, w), "tanh")
+                       : p.linear_gelu(u, kFcW, in_tp(h), w[kFcW], w[kFcB], "tanh");  // (B*T, 4d / tp)
+  return x + rows.apply(row_linear(p, u, kMlpW, h, w[kMlpW], w[kMlpB]), mlp_site(l));
 }
 
 torch::Tensor Gpt2::final_norm(ParamProvider& p, const torch::Tensor& x) {

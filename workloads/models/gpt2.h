@@ -15,6 +15,7 @@
 #include "workloads/models/dropout.h"
 #include "workloads/models/kv_decoder.h"
 #include "workloads/models/model.h"
+#include "workloads/models/stage_provider.h"
 
 namespace sb::models {
 
@@ -36,6 +37,7 @@ class Gpt2 final : public Model, public KvDecoder {
   // (V x d) counted on the last stage, which holds a copy of the embedding unit for it.
   std::string pipeline_problem(int stages) const override;
   void set_dropout(const DropoutConfig& d) override;
+  void set_activation_checkpoint(const CheckpointConfig& c) override { ac_ = c; }
   void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {}) override;
   const PipelineCut& pipeline() const override { return pp_.cut; }
   torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
@@ -74,6 +76,10 @@ class Gpt2 final : public Model, public KvDecoder {
   torch::Tensor blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, std::int64_t T,
                        const KeysValues& kv, const AttentionMask& mask, std::int64_t first = 0,
                        std::int64_t last = -1);
+  // Block l on x (no release): its attention masked by m, its residual dropout by rows.
+  torch::Tensor block(ParamProvider& p, std::int64_t l, const torch::Tensor& x, std::int64_t B,
+                      std::int64_t T, const KeysValues& kv, const AttentionMask& m,
+                      const DropoutRows& rows);
   // The training loss from the last block's output (rows, d): ln_f, the tied LM head and the
   // cross-entropy (vocabulary-parallel under tp); releases the head and embedding units.
   torch::Tensor lm_loss(ParamProvider& p, const torch::Tensor& x, const torch::Tensor& targets);
@@ -94,6 +100,8 @@ class Gpt2 final : public Model, public KvDecoder {
   Pipelined pp_;
   std::unique_ptr<Attention> attn_;
   ModelDropout dropout_;  // dropout.h: the configuration and the current forward's masks
+  CheckpointConfig ac_;   // checkpoint.h: activation checkpointing
+  StageProviders stages_;  // stage_forward's providers (stage_provider.h)
 };
 
 // Decoding: greedy when temperature == 0, else sampling from softmax(logits / temperature)

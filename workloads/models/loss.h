@@ -23,7 +23,7 @@ torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& ta
 // took 6.4 s of a 26 s step (docs/PERFORMANCE.md). x (N, d), w (V, d) of one floating dtype;
 // targets (N) int64, -100 = ignored. () fp32.
 torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,
-                                   std::int64_t chunk_rows = 0);  // 0: about 16 M logits a chunk
+                                   std::int64_t chunk_rows = 0);  // 0: about 32 M logits a chunk
 
 // 16-bit floating tensors widened to fp32; others as they are.
 torch::Tensor widened(const torch::Tensor& t);

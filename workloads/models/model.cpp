@@ -114,6 +114,11 @@ std::string Model::pipeline_problem(int stages) const {
                      config().preset, config().family);
 }
 
+void Model::set_activation_checkpoint(const CheckpointConfig& c) {
+  SB_CHECK(c.mode == CheckpointMode::None, "model '{}' cannot recompute its activations "
+           "(activation_checkpoint): use activation_checkpoint = \"none\"", config().preset);
+}
+
 void Model::set_dropout(const DropoutConfig& d) {
   SB_CHECK(d.hidden <= 0 && d.attention <= 0, "model '{}' ({}) has no dropout; set dropout = 0 "
            "and attention_dropout = 0", config().preset, config().family);

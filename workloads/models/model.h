@@ -12,6 +12,7 @@
 
 #include <torch/types.h>
 
+#include "workloads/models/checkpoint.h"
 #include "workloads/models/dropout.h"
 #include "workloads/models/pipeline.h"
 #include "workloads/models/tensor_parallel.h"
@@ -75,6 +76,12 @@ class ParamProvider {
   // return loss.h's linear_cross_entropy, which never forms the (N, V) logits whole.
   virtual torch::Tensor linear_cross_entropy(int unit, int w_index, const torch::Tensor& x,
                                              const torch::Tensor& w, const torch::Tensor& targets);
+  // Activation checkpointing (checkpoint.h): the acquires and releases between these two calls
+  // are a block's recomputation in backward. The FSDP engine keeps them out of what it learns
+  // from a forward (its gather order; a unit acquired twice in one forward is pinned) and
+  // frees nothing on their release. Nested calls count. Default: nothing to do.
+  virtual void begin_recompute() {}
+  virtual void end_recompute() {}
 };
 
 struct Batch {
@@ -186,6 +193,9 @@ class Model {
   // outputs, d.attention on the attention probabilities (refused unless the attention variant
   // drops_probabilities()). Default: refuses either > 0.
   virtual void set_dropout(const DropoutConfig& d);
+  // Activation checkpointing (checkpoint.h): recompute whole blocks or their attention core in
+  // backward instead of keeping their activations. Default: refuses any mode but none.
+  virtual void set_activation_checkpoint(const CheckpointConfig& c);
   // stage_layers: the cut given by hand (the pp_layers key: layers per stage); empty: balanced.
   virtual void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {});
   virtual const PipelineCut& pipeline() const;  // pp = 1 when not cut

@@ -2,6 +2,8 @@
 // their index in the whole model (embed 0, block l at l + 1, head n_layer + 1); the engine holds
 // only this rank's, so every call is forwarded with the index mapped (StageUnits::local).
 #pragma once
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "harness/core/check.h"
@@ -18,6 +20,8 @@ class StageProvider final : public ParamProvider {
                        const torch::Tensor& b) override {
     return p_.linear(at(u), i, x, w, b);
   }
+  void begin_recompute() override { p_.begin_recompute(); }
+  void end_recompute() override { p_.end_recompute(); }
   torch::Tensor linear_gelu(int u, int i, const torch::Tensor& x, const torch::Tensor& w,
                             const torch::Tensor& b, c10::string_view approximate) override {
     return p_.linear_gelu(at(u), i, x, w, b, approximate);
@@ -35,6 +39,20 @@ class StageProvider final : public ParamProvider {
   }
   ParamProvider& p_;
   const std::vector<int>& local_;
+};
+
+// One StageProvider per inner provider, kept as long as the model: a checkpointed block's
+// recomputation (checkpoint.h) calls it in backward, after stage_forward returned.
+class StageProviders {
+ public:
+  ParamProvider& get(ParamProvider& inner, const std::vector<int>& local) {
+    auto& sp = by_inner_[&inner];
+    if (!sp) sp = std::make_unique<StageProvider>(inner, local);
+    return *sp;
+  }
+
+ private:
+  std::map<ParamProvider*, std::unique_ptr<StageProvider>> by_inner_;
 };
 
 }  // namespace sb::models

@@ -64,6 +64,11 @@ void validate_optim(const OptimKeys& c, const Point& p, std::vector<Diagnostic>&
 
 void validate_step(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   const int world = base_config(p).world;
+  if (c.activation_checkpoint_every != 1 && c.activation_checkpoint != "full")
+    out.push_back({"activation_checkpoint_every",
+                   fmt::format("activation_checkpoint_every = {} picks the blocks that \"full\" "
+                               "recomputes; set activation_checkpoint = \"full\" or drop "
+                               "activation_checkpoint_every", c.activation_checkpoint_every)});
   if (c.shard_group < 0 || (c.shard_group > 0 && world % c.shard_group != 0))
     out.push_back({"shard_group", fmt::format("shard_group {} must divide world {} (0 = ranks per "
                                               "node)", c.shard_group, world)});
@@ -213,6 +218,18 @@ void StepKeys::declare(Fields<StepKeys>& f) {
                 "poll for strategies whose layout shards parameters, inline for the others");
   f.name("comm_progress", &StepKeys::comm_progress, "comm_progress", "auto",
          "how overlapped collectives progress: auto, thread, poll or inline (docs/FSDP.md)");
+  register_name("activation_checkpoint", "none", "keep every activation for backward");
+  register_name("activation_checkpoint", "full",
+                "recompute whole blocks in backward (every activation_checkpoint_every-th, from "
+                "block 0), keeping only their inputs");
+  register_name("activation_checkpoint", "selective",
+                "recompute each block's attention core (scores, softmax, dropout, x V) in backward");
+  f.name("activation_checkpoint", &StepKeys::activation_checkpoint, "activation_checkpoint", "none",
+         "activation checkpointing: none, full or selective (docs/FSDP.md \"Activation "
+         "checkpointing\")");
+  f.add("activation_checkpoint_every", &StepKeys::activation_checkpoint_every, 1,
+        "with activation_checkpoint = \"full\": recompute block l when l % k == 0 (1: every block)")
+      .range(1, 1 << 16);
   f.add("peak_gflops", &StepKeys::peak_gflops, 0.0,
         "peak GFLOP/s of one rank for MFU; 0 = measure once per run");
   f.validate(validate_step);

@@ -124,6 +124,12 @@ sb::Registrar reg([] {
 
 }  // namespace
 
+models::CheckpointConfig checkpoint_config(const Point& p) {
+  const StepKeys& s = config<StepKeys>(p);
+  return {models::checkpoint_mode_from_name(s.activation_checkpoint),
+          static_cast<int>(s.activation_checkpoint_every)};
+}
+
 fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
                                  torch::ScalarType param_dtype, int shard_group) {
   fsdp::MemoryInputs in;
@@ -137,6 +143,8 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   in.world = static_cast<int>(base_config(p).world / std::max(1, in.tp * in.pp));  // data-parallel ranks
   in.shard_group = shard_group;
   in.param_dtype = param_dtype;
+  in.reduce_dtype = models::dtype_from_name(config<StepKeys>(p).reduce_dtype);
+  in.checkpoint = checkpoint_config(p);
   in.grad_accum = static_cast<int>(config<OptimKeys>(p).microbatches);
   in.policy = comm::policy_from_point(p);
   in.prefetch = config<StepKeys>(p).prefetch;

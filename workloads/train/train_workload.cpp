@@ -183,6 +183,7 @@ class TrainWorkload final : public sb::Workload {
   double student_flops_ = 0, teacher_flops_ = 0, flop_tokens_ = 0;
   std::string flops_counted_;        // what the count covers (the first step's objective)
   std::string dtype_why_;            // how the `dtype` key became cfg_.param_dtype
+  std::uint64_t step_tensor_peak_ = 0;  // the most tensor bytes a step added (RankMemory)
   data::TextCorpus corpus_;          // data = text: its cached token files
   mutable std::string mfu_invalid_;  // the first step's reason for a NaN MFU (mfu.h)
   mutable std::string mfu_isa_invalid_;  // the same for the MFU against the ISA's peak
@@ -204,6 +205,7 @@ void TrainWorkload::build(RunContext& ctx) {
   model_ = models::make_model(config<ModelKeys>(p).model, config<ModelKeys>(p).attention);
   model_->set_dropout({config<OptimKeys>(p).dropout, config<OptimKeys>(p).attention_dropout,
                        static_cast<std::uint64_t>(base_config(p).seed)});
+  model_->set_activation_checkpoint(checkpoint_config(p));
   // The groups from the point's mesh (train_mesh.cpp: hybrid sharding's node-local default
   // resolves here); data is split by the data-parallel coordinate (dp_rows).
   comm_ = std::make_unique<comm::Communicator>(ctx.world, config<MeshConfig>(p).mesh(), true,
@@ -335,7 +337,16 @@ void TrainWorkload::step_loop(RunContext& ctx) {
                                 m, distill_.hidden_weight > 0);
       ctx.recorder.series("teacher_forward_s", MPI_Wtime() - t0);
     }
+    // The step's own tensors: the allocator's peak above what was live when it began.
+    const bool measure = device_.is_cpu() && models::cpu_cache_stats().installed;
+    std::uint64_t live0 = 0;
+    if (measure) {
+      models::reset_cpu_peak();
+      live0 = models::cpu_cache_stats().live_bytes;
+    }
     const auto st = engine_->step(micro, fsdp::loss_terms(global));
+    if (measure)
+      step_tensor_peak_ = std::max<std::uint64_t>(step_tensor_peak_, models::cpu_cache_stats().peak_live_bytes - live0);
     const double wall = MPI_Wtime() - t0;  // the teacher's forward included
     const double flops = step_flops(global);
     SB_REQUIRE(st.skipped || std::isfinite(st.loss), "step {}: the loss is {} (diverged); lower "
@@ -515,6 +526,7 @@ void TrainWorkload::record_results(RunContext& ctx) {
   sb::RankMemory m = sb::rank_memory_now(ctx.rank, comm_->mesh());
   fsdp::add_engine_memory(engine_->memory(), m);
   fsdp::add_predicted_memory(predicted, m);
+  m.peak_step_tensor_bytes = step_tensor_peak_;
   rec.memory(m);
 
   const double eval = evaluate(ctx, *engine_);

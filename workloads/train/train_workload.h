@@ -6,6 +6,7 @@
 
 #include "harness/workload.h"
 #include "workloads/fsdp/memory_model.h"
+#include "workloads/models/checkpoint.h"
 #include "workloads/optim/adamw.h"
 
 namespace sb::train {
@@ -22,5 +23,7 @@ std::string init_weights_path(const Point& p);
 // A train point's AdamW and learning-rate schedule (lr, min_lr, weight_decay, grad_clip,
 // lr_warmup, over `steps`): the engine's, and the reference trainer's in tests.
 optim::AdamWConfig adamw_config(const Point& p);
+// A train point's activation checkpointing (activation_checkpoint, activation_checkpoint_every).
+models::CheckpointConfig checkpoint_config(const Point& p);
 
 }  // namespace sb::train
