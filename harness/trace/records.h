@@ -127,8 +127,9 @@ struct Table<RankMemory> {
       field("peak_step_tensor_bytes", &R::peak_step_tensor_bytes, "bytes",
             "most tensor bytes a training step held at once above those live when it began "
             "(activations, the step's gradients, the loss's chunks, communication buffers): the "
-            "CPU caching allocator's blocks of 64 KiB and more; 0: not measured (a GPU run, "
-            "another allocator, or no training)"));
+            "CPU caching allocator's blocks of 1 MiB and more (smaller ones, e.g. chunked "
+            "attention's score tiles, are not counted); 0: not measured (a GPU run, another "
+            "allocator, or no training)"));
 };
 
 // This rank's identity (rank, host, its coordinates in the point's resolved mesh) and its

@@ -2,7 +2,7 @@
 // printed, never asserted: FSDP-engine training steps of one rank (no_shard) with
 // activation_checkpoint none, selective and full, interleaved round by round (this machine's
 // speed drifts within minutes), each mode's median step time and the most memory live at once
-// during its steps (the caching allocator's peak of blocks >= 64 KiB: activations, gradients,
+// during its steps (the caching allocator's peak of blocks >= 1 MiB: activations, gradients,
 // the logits' chunks), beside the memory model's activation terms for the same shape.
 //   mpirun --bind-to none -np 1 build/micro/micro_checkpoint [--model gpt2] [--dtype fp32|bf16]
 //          [--batch 4] [--seq 512] [--rounds 2] [--attention naive]   (SB_THREADS, default 2)
@@ -127,7 +127,7 @@ int bench(int argc, char** argv) {
     std::printf("%-10s %10.3f %12.1f %16.1f %22.1f\n", m.name, med, static_cast<double>(B * T) / med,
                 static_cast<double>(m.peak) / mib, static_cast<double>(m.predicted) / mib);
   }
-  std::printf("# peak live: the most bytes in blocks >= 64 KiB live at once during the step, above "
+  std::printf("# peak live: the most bytes in blocks >= 1 MiB live at once during the step, above "
               "what was live before it (parameters, optimizer state)\n");
   // The Longctx issue's targets (stated for gpt2 at B4 x T1024): full at most 1.4x none's step,
   // selective at most 1.15x while saving at least half of what full saves.

@@ -18,7 +18,7 @@ using sb::fsdp::Engine;
 namespace {
 
 // Peak growth (bytes) of the tensor memory live during f, counted by the caching CPU
-// allocator (every block of 64 KiB and more): exact, unlike RSS, which freed-but-kept pages
+// allocator (every block of 1 MiB and more): exact, unlike RSS, which freed-but-kept pages
 // and the kernel's high-water mark blur.
 double peak_growth(const std::function<void()>& f) {
   sb::models::reset_cpu_peak();

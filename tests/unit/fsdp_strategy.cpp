@@ -176,9 +176,11 @@ TEST(StrategyRecord, CompressionPolicyIsCheckedAgainstTheRecord) {
 }
 
 // The activation terms, against docs/METRICS.md "Memory model": gpt2-tiny (d 64, 2 layers, 4
-// heads, d_ff 256, vocab 256), 2 rows of 16 tokens in fp32, the loss over every position.
+// heads, d_ff 256, vocab 256), 2 rows of 16 tokens in fp32, the loss over every position;
+// then under activation checkpointing and with attention variants that keep less.
 TEST(MemoryModel, ActivationTermsFollowTheFormula) {
   sb::fsdp::MemoryInputs in;
+  in.model.family = "gpt2";  // causal: the online variant never forms the chunks above the diagonal
   in.model.n_layer = 2, in.model.d_model = 64, in.model.n_head = 4, in.model.d_ff = 256;
   in.model.vocab = 256;
   in.rows = 2, in.seq = 16, in.loss_rows = 32, in.loss_classes = 256;
@@ -193,6 +195,28 @@ TEST(MemoryModel, ActivationTermsFollowTheFormula) {
   EXPECT_EQ(b.activation_attention * 2, p.activation_attention);
   EXPECT_EQ(b.activation_head, p.activation_head);
   EXPECT_EQ(p.model_state, 0u);  // no units
+
+  using sb::models::CheckpointMode;
+  const std::uint64_t per_block = 32u * (4 * 64 + 4 * 64 + 2 * 256) * 4, input = 32u * 64 * 4,
+                      scores = 2u * 4 * 16 * 16 * 4;
+  in.param_dtype = torch::kFloat32;
+  in.checkpoint = {CheckpointMode::Full, 1};  // both blocks keep their input; one is rebuilt
+  auto c = sb::fsdp::predict_memory(in);
+  EXPECT_EQ(c.activation_layers, 2 * input + per_block);
+  EXPECT_EQ(c.activation_attention, scores);
+  in.checkpoint = {CheckpointMode::Full, 2};  // block 0 recomputed, block 1 kept
+  c = sb::fsdp::predict_memory(in);
+  EXPECT_EQ(c.activation_layers, per_block + input + per_block);
+  EXPECT_EQ(c.activation_attention, 2 * scores);
+  in.checkpoint = {CheckpointMode::Selective, 1};  // every block's layers, one block's scores
+  c = sb::fsdp::predict_memory(in);
+  EXPECT_EQ(c.activation_layers, 2 * per_block);
+  EXPECT_EQ(c.activation_attention, scores);
+  in.checkpoint = {};
+  in.model.attention = "sdpa";  // the flash kernel keeps a row log-sum-exp only
+  EXPECT_EQ(sb::fsdp::predict_memory(in).activation_attention, 0u);
+  in.model.attention = "online";  // causal: half the key chunks
+  EXPECT_EQ(sb::fsdp::predict_memory(in).activation_attention, scores);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include "workloads/comm/compressed_collectives.h"
 #include "workloads/fsdp/shard.h"
 #include "workloads/fsdp/strategy.h"
+#include "workloads/models/attention.h"
+#include "workloads/models/family.h"
 
 namespace sb::fsdp {
 namespace {
@@ -72,7 +74,11 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
   const auto per_token = static_cast<U64>(whole + (4 * c.attn_width() + 2 * c.d_ff) / tp);
   // The softmax output (B, H, T, T), kept for the softmax's and probs x V's backward (the
   // naive and chunked kernels; kernels that recompute it keep less).
-  const U64 scores = static_cast<U64>(in.rows * (c.n_head / tp) * in.seq * in.seq) * elt * flight;
+  // The attention variant's record says how much of that it keeps (Attention::kept_scores).
+  const bool causal = models::family(c.family).objective == models::Objective::CausalLm;
+  const double kept = models::make_attention(c.attention, c.attention_chunk)->kept_scores(causal);
+  const U64 scores = static_cast<U64>(kept * static_cast<double>(in.rows * (c.n_head / tp) * in.seq * in.seq) *
+                                      static_cast<double>(elt * flight));
   // Activation checkpointing: a recomputed block keeps only its input (d a token: the
   // sequence-parallel share under tp_sequence_parallel) and, while its backward runs, one
   // block's activations exist again; selective recomputation drops every block's scores but

@@ -34,6 +34,12 @@ class Attention {
   virtual std::string name() const = 0;
   // Whether it forms the probabilities and so can drop them (mask.dropout): naive, chunked.
   virtual bool drops_probabilities() const { return false; }
+  // What its forward keeps for backward of (B, H, Tq, Tk) size, in units of one such tensor
+  // in the compute dtype (the memory model's attention term, docs/METRICS.md): naive and
+  // chunked keep the probabilities (1); online each key chunk's exponentials, the causal
+  // chunks above the diagonal never formed (1, 0.5 causal); sdpa's flash kernel only a row
+  // log-sum-exp (0).
+  virtual double kept_scores(bool causal) const { return 1.0; }
   // q: (B, H, Tq, Dh); k, v: (B, H, Tk, Dh) -> (B, H, Tq, Dh). Scale 1/sqrt(Dh).
   // Every query row must see at least one key (true for causal and for BERT padding,
   // where [CLS] is always real); a row with none would be 0/0.

@@ -17,7 +17,7 @@ struct CpuCacheStats {
   std::uint64_t cached_bytes = 0;  // free blocks held for reuse
   std::uint64_t hits = 0, misses = 0;
   std::uint64_t evictions = 0;  // cached blocks returned to the OS to stay within the limit
-  // Blocks of 64 KiB and more in use by tensors now, and the most since reset_cpu_peak()
+  // Blocks of 1 MiB and more in use by tensors now, and the most since reset_cpu_peak()
   // (smaller ones are plain malloc and not counted): what a memory bound is tested against.
   std::uint64_t live_bytes = 0, peak_live_bytes = 0;
   bool installed = false;  // false when SB_CPU_ALLOCATOR=default or another took priority
