@@ -59,10 +59,7 @@ struct Run {
 };
 
 int bench(int argc, char** argv) {
-  const char* te = std::getenv("SB_THREADS");
-  const int threads = te ? std::atoi(te) : 2;
-  at::set_num_threads(threads);
-  sb::bench::warn_if_bound(threads);
+  const int threads = sb::bench::set_threads_from_env();
   const std::string model_name = arg(argc, argv, "--model", "gpt2");
   const auto low = sb::models::dtype_from_name(arg(argc, argv, "--dtype", "bf16"));
   const std::int64_t B = std::atoll(arg(argc, argv, "--batch", "4").c_str());
@@ -138,10 +135,4 @@ int bench(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  const int rc = bench(argc, argv);  // engines and communicator go before MPI_Finalize
-  MPI_Finalize();
-  return rc;
-}
+int main(int argc, char** argv) { return sb::bench::mpi_main(argc, argv, bench); }

@@ -1,9 +1,13 @@
 // Small helpers the micro-benchmark programs share (their own flags, a clock).
 #pragma once
+#include <mpi.h>
 #include <sched.h>
+
+#include <ATen/Parallel.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -37,6 +41,25 @@ inline bool warn_if_bound(int threads) {
   std::printf("# WARNING: %d threads on %d allowed core(s): the figures below are not this machine's "
               "(run under mpirun with --bind-to none)\n", threads, cores);
   return true;
+}
+
+// The intra-op threads from SB_THREADS (default 2), set, and warned about when bound.
+inline int set_threads_from_env() {
+  const char* te = std::getenv("SB_THREADS");
+  const int threads = te ? std::atoi(te) : 2;
+  at::set_num_threads(threads);
+  warn_if_bound(threads);
+  return threads;
+}
+
+// main for the engine benchmarks: MPI with MPI_THREAD_MULTIPLE around body, which returns
+// before MPI_Finalize so its engines and communicators are gone by then.
+inline int mpi_main(int argc, char** argv, int (*body)(int, char**)) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  const int rc = body(argc, argv);
+  MPI_Finalize();
+  return rc;
 }
 
 }  // namespace sb::bench

@@ -48,19 +48,10 @@ struct Mode {
 
 int bench(int argc, char** argv);
 
-int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  const int rc = bench(argc, argv);
-  MPI_Finalize();
-  return rc;
-}
+int main(int argc, char** argv) { return sb::bench::mpi_main(argc, argv, bench); }
 
 int bench(int argc, char** argv) {
-  const char* te = std::getenv("SB_THREADS");
-  const int threads = te ? std::atoi(te) : 2;
-  at::set_num_threads(threads);
-  sb::bench::warn_if_bound(threads);
+  const int threads = sb::bench::set_threads_from_env();
   const std::string model_name = arg(argc, argv, "--model", "gpt2");
   const std::string dtype = arg(argc, argv, "--dtype", "fp32");
   const std::string attention = arg(argc, argv, "--attention", "naive");

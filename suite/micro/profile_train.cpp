@@ -50,19 +50,10 @@ using sb::bench::now_s;
 
 int profile(int argc, char** argv);
 
-int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  const int rc = profile(argc, argv);  // its communicator is gone before MPI_Finalize
-  MPI_Finalize();
-  return rc;
-}
+int main(int argc, char** argv) { return sb::bench::mpi_main(argc, argv, profile); }
 
 int profile(int argc, char** argv) {
-  const char* te = std::getenv("SB_THREADS");
-  const int threads = te ? std::atoi(te) : 2;
-  at::set_num_threads(threads);
-  sb::bench::warn_if_bound(threads);
+  const int threads = sb::bench::set_threads_from_env();
   const std::string model_name = arg(argc, argv, "--model", "gpt2");
   const std::string dtype = arg(argc, argv, "--dtype", "fp32");
   const std::int64_t B = std::atoll(arg(argc, argv, "--batch", "4").c_str());

@@ -249,15 +249,8 @@ torch::Tensor Bert::block(ParamProvider& p, std::int64_t l, const torch::Tensor&
     k = heads(p.linear(u, kKW, xt, w[kKW], w[kKB]));
     v = heads(p.linear(u, kVW, xt, w[kVW], w[kVB]));
   }
-  torch::Tensor a;  // (B, H, T, Dh)
-  if (ac_.attention()) {  // selective checkpointing: the (B, H, T, T) part recomputed
-    a = checkpointed(p, [this, m](const std::vector<torch::Tensor>& in) {
-      return attn_->forward(in[0], in[1], in[2], m);
-    }, {q, k, v});
-  } else {
-    a = attn_->forward(q, k, v, m);
-  }
-  a = a.transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
+  // Selective checkpointing recomputes the (B, H, T, T) part in backward.
+  const auto a = attend(*attn_, p, q, k, v, m, ac_.attention()).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
   const auto norm = [&](const torch::Tensor& t, int i) {
     return at::layer_norm(t, {d}, tp_.replicated(w[i]), tp_.replicated(w[i + 1]), cfg_.ln_eps);
   };

@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "harness/core/check.h"
+#include "workloads/models/attention.h"
 #include "workloads/models/model.h"
 
 namespace sb::models {
@@ -72,6 +73,15 @@ torch::Tensor checkpointed(ParamProvider& p, RecomputeFn f, const std::vector<to
   recipe->p = &p;
   recipe->f = std::move(f);
   return Recompute::apply(torch::TensorList(inputs), recipe);
+}
+
+torch::Tensor attend(const Attention& attn, ParamProvider& p, const torch::Tensor& q, const torch::Tensor& k,
+                     const torch::Tensor& v, const AttentionMask& m, bool recompute) {
+  if (!recompute) return attn.forward(q, k, v, m);
+  const Attention* a = &attn;
+  return checkpointed(p, [a, m](const std::vector<torch::Tensor>& in) {
+    return a->forward(in[0], in[1], in[2], m);
+  }, {q, k, v});
 }
 
 }  // namespace sb::models

@@ -16,6 +16,8 @@
 
 namespace sb::models {
 
+class Attention;
+struct AttentionMask;
 class ParamProvider;
 
 // activation_checkpoint: none | full (whole blocks; every `every`-th, from block 0) |
@@ -37,6 +39,12 @@ CheckpointMode checkpoint_mode_from_name(const std::string& name);
 // gradient mode, or no input requiring a gradient) it is f(inputs).
 using RecomputeFn = std::function<torch::Tensor(const std::vector<torch::Tensor>&)>;
 torch::Tensor checkpointed(ParamProvider& p, RecomputeFn f, const std::vector<torch::Tensor>& inputs);
+
+// attn on (q, k, v) under mask m; with recompute (selective checkpointing) only q, k and v are
+// kept for backward and the scores, softmax and dropout are recomputed there. attn must live
+// until backward (a model's variant does).
+torch::Tensor attend(const Attention& attn, ParamProvider& p, const torch::Tensor& q, const torch::Tensor& k,
+                     const torch::Tensor& v, const AttentionMask& m, bool recompute);
 
 // RAII: acquires and releases inside are a recomputation's (ParamProvider::begin_recompute).
 class RecomputeScope {

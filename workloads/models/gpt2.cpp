@@ -222,15 +222,8 @@ torch::Tensor Gpt2::block(ParamProvider& p, std::int64_t l, const torch::Tensor&
   auto k = qkv3[1].transpose(1, 2);
   auto v = qkv3[2].transpose(1, 2);
   if (kv) std::tie(k, v) = kv(l, k, v);
-  torch::Tensor a;  // (B, H, T, Dh)
-  if (ac_.attention() && !kv) {  // selective checkpointing: the (B, H, T, T) part recomputed
-    a = checkpointed(p, [this, m](const std::vector<torch::Tensor>& in) {
-      return attn_->forward(in[0], in[1], in[2], m);
-    }, {q, k, v});
-  } else {
-    a = attn_->forward(q, k, v, m);
-  }
-  a = a.transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
+  // Selective checkpointing recomputes the (B, H, T, T) part in backward.
+  const auto a = attend(*attn_, p, q, k, v, m, ac_.attention() && !kv).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
   x = x + rows.apply(row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]), attn_site(l));
   h = norm(x, w[kLn2W], w[kLn2B]);
   h = tp_.rows_split() ? at::gelu(column(u, kFcW, h, w), "tanh")
