@@ -217,6 +217,11 @@ TEST(MemoryModel, ActivationTermsFollowTheFormula) {
   EXPECT_EQ(sb::fsdp::predict_memory(in).activation_attention, 0u);
   in.model.attention = "online";  // causal: half the key chunks
   EXPECT_EQ(sb::fsdp::predict_memory(in).activation_attention, scores);
+  // The chunked loss, 10-row chunks of the 32: its two input gradients, one chunk's logits
+  // (compute dtype, fp32 copy, gradient) and the fp32 sum of the weight's gradient.
+  in.loss_chunk_rows = 10;
+  EXPECT_EQ(sb::fsdp::predict_memory(in).activation_head,
+            (32u * 64 + 256u * 64) * 4 + 10u * 256 * (4 + 2 * 4) + 256u * 64 * 4);
 }
 
 }  // namespace

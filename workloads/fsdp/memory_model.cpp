@@ -94,9 +94,17 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
                                ? (L > 0 ? scores : 0)
                                : (L - recomputed + (recomputed > 0 ? 1 : 0)) * scores;
   // Cross-entropy keeps the fp32 log-softmax of the logits it is taken over (under tp, this
-  // rank's vocabulary columns: the largest range, vocab_range).
-  if (in.last_stage)
+  // rank's vocabulary columns: the largest range, vocab_range). The chunked loss keeps its two
+  // input gradients (rows x d and V x d, compute dtype) and, while a chunk runs, that chunk's
+  // logits, their fp32 copy and its gradient, plus an fp32 V x d sum over several chunks.
+  if (in.last_stage && in.loss_chunk_rows > 0) {
+    const auto rows = static_cast<U64>(in.loss_rows), V = static_cast<U64>(in.loss_classes),
+               d = static_cast<U64>(c.d_model), ch = std::min(rows, static_cast<U64>(in.loss_chunk_rows));
+    p.activation_head = (rows * d + V * d) * elt * flight + ch * V * (4 + 2 * elt) +
+                        (rows > ch ? V * d * 4 : 0);
+  } else if (in.last_stage) {
     p.activation_head = static_cast<U64>(in.loss_rows * ((in.loss_classes + tp - 1) / tp)) * 4 * flight;
+  }
 }
 
 }  // namespace

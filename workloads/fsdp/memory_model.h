@@ -43,6 +43,9 @@ struct MemoryInputs {
   // Activations of one micro-batch on this rank: rows of `seq` tokens; the loss is taken
   // over loss_rows rows of loss_classes logits (causal LM: rows x seq x vocab).
   std::int64_t rows = 0, seq = 0, loss_rows = 0, loss_classes = 0;
+  // > 0: the loss is taken over row chunks of this many rows without forming the logits whole
+  // (loss.h's linear_cross_entropy: GPT-2's training loss without tp); 0: over whole logits.
+  std::int64_t loss_chunk_rows = 0;
 };
 
 // Bytes per rank. Exact (equal to Engine::memory() between steps from the first step on,

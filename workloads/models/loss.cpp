@@ -79,9 +79,13 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
 
 }  // namespace
 
+std::int64_t loss_chunk_rows(std::int64_t vocab) {
+  return std::max<std::int64_t>(1, (std::int64_t{1} << 25) / std::max<std::int64_t>(1, vocab));
+}
+
 torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,
                                    std::int64_t chunk_rows) {
-  const std::int64_t chunk = chunk_rows > 0 ? chunk_rows : std::max<std::int64_t>(1, (std::int64_t{1} << 25) / w.size(0));
+  const std::int64_t chunk = chunk_rows > 0 ? chunk_rows : loss_chunk_rows(w.size(0));
   return LinearCrossEntropy::apply(x, w, targets, chunk);
 }
 

@@ -22,6 +22,8 @@ torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& ta
 // B16 x T512 in bf16 the vocabulary's log-softmax, its backward and the casts around them
 // took 6.4 s of a 26 s step (docs/PERFORMANCE.md). x (N, d), w (V, d) of one floating dtype;
 // targets (N) int64, -100 = ignored. () fp32.
+// The rows of linear_cross_entropy's chunks by default: about 32 M logits of a `vocab`-wide head.
+std::int64_t loss_chunk_rows(std::int64_t vocab);
 torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,
                                    std::int64_t chunk_rows = 0);  // 0: about 32 M logits a chunk
 

@@ -14,6 +14,7 @@
 #include "workloads/models/device_config.h"
 #include "workloads/models/dtype.h"
 #include "workloads/models/family.h"
+#include "workloads/models/loss.h"
 #include "workloads/parallel/pp_schedule.h"
 #include "workloads/models/model.h"
 #include "workloads/train/train_config.h"
@@ -173,6 +174,8 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
     const double share = causal ? 1.0 : data::MlmConfig{}.prob;
     in.loss_rows = static_cast<I>(std::ceil(share * static_cast<double>(in.rows * in.seq)));
     in.loss_classes = c.vocab;
+    // A causal LM's training loss without tp is loss.h's chunked one (Gpt2::lm_loss).
+    if (causal && in.tp == 1) in.loss_chunk_rows = models::loss_chunk_rows(c.vocab);
   }
   return in;
 }
