@@ -16,9 +16,7 @@
 #include "harness/spec/suite.h"
 #include "harness/trace/result.h"
 
-#ifndef SHARDBENCH_GIT_COMMIT
-#define SHARDBENCH_GIT_COMMIT "unknown"
-#endif
+#include "sb_git_commit.h"  // generated on every build (cmake/GitCommit.cmake)
 #ifndef SHARDBENCH_VERSION
 #define SHARDBENCH_VERSION "unknown"
 #endif
