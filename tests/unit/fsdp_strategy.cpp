@@ -176,42 +176,61 @@ TEST(StrategyRecord, CompressionPolicyIsCheckedAgainstTheRecord) {
 }
 
 // The activation terms, against docs/METRICS.md "Memory model": gpt2-tiny (d 64, 2 layers, 4
-// heads, d_ff 256, vocab 256), 2 rows of 16 tokens in fp32, the loss over every position;
-// then under activation checkpointing and with attention variants that keep less.
+// heads, d_ff 256, vocab 256), 2 rows of 16 tokens, the loss over every position; the terms are
+// those of the larger of two moments, forward's end (what the blocks keep, the loss's log-
+// softmax) and the last block's backward (what the blocks keep, naive's two score gradients,
+// the head weight's gradient); then under activation checkpointing and with attention variants
+// that keep less.
 TEST(MemoryModel, ActivationTermsFollowTheFormula) {
   sb::fsdp::MemoryInputs in;
   in.model.family = "gpt2";  // causal: the online variant never forms the chunks above the diagonal
   in.model.n_layer = 2, in.model.d_model = 64, in.model.n_head = 4, in.model.d_ff = 256;
   in.model.vocab = 256;
   in.rows = 2, in.seq = 16, in.loss_rows = 32, in.loss_classes = 256;
+  const std::uint64_t per_block = 32u * (4 * 64 + 4 * 64 + 2 * 256) * 4, input = 32u * 64 * 4,
+                      scores = 2u * 4 * 16 * 16 * 4, head_grad = 256u * 64 * 4;
+  // fp32: forward's end 2 blocks + 2 scores + head (32 KiB) < the backward's 2 blocks + 2
+  // scores + 2 score gradients + the head's gradient (64 KiB): the backward's terms.
   const auto p = sb::fsdp::predict_memory(in);
-  EXPECT_EQ(p.activation_layers, 2u * 32 * (4 * 64 + 4 * 64 + 2 * 256) * 4);  // 262144
-  EXPECT_EQ(p.activation_attention, 2u * 2 * 4 * 16 * 16 * 4);               // 16384
-  EXPECT_EQ(p.activation_head, 32u * 256 * 4);
+  EXPECT_EQ(p.activation_layers, 2 * per_block);
+  EXPECT_EQ(p.activation_attention, 4 * scores);
+  EXPECT_EQ(p.activation_head, head_grad);
   EXPECT_EQ(p.offload, 0u);
-  in.param_dtype = torch::kBFloat16;  // blocks and attention in the compute dtype, loss in fp32
+  EXPECT_EQ(p.model_state, 0u);  // no units
+  in.param_dtype = torch::kBFloat16;  // everything but the fp32 log-softmax in the compute dtype
   const auto b = sb::fsdp::predict_memory(in);
   EXPECT_EQ(b.activation_layers * 2, p.activation_layers);
   EXPECT_EQ(b.activation_attention * 2, p.activation_attention);
-  EXPECT_EQ(b.activation_head, p.activation_head);
-  EXPECT_EQ(p.model_state, 0u);  // no units
+  EXPECT_EQ(b.activation_head * 2, p.activation_head);
+  // A wide vocabulary over many rows: forward's end (the log-softmax) is the peak.
+  in.param_dtype = torch::kFloat32;
+  in.loss_rows = 4096;
+  const auto w = sb::fsdp::predict_memory(in);
+  EXPECT_EQ(w.activation_attention, 2 * scores);
+  EXPECT_EQ(w.activation_head, 4096u * 256 * 4);
+  in.loss_rows = 32;
 
   using sb::models::CheckpointMode;
-  const std::uint64_t per_block = 32u * (4 * 64 + 4 * 64 + 2 * 256) * 4, input = 32u * 64 * 4,
-                      scores = 2u * 4 * 16 * 16 * 4;
-  in.param_dtype = torch::kFloat32;
-  in.checkpoint = {CheckpointMode::Full, 1};  // both blocks keep their input; one is rebuilt
+  // Full, every block: the last block's backward is the peak: both inputs, that block's
+  // activations and scores again, its two score gradients and the head weight's gradient.
+  in.checkpoint = {CheckpointMode::Full, 1};
   auto c = sb::fsdp::predict_memory(in);
   EXPECT_EQ(c.activation_layers, 2 * input + per_block);
-  EXPECT_EQ(c.activation_attention, scores);
+  EXPECT_EQ(c.activation_attention, 3 * scores);
+  EXPECT_EQ(c.activation_head, head_grad);
   in.checkpoint = {CheckpointMode::Full, 2};  // block 0 recomputed, block 1 kept
   c = sb::fsdp::predict_memory(in);
   EXPECT_EQ(c.activation_layers, per_block + input + per_block);
-  EXPECT_EQ(c.activation_attention, 2 * scores);
-  in.checkpoint = {CheckpointMode::Selective, 1};  // every block's layers, one block's scores
+  EXPECT_EQ(c.activation_attention, scores + scores + 2 * scores);
+  EXPECT_EQ(c.activation_head, head_grad);
+  // Selective: no block keeps its scores; at the last block's backward its scores, their two
+  // gradients and the head's gradient (3 scores + 64 KiB) exceed the loss's 32 KiB at
+  // forward's end.
+  in.checkpoint = {CheckpointMode::Selective, 1};
   c = sb::fsdp::predict_memory(in);
   EXPECT_EQ(c.activation_layers, 2 * per_block);
-  EXPECT_EQ(c.activation_attention, scores);
+  EXPECT_EQ(c.activation_attention, 3 * scores);
+  EXPECT_EQ(c.activation_head, head_grad);
   in.checkpoint = {};
   in.model.attention = "sdpa";  // the flash kernel keeps a row log-sum-exp only
   EXPECT_EQ(sb::fsdp::predict_memory(in).activation_attention, 0u);

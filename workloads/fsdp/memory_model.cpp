@@ -72,38 +72,51 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
   // Sequence parallelism splits those too (the linear layers keep their inputs' row blocks).
   const std::int64_t whole = in.sequence_parallel ? 4 * c.d_model / tp : 4 * c.d_model;
   const auto per_token = static_cast<U64>(whole + (4 * c.attn_width() + 2 * c.d_ff) / tp);
-  // The softmax output (B, H, T, T), kept for the softmax's and probs x V's backward (the
-  // naive and chunked kernels; kernels that recompute it keep less).
-  // The attention variant's record says how much of that it keeps (Attention::kept_scores).
+  // The softmax output (B, H, T, T), kept for the softmax's and probs x V's backward: how much
+  // of it the attention variant keeps is its record's (Attention::kept_scores).
   const bool causal = models::family(c.family).objective == models::Objective::CausalLm;
-  const double kept = models::make_attention(c.attention, c.attention_chunk)->kept_scores(causal);
-  const U64 scores = static_cast<U64>(kept * static_cast<double>(in.rows * (c.n_head / tp) * in.seq * in.seq) *
-                                      static_cast<double>(elt * flight));
+  const auto attn = models::make_attention(c.attention, c.attention_chunk);
+  const double whole_scores = static_cast<double>(in.rows * (c.n_head / tp) * in.seq * in.seq) *
+                              static_cast<double>(elt * flight);
+  const auto scores = static_cast<U64>(attn->kept_scores(causal) * whole_scores);  // one block's
+  const auto grads = static_cast<U64>(attn->backward_scores() * whole_scores / static_cast<double>(flight));
   // Activation checkpointing: a recomputed block keeps only its input (d a token: the
-  // sequence-parallel share under tp_sequence_parallel) and, while its backward runs, one
-  // block's activations exist again; selective recomputation drops every block's scores but
-  // the one being recomputed.
+  // sequence-parallel share under tp_sequence_parallel); selective recomputation keeps no
+  // block's scores.
   const auto& ac = in.checkpoint;
   const U64 recomputed = ac.mode == models::CheckpointMode::Full
                              ? (L + static_cast<U64>(ac.every) - 1) / static_cast<U64>(ac.every)
                              : 0;
+  const bool selective = ac.mode == models::CheckpointMode::Selective;
   const auto input = static_cast<U64>(in.sequence_parallel ? c.d_model / tp : c.d_model);
-  p.activation_layers = ((L - recomputed) * per_token + recomputed * input + (recomputed > 0 ? per_token : 0)) *
-                        tokens * elt;
-  p.activation_attention = ac.mode == models::CheckpointMode::Selective
-                               ? (L > 0 ? scores : 0)
-                               : (L - recomputed + (recomputed > 0 ? 1 : 0)) * scores;
+  const U64 kept_layers = ((L - recomputed) * per_token + recomputed * input) * tokens * elt;
+  const U64 kept_scores = (selective ? 0 : L - recomputed) * scores;
   // Cross-entropy keeps the fp32 log-softmax of the logits it is taken over (under tp, this
   // rank's vocabulary columns: the largest range, vocab_range). The chunked loss keeps its two
   // input gradients (rows x d and V x d, compute dtype) and, while a chunk runs, that chunk's
   // logits, their fp32 copy and its gradient, plus an fp32 V x d sum over several chunks.
+  const auto V = static_cast<U64>((in.loss_classes + tp - 1) / tp), d = static_cast<U64>(c.d_model);
+  U64 head = 0;
   if (in.last_stage && in.loss_chunk_rows > 0) {
-    const auto rows = static_cast<U64>(in.loss_rows), V = static_cast<U64>(in.loss_classes),
-               d = static_cast<U64>(c.d_model), ch = std::min(rows, static_cast<U64>(in.loss_chunk_rows));
-    p.activation_head = (rows * d + V * d) * elt * flight + ch * V * (4 + 2 * elt) +
-                        (rows > ch ? V * d * 4 : 0);
+    const auto rows = static_cast<U64>(in.loss_rows), ch = std::min(rows, static_cast<U64>(in.loss_chunk_rows));
+    head = (rows * d + V * d) * elt * flight + ch * V * (4 + 2 * elt) + (rows > ch ? V * d * 4 : 0);
   } else if (in.last_stage) {
-    p.activation_head = static_cast<U64>(in.loss_rows * ((in.loss_classes + tp - 1) / tp)) * 4 * flight;
+    head = static_cast<U64>(in.loss_rows) * V * 4 * flight;
+  }
+  // Two moments bound the step; the terms are those of the larger. Forward's end: what every
+  // block keeps, and the loss's. The last block's backward: what the blocks keep, the block's
+  // activations and scores again when it is recomputed, the gradients its attention's backward
+  // forms (Attention::backward_scores), and of the loss's only the head weight's gradient
+  // (V x d), held until its unit's gradient is whole (GPT-2's and BERT's are tied to the
+  // embedding, whose backward comes last).
+  const bool again = recomputed > 0 || selective;
+  const U64 back_layers = kept_layers + (recomputed > 0 ? per_token * tokens * elt : 0);
+  const U64 back_scores = kept_scores + (again && L > 0 ? scores : 0) + (L > 0 ? grads : 0);
+  const U64 back_head = in.last_stage && in.loss_classes > 0 ? V * d * elt : 0;
+  if (back_layers + back_scores + back_head > kept_layers + kept_scores + head) {
+    p.activation_layers = back_layers, p.activation_attention = back_scores, p.activation_head = back_head;
+  } else {
+    p.activation_layers = kept_layers, p.activation_attention = kept_scores, p.activation_head = head;
   }
 }
 

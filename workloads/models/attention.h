@@ -40,6 +40,9 @@ class Attention {
   // chunks above the diagonal never formed (1, 0.5 causal); sdpa's flash kernel only a row
   // log-sum-exp (0).
   virtual double kept_scores(bool causal) const { return 1.0; }
+  // How many (B, H, Tq, Tk)-sized gradients its backward forms at once, in the same units:
+  // naive 2 (the probabilities' and the scores'); the others work in tiles (0).
+  virtual double backward_scores() const { return 0.0; }
   // q: (B, H, Tq, Dh); k, v: (B, H, Tk, Dh) -> (B, H, Tq, Dh). Scale 1/sqrt(Dh).
   // Every query row must see at least one key (true for causal and for BERT padding,
   // where [CLS] is always real); a row with none would be 0/0.

@@ -12,6 +12,7 @@ class NaiveAttention final : public Attention {
  public:
   std::string name() const override { return "naive"; }
   bool drops_probabilities() const override { return true; }
+  double backward_scores() const override { return 2.0; }
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const AttentionMask& mask) const override {
     const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
