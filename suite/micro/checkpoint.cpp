@@ -81,14 +81,13 @@ int bench(int argc, char** argv) {
   auto run = [&](Mode* m) {
     model->set_activation_checkpoint(m ? m->ac : CheckpointConfig{});
     auto b = src.train(step++);
-    sb::models::reset_cpu_peak();
-    const auto before = sb::models::cpu_cache_stats().live_bytes;
+    const sb::models::CpuPeakGrowth window;
     const double t0 = now_s();
     engine.step({b}, sb::fsdp::loss_terms(b));
     const double dt = now_s() - t0;
     if (!m) return;
     m->step_s.push_back(dt);
-    m->peak = std::max<std::uint64_t>(m->peak, sb::models::cpu_cache_stats().peak_live_bytes - before);
+    m->peak = std::max<std::uint64_t>(m->peak, window.bytes());
   };
   run(nullptr);  // warm-up: the optimizer state's first touch, the allocator's cache
   for (int r = 0; r < rounds; ++r)

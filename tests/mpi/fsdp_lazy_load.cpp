@@ -21,10 +21,9 @@ namespace {
 // allocator (every block of 1 MiB and more): exact, unlike RSS, which freed-but-kept pages
 // and the kernel's high-water mark blur.
 double peak_growth(const std::function<void()>& f) {
-  sb::models::reset_cpu_peak();
-  const double before = static_cast<double>(sb::models::cpu_cache_stats().live_bytes);
+  const sb::models::CpuPeakGrowth window;
   f();
-  return static_cast<double>(sb::models::cpu_cache_stats().peak_live_bytes) - before;
+  return static_cast<double>(window.bytes());
 }
 
 }  // namespace

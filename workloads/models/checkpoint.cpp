@@ -5,18 +5,40 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "harness/core/check.h"
+#include "harness/workload.h"
 #include "workloads/models/attention.h"
 #include "workloads/models/model.h"
 
 namespace sb::models {
 
+namespace {
+
+// The activation_checkpoint key's names: what the parser reads and plan checks the key against.
+struct ModeName {
+  const char* name;
+  CheckpointMode mode;
+  const char* doc;
+};
+constexpr ModeName kModes[] = {
+    {"none", CheckpointMode::None, "keep every activation for backward"},
+    {"full", CheckpointMode::Full,
+     "recompute whole blocks in backward (every activation_checkpoint_every-th, from block 0), "
+     "keeping only their inputs"},
+    {"selective", CheckpointMode::Selective,
+     "recompute each block's attention core (scores, softmax, dropout, x V) in backward"},
+};
+
+const sb::Registrar kRegister([] {
+  for (const auto& m : kModes) sb::register_name("activation_checkpoint", m.name, m.doc);
+});
+
+}  // namespace
+
 CheckpointMode checkpoint_mode_from_name(const std::string& name) {
-  if (name == "none") return CheckpointMode::None;
-  if (name == "full") return CheckpointMode::Full;
-  if (name == "selective") return CheckpointMode::Selective;
-  SB_CHECK(false, "activation_checkpoint = \"{}\": use \"none\", \"full\" (whole blocks, every "
-           "activation_checkpoint_every-th) or \"selective\" (the attention core of every block)", name);
-  return CheckpointMode::None;
+  for (const auto& m : kModes)
+    if (name == m.name) return m.mode;
+  SB_FAIL("activation_checkpoint = \"{}\": use \"none\", \"full\" (whole blocks, every "
+          "activation_checkpoint_every-th) or \"selective\" (the attention core of every block)", name);
 }
 
 RecomputeScope::RecomputeScope(ParamProvider& p) : p_(p) { p_.begin_recompute(); }

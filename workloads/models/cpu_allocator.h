@@ -31,6 +31,19 @@ inline const char* cpu_allocator_name() {
 void release_cpu_cache();
 // Starts a new peak_live_bytes window at the current live bytes.
 void reset_cpu_peak();
+// The most bytes live at once since construction above those live then (a step, a load):
+// starts a new peak window (reset_cpu_peak), so two of them must not overlap.
+class CpuPeakGrowth {
+ public:
+  CpuPeakGrowth() {
+    reset_cpu_peak();
+    base_ = cpu_cache_stats().live_bytes;
+  }
+  std::uint64_t bytes() const { return cpu_cache_stats().peak_live_bytes - base_; }
+
+ private:
+  std::uint64_t base_ = 0;
+};
 // At most `bytes` of free blocks are cached (default: a quarter of physical memory); over it,
 // the least recently freed go back to the OS first. Lowering it evicts at once.
 void set_cpu_cache_limit(std::uint64_t bytes);

@@ -51,9 +51,9 @@ inline float widen(c10::BFloat16 g) { return bf16_to_float(g.x); }
 inline float widen(c10::Half g) { return static_cast<float>(g); }
 
 // [begin, end) in one pass, G the gradient's element type, kMask: dm is the decay mask (else
-// null: every element decays). The gradient is
-// multiplied by unscale and then clip as it is read (each a rounding, as two in-place
-// multiplies make). Elementwise, so any split of the range gives the same bits.
+// null: every element decays). The gradient is multiplied by unscale and then clip as it is
+// read (each a rounding, as two in-place multiplies make). Elementwise, so any split of the
+// range gives the same bits.
 // Measured on the 2-core AMX Xeon, gpt2's 124 M elements: one loop, not blocks of widen /
 // update / narrow (those ran 1.5x slower); the mask in fp32, not uint8 (whose widening
 // does not vectorize without SSE4.1: 1.4x slower); the bf16 replica not written here (the
@@ -160,10 +160,6 @@ double sum_squares(const torch::Tensor& g, double unscale) {
   constexpr std::int64_t kSumBlock = 4096, kLanes = 16;
   const std::int64_t n = g.numel(), blocks = (n + kSumBlock - 1) / kSumBlock;
   std::vector<double> part(static_cast<std::size_t>(blocks));
-  auto widen1 = [](auto e) -> float {
-    if constexpr (std::is_same_v<decltype(e), c10::BFloat16>) return bf16_to_float(e.x);
-    else return static_cast<float>(e);
-  };
   const float us = static_cast<float>(unscale);
   auto run = [&](const auto* x) {
     at::parallel_for(0, blocks, 16, [&](std::int64_t b0, std::int64_t b1) {
@@ -173,12 +169,12 @@ double sum_squares(const torch::Tensor& g, double unscale) {
         std::int64_t i = lo;
         for (; i + kLanes <= hi; i += kLanes)
           for (int j = 0; j < kLanes; ++j) {
-            const float y = widen1(x[i + j]) * us;
+            const float y = widen(x[i + j]) * us;
             lane[j] += y * y;
           }
         double s = 0;
         for (; i < hi; ++i) {
-          const float y = widen1(x[i]) * us;
+          const float y = widen(x[i]) * us;
           s += static_cast<double>(y * y);
         }
         for (float l : lane) s += l;

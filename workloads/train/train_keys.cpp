@@ -218,12 +218,7 @@ void StepKeys::declare(Fields<StepKeys>& f) {
                 "poll for strategies whose layout shards parameters, inline for the others");
   f.name("comm_progress", &StepKeys::comm_progress, "comm_progress", "auto",
          "how overlapped collectives progress: auto, thread, poll or inline (docs/FSDP.md)");
-  register_name("activation_checkpoint", "none", "keep every activation for backward");
-  register_name("activation_checkpoint", "full",
-                "recompute whole blocks in backward (every activation_checkpoint_every-th, from "
-                "block 0), keeping only their inputs");
-  register_name("activation_checkpoint", "selective",
-                "recompute each block's attention core (scores, softmax, dropout, x V) in backward");
+  // The names: models/checkpoint.cpp registers them beside their parser.
   f.name("activation_checkpoint", &StepKeys::activation_checkpoint, "activation_checkpoint", "none",
          "activation checkpointing: none, full or selective (docs/FSDP.md \"Activation "
          "checkpointing\")");

@@ -7,6 +7,7 @@
 
 #include <ATen/Parallel.h>
 #include <cmath>
+#include <optional>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -338,15 +339,10 @@ void TrainWorkload::step_loop(RunContext& ctx) {
       ctx.recorder.series("teacher_forward_s", MPI_Wtime() - t0);
     }
     // The step's own tensors: the allocator's peak above what was live when it began.
-    const bool measure = device_.is_cpu() && models::cpu_cache_stats().installed;
-    std::uint64_t live0 = 0;
-    if (measure) {
-      models::reset_cpu_peak();
-      live0 = models::cpu_cache_stats().live_bytes;
-    }
+    std::optional<models::CpuPeakGrowth> window;
+    if (device_.is_cpu() && models::cpu_cache_stats().installed) window.emplace();
     const auto st = engine_->step(micro, fsdp::loss_terms(global));
-    if (measure)
-      step_tensor_peak_ = std::max<std::uint64_t>(step_tensor_peak_, models::cpu_cache_stats().peak_live_bytes - live0);
+    if (window) step_tensor_peak_ = std::max<std::uint64_t>(step_tensor_peak_, window->bytes());
     const double wall = MPI_Wtime() - t0;  // the teacher's forward included
     const double flops = step_flops(global);
     SB_REQUIRE(st.skipped || std::isfinite(st.loss), "step {}: the loss is {} (diverged); lower "
