@@ -1,7 +1,7 @@
 // The mesh keys, their canonical form and their rules (mesh_config.h). The data-parallel
 // dimensions run for every task, tp for task = train (workloads/train/train_mesh.cpp checks
-// the model and the rest of the point); pp, sp and ep above 1 are refused, naming the issue
-// that brings each.
+// the model and the rest of the point), and so do pp and sp; ep above 1 is refused, naming
+// the issue that brings it.
 #include "harness/spec/mesh_config.h"
 
 #include <fmt/format.h>
@@ -24,7 +24,7 @@ struct Pending {
 constexpr Pending kPending[] = {
     {"mesh.tp", "tensor parallelism", "train"},
     {"mesh.pp", "pipeline parallelism", "train"},
-    {"mesh.sp", "sequence parallelism (the Longctx issue)", nullptr},
+    {"mesh.sp", "sequence parallelism (Ulysses)", "train"},
     {"mesh.ep", "expert parallelism (the MoE issue)", nullptr},
 };
 
@@ -41,8 +41,8 @@ void validate(const MeshConfig& c, const Point& p, std::vector<Diagnostic>& out)
                                             k.runs_in, task, k.key)
                               : fmt::format("{} = {}: {} is not implemented yet; only the "
                                             "data-parallel dimensions (mesh.dp_shard, "
-                                            "mesh.dp_replicate), mesh.tp and mesh.pp (task = "
-                                            "train) run today: set {} = 1", k.key, sizes[i], k.feature, k.key)});
+                                            "mesh.dp_replicate), mesh.tp, mesh.pp and mesh.sp "
+                                            "(task = train) run today: set {} = 1", k.key, sizes[i], k.feature, k.key)});
   }
   const Mesh m = c.mesh();
   if (m.resolved() && m.world() != world) {

@@ -30,9 +30,12 @@ double rank_sum(Communicator& c, Group g) {
   return t.item<double>();
 }
 
-double members_sum(const sb::Mesh& m, int rank, sb::MeshDim d) {
-  const auto g = m.group(rank, {d});
+double members_sum(const sb::Mesh& m, int rank, const std::vector<sb::MeshDim>& dims) {
+  const auto g = m.group(rank, dims);
   return std::accumulate(g.begin(), g.end(), 0.0);
+}
+double members_sum(const sb::Mesh& m, int rank, sb::MeshDim d) {
+  return members_sum(m, rank, std::vector<sb::MeshDim>{d});
 }
 
 TEST(CommMesh, GroupsAreTheMeshsGroups) {
@@ -57,7 +60,8 @@ TEST(CommMesh, GroupsAreTheMeshsGroups) {
 }
 
 // Meshes with tensor, pipeline and sequence dimensions: each Group is exactly the mesh's
-// group over its dimension (size, rank within it, members by an all-reduce of world ranks),
+// group over its dimension (size, rank within it, members by an all-reduce of world ranks;
+// the shard group spans dp_shard and sp, whose ranks share parameters: sp inner),
 // and a point-to-point transfer on the pp group reaches the next stage, traced with dim pp.
 TEST(CommMesh, TpPpSpGroupsAreTheMeshsGroups) {
   const int n = world_size(), r = world_rank();
@@ -74,11 +78,14 @@ TEST(CommMesh, TpPpSpGroupsAreTheMeshsGroups) {
   else c4.pp = n;
   meshes.push_back(c4);
   const std::pair<Group, sb::MeshDim> dims[] = {
-      {Group::Shard, sb::MeshDim::dp_shard}, {Group::Replica, sb::MeshDim::dp_replicate},
+      {Group::Replica, sb::MeshDim::dp_replicate},
       {Group::Tp, sb::MeshDim::tp}, {Group::Pp, sb::MeshDim::pp}, {Group::Sp, sb::MeshDim::sp}};
   for (const sb::Mesh& m : meshes) {
     Communicator c(MPI_COMM_WORLD, m);
     const auto xy = m.coords(r);
+    EXPECT_EQ(c.size(Group::Shard), m.dp_shard * m.sp) << m.str();
+    EXPECT_EQ(c.rank(Group::Shard), xy[int(sb::MeshDim::dp_shard)] * m.sp + xy[int(sb::MeshDim::sp)]) << m.str();
+    EXPECT_EQ(rank_sum(c, Group::Shard), members_sum(m, r, {sb::MeshDim::dp_shard, sb::MeshDim::sp})) << m.str();
     for (const auto& [g, d] : dims) {
       EXPECT_EQ(c.size(g), m.size(d)) << m.str() << " " << sb::comm::group_name(g);
       EXPECT_EQ(c.rank(g), xy[int(d)]) << m.str() << " " << sb::comm::group_name(g);

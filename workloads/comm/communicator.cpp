@@ -131,8 +131,15 @@ void Communicator::build(MPI_Comm world, sb::Mesh mesh, bool async) {
   groups_.comm[0] = world_;
   const sb::MeshDim dims[] = {sb::MeshDim::dp_shard, sb::MeshDim::dp_replicate,
                               sb::MeshDim::tp, sb::MeshDim::pp, sb::MeshDim::sp};
+  // The shard group spans dp_shard x sp: sequence-parallel ranks hold the same parameters and
+  // each a share of every gradient (Ulysses' sequence-data-parallel group; torchtitan's
+  // dp_shard_cp), so FSDP shards and reduces over both (models/sequence_parallel.h).
+  const auto group_dims = [&](int i) {
+    return i == 1 ? std::vector<sb::MeshDim>{sb::MeshDim::dp_shard, sb::MeshDim::sp}
+                  : std::vector<sb::MeshDim>{dims[i - 1]};
+  };
   for (int i = 1; i < kGroups; ++i) {
-    MPI_Comm_split(world_, mesh_.color(r, {dims[i - 1]}), r, &groups_.comm[i]);
+    MPI_Comm_split(world_, mesh_.color(r, group_dims(i)), r, &groups_.comm[i]);
     MPI_Comm_set_errhandler(groups_.comm[i], MPI_ERRORS_RETURN);
     MPI_Comm_rank(groups_.comm[i], &rank_[i]);
     MPI_Comm_size(groups_.comm[i], &size_[i]);
@@ -143,7 +150,7 @@ void Communicator::build(MPI_Comm world, sb::Mesh mesh, bool async) {
   members_[0].resize(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) members_[0][static_cast<std::size_t>(i)] = i;
   for (int i = 1; i < kGroups; ++i)
-    members_[i] = mesh_.group(r, {dims[i - 1]});
+    members_[i] = mesh_.group(r, group_dims(i));
 
   // The backends, made in the same order on every rank (each bootstraps collectively).
   std::vector<std::string> names{choice_.name};

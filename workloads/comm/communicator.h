@@ -54,7 +54,8 @@ class Communicator {
   explicit Communicator(MPI_Comm world, int shard_group = 0, bool async = true,
                         const BackendChoice& backend = {});
   // The groups from a process mesh (harness/core/mesh.h): Shard = the ranks differing only in
-  // dp_shard, Replica = only in dp_replicate, World = all. A mesh with dp_shard = 0 and
+  // dp_shard and sp (sequence-parallel ranks share parameters), Replica = only in
+  // dp_replicate, Tp / Pp / Sp = only in that dimension, World = all. A mesh with dp_shard = 0 and
   // dp_replicate = 0 takes the ranks of a node as the shard group (hybrid sharding's default).
   // The mesh's product must be the world's size (else every rank fails alike).
   Communicator(MPI_Comm world, const sb::Mesh& mesh, bool async = true,

@@ -31,6 +31,10 @@ class BatchSource {
 Batch slice_rows(const Batch& b, std::int64_t begin, std::int64_t end);
 // Rows of rank `rank` of `ranks`; B must divide evenly (an uneven split is an error).
 Batch rank_rows(const Batch& b, int rank, int ranks);
+// Ulysses sequence parallelism (models/sequence_parallel.h): tokens [rank T/ranks, (rank+1)
+// T/ranks) of every row, which keeps where they sit in the whole row (Batch::seq_begin,
+// seq_full: positions and dropout masks follow the tokens). T must divide evenly.
+Batch sequence_slice(const Batch& b, int rank, int ranks);
 // n equal micro-batches in row order; B must divide evenly.
 std::vector<Batch> split_rows(const Batch& b, std::int64_t n);
 // Every tensor moved to `device`.

@@ -63,7 +63,9 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
   const models::ModelConfig& c = in.model;
   // A pipeline rank: its blocks, a virtual stage's share of them per in-flight micro-batch.
   const auto flight = static_cast<U64>(std::max(1, in.in_flight));
-  const auto tokens = static_cast<U64>(in.rows * in.seq) * flight;
+  // Ulysses: this rank's seq / sp tokens of each row outside attention.
+  const std::int64_t sp = std::max(1, in.sp);
+  const auto tokens = static_cast<U64>(in.rows * (in.seq / sp)) * flight;
   const auto L = in.stage_layers < 0 ? static_cast<U64>(c.n_layer)
                                      : static_cast<U64>(in.stage_layers / std::max(1, in.v));
   // Tensor parallelism splits the attention width, the MLP's and the heads tp ways; the
@@ -76,7 +78,7 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
   // of it the attention variant keeps is its record's (Attention::kept_scores).
   const bool causal = models::family(c.family).objective == models::Objective::CausalLm;
   const auto attn = models::make_attention(c.attention, c.attention_chunk);
-  const double whole_scores = static_cast<double>(in.rows * (c.n_head / tp) * in.seq * in.seq) *
+  const double whole_scores = static_cast<double>(in.rows * (c.n_head / tp / sp) * in.seq * in.seq) *
                               static_cast<double>(elt * flight);
   const auto scores = static_cast<U64>(attn->kept_scores(causal) * whole_scores);  // one block's
   const auto grads = static_cast<U64>(attn->backward_scores() * whole_scores / static_cast<double>(flight));

@@ -22,8 +22,10 @@ struct MemoryInputs {
   std::vector<models::UnitSpec> units;  // the trained model's units (Engine's: this tp rank's blocks)
   models::ModelConfig model;            // shapes, for the activation terms
   std::string strategy = "no_shard";
-  int world = 1;        // the data-parallel ranks (world / (tp x pp))
+  int world = 1;        // the ranks FSDP spans (world / (tp x pp): data-parallel x sp)
   int tp = 1;           // mesh.tp: heads, MLP columns and vocabulary split tp ways
+  int sp = 1;           // mesh.sp (Ulysses): each rank holds seq / sp tokens of every row, and
+                        // in attention n_head / (tp sp) heads of the whole sequence
   // mesh.pp (models/pipeline.h): units are this rank's stages'; the step keeps every unit
   // gathered and an unsharded fp32 gradient per unit; the rank holds stage_layers blocks
   // (-1: all), over v virtual stages, the loss only when it runs the last stage, and at its

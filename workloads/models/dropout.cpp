@@ -99,11 +99,13 @@ DropoutRows dropout_rows(double p, std::uint64_t seed, const Batch& b, std::int6
   DropoutRows d;
   if (p <= 0 || b.dropout_step < 0) return d;
   SB_CHECK(p < 1, "dropout = {} must be below 1", p);
-  const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
+  const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1), full = b.row_tokens();
   d.p = p;
   d.key = dropout_key(seed, b.dropout_step);
-  auto token = torch::arange(b.row0 * T, (b.row0 + B) * T,
-                             torch::TensorOptions().dtype(torch::kLong).device(b.input_ids.device()));
+  // Token g = row x full + position: a sequence slice (Ulysses) keeps its tokens' numbers.
+  const auto opt = torch::TensorOptions().dtype(torch::kLong).device(b.input_ids.device());
+  auto token = ((torch::arange(b.row0, b.row0 + B, opt) * full + b.seq_begin).unsqueeze(1) +
+                torch::arange(T, opt).unsqueeze(0)).reshape({-1});
   d.token = count < 0 ? token : token.narrow(0, first, count);
   return d;
 }
@@ -120,9 +122,9 @@ void ModelDropout::configure(const DropoutConfig& d, const std::string& preset,
 }
 
 ModelDropout::Scope ModelDropout::begin(const Batch& b, std::int64_t n_head, int tp_rank,
-                                        int tp_size, bool rows_split) {
-  const std::int64_t H = n_head / tp_size;
-  attn = attention_dropout(cfg.attention, cfg.seed, b, n_head, tp_rank * H, H);
+                                        int tp_size, bool rows_split, int sp_rank, int sp_size) {
+  const std::int64_t H = n_head / tp_size, Hs = H / sp_size;
+  attn = attention_dropout(cfg.attention, cfg.seed, b, n_head, tp_rank * H + sp_rank * Hs, Hs);
   const std::int64_t R = b.input_ids.numel() / tp_size;
   rows = rows_split ? dropout_rows(cfg.hidden, cfg.seed, b, tp_rank * R, R)
                     : dropout_rows(cfg.hidden, cfg.seed, b);

@@ -86,8 +86,10 @@ struct ModelDropout {
     Scope(const Scope&) = delete;
     ~Scope() { m.rows = {}, m.attn = {}; }
   };
+  // Under Ulysses (sp_size > 1) this rank's attention runs heads [sp_rank H', (sp_rank+1) H')
+  // of its tp rank's n_head / tp_size (H' = n_head / tp_size / sp_size) on the whole sequence.
   [[nodiscard]] Scope begin(const Batch& b, std::int64_t n_head, int tp_rank, int tp_size,
-                            bool rows_split);
+                            bool rows_split, int sp_rank = 0, int sp_size = 1);
 };
 
 }  // namespace sb::models

@@ -34,6 +34,7 @@ struct Family {
   bool generates = false;    // has a KV-cache decoder (Gpt2::generate)
   bool classifies = false;   // has a sequence-classification head (Model::classify)
   bool tensor_parallel = false;  // trains over mesh.tp (Model::set_tensor_parallel)
+  bool sequence_parallel = false;  // trains over mesh.sp (Model::set_sequence_parallel)
   std::function<std::unique_ptr<Model>(const ModelConfig&)> make;
   // Hugging Face checkpoints: our name for a file's tensor name ("" = not ours: skip it);
   // why a file's tensor is skipped ("" = it is not: ours, or unknown and so an error): the

@@ -81,6 +81,21 @@ void Gpt2::set_tensor_parallel(TensorParallel tp) {
   tp_ = std::move(tp);
 }
 
+std::string Gpt2::sequence_parallel_problem(int size, std::int64_t seq, int tp_size) const {
+  return models::sequence_parallel_problem(cfg_.n_head / std::max(tp_size, 1), seq, size);
+}
+
+void Gpt2::set_sequence_parallel(SequenceParallel sp) {
+  const std::string why = sequence_parallel_problem(sp.size, 0, tp_.size);
+  SB_CHECK(why.empty(), "{}", why);
+  SB_CHECK(!sp.on() || !tp_.rows_split(), "model '{}': Ulysses sequence parallelism (mesh.sp = "
+           "{}) does not run with Megatron's tp_sequence_parallel yet; set tp_sequence_parallel = "
+           "false", cfg_.preset, sp.size);
+  SB_CHECK(!sp.on() || sp.all_to_all, "model '{}': sequence parallelism without its all-to-all",
+           cfg_.preset);
+  sp_ = std::move(sp);
+}
+
 std::string Gpt2::pipeline_problem(int stages) const { return models::pipeline_problem(cfg_.n_layer, stages); }
 
 void Gpt2::set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers) {
@@ -103,14 +118,15 @@ void Gpt2::set_dropout(const DropoutConfig& d) {
 
 torch::Tensor Gpt2::stage_forward(ParamProvider& p0, int chunk, const Batch& b, const torch::Tensor& input) {
   SB_CHECK(pp_.cut.on(), "model '{}' is not cut into pipeline stages", cfg_.preset);
-  const auto masks = dropout_.begin(b, cfg_.n_head, tp_.rank, tp_.size, tp_.rows_split());
+  const auto masks = dropout_.begin(b, cfg_.n_head, tp_.rank, tp_.size, tp_.rows_split(), sp_.rank, sp_.size);
   ParamProvider& p = stages_.get(p0, pp_.local);
   const int s = pp_.cut.stage(chunk);
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
-  SB_CHECK(T <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
-           cfg_.preset, T, cfg_.max_pos);
+  SB_CHECK(b.row_tokens() <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} "
+           "positions", cfg_.preset, b.row_tokens(), cfg_.max_pos);
+  const auto opt = b.input_ids.options().dtype(torch::kLong);
   torch::Tensor x = pp_.cut.first(chunk)
-      ? embed(p, b.input_ids, torch::arange(T, b.input_ids.options().dtype(torch::kLong)))
+      ? embed(p, b.input_ids, torch::arange(b.seq_begin, b.seq_begin + T, opt))
       : input;
   AttentionMask mask;
   mask.causal = true;
@@ -123,6 +139,8 @@ torch::Tensor Gpt2::stage_forward(ParamProvider& p0, int chunk, const Batch& b, 
 void Gpt2::check_whole(const char* what) const {
   SB_CHECK(!tp_.on(), "model '{}': {} is not implemented for a tensor-parallel model (mesh.tp = "
            "{}); tensor parallelism runs training's loss only today", cfg_.preset, what, tp_.size);
+  SB_CHECK(!sp_.on(), "model '{}': {} is not implemented for a sequence-parallel model (mesh.sp "
+           "= {}); sequence parallelism runs training's loss only today", cfg_.preset, what, sp_.size);
 }
 
 torch::Tensor Gpt2::row_linear(ParamProvider& p, int u, int w_index, const torch::Tensor& x,
@@ -214,6 +232,8 @@ torch::Tensor Gpt2::block(ParamProvider& p, std::int64_t l, const torch::Tensor&
   auto x = x_in;
   auto h = norm(x, w[kLn1W], w[kLn1B]);
   auto qkv = column(u, kAttnW, h, w).view({B, T, 3, H, Dh});  // (B, T, 3, H, Dh)
+  // Ulysses: the whole sequence's q, k, v for H / sp of the heads (T becomes sp T below).
+  if (sp_.on()) qkv = sp_.to_heads(qkv);
   // unbind, not three selects: its backward stacks the three gradients in one pass, where
   // each select's wrote a zeroed (B, T, 3, H, Dh) tensor and autograd summed the three
   // (0.36 s of a 9.3 s bf16 step at B16 x T512).
@@ -223,7 +243,9 @@ torch::Tensor Gpt2::block(ParamProvider& p, std::int64_t l, const torch::Tensor&
   auto v = qkv3[2].transpose(1, 2);
   if (kv) std::tie(k, v) = kv(l, k, v);
   // Selective checkpointing recomputes the (B, H, T, T) part in backward.
-  const auto a = attend(*attn_, p, q, k, v, m, ac_.attention() && !kv).transpose(1, 2).reshape({B * T, H * Dh});  // (B*T, H Dh)
+  auto a = attend(*attn_, p, q, k, v, m, ac_.attention() && !kv).transpose(1, 2);  // (B, T, H, Dh)
+  if (sp_.on()) a = sp_.to_sequence(a);  // back to this rank's tokens, every head
+  a = a.reshape({B * T, H * Dh});  // (B*T, H Dh)
   x = x + rows.apply(row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]), attn_site(l));
   h = norm(x, w[kLn2W], w[kLn2B]);
   h = tp_.rows_split() ? at::gelu(column(u, kFcW, h, w), "tanh")
@@ -257,15 +279,20 @@ torch::Tensor Gpt2::forward(ParamProvider& p, const torch::Tensor& ids, KVCache*
   return head(p, x, release_head_with_logits);
 }
 
-torch::Tensor Gpt2::trunk(ParamProvider& p, const torch::Tensor& ids, KVCache* cache) {
+torch::Tensor Gpt2::trunk(ParamProvider& p, const torch::Tensor& ids, KVCache* cache,
+                          std::int64_t first_pos) {
   SB_CHECK(ids.dim() == 2, "GPT-2 input_ids must be (B, T), got {} dims", ids.dim());
   const std::int64_t B = ids.size(0), T = ids.size(1);
   const std::int64_t past = cache ? cache->length : 0;
-  SB_CHECK(past + T <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
-           cfg_.preset, past + T, cfg_.max_pos);
+  // A sequence slice (Ulysses) has its own positions; its attention sees the whole sequence
+  // from position 0 (sequence_parallel.h), so the mask has no offset.
+  const std::int64_t pos0 = cache ? past : first_pos;
+  const std::int64_t end = sp_.on() && !cache ? T * sp_.size : pos0 + T;
+  SB_CHECK(end <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
+           cfg_.preset, end, cfg_.max_pos);
   if (cache) SB_CHECK(past + T <= cache->max_len, "KV cache holds {} tokens, {} needed", cache->max_len, past + T);
 
-  auto x = embed(p, ids, torch::arange(past, past + T, ids.options().dtype(torch::kLong)));
+  auto x = embed(p, ids, torch::arange(pos0, pos0 + T, ids.options().dtype(torch::kLong)));
   AttentionMask mask;
   mask.causal = true;
   mask.q_offset = past;
@@ -352,9 +379,12 @@ torch::Tensor Gpt2::lm_loss(ParamProvider& p, const torch::Tensor& trunk_out, co
 torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombiner& c) {
   SB_CHECK(b.targets.defined(), "GPT-2 loss needs targets (B, T)");
   pp_.check_uncut(cfg_.preset, "the loss of a whole forward");
-  const auto masks = dropout_.begin(b, cfg_.n_head, tp_.rank, tp_.size, tp_.rows_split());
+  const auto masks = dropout_.begin(b, cfg_.n_head, tp_.rank, tp_.size, tp_.rows_split(), sp_.rank, sp_.size);
   const auto t = b.targets.reshape({-1});
-  if (!c.combine) return lm_loss(p, trunk(p, b.input_ids, nullptr), t);
+  SB_CHECK(!sp_.on() || b.row_tokens() == b.input_ids.size(1) * sp_.size, "model '{}': under "
+           "mesh.sp = {} a batch holds one of sp equal slices of each row (data::sequence_slice); "
+           "got {} of {} tokens", cfg_.preset, sp_.size, b.input_ids.size(1), b.row_tokens());
+  if (!c.combine) return lm_loss(p, trunk(p, b.input_ids, nullptr, b.seq_begin), t);
   LossParts parts;
   auto logits = forward(p, b.input_ids, nullptr, false, c.hidden ? &parts.hidden : nullptr);  // (B*T, V)
   parts.loss = cross_entropy(logits, t);  // fp32 whatever the compute dtype (loss.h)

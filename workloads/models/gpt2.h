@@ -36,6 +36,10 @@ class Gpt2 final : public Model, public KvDecoder {
   // Pipeline stages (pipeline.h) balanced by the weights' FLOPs per row, the tied LM head
   // (V x d) counted on the last stage, which holds a copy of the embedding unit for it.
   std::string pipeline_problem(int stages) const override;
+  // Ulysses (sequence_parallel.h): q, k and v traded for whole-sequence heads around attention;
+  // training's loss only, as tensor parallelism (and not with Megatron's tp_sequence_parallel).
+  std::string sequence_parallel_problem(int size, std::int64_t seq, int tp_size = 1) const override;
+  void set_sequence_parallel(SequenceParallel sp) override;
   void set_dropout(const DropoutConfig& d) override;
   void set_activation_checkpoint(const CheckpointConfig& c) override { ac_ = c; }
   void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {}) override;
@@ -85,10 +89,12 @@ class Gpt2 final : public Model, public KvDecoder {
   torch::Tensor lm_loss(ParamProvider& p, const torch::Tensor& x, const torch::Tensor& targets);
   torch::Tensor head(ParamProvider& p, torch::Tensor x, bool release_head_with_logits);
   // Embeddings and blocks (the KV cache's when given): (B*T, d) before the final LayerNorm.
-  torch::Tensor trunk(ParamProvider& p, const torch::Tensor& ids, KVCache* cache);
+  // first_pos: the position of ids' first column without a cache (a sequence slice's).
+  torch::Tensor trunk(ParamProvider& p, const torch::Tensor& ids, KVCache* cache,
+                      std::int64_t first_pos = 0);
   torch::Tensor final_norm(ParamProvider& p, const torch::Tensor& x);  // ln_f
   std::vector<UnitSpec> make_units(int tp_rank, int tp_size) const;
-  void check_whole(const char* what) const;  // refuses a tensor-parallel model
+  void check_whole(const char* what) const;  // refuses a tensor- or sequence-parallel model
   // x (rows, d) through a linear whose weight is split over tp as a row-parallel one: the
   // partial products summed over tp, then the (replicated) bias; plain linear at tp = 1.
   torch::Tensor row_linear(ParamProvider& p, int u, int w_index, const torch::Tensor& x,
@@ -97,6 +103,7 @@ class Gpt2 final : public Model, public KvDecoder {
   std::vector<UnitSpec> units_;
   std::vector<UnitSpec> whole_units_;  // the unsharded model's (FLOPs count these)
   TensorParallel tp_;
+  SequenceParallel sp_;
   Pipelined pp_;
   std::unique_ptr<Attention> attn_;
   ModelDropout dropout_;  // dropout.h: the configuration and the current forward's masks

@@ -67,7 +67,7 @@ nlohmann::json write_config(const ModelConfig& c) {
 const sb::Registrar kRegister([] {
   register_family({.name = "gpt2", .objective = Objective::CausalLm, .eval_metric = "perplexity",
                    .lower_is_better = true, .trains_on_token_files = true, .generates = true,
-                   .tensor_parallel = true,
+                   .tensor_parallel = true, .sequence_parallel = true,
                    .make = make_as<Gpt2>, .hf_name = hf_name, .hf_skip = hf_skip,
                    .hf_transposed = hf_transposed, .hf_model_types = {"gpt2"},
                    .hf_read_config = read_config, .hf_write_config = write_config});

@@ -108,6 +108,17 @@ void Model::set_tensor_parallel(TensorParallel tp) {
   SB_CHECK(why.empty(), "{}", why);
 }
 
+std::string Model::sequence_parallel_problem(int size, std::int64_t, int) const {
+  if (size <= 1) return "";
+  return fmt::format("model '{}' ({}) has no sequence-parallel attention; set mesh.sp = 1, or "
+                     "train a family that has one (gpt2)", config().preset, config().family);
+}
+
+void Model::set_sequence_parallel(SequenceParallel sp) {
+  const std::string why = sequence_parallel_problem(sp.size, 0);
+  SB_CHECK(why.empty(), "{}", why);
+}
+
 std::string Model::pipeline_problem(int stages) const {
   if (stages <= 1) return "";
   return fmt::format("model '{}' ({}) cannot be cut into pipeline stages; set mesh.pp = 1",

@@ -15,6 +15,7 @@
 #include "workloads/models/checkpoint.h"
 #include "workloads/models/dropout.h"
 #include "workloads/models/pipeline.h"
+#include "workloads/models/sequence_parallel.h"
 #include "workloads/models/tensor_parallel.h"
 
 namespace sb::models {
@@ -101,6 +102,10 @@ struct Batch {
   // Dropout (dropout.h): the global index of this batch's first row in its step's global
   // batch (slices keep it), and the step whose masks training draws (-1: no dropout).
   std::int64_t row0 = 0, dropout_step = -1;
+  // Sequence parallelism (sequence_parallel.h): these T columns are tokens [seq_begin,
+  // seq_begin + T) of rows of seq_full tokens (0: the whole rows).
+  std::int64_t seq_begin = 0, seq_full = 0;
+  std::int64_t row_tokens() const { return seq_full > 0 ? seq_full : input_ids.size(1); }
   std::int64_t tokens() const { return input_ids.numel(); }
 };
 
@@ -183,6 +188,14 @@ class Model {
   // their record (Family::tensor_parallel). Default: cannot.
   virtual std::string tensor_parallel_problem(int size) const;
   virtual void set_tensor_parallel(TensorParallel tp);
+  // Ulysses sequence parallelism (sequence_parallel.h): "" when its attention can run over
+  // `size` sp ranks (heads per tp rank divide by size; rows of seq tokens, seq > 0, split
+  // evenly), else why and the fix. After set_sequence_parallel (and set_tensor_parallel) the
+  // training forwards take sequence slices (data::sequence_slice: Batch::seq_begin, seq_full).
+  // Families that can say so in their record (Family::sequence_parallel). Default: cannot.
+  // tp_size: the mesh's tp (heads per tensor-parallel rank are what sp splits).
+  virtual std::string sequence_parallel_problem(int size, std::int64_t seq, int tp_size = 1) const;
+  virtual void set_sequence_parallel(SequenceParallel sp);
   // Pipeline parallelism (pipeline.h): "" when the model can be cut into `stages` stages, else
   // why and the fix. set_pipeline cuts it (after set_tensor_parallel): units() become this
   // rank's stages' units, whose model-wide paths (loss_with, logits, classify, decoding) then

@@ -246,12 +246,43 @@ void validate_pp(const Point& p, std::vector<Diagnostic>& out) {
                               "classify)", "pipeline parallelism", "mesh.pp", pp));
 }
 
+// Ulysses sequence parallelism (mesh.sp > 1): a family whose record says it has the attention
+// for it, heads (per tp rank) and seq that split over sp, and none of what does not run over
+// sp yet (each named with its fix).
+void validate_sp(const Point& p, std::vector<Diagnostic>& out) {
+  if (!p.has("task") || base_config(p).task != "train") return;
+  const MeshConfig& m = config<MeshConfig>(p);
+  if (m.sp <= 1) return;
+  try {
+    const auto model = models::make_model(config<ModelKeys>(p).model);
+    const std::string& family = model->config().family;
+    if (!models::family(family).sequence_parallel)
+      out.push_back({"mesh.sp", fmt::format("model '{}' ({}) has no sequence-parallel attention "
+                     "(its family's record: sequence_parallel = false); set mesh.sp = 1, or train "
+                     "a gpt2 model", config<ModelKeys>(p).model, family)});
+    else if (const std::string why = model->sequence_parallel_problem(m.sp, config<ModelKeys>(p).seq, m.tp);
+             !why.empty())
+      out.push_back({"mesh.sp", why});
+  } catch (const std::exception&) {
+    return;  // an unknown model: the model key's own check names it
+  }
+  if (config<StepKeys>(p).tp_sequence_parallel)
+    out.push_back({"tp_sequence_parallel", fmt::format("tp_sequence_parallel = true (Megatron's "
+                   "row split over tp) does not run with Ulysses (mesh.sp = {}) yet; set "
+                   "tp_sequence_parallel = false, or mesh.sp = 1", m.sp)});
+  if (m.pp > 1) out.push_back(unsupported("mesh.pp", "pipeline parallelism", "sequence parallelism", "mesh.sp", m.sp));
+  refuse_unsupported(p, "mesh.sp", m.sp, "sequence parallelism", out);
+  if (data::is_labelled_path(config<data::DataKeys>(p).data))
+    out.push_back(unsupported("data", "classification data", "sequence parallelism", "mesh.sp", m.sp));
+}
+
 Registrar reg([] {
   register_canonicalizer(canonicalize);
   register_canonicalizer(canonicalize_microbatches);
   register_validator(validate);
   register_validator(validate_tp);
   register_validator(validate_pp);
+  register_validator(validate_sp);
 });
 
 }  // namespace

@@ -53,7 +53,8 @@ fsdp::MemoryPrediction planned_memory(const Point& p) {
   const int tp = config<MeshConfig>(p).tp;
   const bool tp_cut = tp > 1 && model->tensor_parallel_problem(tp).empty();
   if (tp_cut) model->set_tensor_parallel(planning_layout(tp));
-  const int sg = config<MeshConfig>(p).dp_shard;
+  // The shard group spans dp_shard x sp (0: a node's ranks, which already hold the sp ones).
+  const int sg = config<MeshConfig>(p).dp_shard * config<MeshConfig>(p).sp;
   const int pp = config<MeshConfig>(p).pp;
   const auto v = static_cast<int>(config<StepKeys>(p).pp_virtual_stages);
   if (pp <= 1 || !model->pipeline_problem(pp * v).empty())
@@ -141,7 +142,9 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   in.tp = config<MeshConfig>(p).tp;
   in.sequence_parallel = in.tp > 1 && config<StepKeys>(p).tp_sequence_parallel;
   in.pp = config<MeshConfig>(p).pp;
-  in.world = static_cast<int>(base_config(p).world / std::max(1, in.tp * in.pp));  // data-parallel ranks
+  in.sp = config<MeshConfig>(p).sp;
+  // The ranks FSDP spans: the data-parallel ones and, under Ulysses, their sp ranks.
+  in.world = static_cast<int>(base_config(p).world / std::max(1, in.tp * in.pp));
   in.shard_group = shard_group;
   in.param_dtype = param_dtype;
   in.reduce_dtype = models::dtype_from_name(config<StepKeys>(p).reduce_dtype);
@@ -151,8 +154,8 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   in.prefetch = config<StepKeys>(p).prefetch;
   // One micro-batch of this rank; the loss over every position (causal LM), the masked ones
   // (MLM: at most the masking probability of them) or one row each (labelled data).
-  in.rows = mk.batch / std::max<I>(1, in.world * in.grad_accum);
-  in.seq = mk.seq;
+  in.rows = mk.batch / std::max<I>(1, in.world / std::max(1, in.sp) * in.grad_accum);
+  in.seq = mk.seq;  // the whole row's (attention's); activations hold seq / sp of it
   if (const auto& cut = model.pipeline(); cut.on()) {  // this rank's stages (models/pipeline.h)
     in.v = cut.v;
     in.stage_layers = 0;
@@ -172,7 +175,7 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   } else {
     const bool causal = models::family(c.family).objective == models::Objective::CausalLm;
     const double share = causal ? 1.0 : data::MlmConfig{}.prob;
-    in.loss_rows = static_cast<I>(std::ceil(share * static_cast<double>(in.rows * in.seq)));
+    in.loss_rows = static_cast<I>(std::ceil(share * static_cast<double>(in.rows * (in.seq / std::max(1, in.sp)))));
     in.loss_classes = c.vocab;
     // A causal LM's training loss without tp is loss.h's chunked one (Gpt2::lm_loss).
     if (causal && in.tp == 1) in.loss_chunk_rows = models::loss_chunk_rows(c.vocab);

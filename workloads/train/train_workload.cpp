@@ -44,6 +44,7 @@
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/models/params.h"
+#include "workloads/parallel/sp_layers.h"
 #include "workloads/parallel/tp_layers.h"
 #include "workloads/prune/prune_keys.h"
 #include "workloads/prune/pruner.h"
@@ -156,11 +157,13 @@ class TrainWorkload final : public sb::Workload {
   void record_results(RunContext& ctx);
   void record_peaks_and_flops(RunContext& ctx);
   void export_weights(RunContext& ctx);
-  // This rank's rows of a global batch: its slice by data-parallel coordinate (ranks that
-  // differ only in tp, pp or sp read the same rows).
+  // This rank's part of a global batch: its rows by data-parallel coordinate (ranks that
+  // differ only in tp, pp or sp read the same rows), and under Ulysses (mesh.sp) its slice of
+  // each row's tokens.
   models::Batch dp_rows(const models::Batch& global) const {
     const auto& m = comm_->mesh();
-    return data::rank_rows(global, m.dp_rank(comm_->rank()), m.dp_size());
+    return data::sequence_slice(data::rank_rows(global, m.dp_rank(comm_->rank()), m.dp_size()),
+                                comm_->rank(comm::Group::Sp), comm_->size(comm::Group::Sp));
   }
 
   // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
@@ -220,6 +223,9 @@ void TrainWorkload::build(RunContext& ctx) {
   if (comm_->size(comm::Group::Tp) > 1)
     model_->set_tensor_parallel(
         parallel::tensor_parallel(*comm_, config<StepKeys>(p).tp_sequence_parallel, cfg_.compression));
+  // Ulysses sequence parallelism (mesh.sp): the model trades sequence slices for heads around
+  // attention; the engine's shard group spans dp_shard x sp (comm/communicator.h).
+  if (comm_->size(comm::Group::Sp) > 1) model_->set_sequence_parallel(parallel::sequence_parallel(*comm_));
   // Pipeline parallelism (mesh.pp): the model keeps this rank's stages (after tp cut them).
   if (comm_->size(comm::Group::Pp) > 1) {
     model_->set_pipeline(comm_->size(comm::Group::Pp), static_cast<int>(config<StepKeys>(p).pp_virtual_stages),
