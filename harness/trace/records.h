@@ -71,6 +71,11 @@ struct RankMemory {  // per rank
   std::int32_t mesh_pp = 0, mesh_dp_replicate = 0, mesh_dp_shard = 0, mesh_sp = 0, mesh_tp = 0;
   // Measured beside the memory model's activation terms (appended, as above).
   std::uint64_t peak_step_tensor_bytes = 0;
+  // Optimizer state on disk (offload_optimizer = "disk"; appended, as above): the staging
+  // buffers in memory, the bytes moved over the run and the I/O threads' and the updating
+  // thread's time.
+  std::uint64_t offload_bytes = 0, offload_read_bytes = 0, offload_written_bytes = 0;
+  double offload_read_s = 0, offload_write_s = 0, offload_wait_s = 0;
 };
 
 template <>
@@ -114,7 +119,7 @@ struct Table<RankMemory> {
       field("predicted_activation_head_bytes", &R::predicted_activation_head_bytes, "bytes",
             "memory model: the loss's fp32 log-probabilities (estimate)"),
       field("predicted_offload_bytes", &R::predicted_offload_bytes, "bytes",
-            "memory model: host staging of offloaded state (none yet: 0)"),
+            "memory model: staging buffers of the optimizer state on disk (exact: equals offload_bytes)"),
       field("predicted_model_state_bytes", &R::predicted_model_state_bytes, "bytes",
             "memory model: model state between steps (exact: equals model_state_bytes)"),
       field("mesh_pp", &R::mesh_pp, "", "the rank's pipeline-stage coordinate in the process mesh"),
@@ -129,7 +134,21 @@ struct Table<RankMemory> {
             "(activations, the step's gradients, the loss's chunks, communication buffers): the "
             "CPU caching allocator's blocks of 1 MiB and more (smaller ones, e.g. chunked "
             "attention's score tiles, are not counted); 0: not measured (a GPU run, another "
-            "allocator, or no training)"));
+            "allocator, or no training)"),
+      field("offload_bytes", &R::offload_bytes, "bytes",
+            "staging buffers of the optimizer state on disk (offload_optimizer = \"disk\"; 0 "
+            "without)"),
+      field("offload_read_bytes", &R::offload_read_bytes, "bytes",
+            "bytes the optimizer read from its offload file over the run"),
+      field("offload_written_bytes", &R::offload_written_bytes, "bytes",
+            "bytes the optimizer wrote to its offload file over the run"),
+      field("offload_read_s", &R::offload_read_s, "s",
+            "seconds the I/O threads spent in reads of the offload file (read bandwidth = "
+            "offload_read_bytes / offload_read_s)"),
+      field("offload_write_s", &R::offload_write_s, "s",
+            "seconds the I/O threads spent in writes of the offload file"),
+      field("offload_wait_s", &R::offload_wait_s, "s",
+            "seconds the optimizer waited on offload I/O (not hidden behind its update)"));
 };
 
 // This rank's identity (rank, host, its coordinates in the point's resolved mesh) and its

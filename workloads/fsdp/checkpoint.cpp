@@ -65,11 +65,22 @@ Header run_header(comm::Communicator& c, comm::Group shard_group, const EngineCo
   return h;
 }
 
-// The tensors a rank file holds, in payload order.
-std::vector<const torch::Tensor*> payload_tensors(const Units& units) {
+// The tensors a rank file holds, in payload order. Offloaded moments are read back from the
+// store into `held` (the file is assembled in memory either way).
+std::vector<const torch::Tensor*> payload_tensors(const Units& units, OffloadStore* store,
+                                                  std::vector<torch::Tensor>& held) {
   std::vector<const torch::Tensor*> out;
-  for (const auto& U : units)
-    for (const torch::Tensor* t : {&U->master, &U->exp_avg, &U->exp_avg_sq}) out.push_back(t);
+  held.reserve(2 * units.size());  // no reallocation: out points into it
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    const auto& U = units[u];
+    if (!store) {
+      for (const torch::Tensor* t : {&U->master, &U->exp_avg, &U->exp_avg_sq}) out.push_back(t);
+      continue;
+    }
+    auto [m, v] = store->moments(static_cast<int>(u));
+    held.push_back(m), held.push_back(v);
+    out.insert(out.end(), {&U->master, &held[held.size() - 2], &held.back()});
+  }
   return out;
 }
 
@@ -194,7 +205,8 @@ void Engine::save(const std::string& dir) const {
           {scale_, static_cast<double>(good_steps_), static_cast<double>(skipped_)},
           torch::kDouble);
     h.n_state = static_cast<std::uint32_t>(state.size());
-    file = ckpt::encode_file(h, ckpt::encode_payload(payload_tensors(units_), state));
+    std::vector<torch::Tensor> held;
+    file = ckpt::encode_file(h, ckpt::encode_payload(payload_tensors(units_, store_.get(), held), state));
     ckpt::write_durably(ckpt::rank_file(set, comm_.rank()), file);
   });
   const auto entries =
@@ -267,11 +279,16 @@ Engine::Loaded Engine::load(const std::string& dir) {
 // is. Not collective: every rank agreed before.
 void Engine::load_same_layout(const ckpt::RankFile& rf, comm::StateDict& state) {
   std::size_t pos = rf.payload_pos;
-  for (auto& U : units_)
-    for (torch::Tensor* t : {&U->master, &U->exp_avg, &U->exp_avg_sq}) {
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    Unit& U = *units_[u];
+    torch::Tensor m = U.exp_avg, v = U.exp_avg_sq;
+    if (store_) m = torch::empty({U.opt_n}), v = torch::empty({U.opt_n});
+    for (torch::Tensor* t : {&U.master, &m, &v}) {
       std::memcpy(t->data_ptr(), rf.buf.data() + pos, t->nbytes());
       pos += t->nbytes();
     }
+    if (store_) store_->set_moments(static_cast<int>(u), m, v);
+  }
   restore_learned(state, units_, last_acquire_order_, rf.path);
   restore_loss_scale(state, rf.path);
   coll_->load_compression_state(state);
@@ -297,10 +314,14 @@ Engine::Loaded Engine::load_resharded(const std::string& set, const ckpt::Marker
       const std::int64_t begin = layout_.params_sharded ? U.range.offset : 0;
       U.master.copy_(ckpt::unit_flat(lg, whole, specs[u], 0, U.range.padded, set)
                          .narrow(0, begin, U.master.numel()));
-      U.exp_avg.copy_(ckpt::unit_flat(lg, whole, specs[u], 1, U.range.padded, set)
-                          .narrow(0, begin + U.opt_off, U.opt_n));
-      U.exp_avg_sq.copy_(ckpt::unit_flat(lg, whole, specs[u], 2, U.range.padded, set)
-                             .narrow(0, begin + U.opt_off, U.opt_n));
+      auto m = ckpt::unit_flat(lg, whole, specs[u], 1, U.range.padded, set).narrow(0, begin + U.opt_off, U.opt_n);
+      auto v = ckpt::unit_flat(lg, whole, specs[u], 2, U.range.padded, set).narrow(0, begin + U.opt_off, U.opt_n);
+      if (store_) {
+        store_->set_moments(static_cast<int>(u), m, v);
+      } else {
+        U.exp_avg.copy_(m);
+        U.exp_avg_sq.copy_(v);
+      }
     }
   });
   exchange(comm_, fmt::format("resuming from {} on another mesh", set), err);

@@ -153,8 +153,8 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
       U->tp_split = torch::cat(split_parts).to(cfg_.device)
                         .narrow(0, layout_.params_sharded ? U->range.offset : U->opt_off, U->opt_n)
                         .clone();
-    if (!cfg_.forward_only) {  // a teacher or a served model never steps: no moments, no grads
-      U->exp_avg = torch::zeros({U->opt_n}, on);
+    if (!cfg_.forward_only && cfg_.offload_optimizer == "none") {  // a teacher or a served
+      U->exp_avg = torch::zeros({U->opt_n}, on);                     // model never steps
       U->exp_avg_sq = torch::zeros({U->opt_n}, on);
     }
 
@@ -177,7 +177,24 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     U->acc_node->add_post_hook(std::make_unique<PostHook>([this, ui] { on_grad(ui); }));
     units_.push_back(std::move(U));
   }
+  if (!cfg_.forward_only && cfg_.offload_optimizer != "none") make_offload_store();
   note_memory();
+}
+
+// The moments and decay masks move to a file (offload_store.h); nothing of them stays here.
+void Engine::make_offload_store() {
+  SB_CHECK(cfg_.offload_optimizer == "disk", "offload_optimizer = \"{}\": known values are none "
+           "and disk", cfg_.offload_optimizer);
+  SB_CHECK(cfg_.device.is_cpu(), "offload_optimizer = \"disk\" streams the update on the CPU; "
+           "this run's device is {}: set offload_optimizer = \"none\"", cfg_.device.str());
+  std::vector<std::int64_t> sizes;
+  for (const auto& U : units_) sizes.push_back(U->opt_n);
+  store_ = std::make_unique<OffloadStore>(cfg_.offload_dir, fmt::format("rank{}", comm_.rank()),
+                                          sizes, cfg_.offload_block);
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    store_->init(static_cast<int>(u), units_[u]->decay);
+    units_[u]->decay = torch::Tensor();
+  }
 }
 
 Engine::~Engine() {
@@ -417,7 +434,8 @@ MemoryStats Engine::memory() const {
     if (U->gathered && !U->alias) m.gathered += U->W.numel() * U->W.element_size();
   }
   m.compression = static_cast<std::uint64_t>(coll_->state_bytes());
-  m.model_state = m.param + m.grad + m.optim + m.compression + m.gathered;
+  if (store_) m.offload = OffloadStore::staging_bytes(store_->block());
+  m.model_state = m.param + m.grad + m.optim + m.compression + m.gathered + m.offload;
   m.peak_model_state = std::max<std::uint64_t>(peak_, m.model_state);
   m.peak_gathered = std::max<std::uint64_t>(peak_gathered_, m.gathered);
   return m;

@@ -18,6 +18,7 @@
 #include "harness/trace/records.h"
 #include "workloads/comm/communicator.h"
 #include "workloads/comm/policy.h"
+#include "workloads/fsdp/offload_store.h"
 #include "workloads/fsdp/strategy.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
@@ -60,6 +61,12 @@ struct EngineConfig {
   // A model cut into pipeline stages (Model::set_pipeline) steps by this schedule
   // (workloads/parallel/pp_schedule.h; the `pp_schedule` key).
   std::string pp_schedule = "1f1b";
+  // Optimizer state on disk (ZeRO-Infinity; offload_store.h): "none" keeps the Adam moments
+  // in memory, "disk" in a file under offload_dir that the update streams through
+  // offload_block-element staging blocks.
+  std::string offload_optimizer = "none";
+  std::string offload_dir;
+  std::int64_t offload_block = std::int64_t{1} << 20;
 };
 
 struct StepStats {
@@ -77,7 +84,8 @@ struct StepStats {
 struct MemoryStats {  // this rank, bytes; exact sizes of the buffers the engine owns
   std::uint64_t param = 0, grad = 0, optim = 0, gathered = 0;
   std::uint64_t compression = 0;       // error-feedback residuals, PowerSGD state
-  std::uint64_t model_state = 0;       // param + grad + optim + compression + gathered, now
+  std::uint64_t offload = 0;           // staging buffers of offloaded optimizer state
+  std::uint64_t model_state = 0;       // param + grad + optim + compression + gathered + offload, now
   std::uint64_t peak_model_state = 0;  // highest model_state seen within steps so far
   std::uint64_t peak_gathered = 0;     // most gathered bytes held at once within steps so far
 };
@@ -89,6 +97,7 @@ inline void add_engine_memory(const MemoryStats& e, sb::RankMemory& m) {
   m.optim_bytes = e.optim;
   m.gathered_bytes = e.peak_gathered;  // between steps nothing is gathered: the peak says more
   m.compression_bytes = e.compression;
+  m.offload_bytes = e.offload;
   m.model_state_bytes = e.model_state;
   m.peak_model_state_bytes = e.peak_model_state;
 }
@@ -162,6 +171,8 @@ class Engine final : public models::ParamProvider {
   // (collective).
   std::vector<std::vector<torch::Tensor>> full_params();
   MemoryStats memory() const;
+  // The optimizer state's file (offload_optimizer = "disk"), or nullptr.
+  const OffloadStore* offload_store() const { return store_.get(); }
   std::int64_t steps_done() const { return step_; }
   std::int64_t steps_skipped() const { return skipped_; }  // loss scaling: steps not applied
   double loss_scale() const { return scale_; }             // for the next step
@@ -218,6 +229,7 @@ class Engine final : public models::ParamProvider {
   bool loss_scaler_skips(double sumsq, StepStats& s);  // step.cpp
   void note_memory();
   void refresh_replicas();
+  void make_offload_store();
   void load_same_layout(const ckpt::RankFile& rf, comm::StateDict& state);  // checkpoint.cpp
   Loaded load_resharded(const std::string& set, const ckpt::Marker& m);
   void restore_loss_scale(comm::StateDict& state, const std::string& path);
@@ -231,6 +243,7 @@ class Engine final : public models::ParamProvider {
   Layout layout_;             // info_.layout
   comm::Group shard_group_;   // the group of dp_shard: what units are sharded over
   std::unique_ptr<Collectives> coll_;
+  std::unique_ptr<OffloadStore> store_;  // offload_optimizer = "disk": the moments' file
   std::vector<std::unique_ptr<Unit>> units_;
   std::int64_t step_ = 0;
   // Loss scaling (EngineConfig::loss_scaling; step.cpp): the scale, good steps in a row,

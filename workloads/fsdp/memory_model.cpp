@@ -1,6 +1,8 @@
 // The memory model (memory_model.h): each term from the strategy's record and the sizes.
 #include "workloads/fsdp/memory_model.h"
 
+#include "workloads/fsdp/offload_store.h"
+
 #include <algorithm>
 #include <functional>
 
@@ -138,13 +140,14 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
     p.param += 4 * (l.params_sharded ? S : padded);
     p.grad += c10::elementSize(in.reduce_dtype) * (l.grads_sharded ? S : padded) +
               (in.grad_accum > 1 || in.pp > 1 ? 4 * padded : 0);
-    p.optim += 8 * (l.optim_sharded ? S : padded);
+    if (in.offload_optimizer == "none") p.optim += 8 * (l.optim_sharded ? S : padded);
     unit_bytes.push_back(elt * padded);
   }
   p.compression = compression_bytes(s, in.units, mesh, in.policy);
   p.gathered = gathered_bytes(l, unit_bytes, in.param_dtype == torch::kFloat32, in.prefetch, in.pp > 1);
   activation_bytes(in, elt, p);
-  p.model_state = p.param + p.grad + p.optim + p.compression + (l.params_sharded ? 0 : p.gathered);
+  if (in.offload_optimizer != "none") p.offload = OffloadStore::staging_bytes(in.offload_block);
+  p.model_state = p.param + p.grad + p.optim + p.compression + p.offload + (l.params_sharded ? 0 : p.gathered);
   return p;
 }
 

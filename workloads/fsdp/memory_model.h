@@ -42,6 +42,10 @@ struct MemoryInputs {
   comm::Policy policy = comm::policy_preset("none");
   bool prefetch = true;
   models::CheckpointConfig checkpoint;  // activation checkpointing (models/checkpoint.h)
+  // Optimizer state on disk (offload_store.h): no moments in memory, staging blocks of
+  // offload_block elements instead.
+  std::string offload_optimizer = "none";
+  std::int64_t offload_block = std::int64_t{1} << 20;
   // Activations of one micro-batch on this rank: rows of `seq` tokens; the loss is taken
   // over loss_rows rows of loss_classes logits (causal LM: rows x seq x vocab).
   std::int64_t rows = 0, seq = 0, loss_rows = 0, loss_classes = 0;
@@ -67,8 +71,8 @@ struct MemoryPrediction {
   std::uint64_t activation_layers = 0;     // the blocks' saved inputs (LayerNorm, linear, GELU)
   std::uint64_t activation_attention = 0;  // attention probabilities (B, H, T, T) per block
   std::uint64_t activation_head = 0;       // the loss's fp32 log-probabilities
-  std::uint64_t offload = 0;               // host staging of offloaded state: none yet
-  // Between steps: param + grad + optim + compression (+ gathered for replicated
+  std::uint64_t offload = 0;               // staging of offloaded optimizer state (2 x 3 blocks)
+  // Between steps: param + grad + optim + compression + offload (+ gathered for replicated
   // parameters): MemoryStats::model_state.
   std::uint64_t model_state = 0;
 

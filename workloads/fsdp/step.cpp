@@ -160,8 +160,17 @@ void Engine::optimizer_step(StepStats& s) {
     }
     auto p = U.master.narrow(0, U.opt_off, U.opt_n);
     // Adam's step count: the updates applied (skipped steps do not count, as in PyTorch).
-    optim::adamw_update(p, gs[u], U.exp_avg, U.exp_avg_sq, step_ + 1 - skipped_, lr, cfg_.adamw,
-                        U.decay, x);
+    const std::int64_t t = step_ + 1 - skipped_;
+    if (store_) {  // the moments stream from disk block by block: the same elementwise update
+      store_->stream(static_cast<int>(u), [&](std::int64_t off, std::int64_t n, const OffloadStore::Block& b) {
+        auto pb = p.narrow(0, off, n);
+        auto m = torch::from_blob(b.m, {n}), v = torch::from_blob(b.v, {n});
+        const auto d = torch::from_blob(const_cast<float*>(b.decay), {n});
+        optim::adamw_update(pb, gs[u].narrow(0, off, n), m, v, t, lr, cfg_.adamw, d, x);
+      });
+    } else {
+      optim::adamw_update(p, gs[u], U.exp_avg, U.exp_avg_sq, t, lr, cfg_.adamw, U.decay, x);
+    }
     if (after_update) strategy_->after_update(*coll_, U.master, U.range);
     if (U.mask.defined()) U.master.mul_(U.mask);
   }

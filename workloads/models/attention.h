@@ -40,6 +40,11 @@ class Attention {
   // chunks above the diagonal never formed (1, 0.5 causal); sdpa's flash kernel only a row
   // log-sum-exp (0).
   virtual double kept_scores(bool causal) const { return 1.0; }
+  // The share of the (Tq, Tk) score and value products it computes (the executed FLOPs of
+  // MFU's "as executed" count, docs/METRICS.md): naive 1 (the full square, masked after);
+  // chunked, online and sdpa about 0.5 causal (key chunks or blocks above the diagonal are
+  // skipped: LibTorch's CPU flash kernel and ours; the diagonal's are computed whole), 1 not.
+  virtual double executed_scores(bool causal) const { return 1.0; }
   // How many (B, H, Tq, Tk)-sized gradients its backward forms at once, in the same units:
   // naive 2 (the probabilities' and the scores'); the others work in tiles (0).
   virtual double backward_scores() const { return 0.0; }

@@ -16,6 +16,7 @@ class ChunkedAttention final : public Attention {
   explicit ChunkedAttention(std::int64_t chunk) : chunk_(chunk) {}
   std::string name() const override { return "chunked"; }
   bool drops_probabilities() const override { return true; }
+  double executed_scores(bool causal) const override { return causal ? 0.5 : 1.0; }
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const AttentionMask& mask) const override {
     const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));

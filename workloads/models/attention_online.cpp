@@ -20,6 +20,7 @@ class OnlineAttention final : public Attention {
   explicit OnlineAttention(std::int64_t chunk) : chunk_(chunk) {}
   std::string name() const override { return "online"; }
   double kept_scores(bool causal) const override { return causal ? 0.5 : 1.0; }
+  double executed_scores(bool causal) const override { return causal ? 0.5 : 1.0; }
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const AttentionMask& mask) const override {
     const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));

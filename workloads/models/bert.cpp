@@ -160,7 +160,8 @@ TrainFlops Bert::train_flops(const Batch& b) const {
     row.matmul += u.matmul, row.vector += u.vector;
   }
   TrainFlops f;
-  f.matmul = tokens * (row.matmul + 12.0 * static_cast<double>(cfg_.n_layer) * T * static_cast<double>(cfg_.attn_width()));
+  f.attention = tokens * 12.0 * static_cast<double>(cfg_.n_layer) * T * static_cast<double>(cfg_.attn_width());
+  f.matmul = tokens * row.matmul + f.attention;
   f.vector = tokens * row.vector;
   std::vector<std::string> parts = {"encoder on every position, attention 12 L T A"};
   if (b.targets.defined()) {

@@ -165,7 +165,8 @@ TrainFlops Gpt2::train_flops(const Batch& b) const {
   }
   row.matmul += 6.0 * static_cast<double>(units[0].params[0].numel());  // LM head: wte (V, d)
   TrainFlops f;
-  f.matmul = tokens * (row.matmul + 12.0 * static_cast<double>(cfg_.n_layer) * T * static_cast<double>(cfg_.attn_width()));
+  f.attention = tokens * 12.0 * static_cast<double>(cfg_.n_layer) * T * static_cast<double>(cfg_.attn_width());
+  f.matmul = tokens * row.matmul + f.attention;
   f.vector = tokens * row.vector;
   f.counted = fmt::format("causal LM: blocks and the tied LM head ({} x {}) on every position; attention "
                           "12 L T A", cfg_.vocab, cfg_.d_model);

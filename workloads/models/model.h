@@ -151,6 +151,7 @@ struct LossCombiner {
 // tests/unit/models_flops.cpp checks `matmul` against the GEMMs LibTorch runs.
 struct TrainFlops {
   double matmul = 0, vector = 0;
+  double attention = 0;  // of matmul: the score and value products, counted whole (12 L T A a token)
   std::string counted;  // which parts of the model were counted, for the result
   double total() const { return matmul + vector; }
 };

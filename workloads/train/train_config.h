@@ -28,6 +28,9 @@ struct OptimKeys {
 };
 
 // How the sharded step communicates (the strategy and compression are TrainChoice/ModelKeys).
+// The folder offload_dir names ("" = $TMPDIR or /tmp).
+std::string offload_folder(const std::string& offload_dir);
+
 struct StepKeys {
   std::int64_t shard_group = 0;  // the old name of mesh.dp_shard (train_mesh.cpp)
   std::string reduce_dtype;      // dtype of gradient collectives
@@ -40,6 +43,8 @@ struct StepKeys {
   std::string pp_layers;              // layers per stage, "9,3"; "" = balanced by FLOPs
   std::string activation_checkpoint;  // none, full or selective (models/checkpoint.h)
   std::int64_t activation_checkpoint_every = 1;  // full: every k-th block
+  std::string offload_optimizer;  // none or disk (fsdp/offload_store.h)
+  std::string offload_dir;        // the optimizer state's folder; "" = $TMPDIR or /tmp
   static void declare(Fields<StepKeys>& f);
 };
 

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <limits>
 
+#include <unistd.h>
+
 #include "harness/core/check.h"
 #include "harness/spec/base_config.h"
 #include "harness/spec/config.h"
@@ -62,6 +64,16 @@ void validate_optim(const OptimKeys& c, const Point& p, std::vector<Diagnostic>&
   }
 }
 
+}  // namespace
+
+std::string offload_folder(const std::string& offload_dir) {
+  if (!offload_dir.empty()) return offload_dir;
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp && *tmp ? tmp : "/tmp";
+}
+
+namespace {
+
 void validate_step(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   const int world = base_config(p).world;
   if (c.activation_checkpoint_every != 1 && c.activation_checkpoint != "full")
@@ -72,6 +84,17 @@ void validate_step(const StepKeys& c, const Point& p, std::vector<Diagnostic>& o
   if (c.shard_group < 0 || (c.shard_group > 0 && world % c.shard_group != 0))
     out.push_back({"shard_group", fmt::format("shard_group {} must divide world {} (0 = ranks per "
                                               "node)", c.shard_group, world)});
+  if (c.offload_optimizer == "none" && !c.offload_dir.empty())
+    out.push_back({"offload_dir", fmt::format("offload_dir = \"{}\" holds offloaded optimizer state, "
+                   "and offload_optimizer = \"none\" offloads nothing: set offload_optimizer = "
+                   "\"disk\", or drop offload_dir", c.offload_dir)});
+  if (c.offload_optimizer == "disk") {
+    const std::string dir = offload_folder(c.offload_dir);
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
+      out.push_back({"offload_dir", fmt::format("offload_dir '{}' is not a writable folder; create "
+                                                "it or name another", dir)});
+  }
   const TrainChoice& t = config<TrainChoice>(p);
   if (c.reduce_dtype == "auto")
     out.push_back({"reduce_dtype", "reduce_dtype takes fp32, bf16 or fp16 (\"auto\" is for "
@@ -225,6 +248,16 @@ void StepKeys::declare(Fields<StepKeys>& f) {
   f.add("activation_checkpoint_every", &StepKeys::activation_checkpoint_every, 1,
         "with activation_checkpoint = \"full\": recompute block l when l % k == 0 (1: every block)")
       .range(1, 1 << 16);
+  register_name("offload_optimizer", "none", "the Adam moments stay in memory");
+  register_name("offload_optimizer", "disk",
+                "the Adam moments and decay mask in a file under offload_dir (O_DIRECT), streamed "
+                "through the update in blocks with reads and writes overlapped");
+  f.name("offload_optimizer", &StepKeys::offload_optimizer, "offload_optimizer", "none",
+         "where the optimizer state lives: none (memory) or disk (docs/FSDP.md \"Optimizer state "
+         "on disk\")");
+  f.add("offload_dir", &StepKeys::offload_dir, std::string(""),
+        "folder of the offloaded optimizer state with offload_optimizer = \"disk\" (one file a "
+        "rank, removed at exit); empty = $TMPDIR or /tmp");
   f.add("peak_gflops", &StepKeys::peak_gflops, 0.0,
         "peak GFLOP/s of one rank for MFU; 0 = measure once per run");
   f.validate(validate_step);

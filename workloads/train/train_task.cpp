@@ -149,6 +149,7 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   in.param_dtype = param_dtype;
   in.reduce_dtype = models::dtype_from_name(config<StepKeys>(p).reduce_dtype);
   in.checkpoint = checkpoint_config(p);
+  in.offload_optimizer = config<StepKeys>(p).offload_optimizer;
   in.grad_accum = static_cast<int>(config<OptimKeys>(p).microbatches);
   in.policy = comm::policy_from_point(p);
   in.prefetch = config<StepKeys>(p).prefetch;

@@ -41,6 +41,7 @@
 #include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
 #include "workloads/models/dtype.h"
+#include "workloads/models/attention.h"
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/models/params.h"
@@ -110,6 +111,8 @@ fsdp::EngineConfig engine_config(const Point& p, const torch::Device& device,
   cfg.reduce_dtype = models::dtype_from_name(step.reduce_dtype);
   cfg.prefetch = step.prefetch;
   cfg.pp_schedule = step.pp_schedule;
+  cfg.offload_optimizer = step.offload_optimizer;
+  cfg.offload_dir = offload_folder(step.offload_dir);
   cfg.compression = comm::policy_from_point(p);
   cfg.adamw = adamw_config(p);
   // fp16 anywhere in the step: dynamic loss scaling (EngineConfig::loss_scaling).
@@ -185,6 +188,7 @@ class TrainWorkload final : public sb::Workload {
   // Model FLOPs of the steps run (models/model.h TrainFlops): the student's forward + backward,
   // the teacher's forward; and their tokens.
   double student_flops_ = 0, teacher_flops_ = 0, flop_tokens_ = 0;
+  double executed_flops_ = 0;  // the last step's FLOPs with attention as executed (step_flops)
   std::string flops_counted_;        // what the count covers (the first step's objective)
   std::string dtype_why_;            // how the `dtype` key became cfg_.param_dtype
   std::uint64_t step_tensor_peak_ = 0;  // the most tensor bytes a step added (RankMemory)
@@ -355,7 +359,11 @@ void TrainWorkload::step_loop(RunContext& ctx) {
                "lr ({}, now {}) or raise grad_clip's effect by lowering it (now {})", s, st.loss,
                p.key_at("lr"), cfg_.adamw.lr, cfg_.adamw.grad_clip);
     if (cfg_.loss_scaling) ctx.recorder.series("loss_scale", st.loss_scale);
-    ctx.recorder.step(step_record(ctx, s, st, wall, flops));
+    const sb::StepRecord rec = step_record(ctx, s, st, wall, flops);
+    ctx.recorder.step(rec);
+    // MFU with attention counted as executed (docs/METRICS.md "MFU"): the same peak, the
+    // executed FLOPs (NaN where mfu is).
+    ctx.recorder.series("mfu_executed", rec.mfu * executed_flops_ / flops);
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
     if (eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps)
       ctx.recorder.series("eval_loss", evaluate(ctx, *engine_));
@@ -419,6 +427,12 @@ double TrainWorkload::step_flops(const models::Batch& global) {
   student_flops_ += student.total();
   teacher_flops_ += teacher;
   flop_tokens_ += static_cast<double>(global.tokens());
+  // As executed: the attention variant's share of the score and value products it computes
+  // (Attention::executed_scores: causal blocks above the diagonal skipped, or not).
+  const auto& c = model_->config();
+  const bool causal = models::family(c.family).objective == models::Objective::CausalLm;
+  const double share = models::make_attention(c.attention, c.attention_chunk)->executed_scores(causal);
+  executed_flops_ = student.total() - (1.0 - share) * student.attention + teacher;
   return student.total() + teacher;
 }
 
@@ -529,6 +543,13 @@ void TrainWorkload::record_results(RunContext& ctx) {
   fsdp::add_engine_memory(engine_->memory(), m);
   fsdp::add_predicted_memory(predicted, m);
   m.peak_step_tensor_bytes = step_tensor_peak_;
+  if (const auto* store = engine_->offload_store()) {
+    const auto& io = store->stats();
+    m.offload_read_bytes = io.read_bytes, m.offload_written_bytes = io.written_bytes;
+    m.offload_read_s = io.read_s, m.offload_write_s = io.write_s, m.offload_wait_s = io.wait_s;
+    rec.text("offload_file", fmt::format("{} ({})", store->path(), store->direct()
+                 ? "O_DIRECT" : "no O_DIRECT on this file system: written pages dropped with posix_fadvise"));
+  }
   rec.memory(m);
 
   const double eval = evaluate(ctx, *engine_);

@@ -1,0 +1,202 @@
+// The optimizer state's file and its streaming (offload_store.h).
+#include "workloads/fsdp/offload_store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+
+#include <fmt/format.h>
+
+#include "harness/core/check.h"
+
+namespace sb::fsdp {
+namespace {
+
+constexpr std::uint64_t kAlign = 4096;
+std::uint64_t round_up(std::uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::uint64_t OffloadStore::file_bytes(const std::vector<std::int64_t>& sizes) {
+  std::uint64_t total = 0;
+  for (auto n : sizes) total += 3 * round_up(4 * static_cast<std::uint64_t>(n));
+  return total;
+}
+
+OffloadStore::OffloadStore(const std::string& dir, const std::string& tag,
+                           std::vector<std::int64_t> sizes, std::int64_t block)
+    : sizes_(std::move(sizes)), block_(block) {
+  SB_CHECK(block_ > 0 && block_ % 1024 == 0, "offload block of {} elements: a positive multiple "
+           "of 1024 (O_DIRECT's 4096-byte alignment)", block_);
+  path_ = fmt::format("{}/shardbench-optim-{}-{}.bin", dir.empty() ? "." : dir, tag, ::getpid());
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0600);
+  if (fd_ < 0 && errno == EINVAL) {  // the file system has no O_DIRECT (tmpfs)
+    direct_ = false;
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  }
+  SB_CHECK(fd_ >= 0, "offload_optimizer = \"disk\": cannot create {} ({}); set offload_dir to a "
+           "writable folder with room for the optimizer state", path_, std::strerror(errno));
+  std::uint64_t at = 0;
+  for (std::size_t u = 0; u < sizes_.size(); ++u) {
+    bases_.push_back(at);
+    at += 3 * cap(static_cast<int>(u));
+  }
+  if (const int e = ::posix_fallocate(fd_, 0, static_cast<off_t>(std::max<std::uint64_t>(at, kAlign))); e != 0) {
+    ::close(fd_);
+    ::unlink(path_.c_str());
+    SB_FAIL("offload_optimizer = \"disk\": cannot reserve {} bytes in {} ({}); free disk space "
+            "or set offload_dir to a larger file system", at, path_, std::strerror(e));
+  }
+  for (auto& slot : slots_)
+    for (auto*& a : slot) {
+      void* p = nullptr;
+      SB_CHECK(::posix_memalign(&p, kAlign, 4 * static_cast<std::size_t>(block_)) == 0,
+               "offload: cannot allocate a {}-byte staging buffer", 4 * block_);
+      a = static_cast<float*>(p);
+    }
+}
+
+OffloadStore::~OffloadStore() {
+  for (auto& slot : slots_)
+    for (auto* a : slot) std::free(a);
+  if (fd_ >= 0) ::close(fd_);
+  if (!path_.empty()) ::unlink(path_.c_str());
+}
+
+std::uint64_t OffloadStore::cap(int unit) const {
+  return round_up(4 * static_cast<std::uint64_t>(sizes_.at(static_cast<std::size_t>(unit))));
+}
+std::uint64_t OffloadStore::base(int unit) const { return bases_.at(static_cast<std::size_t>(unit)); }
+
+void OffloadStore::io(bool write, void* buf, std::uint64_t bytes, std::uint64_t offset, double* seconds) {
+  const double t0 = now();
+  auto* p = static_cast<char*>(buf);
+  std::uint64_t done = 0;
+  while (done < bytes) {
+    const ssize_t r = write ? ::pwrite(fd_, p + done, bytes - done, static_cast<off_t>(offset + done))
+                            : ::pread(fd_, p + done, bytes - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    SB_CHECK(r > 0, "offload_optimizer = \"disk\": {} of {} bytes at {} in {} failed ({})",
+             write ? "writing" : "reading", bytes, offset + done, path_,
+             r < 0 ? std::strerror(errno) : "end of file");
+    done += static_cast<std::uint64_t>(r);
+  }
+  if (write && !direct_)  // keep the written pages out of the page cache
+    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes), POSIX_FADV_DONTNEED);
+  *seconds += now() - t0;
+}
+
+void OffloadStore::init(int unit, const torch::Tensor& decay) {
+  const auto n = sizes_.at(static_cast<std::size_t>(unit));
+  SB_CHECK(decay.numel() == n, "offload: unit {} has {} elements, its decay mask {}", unit, n, decay.numel());
+  const auto d = decay.to(torch::kCPU, torch::kFloat32).contiguous();
+  for (std::int64_t off = 0; off < n; off += block_) {
+    const std::int64_t k = std::min(block_, n - off);
+    const std::uint64_t bytes = round_up(4 * static_cast<std::uint64_t>(k)), at = 4 * static_cast<std::uint64_t>(off);
+    std::memset(slots_[0][0], 0, bytes);
+    std::memset(slots_[0][2], 0, bytes);
+    std::memcpy(slots_[0][2], d.data_ptr<float>() + off, 4 * static_cast<std::size_t>(k));
+    double s = 0;
+    io(true, slots_[0][0], bytes, base(unit) + at, &s);
+    io(true, slots_[0][0], bytes, base(unit) + cap(unit) + at, &s);
+    io(true, slots_[0][2], bytes, base(unit) + 2 * cap(unit) + at, &s);
+  }
+}
+
+void OffloadStore::stream(int unit, const std::function<void(std::int64_t, std::int64_t, const Block&)>& f) {
+  const auto n = sizes_.at(static_cast<std::size_t>(unit));
+  const std::uint64_t c = cap(unit), b = base(unit);
+  const std::int64_t blocks = (n + block_ - 1) / block_;
+  const auto bytes_of = [&](std::int64_t i) {
+    return round_up(4 * static_cast<std::uint64_t>(std::min(block_, n - i * block_)));
+  };
+  // Reads and writes of one block, each on its own thread; their seconds land here after .get().
+  double rs[2] = {0, 0}, ws[2] = {0, 0};
+  const auto read = [&](std::int64_t i) {
+    const int s = static_cast<int>(i % 2);
+    rs[s] = 0;
+    return std::async(std::launch::async, [this, i, s, b, c, &rs, bytes = bytes_of(i)] {
+      const std::uint64_t at = b + 4 * static_cast<std::uint64_t>(i * block_);
+      for (int a = 0; a < 3; ++a) io(false, slots_[s][a], bytes, at + static_cast<std::uint64_t>(a) * c, &rs[s]);
+    });
+  };
+  const auto write = [&](std::int64_t i) {
+    const int s = static_cast<int>(i % 2);
+    ws[s] = 0;
+    return std::async(std::launch::async, [this, i, s, b, c, &ws, bytes = bytes_of(i)] {
+      const std::uint64_t at = b + 4 * static_cast<std::uint64_t>(i * block_);
+      for (int a = 0; a < 2; ++a) io(true, slots_[s][a], bytes, at + static_cast<std::uint64_t>(a) * c, &ws[s]);
+    });
+  };
+  const auto wait = [&](std::future<void>& fut) {
+    if (!fut.valid()) return;
+    const double t0 = now();
+    fut.get();  // rethrows the I/O thread's error
+    stats_.wait_s += now() - t0;
+  };
+  std::future<void> reads[2], writes[2];
+  if (blocks > 0) reads[0] = read(0);
+  for (std::int64_t i = 0; i < blocks; ++i) {
+    const int s = static_cast<int>(i % 2), o = 1 - s;
+    wait(reads[s]);
+    stats_.read_bytes += 3 * bytes_of(i), stats_.read_s += rs[s];
+    if (i + 1 < blocks) {  // the other slot is free once block i - 1's write is done
+      wait(writes[o]);
+      if (i >= 1) stats_.written_bytes += 2 * bytes_of(i - 1), stats_.write_s += ws[o];
+      reads[o] = read(i + 1);
+    }
+    const std::int64_t off = i * block_;
+    f(off, std::min(block_, n - off), Block{slots_[s][0], slots_[s][1], slots_[s][2]});
+    writes[s] = write(i);
+  }
+  for (std::int64_t i = std::max<std::int64_t>(0, blocks - 2); i < blocks; ++i) {
+    const int s = static_cast<int>(i % 2);
+    if (!writes[s].valid()) continue;
+    wait(writes[s]);
+    stats_.written_bytes += 2 * bytes_of(i), stats_.write_s += ws[s];
+  }
+}
+
+std::pair<torch::Tensor, torch::Tensor> OffloadStore::moments(int unit) {
+  const auto n = sizes_.at(static_cast<std::size_t>(unit));
+  auto m = torch::empty({n}), v = torch::empty({n});
+  for (std::int64_t off = 0; off < n; off += block_) {
+    const std::int64_t k = std::min(block_, n - off);
+    const std::uint64_t bytes = round_up(4 * static_cast<std::uint64_t>(k)), at = 4 * static_cast<std::uint64_t>(off);
+    double s = 0;
+    io(false, slots_[0][0], bytes, base(unit) + at, &s);
+    io(false, slots_[0][1], bytes, base(unit) + cap(unit) + at, &s);
+    std::memcpy(m.data_ptr<float>() + off, slots_[0][0], 4 * static_cast<std::size_t>(k));
+    std::memcpy(v.data_ptr<float>() + off, slots_[0][1], 4 * static_cast<std::size_t>(k));
+  }
+  return {m, v};
+}
+
+void OffloadStore::set_moments(int unit, const torch::Tensor& m, const torch::Tensor& v) {
+  const auto n = sizes_.at(static_cast<std::size_t>(unit));
+  SB_CHECK(m.numel() == n && v.numel() == n, "offload: unit {} holds {} moments, got {} and {}",
+           unit, n, m.numel(), v.numel());
+  const auto mc = m.to(torch::kCPU, torch::kFloat32).contiguous(), vc = v.to(torch::kCPU, torch::kFloat32).contiguous();
+  for (std::int64_t off = 0; off < n; off += block_) {
+    const std::int64_t k = std::min(block_, n - off);
+    const std::uint64_t bytes = round_up(4 * static_cast<std::uint64_t>(k)), at = 4 * static_cast<std::uint64_t>(off);
+    std::memset(slots_[0][0], 0, bytes);
+    std::memset(slots_[0][1], 0, bytes);
+    std::memcpy(slots_[0][0], mc.data_ptr<float>() + off, 4 * static_cast<std::size_t>(k));
+    std::memcpy(slots_[0][1], vc.data_ptr<float>() + off, 4 * static_cast<std::size_t>(k));
+    double s = 0;
+    io(true, slots_[0][0], bytes, base(unit) + at, &s);
+    io(true, slots_[0][1], bytes, base(unit) + cap(unit) + at, &s);
+  }
+}
+
+}  // namespace sb::fsdp
