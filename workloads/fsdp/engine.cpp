@@ -104,6 +104,7 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     scale_ = cfg_.loss_scale_init;
   }
   const auto& specs = model_.units();
+  if (!cfg_.forward_only && cfg_.offload_optimizer != "none") make_offload_store();
   // Padded to a multiple of dp_shard and cut into shards when anything is sharded.
   const int N = layout_.sharded() ? comm_.size(shard_group_) : 1;
   const int r = layout_.sharded() ? comm_.rank(shard_group_) : 0;
@@ -149,6 +150,10 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     }
     U->decay = decay.narrow(0, layout_.params_sharded ? U->range.offset : U->opt_off, U->opt_n)
                    .clone();
+    if (store_) {  // on disk from here: the mask is not kept
+      store_->add(U->decay);
+      U->decay = torch::Tensor();
+    }
     if (comm_.size(comm::Group::Tp) > 1)  // the gradient norm counts split parameters per tp rank
       U->tp_split = torch::cat(split_parts).to(cfg_.device)
                         .narrow(0, layout_.params_sharded ? U->range.offset : U->opt_off, U->opt_n)
@@ -177,24 +182,17 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     U->acc_node->add_post_hook(std::make_unique<PostHook>([this, ui] { on_grad(ui); }));
     units_.push_back(std::move(U));
   }
-  if (!cfg_.forward_only && cfg_.offload_optimizer != "none") make_offload_store();
   note_memory();
 }
 
-// The moments and decay masks move to a file (offload_store.h); nothing of them stays here.
+// The moments and decay masks go to a file (offload_store.h), unit by unit as they are made.
 void Engine::make_offload_store() {
   SB_CHECK(cfg_.offload_optimizer == "disk", "offload_optimizer = \"{}\": known values are none "
            "and disk", cfg_.offload_optimizer);
   SB_CHECK(cfg_.device.is_cpu(), "offload_optimizer = \"disk\" streams the update on the CPU; "
            "this run's device is {}: set offload_optimizer = \"none\"", cfg_.device.str());
-  std::vector<std::int64_t> sizes;
-  for (const auto& U : units_) sizes.push_back(U->opt_n);
   store_ = std::make_unique<OffloadStore>(cfg_.offload_dir, fmt::format("rank{}", comm_.rank()),
-                                          sizes, cfg_.offload_block);
-  for (std::size_t u = 0; u < units_.size(); ++u) {
-    store_->init(static_cast<int>(u), units_[u]->decay);
-    units_[u]->decay = torch::Tensor();
-  }
+                                          cfg_.offload_block);
 }
 
 Engine::~Engine() {

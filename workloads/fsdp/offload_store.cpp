@@ -26,15 +26,8 @@ double now() {
 
 }  // namespace
 
-std::uint64_t OffloadStore::file_bytes(const std::vector<std::int64_t>& sizes) {
-  std::uint64_t total = 0;
-  for (auto n : sizes) total += 3 * round_up(4 * static_cast<std::uint64_t>(n));
-  return total;
-}
-
-OffloadStore::OffloadStore(const std::string& dir, const std::string& tag,
-                           std::vector<std::int64_t> sizes, std::int64_t block)
-    : sizes_(std::move(sizes)), block_(block) {
+OffloadStore::OffloadStore(const std::string& dir, const std::string& tag, std::int64_t block)
+    : block_(block) {
   SB_CHECK(block_ > 0 && block_ % 1024 == 0, "offload block of {} elements: a positive multiple "
            "of 1024 (O_DIRECT's 4096-byte alignment)", block_);
   path_ = fmt::format("{}/shardbench-optim-{}-{}.bin", dir.empty() ? "." : dir, tag, ::getpid());
@@ -45,17 +38,6 @@ OffloadStore::OffloadStore(const std::string& dir, const std::string& tag,
   }
   SB_CHECK(fd_ >= 0, "offload_optimizer = \"disk\": cannot create {} ({}); set offload_dir to a "
            "writable folder with room for the optimizer state", path_, std::strerror(errno));
-  std::uint64_t at = 0;
-  for (std::size_t u = 0; u < sizes_.size(); ++u) {
-    bases_.push_back(at);
-    at += 3 * cap(static_cast<int>(u));
-  }
-  if (const int e = ::posix_fallocate(fd_, 0, static_cast<off_t>(std::max<std::uint64_t>(at, kAlign))); e != 0) {
-    ::close(fd_);
-    ::unlink(path_.c_str());
-    SB_FAIL("offload_optimizer = \"disk\": cannot reserve {} bytes in {} ({}); free disk space "
-            "or set offload_dir to a larger file system", at, path_, std::strerror(e));
-  }
   for (auto& slot : slots_)
     for (auto*& a : slot) {
       void* p = nullptr;
@@ -95,9 +77,16 @@ void OffloadStore::io(bool write, void* buf, std::uint64_t bytes, std::uint64_t 
   *seconds += now() - t0;
 }
 
-void OffloadStore::init(int unit, const torch::Tensor& decay) {
-  const auto n = sizes_.at(static_cast<std::size_t>(unit));
-  SB_CHECK(decay.numel() == n, "offload: unit {} has {} elements, its decay mask {}", unit, n, decay.numel());
+int OffloadStore::add(const torch::Tensor& decay) {
+  const int unit = static_cast<int>(sizes_.size());
+  const std::int64_t n = decay.numel();
+  const std::uint64_t at0 = bases_.empty() ? 0 : bases_.back() + 3 * cap(unit - 1);
+  sizes_.push_back(n);
+  bases_.push_back(at0);
+  // Reserved now, so a full disk fails here, at start, and not in the middle of a step.
+  if (const int e = ::posix_fallocate(fd_, 0, static_cast<off_t>(at0 + 3 * cap(unit))); e != 0)
+    SB_FAIL("offload_optimizer = \"disk\": cannot reserve {} bytes in {} ({}); free disk space "
+            "or set offload_dir to a larger file system", at0 + 3 * cap(unit), path_, std::strerror(e));
   const auto d = decay.to(torch::kCPU, torch::kFloat32).contiguous();
   for (std::int64_t off = 0; off < n; off += block_) {
     const std::int64_t k = std::min(block_, n - off);
@@ -110,6 +99,7 @@ void OffloadStore::init(int unit, const torch::Tensor& decay) {
     io(true, slots_[0][0], bytes, base(unit) + cap(unit) + at, &s);
     io(true, slots_[0][2], bytes, base(unit) + 2 * cap(unit) + at, &s);
   }
+  return unit;
 }
 
 void OffloadStore::stream(int unit, const std::function<void(std::int64_t, std::int64_t, const Block&)>& f) {

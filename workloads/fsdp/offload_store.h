@@ -35,19 +35,17 @@ class OffloadStore {
   static constexpr std::int64_t kDefaultBlock = std::int64_t{1} << 20;
   // The staging memory a store with this block size holds: 2 slots x 3 arrays.
   static std::uint64_t staging_bytes(std::int64_t block) { return 2 * 3 * 4 * static_cast<std::uint64_t>(block); }
-  // The file's size for units of these element counts.
-  static std::uint64_t file_bytes(const std::vector<std::int64_t>& sizes);
 
   // Creates the file (dir must exist; tag names it: "rank<r>"); block: elements per staging
   // block, a multiple of 1024.
-  OffloadStore(const std::string& dir, const std::string& tag, std::vector<std::int64_t> sizes,
-               std::int64_t block = kDefaultBlock);
+  OffloadStore(const std::string& dir, const std::string& tag, std::int64_t block = kDefaultBlock);
   ~OffloadStore();
   OffloadStore(const OffloadStore&) = delete;
   OffloadStore& operator=(const OffloadStore&) = delete;
 
-  // Unit u's initial state: zero moments and this decay mask (n_u fp32 values).
-  void init(int unit, const torch::Tensor& decay);
+  // Appends a unit of decay.numel() elements (its index: the units so far): zero moments and
+  // this decay mask, written as the file grows, so a caller drops each mask as it goes.
+  int add(const torch::Tensor& decay);
   // f on consecutive blocks [off, off + n) of unit u (n <= block), the read of the next and
   // the write of the last overlapping it; returns when every write is done.
   void stream(int unit, const std::function<void(std::int64_t off, std::int64_t n, const Block&)>& f);

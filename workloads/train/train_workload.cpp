@@ -244,6 +244,10 @@ void TrainWorkload::build(RunContext& ctx) {
   for (const std::string* note : {&checkpoint_note_, &teacher_checkpoint_note_})
     if (ctx.rank == 0 && !note->empty()) std::fprintf(stderr, "note: %s\n", note->c_str());
   if (config<RunKeys>(p).resume) resume(ctx);
+  // The build's transients (each unit's whole initial values, its masks, a checkpoint's
+  // slices) are sizes no step allocates again: cached, they would only hold memory (gpt2-xl
+  // on 2 ranks: 4 GB of them past a 16 GiB cgroup). The steps refill the cache with theirs.
+  if (device_.is_cpu()) models::release_cpu_cache();
   source_ = data::training_source(p, model_->config(), ctx.world, &corpus_);
   const I steps = base_config(p).steps;
   const auto& sched = config<prune::PruneScheduleKeys>(p);
