@@ -87,18 +87,7 @@ int OffloadStore::add(const torch::Tensor& decay) {
   if (const int e = ::posix_fallocate(fd_, 0, static_cast<off_t>(at0 + 3 * cap(unit))); e != 0)
     SB_FAIL("offload_optimizer = \"disk\": cannot reserve {} bytes in {} ({}); free disk space "
             "or set offload_dir to a larger file system", at0 + 3 * cap(unit), path_, std::strerror(e));
-  const auto d = decay.to(torch::kCPU, torch::kFloat32).contiguous();
-  for (std::int64_t off = 0; off < n; off += block_) {
-    const std::int64_t k = std::min(block_, n - off);
-    const std::uint64_t bytes = round_up(4 * static_cast<std::uint64_t>(k)), at = 4 * static_cast<std::uint64_t>(off);
-    std::memset(slots_[0][0], 0, bytes);
-    std::memset(slots_[0][2], 0, bytes);
-    std::memcpy(slots_[0][2], d.data_ptr<float>() + off, 4 * static_cast<std::size_t>(k));
-    double s = 0;
-    io(true, slots_[0][0], bytes, base(unit) + at, &s);
-    io(true, slots_[0][0], bytes, base(unit) + cap(unit) + at, &s);
-    io(true, slots_[0][2], bytes, base(unit) + 2 * cap(unit) + at, &s);
-  }
+  write_unit(unit, nullptr, nullptr, decay.to(torch::kCPU, torch::kFloat32).contiguous().data_ptr<float>());
   return unit;
 }
 
@@ -176,16 +165,24 @@ void OffloadStore::set_moments(int unit, const torch::Tensor& m, const torch::Te
   SB_CHECK(m.numel() == n && v.numel() == n, "offload: unit {} holds {} moments, got {} and {}",
            unit, n, m.numel(), v.numel());
   const auto mc = m.to(torch::kCPU, torch::kFloat32).contiguous(), vc = v.to(torch::kCPU, torch::kFloat32).contiguous();
+  write_unit(unit, mc.data_ptr<float>(), vc.data_ptr<float>(), nullptr);
+}
+
+void OffloadStore::write_unit(int unit, const float* m, const float* v, const float* decay) {
+  const auto n = sizes_.at(static_cast<std::size_t>(unit));
   for (std::int64_t off = 0; off < n; off += block_) {
     const std::int64_t k = std::min(block_, n - off);
     const std::uint64_t bytes = round_up(4 * static_cast<std::uint64_t>(k)), at = 4 * static_cast<std::uint64_t>(off);
-    std::memset(slots_[0][0], 0, bytes);
-    std::memset(slots_[0][1], 0, bytes);
-    std::memcpy(slots_[0][0], mc.data_ptr<float>() + off, 4 * static_cast<std::size_t>(k));
-    std::memcpy(slots_[0][1], vc.data_ptr<float>() + off, 4 * static_cast<std::size_t>(k));
-    double s = 0;
-    io(true, slots_[0][0], bytes, base(unit) + at, &s);
-    io(true, slots_[0][1], bytes, base(unit) + cap(unit) + at, &s);
+    const float* src[3] = {m, v, decay};
+    for (int a = 0; a < 3; ++a) {
+      const bool written = a == 2 ? decay != nullptr : (src[a] != nullptr || decay != nullptr);
+      if (!written) continue;
+      // Zeros where no values are given (a new unit's moments) and in the aligned tail.
+      std::memset(slots_[0][a], 0, bytes);
+      if (src[a]) std::memcpy(slots_[0][a], src[a] + off, 4 * static_cast<std::size_t>(k));
+      double s = 0;
+      io(true, slots_[0][a], bytes, base(unit) + static_cast<std::uint64_t>(a) * cap(unit) + at, &s);
+    }
   }
 }
 

@@ -62,6 +62,9 @@ class OffloadStore {
   std::uint64_t cap(int unit) const;   // one region's bytes
   std::uint64_t base(int unit) const;  // the unit's first region's offset
   void io(bool write, void* buf, std::uint64_t bytes, std::uint64_t offset, double* seconds);
+  // Writes unit's arrays from these n-element buffers: m and v (null: zeros, when decay is
+  // given: a new unit) and decay (null: left as it is).
+  void write_unit(int unit, const float* m, const float* v, const float* decay);
 
   std::string path_;
   int fd_ = -1;

@@ -5,6 +5,7 @@
 
 #include "harness/core/check.h"
 #include "workloads/comm/communicator.h"
+#include "workloads/parallel/comm_handle.h"
 
 namespace sb::parallel {
 namespace {
@@ -14,9 +15,9 @@ using torch::autograd::tensor_list;
 using comm::Communicator;
 using comm::Group;
 
-// The communicator crosses autograd as an integer (saved_data holds IValues only).
-std::int64_t handle(Communicator& c) { return reinterpret_cast<std::intptr_t>(&c); }
-Communicator& from(std::int64_t h) { return *reinterpret_cast<Communicator*>(static_cast<std::intptr_t>(h)); }
+// The communicator crosses autograd as an integer (comm_handle.h).
+std::int64_t handle(Communicator& c) { return comm_handle(c); }
+Communicator& from(std::int64_t h) { return comm_from(h); }
 
 // A fresh output: the collective writes raw memory (communicator.h).
 torch::Tensor exchanged(const torch::Tensor& t, Communicator& c, const char* kind) {

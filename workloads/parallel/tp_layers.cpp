@@ -7,6 +7,7 @@
 
 #include "harness/core/check.h"
 #include "workloads/comm/communicator.h"
+#include "workloads/parallel/comm_handle.h"
 #include "workloads/comm/compressed_collectives.h"
 
 namespace sb::parallel {
@@ -17,9 +18,9 @@ using torch::autograd::tensor_list;
 using comm::Communicator;
 using comm::Group;
 
-// The communicator crosses autograd as an integer (saved_data holds IValues only).
-std::int64_t handle(Communicator& c) { return reinterpret_cast<std::intptr_t>(&c); }
-Communicator& from(std::int64_t h) { return *reinterpret_cast<Communicator*>(static_cast<std::intptr_t>(h)); }
+// The communicator crosses autograd as an integer (comm_handle.h).
+std::int64_t handle(Communicator& c) { return comm_handle(c); }
+Communicator& from(std::int64_t h) { return comm_from(h); }
 
 // The compression policy's codecs for tp traffic (comm::Policy::tp_act / tp_grad; null: plain).
 struct TpCodecs {
