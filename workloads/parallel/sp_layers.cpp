@@ -10,14 +10,10 @@
 namespace sb::parallel {
 namespace {
 
-using torch::autograd::AutogradContext;
-using torch::autograd::tensor_list;
 using comm::Communicator;
 using comm::Group;
-
-// The communicator crosses autograd as an integer (comm_handle.h).
-std::int64_t handle(Communicator& c) { return comm_handle(c); }
-Communicator& from(std::int64_t h) { return comm_from(h); }
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
 
 // A fresh output: the collective writes raw memory (communicator.h).
 torch::Tensor exchanged(const torch::Tensor& t, Communicator& c, const char* kind) {
@@ -32,10 +28,10 @@ torch::Tensor exchanged(const torch::Tensor& t, Communicator& c, const char* kin
 struct AllToAllSp : torch::autograd::Function<AllToAllSp> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t comm) {
     ctx->saved_data["comm"] = comm;
-    return exchanged(x, from(comm), "sp_act");
+    return exchanged(x, comm_from(comm), "sp_act");
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list g) {
-    return {exchanged(g[0], from(ctx->saved_data["comm"].toInt()), "sp_grad"), torch::Tensor()};
+    return {exchanged(g[0], comm_from(ctx->saved_data["comm"].toInt()), "sp_grad"), torch::Tensor()};
   }
 };
 
@@ -43,7 +39,7 @@ struct AllToAllSp : torch::autograd::Function<AllToAllSp> {
 
 torch::Tensor all_to_all_sp(const torch::Tensor& blocks, Communicator& c) {
   if (c.size(Group::Sp) == 1) return blocks;
-  return AllToAllSp::apply(blocks, handle(c));
+  return AllToAllSp::apply(blocks, comm_handle(c));
 }
 
 models::SequenceParallel sequence_parallel(Communicator& c) {
