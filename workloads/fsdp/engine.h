@@ -219,6 +219,8 @@ class Engine final : public models::ParamProvider {
   void on_grad(int u);
   void finish_grads();
   void reduce_unit(Unit& U, const torch::Tensor& full);  // start the reduction of U's gradient
+  // Drops the full-size gradient of each unit whose reduction has completed, oldest first.
+  void release_reduced();
   // After the gradients are reduced: the global loss from this rank's share, the optimizer,
   // the step's timings (step.cpp).
   StepStats finish_step(StepStats& s, double local_loss);
@@ -263,6 +265,10 @@ class Engine final : public models::ParamProvider {
   // gather and hand out views but count no use and learn no order; releases do nothing.
   int recomputing_ = 0;
   std::vector<comm::Request> pending_grads_;
+  // The units whose reductions are in pending_grads_, in issue order, each with the end of its
+  // requests there; [0, released_) have dropped their full-size input (release_reduced).
+  std::vector<std::pair<Unit*, std::size_t>> reducing_;
+  std::size_t released_ = 0;
   std::uint64_t inflight_bytes_ = 0, peak_ = 0, peak_gathered_ = 0;
 };
 
