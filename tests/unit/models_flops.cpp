@@ -103,6 +103,24 @@ TEST(ModelFlops, Gpt2CausalLmCountsTheLmHeadOnEveryPosition) {
   EXPECT_NE(f.counted.find("LM head (256 x 64) on every position"), std::string::npos) << f.counted;
 }
 
+// MFU's "as executed" count: naive computes the full square, sdpa about half of a causal one
+// (its flash kernel skips the blocks above the diagonal), every variant all of BERT's.
+TEST(ModelFlops, AttentionAsExecutedFollowsTheVariantsRecord) {
+  for (const char* attention : {"naive", "sdpa"}) {
+    auto gpt = make_model("gpt2-tiny", attention);
+    const auto f = gpt->train_flops(lm_batch(2, 16, gpt->config().vocab));
+    const double share = std::string(attention) == "naive" ? 1.0 : 0.5;
+    const auto c = gpt->config();
+    EXPECT_EQ(f.attention, 2 * 16 * 12.0 * static_cast<double>(c.n_layer) * 16 * static_cast<double>(c.attn_width()));
+    EXPECT_EQ(f.executed(), f.total() - (1 - share) * f.attention) << attention;
+    auto bert = make_model("bert-tiny", attention);
+    const auto g = bert->train_flops(mlm_batch(2, 16, bert->config().vocab, 3));
+    EXPECT_GT(g.attention, 0.0);
+    EXPECT_EQ(g.executed(), g.total()) << attention;
+    EXPECT_DOUBLE_EQ(forward_flops(f).executed(), f.executed() / 3) << attention;
+  }
+}
+
 TEST(ModelFlops, BertMlmCountsTheHeadOnMaskedPositionsOnly) {
   auto m = make_model("bert-tiny");
   const auto b = mlm_batch(2, 16, m->config().vocab, 4);  // 4 of 16 positions masked per row

@@ -98,22 +98,17 @@ void OffloadStore::stream(int unit, const std::function<void(std::int64_t, std::
   const auto bytes_of = [&](std::int64_t i) {
     return round_up(4 * static_cast<std::uint64_t>(std::min(block_, n - i * block_)));
   };
-  // Reads and writes of one block, each on its own thread; their seconds land here after .get().
-  double rs[2] = {0, 0}, ws[2] = {0, 0};
-  const auto read = [&](std::int64_t i) {
+  // A block's read (m, v, decay) or write (m, v) on its own thread; its seconds land in
+  // secs[write][slot], read after .get().
+  double secs[2][2] = {};
+  const auto transfer = [&](std::int64_t i, bool write) {
     const int s = static_cast<int>(i % 2);
-    rs[s] = 0;
-    return std::async(std::launch::async, [this, i, s, b, c, &rs, bytes = bytes_of(i)] {
+    double& t = secs[write][s];
+    t = 0;
+    return std::async(std::launch::async, [this, i, s, b, c, write, &t, bytes = bytes_of(i)] {
       const std::uint64_t at = b + 4 * static_cast<std::uint64_t>(i * block_);
-      for (int a = 0; a < 3; ++a) io(false, slots_[s][a], bytes, at + static_cast<std::uint64_t>(a) * c, &rs[s]);
-    });
-  };
-  const auto write = [&](std::int64_t i) {
-    const int s = static_cast<int>(i % 2);
-    ws[s] = 0;
-    return std::async(std::launch::async, [this, i, s, b, c, &ws, bytes = bytes_of(i)] {
-      const std::uint64_t at = b + 4 * static_cast<std::uint64_t>(i * block_);
-      for (int a = 0; a < 2; ++a) io(true, slots_[s][a], bytes, at + static_cast<std::uint64_t>(a) * c, &ws[s]);
+      for (int a = 0; a < (write ? 2 : 3); ++a)
+        io(write, slots_[s][a], bytes, at + static_cast<std::uint64_t>(a) * c, &t);
     });
   };
   const auto wait = [&](std::future<void>& fut) {
@@ -123,25 +118,25 @@ void OffloadStore::stream(int unit, const std::function<void(std::int64_t, std::
     stats_.wait_s += now() - t0;
   };
   std::future<void> reads[2], writes[2];
-  if (blocks > 0) reads[0] = read(0);
+  if (blocks > 0) reads[0] = transfer(0, false);
   for (std::int64_t i = 0; i < blocks; ++i) {
     const int s = static_cast<int>(i % 2), o = 1 - s;
     wait(reads[s]);
-    stats_.read_bytes += 3 * bytes_of(i), stats_.read_s += rs[s];
+    stats_.read_bytes += 3 * bytes_of(i), stats_.read_s += secs[0][s];
     if (i + 1 < blocks) {  // the other slot is free once block i - 1's write is done
       wait(writes[o]);
-      if (i >= 1) stats_.written_bytes += 2 * bytes_of(i - 1), stats_.write_s += ws[o];
-      reads[o] = read(i + 1);
+      if (i >= 1) stats_.written_bytes += 2 * bytes_of(i - 1), stats_.write_s += secs[1][o];
+      reads[o] = transfer(i + 1, false);
     }
     const std::int64_t off = i * block_;
     f(off, std::min(block_, n - off), Block{slots_[s][0], slots_[s][1], slots_[s][2]});
-    writes[s] = write(i);
+    writes[s] = transfer(i, true);
   }
   for (std::int64_t i = std::max<std::int64_t>(0, blocks - 2); i < blocks; ++i) {
     const int s = static_cast<int>(i % 2);
     if (!writes[s].valid()) continue;
     wait(writes[s]);
-    stats_.written_bytes += 2 * bytes_of(i), stats_.write_s += ws[s];
+    stats_.written_bytes += 2 * bytes_of(i), stats_.write_s += secs[1][s];
   }
 }
 

@@ -161,6 +161,7 @@ TrainFlops Bert::train_flops(const Batch& b) const {
   }
   TrainFlops f;
   f.attention = tokens * 12.0 * static_cast<double>(cfg_.n_layer) * T * static_cast<double>(cfg_.attn_width());
+  f.attention_executed = attn_->executed_scores(false) * f.attention;
   f.matmul = tokens * row.matmul + f.attention;
   f.vector = tokens * row.vector;
   std::vector<std::string> parts = {"encoder on every position, attention 12 L T A"};

@@ -166,6 +166,7 @@ TrainFlops Gpt2::train_flops(const Batch& b) const {
   row.matmul += 6.0 * static_cast<double>(units[0].params[0].numel());  // LM head: wte (V, d)
   TrainFlops f;
   f.attention = tokens * 12.0 * static_cast<double>(cfg_.n_layer) * T * static_cast<double>(cfg_.attn_width());
+  f.attention_executed = attn_->executed_scores(true) * f.attention;
   f.matmul = tokens * row.matmul + f.attention;
   f.vector = tokens * row.vector;
   f.counted = fmt::format("causal LM: blocks and the tied LM head ({} x {}) on every position; attention "

@@ -155,7 +155,7 @@ std::vector<std::int64_t> Model::stage_activation_shape(const Batch&) const {
 
 TrainFlops forward_flops(const TrainFlops& step) {
   TrainFlops f = step;
-  f.matmul /= 3, f.vector /= 3, f.attention /= 3;  // 2 of the 6 FLOPs per weight and row; 4 of 12 for attention
+  f.matmul /= 3, f.vector /= 3, f.attention /= 3, f.attention_executed /= 3;  // 2 of the 6 FLOPs per weight and row; 4 of 12 for attention
   return f;
 }
 

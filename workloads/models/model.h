@@ -152,8 +152,12 @@ struct LossCombiner {
 struct TrainFlops {
   double matmul = 0, vector = 0;
   double attention = 0;  // of matmul: the score and value products, counted whole (12 L T A a token)
+  // Of `attention`, what the model's attention variant computes (Attention::executed_scores:
+  // causal blocks above the diagonal skipped or not): MFU's "as executed" count.
+  double attention_executed = 0;
   std::string counted;  // which parts of the model were counted, for the result
   double total() const { return matmul + vector; }
+  double executed() const { return total() - attention + attention_executed; }
 };
 // A forward alone (distillation's teacher): a third of the step's FLOPs (no backward).
 TrainFlops forward_flops(const TrainFlops& step);

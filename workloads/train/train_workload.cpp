@@ -41,7 +41,6 @@
 #include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
 #include "workloads/models/dtype.h"
-#include "workloads/models/attention.h"
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/models/params.h"
@@ -431,12 +430,7 @@ double TrainWorkload::step_flops(const models::Batch& global) {
   student_flops_ += student.total();
   teacher_flops_ += teacher;
   flop_tokens_ += static_cast<double>(global.tokens());
-  // As executed: the attention variant's share of the score and value products it computes
-  // (Attention::executed_scores: causal blocks above the diagonal skipped, or not).
-  const auto& c = model_->config();
-  const bool causal = models::family(c.family).objective == models::Objective::CausalLm;
-  const double share = models::make_attention(c.attention, c.attention_chunk)->executed_scores(causal);
-  executed_flops_ = student.total() - (1.0 - share) * student.attention + teacher;
+  executed_flops_ = student.executed() + teacher;  // attention as the variant runs it
   return student.total() + teacher;
 }
 
