@@ -2,6 +2,7 @@
 // baselines, references, registered validators). Deterministic: the order is the odometer
 // order of the dimensions in file order, the id a hash of the canonical config.
 #include "harness/spec/expand.h"
+#include "harness/spec/fit.h"
 
 #include <algorithm>
 #include <cmath>
@@ -432,26 +433,36 @@ void attach_references(const SuiteSpec& spec, std::vector<Point>& points, Diagno
   }
 }
 
+}  // namespace
+
+std::vector<Diagnostic> point_problems(const Point& p) {
+  std::vector<Diagnostic> found;
+  check_ranges(p, found);
+  check_task_keys(p, found);
+  // A validator that throws is a workload bug; report it with the rest, not instead.
+  for (const auto& v : registered_validators()) {
+    try {
+      v(p, found);
+    } catch (const std::exception& e) {
+      found.push_back({"validator", fmt::format("a registered validator failed on point '{}': "
+                                                "{}", p.name, e.what())});
+    }
+  }
+  return found;
+}
+
+namespace {
+
 // 5. Cross-key rules, keys the task ignores, then the workloads' validators, blamed where the
 // key was set.
 void check_points(const std::vector<Point>& points, Diagnostics& diags) {
   for (std::size_t i = 0; i < points.size(); ++i) {
     const Point& p = points[i];
-    std::vector<Diagnostic> found;
-    check_ranges(p, found);
-    check_task_keys(p, found);
-    // A validator that throws is a workload bug; report it with the rest, not instead.
+    std::vector<Diagnostic> found = point_problems(p);
     const auto failed = [&](const std::exception& e) {
       found.push_back({"validator", fmt::format("a registered validator failed on point '{}': "
                                                 "{}", p.name, e.what())});
     };
-    for (const auto& v : registered_validators()) {
-      try {
-        v(p, found);
-      } catch (const std::exception& e) {
-        failed(e);
-      }
-    }
     for (const auto& v : registered_suite_validators()) {
       try {
         v(points, i, found);
@@ -512,6 +523,10 @@ std::vector<Point> expand(const SuiteSpec& spec, Diagnostics& diags) {
   kept = std::vector<Candidate>();  // all moved from: free them
   const std::vector<long> baseline_of = baselines(spec, points, digests, by_config, diags);
   attach_references(spec, points, diags);
+  // Keys left "auto": chosen by `shardbench fit`'s search (fit.h), or only collected.
+  if (fit_mode() == FitMode::Collect) return points;
+  // Points whose "auto"s could not be resolved are not validated: their "auto" would be.
+  if (resolve_auto(spec.name, points, diags)) return {};
   check_points(points, diags);
   if (!diags.empty()) return {};
   return repeat(points, digests, baseline_of);

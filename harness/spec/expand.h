@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/spec/point.h"
+#include "harness/workload.h"
 
 namespace sb {
 
@@ -104,6 +105,10 @@ PointCount count_points(const SuiteSpec& spec);
 // diags stays empty. Same spec, same points, same ids (validators may look at the file system
 // for warnings: an input file that does not exist yet).
 std::vector<Point> expand(const SuiteSpec& spec, Diagnostics& diags);
+
+// What plan says is wrong with one point on its own: ranges, keys its task ignores, the
+// registered validators (a suite validator's cross-point rules are not run).
+std::vector<Diagnostic> point_problems(const Point& p);
 
 // The readable form of one varied value in a point name: names as they are ("full_shard"),
 // other values as key=value ("batch=8").

@@ -76,6 +76,9 @@ struct RankMemory {  // per rank
   // thread's time.
   std::uint64_t offload_bytes = 0, offload_read_bytes = 0, offload_written_bytes = 0;
   double offload_read_s = 0, offload_write_s = 0, offload_wait_s = 0;
+  // FPDT's key/value chunks in a store (kv_offload = "host" or "disk"; appended, as above).
+  std::uint64_t kv_offload_read_bytes = 0, kv_offload_written_bytes = 0;
+  double kv_offload_read_s = 0, kv_offload_write_s = 0, kv_offload_wait_s = 0;
 };
 
 template <>
@@ -148,7 +151,18 @@ struct Table<RankMemory> {
       field("offload_write_s", &R::offload_write_s, "s",
             "seconds the I/O threads spent in writes of the offload file"),
       field("offload_wait_s", &R::offload_wait_s, "s",
-            "seconds the optimizer waited on offload I/O (not hidden behind its update)"));
+            "seconds the optimizer waited on offload I/O (not hidden behind its update)"),
+      field("kv_offload_read_bytes", &R::kv_offload_read_bytes, "bytes",
+            "bytes of FPDT's key/value chunks read back for backward over the run (kv_offload; "
+            "0 without)"),
+      field("kv_offload_written_bytes", &R::kv_offload_written_bytes, "bytes",
+            "bytes of FPDT's key/value chunks written to their store over the run"),
+      field("kv_offload_read_s", &R::kv_offload_read_s, "s",
+            "seconds the I/O threads spent reading key/value chunks (bandwidth = bytes / s)"),
+      field("kv_offload_write_s", &R::kv_offload_write_s, "s",
+            "seconds the I/O threads spent writing key/value chunks"),
+      field("kv_offload_wait_s", &R::kv_offload_wait_s, "s",
+            "seconds the compute thread waited on key/value chunk I/O (not hidden behind compute)"));
 };
 
 // This rank's identity (rank, host, its coordinates in the point's resolved mesh) and its

@@ -236,6 +236,25 @@ TEST(MemoryModel, ActivationTermsFollowTheFormula) {
   EXPECT_EQ(sb::fsdp::predict_memory(in).activation_attention, 0u);
   in.model.attention = "online";  // causal: half the key chunks
   EXPECT_EQ(sb::fsdp::predict_memory(in).activation_attention, scores);
+  // What the variants keep of q, k, v and the output (Attention::kept_inputs) plus the output
+  // projection's input: sdpa its output too (5 a), fpdt with its chunks on disk q and the
+  // output (3 a), and then its chunk files on disk: both blocks' k and v, 16 tokens in 2
+  // chunks of 8 (seq_chunks 2), each padded to 4096 bytes at most.
+  const std::uint64_t a = 32u * 64 * 4;  // one attention-width tensor of the 32 tokens
+  in.model.attention = "sdpa";
+  EXPECT_EQ(sb::fsdp::predict_memory(in).activation_layers, 2 * (per_block + a));
+  in.model.attention = "fpdt", in.model.seq_chunks = 2, in.model.kv_offload = "disk";
+  const auto f = sb::fsdp::predict_memory(in);
+  EXPECT_EQ(f.activation_layers, 2 * (per_block - a));
+  EXPECT_EQ(f.activation_attention, 0u);
+  EXPECT_EQ(f.disk_kv, 2 * (2 * a + 2 * 4096));
+  in.checkpoint = {CheckpointMode::Full, 1};  // the first forward stores nothing: one block's
+  EXPECT_EQ(sb::fsdp::predict_memory(in).disk_kv, 2 * a + 2 * 4096);
+  in.checkpoint = {};
+  in.model.kv_offload = "none";
+  EXPECT_EQ(sb::fsdp::predict_memory(in).activation_layers, 2 * (per_block + a));
+  EXPECT_EQ(sb::fsdp::predict_memory(in).disk_kv, 0u);
+  in.model.attention = "online", in.model.seq_chunks = 0;
   // The chunked loss, 10-row chunks of the 32: its two input gradients, one chunk's logits
   // (compute dtype, fp32 copy, gradient) and the fp32 sum of the weight's gradient.
   in.loss_chunk_rows = 10;

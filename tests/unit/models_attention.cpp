@@ -71,6 +71,84 @@ TEST(Attention, VariantsEqualNaivePadding) {
   check_all(m, 37, 37, "padding");
 }
 
+namespace {
+AttentionOptions fpdt_options(std::int64_t chunk, std::int64_t seq_chunks, const std::string& kv) {
+  AttentionOptions o;
+  o.chunk = chunk, o.seq_chunks = seq_chunks, o.kv_offload = kv, o.offload_dir = ::testing::TempDir();
+  return o;
+}
+void expect_equal(const Grads& a, const Grads& b, const std::string& what) {
+  EXPECT_TRUE(torch::equal(a.out, b.out)) << what << " out";
+  EXPECT_TRUE(torch::equal(a.dq, b.dq)) << what << " dq";
+  EXPECT_TRUE(torch::equal(a.dk, b.dk)) << what << " dk";
+  EXPECT_TRUE(torch::equal(a.dv, b.dv)) << what << " dv";
+}
+}  // namespace
+
+// FPDT with its key/value chunks in a file equals FPDT with them in memory bit for bit, and
+// moves exactly each chunk's k and v (padded to O_DIRECT's 4096 bytes) out once and back once.
+TEST(Attention, FpdtOffloadedChunksEqualInMemory) {
+  for (const bool causal : {true, false}) {
+    AttentionMask m;
+    m.causal = causal;
+    m.key_keep = torch::ones({2, 37}, torch::kBool);
+    m.key_keep.index_put_({1, torch::indexing::Slice(9, torch::indexing::None)}, false);
+    if (causal) m.key_keep = torch::Tensor();  // padding: bidirectional (BERT's case)
+    torch::manual_seed(5);
+    auto q = torch::randn({2, 3, 37, 8}), k = torch::randn({2, 3, 37, 8}), v = torch::randn({2, 3, 37, 8});
+    auto dout = torch::randn({2, 3, 37, 8});
+    const auto mem = run(*make_attention("fpdt", fpdt_options(5, 0, "none")), q, k, v, m, dout);
+    const auto before = kv_offload_stats();
+    const auto disk = run(*make_attention("fpdt", fpdt_options(5, 0, "disk")), q, k, v, m, dout);
+    const auto after = kv_offload_stats();
+    expect_equal(disk, mem, causal ? "causal" : "padding");
+    // 8 chunks: 7 of 5 tokens and one of 2; k and v of a chunk: 2 x 2 x 3 x n x 8 x 4 bytes.
+    const std::uint64_t moved = 7 * 4096 + 4096;  // 1920 and 768 bytes, each padded to 4096
+    EXPECT_EQ(after.written_bytes - before.written_bytes, moved);
+    EXPECT_EQ(after.read_bytes - before.read_bytes, moved);
+    // The ground truth for both: naive.
+    const auto ref = run(*make_attention("naive", 0), q, k, v, m, dout);
+    expect_close(disk.out, ref.out, "fpdt disk out");
+    expect_close(disk.dk, ref.dk, "fpdt disk dk");
+  }
+}
+
+// seq_chunks splits the keys into that many chunks whatever attention_chunk says.
+TEST(Attention, FpdtSeqChunks) {
+  AttentionMask m;
+  m.causal = true;
+  torch::manual_seed(6);
+  auto q = torch::randn({1, 2, 37, 8}), k = torch::randn({1, 2, 37, 8}), v = torch::randn({1, 2, 37, 8});
+  auto dout = torch::randn({1, 2, 37, 8});
+  const auto ref = run(*make_attention("naive", 0), q, k, v, m, dout);
+  const auto before = kv_offload_stats();
+  const auto got = run(*make_attention("fpdt", fpdt_options(128, 3, "disk")), q, k, v, m, dout);
+  const auto after = kv_offload_stats();
+  expect_close(got.out, ref.out, "seq_chunks out");
+  expect_close(got.dq, ref.dq, "seq_chunks dq");
+  expect_close(got.dk, ref.dk, "seq_chunks dk");
+  expect_close(got.dv, ref.dv, "seq_chunks dv");
+  // 3 chunks of 13, 13 and 11 tokens: 2 x 2 x n x 8 x 4 bytes each, padded to 4096.
+  EXPECT_EQ(after.written_bytes - before.written_bytes, 3u * 4096u);
+  // Without gradients nothing is stored.
+  torch::NoGradGuard ng;
+  make_attention("fpdt", fpdt_options(128, 3, "disk"))->forward(q, k, v, m);
+  EXPECT_EQ(kv_offload_stats().written_bytes, after.written_bytes);
+}
+
+TEST(Attention, FpdtRefusesBadOptions) {
+  try {
+    make_attention("fpdt", fpdt_options(8, 0, "nvme"));
+    FAIL() << "no error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("kv_offload = \"nvme\": use none, host or disk"), std::string::npos) << e.what();
+  }
+  AttentionMask m;
+  m.dropout.p = 0.1, m.dropout.row_head = torch::zeros({1, 1}, torch::kLong);
+  auto q = torch::randn({1, 1, 4, 8}, torch::requires_grad());
+  EXPECT_THROW(make_attention("fpdt", fpdt_options(2, 0, "none"))->forward(q, q, q, m), std::exception);
+}
+
 TEST(Attention, PaddingMasksKeys) {
   // A padded key must not influence any output: change it and compare.
   AttentionMask m;
@@ -148,4 +226,39 @@ TEST(Gpt2Decode, SamplingIsSeeded) {
   g.top_k = 1;  // top-1 sampling is greedy
   auto greedy_cfg = GenerateConfig{12, 0.0, 0, 0};
   EXPECT_TRUE(torch::equal(generate(m, p, prompt, g).tokens, generate(m, p, prompt, greedy_cfg).tokens));
+}
+
+// A GPT-2 training step (loss and every gradient) with FPDT's key/value chunks in a file
+// equals the same step with them in memory bit for bit, with and without activation
+// checkpointing (recomputation stores the chunks again) and with residual dropout on.
+TEST(Gpt2Fpdt, OffloadedStepEqualsInMemory) {
+  for (const auto mode : {CheckpointMode::None, CheckpointMode::Full}) {
+    std::vector<torch::Tensor> losses;
+    std::vector<std::vector<torch::Tensor>> grads;
+    for (const char* kv : {"none", "disk"}) {
+      auto cfg = preset_config("gpt2-tiny");
+      cfg.attention = "fpdt", cfg.attention_chunk = 4, cfg.kv_offload = kv;
+      cfg.kv_offload_dir = ::testing::TempDir();
+      Gpt2 m(cfg);
+      m.set_dropout({0.1, 0, 7});
+      m.set_activation_checkpoint({mode, 1});
+      PersistentParams p(init_params(m.units(), 3));
+      torch::manual_seed(2);
+      Batch b;
+      b.input_ids = torch::randint(0, 256, {2, 18}, torch::kLong);
+      b.targets = torch::randint(0, 256, {2, 18}, torch::kLong);
+      b.dropout_step = 0;
+      const auto before = kv_offload_stats().written_bytes;
+      auto loss = m.loss(p, b);
+      loss.backward();
+      if (std::string(kv) == "disk") EXPECT_GT(kv_offload_stats().written_bytes, before);
+      losses.push_back(loss.detach());
+      grads.emplace_back();
+      for (auto& u : p.tensors())
+        for (auto& t : u) grads.back().push_back(t.grad());
+    }
+    EXPECT_TRUE(torch::equal(losses[0], losses[1]));
+    for (std::size_t i = 0; i < grads[0].size(); ++i)
+      EXPECT_TRUE(torch::equal(grads[0][i], grads[1][i])) << "gradient " << i;
+  }
 }

@@ -51,7 +51,7 @@ void gradcheck(Model& m, const Batch& b) {
 }  // namespace
 
 TEST(GradCheck, Gpt2Double) {
-  for (const char* attn : {"naive", "online", "sdpa"}) {
+  for (const char* attn : {"naive", "online", "sdpa", "fpdt"}) {
     Gpt2 m(tiny("gpt2-tiny", attn));
     torch::manual_seed(0);
     Batch b;

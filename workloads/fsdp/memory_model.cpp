@@ -58,8 +58,10 @@ U64 gathered_bytes(const Layout& l, const std::vector<U64>& unit_bytes, bool fp3
 
 // Activations autograd keeps for the backward of one micro-batch of `rows` x `seq` tokens
 // (elt bytes per element in the compute dtype), per block: the inputs of both LayerNorms and
-// of the four linear layers (4 d), q, k, v and the attention output (4 x the attention width
-// a), the MLP's hidden state before and after GELU (2 f); GPT-2's and BERT's blocks alike.
+// of the four linear layers (4 d), what the attention variant keeps of q, k, v and its output
+// plus the output projection's input (4 x the attention width a for naive: q, k, v and that
+// input; 5 for sdpa, which keeps its output as well), the MLP's hidden state before and after
+// GELU (2 f); GPT-2's and BERT's blocks alike.
 void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPrediction& p) {
   if (in.rows <= 0 || in.seq <= 0) return;
   const models::ModelConfig& c = in.model;
@@ -75,11 +77,14 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
   const std::int64_t tp = std::max(1, in.tp);
   // Sequence parallelism splits those too (the linear layers keep their inputs' row blocks).
   const std::int64_t whole = in.sequence_parallel ? 4 * c.d_model / tp : 4 * c.d_model;
-  const auto per_token = static_cast<U64>(whole + (4 * c.attn_width() + 2 * c.d_ff) / tp);
+  // Of q, k, v and the attention output, what the variant keeps (Attention::kept_inputs), and
+  // the output projection's own input.
+  const auto attn = models::make_attention(c.attention, c.attention_options());
+  const auto qkvo = static_cast<std::int64_t>((1.0 + attn->kept_inputs()) * static_cast<double>(c.attn_width()));
+  const auto per_token = static_cast<U64>(whole + (qkvo + 2 * c.d_ff) / tp);
   // The softmax output (B, H, T, T), kept for the softmax's and probs x V's backward: how much
   // of it the attention variant keeps is its record's (Attention::kept_scores).
   const bool causal = models::family(c.family).objective == models::Objective::CausalLm;
-  const auto attn = models::make_attention(c.attention, c.attention_chunk);
   const double whole_scores = static_cast<double>(in.rows * (c.n_head / tp / sp) * in.seq * in.seq) *
                               static_cast<double>(elt * flight);
   const auto scores = static_cast<U64>(attn->kept_scores(causal) * whole_scores);  // one block's
@@ -95,6 +100,14 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
   const auto input = static_cast<U64>(in.sequence_parallel ? c.d_model / tp : c.d_model);
   const U64 kept_layers = ((L - recomputed) * per_token + recomputed * input) * tokens * elt;
   const U64 kept_scores = (selective ? 0 : L - recomputed) * scores;
+  // FPDT's chunk files: k and v of each kept block (of one under recomputation, whose first
+  // forward stores nothing), this rank's heads over the whole T, each chunk padded to 4096.
+  if (c.kv_offload == "disk" && attn->streams_chunks()) {
+    const std::int64_t chunk = c.seq_chunks > 0 ? (in.seq + c.seq_chunks - 1) / c.seq_chunks : c.attention_chunk;
+    const auto chunks = static_cast<U64>((in.seq + chunk - 1) / chunk);
+    const auto kv = static_cast<U64>(2 * in.rows * in.seq * (c.attn_width() / tp / sp)) * elt;
+    p.disk_kv = ((L - recomputed) + (recomputed > 0 ? 1 : 0)) * (kv + chunks * 4096) * flight;
+  }
   // Cross-entropy keeps the fp32 log-softmax of the logits it is taken over (under tp, this
   // rank's vocabulary columns: the largest range, vocab_range). The chunked loss keeps its two
   // input gradients (rows x d and V x d, compute dtype) and, while a chunk runs, that chunk's
@@ -141,6 +154,7 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
     p.grad += c10::elementSize(in.reduce_dtype) * (l.grads_sharded ? S : padded) +
               (in.grad_accum > 1 || in.pp > 1 ? 4 * padded : 0);
     if (in.offload_optimizer == "none") p.optim += 8 * (l.optim_sharded ? S : padded);
+    if (in.offload_optimizer == "disk") p.disk_optim += 3 * ((4 * (l.optim_sharded ? S : padded) + 4095) / 4096 * 4096);
     unit_bytes.push_back(elt * padded);
   }
   p.compression = compression_bytes(s, in.units, mesh, in.policy);

@@ -81,6 +81,12 @@ struct MemoryPrediction {
     std::uint64_t bytes;
   };
   std::vector<Term> terms() const;  // every term, in the order above
+  // Disk, not memory (not in terms()): the bytes this rank's offload files reach. The
+  // optimizer state's file (offload_optimizer = "disk": m, v and the decay mask, each unit's
+  // 4 n bytes rounded up to 4096, exact: OffloadStore's layout) and FPDT's key/value chunk
+  // files at their largest (kv_offload = "disk": every kept block's k and v, each chunk padded
+  // to 4096; under full checkpointing one recomputed block's).
+  std::uint64_t disk_optim = 0, disk_kv = 0;
 };
 
 MemoryPrediction predict_memory(const MemoryInputs& in);

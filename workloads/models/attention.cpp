@@ -51,8 +51,14 @@ std::vector<std::pair<std::string, std::string>> attention_variants() {
 }
 
 std::unique_ptr<Attention> make_attention(const std::string& name, std::int64_t chunk) {
+  AttentionOptions o;
+  o.chunk = chunk;
+  return make_attention(name, o);
+}
+
+std::unique_ptr<Attention> make_attention(const std::string& name, const AttentionOptions& opts) {
   const auto it = registry().find(name);
-  if (it != registry().end()) return it->second.make(chunk);
+  if (it != registry().end()) return it->second.make(opts);
   std::string known;
   for (const auto& [n, doc] : attention_variants()) known += (known.empty() ? "" : ", ") + n;
   SB_FAIL("unknown attention variant '{}'; known: {}", name, known);

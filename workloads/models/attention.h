@@ -14,6 +14,24 @@
 
 namespace sb::models {
 
+// How a variant is made: the model's attention_chunk and, for the variants that stream a
+// sequence in chunks (Attention::streams_chunks, FPDT), how many chunks and where the keys and
+// values of earlier chunks wait for backward.
+struct AttentionOptions {
+  std::int64_t chunk = 128;       // queries (and keys) per chunk: chunked, online, fpdt
+  std::int64_t seq_chunks = 0;    // fpdt: split Tk into this many chunks instead (0: chunk)
+  std::string kv_offload = "none";  // fpdt: none (memory), host (CPU memory), disk (a file)
+  std::string offload_dir;        // kv_offload = disk: the folder of the file
+};
+
+// What the K/V chunk stores of this process moved (kv_offload = host or disk), cumulative.
+struct KvOffloadStats {
+  std::uint64_t written_bytes = 0, read_bytes = 0;
+  double write_s = 0, read_s = 0;  // inside pwrite / pread (I/O threads)
+  double wait_s = 0;               // the compute thread waiting for a read or write
+};
+KvOffloadStats kv_offload_stats();  // attention_fpdt.cpp
+
 struct AttentionMask {
   // Causal: query i (absolute position q_offset + i) sees keys 0 .. q_offset + i.
   bool causal = false;
@@ -48,6 +66,14 @@ class Attention {
   // How many (B, H, Tq, Tk)-sized gradients its backward forms at once, in the same units:
   // naive 2 (the probabilities' and the scores'); the others work in tiles (0).
   virtual double backward_scores() const { return 0.0; }
+  // Whether it streams the sequence in chunks with the keys and values kept for backward in a
+  // chunk store (seq_chunks, kv_offload; FPDT): the other variants refuse those options.
+  virtual bool streams_chunks() const { return false; }
+  // How many (B, H, T, Dh) tensors of q, k, v and its output its forward leaves in memory
+  // for backward (the memory model's activation term): q, k and v (3) for the variants built
+  // of LibTorch ops; sdpa keeps its output too (4); fpdt q and the output (2) when the keys
+  // and values wait in a chunk store.
+  virtual double kept_inputs() const { return 3.0; }
   // q: (B, H, Tq, Dh); k, v: (B, H, Tk, Dh) -> (B, H, Tq, Dh). Scale 1/sqrt(Dh).
   // Every query row must see at least one key (true for causal and for BERT padding,
   // where [CLS] is always real); a row with none would be 0/0.
@@ -64,6 +90,7 @@ inline AttentionMask with_dropout(AttentionMask m, const AttentionDropout& d, st
 
 // chunk: queries per chunk (chunked, online) and keys per chunk (online); ignored by naive.
 std::unique_ptr<Attention> make_attention(const std::string& name, std::int64_t chunk);
+std::unique_ptr<Attention> make_attention(const std::string& name, const AttentionOptions& opts);
 std::vector<std::pair<std::string, std::string>> attention_variants();  // name, doc; by order
 
 // Shared by the variants: (Tq, Tk) or (B, 1, Tq, Tk)-broadcastable bool "may attend" mask
@@ -75,7 +102,7 @@ torch::Tensor attention_keep_mask(const AttentionMask& mask, std::int64_t q_begi
 // Each variant registers itself in its own file (attention_<name>.cpp), also into the
 // "attention" name set the `attention` key is checked against. `order` places it in lists and
 // messages: the reference (naive, 0) first, then by how far it departs from it.
-using AttentionFactory = std::unique_ptr<Attention> (*)(std::int64_t chunk);
+using AttentionFactory = std::unique_ptr<Attention> (*)(const AttentionOptions& opts);
 void register_attention(const std::string& name, const std::string& doc, AttentionFactory make,
                         int order);
 
@@ -88,8 +115,8 @@ std::int64_t checked_attention_chunk(std::int64_t chunk);
 // Registers variant A, constructed from the model's attention_chunk.
 template <class A>
 void register_chunked_attention(const std::string& name, const std::string& doc, int order) {
-  register_attention(name, doc, [](std::int64_t chunk) -> std::unique_ptr<Attention> {
-    return std::make_unique<A>(checked_attention_chunk(chunk));
+  register_attention(name, doc, [](const AttentionOptions& o) -> std::unique_ptr<Attention> {
+    return std::make_unique<A>(checked_attention_chunk(o.chunk));
   }, order);
 }
 

@@ -39,7 +39,7 @@ class NaiveAttention final : public Attention {
 const sb::Registrar kRegister([] {
   register_attention("naive",
                      "full (B, H, T, T) score matrix, one softmax",
-                     [](std::int64_t) -> std::unique_ptr<Attention> {
+                     [](const AttentionOptions&) -> std::unique_ptr<Attention> {
                        return std::make_unique<NaiveAttention>();
                      },
                      /*order=*/0);

@@ -31,7 +31,7 @@ enum Head { kPoolW, kPoolB, kTrW, kTrB, kTrLnW, kTrLnB, kDecB, kClsW, kClsB };
 Bert::Bert(ModelConfig cfg) : cfg_(std::move(cfg)) {
   SB_CHECK(cfg_.head_dim > 0 || cfg_.d_model % cfg_.n_head == 0,
            "model '{}': d_model {} is not divisible by n_head {}", cfg_.preset, cfg_.d_model, cfg_.n_head);
-  attn_ = make_attention(cfg_.attention, cfg_.attention_chunk);
+  attn_ = make_attention(cfg_.attention, cfg_.attention_options());
   units_ = whole_units_ = make_units(0, 1);
 }
 

@@ -220,6 +220,8 @@ bool is_embedding_table(const std::string& name) {
          name.rfind("wpe.", 0) == 0;
 }
 
+std::unique_ptr<Model> make_model(const ModelConfig& c) { return family(c.family).make(c); }
+
 std::unique_ptr<Model> make_model(const std::string& preset, const std::string& attention) {
   ModelConfig c = preset_config(preset);
   c.attention = attention;

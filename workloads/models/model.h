@@ -12,6 +12,7 @@
 
 #include <torch/types.h>
 
+#include "workloads/models/attention.h"
 #include "workloads/models/checkpoint.h"
 #include "workloads/models/dropout.h"
 #include "workloads/models/pipeline.h"
@@ -123,6 +124,13 @@ struct ModelConfig {
   double ln_eps = 1e-5;
   std::string attention = "naive";  // attention variant by name
   std::int64_t attention_chunk = 128;
+  // FPDT (attention = "fpdt", attention_fpdt.cpp): the sequence's chunks and where the keys
+  // and values of the chunks wait for backward (AttentionOptions).
+  std::int64_t seq_chunks = 0;
+  std::string kv_offload = "none", kv_offload_dir;
+  AttentionOptions attention_options() const {
+    return {attention_chunk, seq_chunks, kv_offload, kv_offload_dir};
+  }
 };
 
 // The training loss and the tensors it is computed from, for losses built on top of it
@@ -228,6 +236,7 @@ class Model {
 
 // Registry of presets by name ("gpt2-tiny", "gpt2", ..., "bert-large"); a name with a '/' is
 // a local Hugging Face folder (hf_config.h), whose config.json gives the configuration.
+std::unique_ptr<Model> make_model(const ModelConfig& c);  // its family's model of c
 std::unique_ptr<Model> make_model(const std::string& preset, const std::string& attention = "naive");
 std::vector<std::string> preset_names();
 std::int64_t count_params(const std::vector<UnitSpec>& units);

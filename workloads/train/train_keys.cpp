@@ -17,6 +17,7 @@
 #include "workloads/distill/distill_config.h"
 #include "workloads/data/data_config.h"
 #include "workloads/models/attention.h"
+#include "workloads/models/device_config.h"
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/train/train_config.h"
@@ -74,6 +75,29 @@ std::string offload_folder(const std::string& offload_dir) {
 
 namespace {
 
+// seq_chunks and kv_offload ask for a variant that streams chunks (its record says).
+void validate_fpdt(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  if (c.seq_chunks == 0 && c.kv_offload == "none") return;
+  const std::string& name = config<ModelKeys>(p).attention;
+  bool streams = false;
+  try {
+    streams = models::make_attention(name, 128)->streams_chunks();
+  } catch (const std::exception&) {  // an unknown variant: the attention key's check names it
+    return;
+  }
+  const std::string key = c.seq_chunks != 0 ? "seq_chunks" : "kv_offload";
+  if (!streams)
+    out.push_back({key, fmt::format("{} streams a sequence's chunks, which attention = \"{}\" does "
+                   "not; set attention = \"fpdt\", or drop {}", key, name, key)});
+  if (c.seq_chunks > config<ModelKeys>(p).seq)
+    out.push_back({"seq_chunks", fmt::format("seq_chunks {} exceeds seq {}: a chunk needs a token; "
+                   "use at most {}", c.seq_chunks, config<ModelKeys>(p).seq, config<ModelKeys>(p).seq)});
+  if (c.kv_offload == "host" && config<models::DeviceConfig>(p).device == "cpu")
+    out.push_back({"kv_offload", "kv_offload = \"host\" moves key/value chunks to host memory, "
+                   "where a CPU run keeps them already; use \"disk\" (a file under offload_dir) or "
+                   "\"none\""});
+}
+
 void validate_step(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   const int world = base_config(p).world;
   if (c.activation_checkpoint_every != 1 && c.activation_checkpoint != "full")
@@ -84,11 +108,13 @@ void validate_step(const StepKeys& c, const Point& p, std::vector<Diagnostic>& o
   if (c.shard_group < 0 || (c.shard_group > 0 && world % c.shard_group != 0))
     out.push_back({"shard_group", fmt::format("shard_group {} must divide world {} (0 = ranks per "
                                               "node)", c.shard_group, world)});
-  if (c.offload_optimizer == "none" && !c.offload_dir.empty())
-    out.push_back({"offload_dir", fmt::format("offload_dir = \"{}\" holds offloaded optimizer state, "
-                   "and offload_optimizer = \"none\" offloads nothing: set offload_optimizer = "
-                   "\"disk\", or drop offload_dir", c.offload_dir)});
-  if (c.offload_optimizer == "disk") {
+  if (c.offload_optimizer == "none" && c.kv_offload != "disk" && !c.offload_dir.empty())
+    out.push_back({"offload_dir", fmt::format("offload_dir = \"{}\" holds offloaded state, and "
+                   "offload_optimizer = \"none\" with kv_offload = \"{}\" offloads nothing to disk: "
+                   "set offload_optimizer or kv_offload = \"disk\", or drop offload_dir",
+                   c.offload_dir, c.kv_offload)});
+  validate_fpdt(c, p, out);
+  if (c.offload_optimizer == "disk" || c.kv_offload == "disk") {
     const std::string dir = offload_folder(c.offload_dir);
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
@@ -256,8 +282,20 @@ void StepKeys::declare(Fields<StepKeys>& f) {
          "where the optimizer state lives: none (memory) or disk (docs/FSDP.md \"Optimizer state "
          "on disk\")");
   f.add("offload_dir", &StepKeys::offload_dir, std::string(""),
-        "folder of the offloaded optimizer state with offload_optimizer = \"disk\" (one file a "
-        "rank, removed at exit); empty = $TMPDIR or /tmp");
+        "folder of the offloaded optimizer state (offload_optimizer = \"disk\": one file a "
+        "rank, removed at exit) and key/value chunks (kv_offload = \"disk\"); empty = $TMPDIR or /tmp");
+  f.add("seq_chunks", &StepKeys::seq_chunks, 0,
+        "with attention = \"fpdt\": chunks each sequence's attention streams through (0: "
+        "chunks of attention_chunk = 128 tokens) (docs/FSDP.md \"FPDT\")")
+      .range(0, 1 << 20);
+  register_name("kv_offload", "none", "FPDT's key/value chunks stay in memory until backward");
+  register_name("kv_offload", "host", "FPDT's key/value chunks in host memory (GPU runs)");
+  register_name("kv_offload", "disk",
+                "FPDT's key/value chunks in a file under offload_dir (O_DIRECT), written while "
+                "later chunks compute and read back one chunk ahead of backward");
+  f.name("kv_offload", &StepKeys::kv_offload, "kv_offload", "none",
+         "with attention = \"fpdt\": where the key/value chunks wait for backward: none, host "
+         "or disk (docs/FSDP.md \"FPDT\")");
   f.add("peak_gflops", &StepKeys::peak_gflops, 0.0,
         "peak GFLOP/s of one rank for MFU; 0 = measure once per run");
   f.validate(validate_step);

@@ -1,5 +1,7 @@
 // The "train" task's registration: its workload and the memory model `shardbench plan` shows
 // (its keys and their rules are train_keys.cpp's).
+#include <sys/statvfs.h>
+
 #include <cmath>
 
 #include "harness/core/check.h"
@@ -49,7 +51,7 @@ models::TensorParallel planning_layout(int tp) {
 // The memory model of a point as `plan` sees it: the planned dtype, the mesh's shard group,
 // where it is a node's ranks (0) taken as the world (plan does not know the nodes).
 fsdp::MemoryPrediction planned_memory(const Point& p) {
-  auto model = models::make_model(config<ModelKeys>(p).model, config<ModelKeys>(p).attention);
+  auto model = make_train_model(p);
   const int tp = config<MeshConfig>(p).tp;
   const bool tp_cut = tp > 1 && model->tensor_parallel_problem(tp).empty();
   if (tp_cut) model->set_tensor_parallel(planning_layout(tp));
@@ -63,7 +65,7 @@ fsdp::MemoryPrediction planned_memory(const Point& p) {
   // most micro-batches in flight, the last the head).
   fsdp::MemoryPrediction most;
   for (int r = 0; r < pp; ++r) {
-    auto stage = models::make_model(config<ModelKeys>(p).model, config<ModelKeys>(p).attention);
+    auto stage = make_train_model(p);
     if (tp_cut) stage->set_tensor_parallel(planning_layout(tp));
     stage->set_pipeline(pp, v, r, models::parse_stage_layers(config<StepKeys>(p).pp_layers));
     const auto m = fsdp::predict_memory(memory_inputs(p, *stage, planned_dtype(p), sg));
@@ -109,7 +111,31 @@ std::string bubble_cell(const Point& p) {
                                                       static_cast<int>(config<StepKeys>(p).pp_virtual_stages)));
 }
 
+// Offload to disk needs its files' room in offload_dir: the memory model's disk terms, for
+// every rank of the point (plan does not know the nodes: as if on one, an upper bound).
+void validate_offload_space(const Point& p, std::vector<Diagnostic>& out) {
+  if (!p.has("task") || base_config(p).task != "train") return;
+  const StepKeys& s = config<StepKeys>(p);
+  if (s.offload_optimizer != "disk" && s.kv_offload != "disk") return;
+  fsdp::MemoryPrediction m;
+  try {
+    m = planned_memory(p);
+  } catch (const std::exception&) {
+    return;  // a point the other checks refuse (they name why)
+  }
+  const std::string dir = offload_folder(s.offload_dir);
+  struct statvfs fs{};
+  if (::statvfs(dir.c_str(), &fs) != 0) return;  // validate_step names a missing folder
+  const auto ranks = static_cast<std::uint64_t>(base_config(p).world);
+  const std::uint64_t need = (m.disk_optim + m.disk_kv) * ranks;
+  const std::uint64_t free = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+  if (const std::string why = offload_space_problem(dir, need, free, m.disk_optim, m.disk_kv, ranks); !why.empty())
+    out.push_back({s.offload_dir.empty() ? (s.offload_optimizer == "disk" ? "offload_optimizer" : "kv_offload")
+                                         : "offload_dir", why});
+}
+
 sb::Registrar reg([] {
+  sb::register_validator(validate_offload_space);
   sb::register_plan_column({"pp_bubble", bubble_cell});
   sb::register_plan_column({"pp_layers", stages_cell});
   register_task({"train", [] { return make_train_workload(); }, state_bytes, memory_terms,
@@ -125,6 +151,30 @@ sb::Registrar reg([] {
 });
 
 }  // namespace
+
+fsdp::MemoryPrediction point_memory(const Point& p) { return planned_memory(p); }
+torch::ScalarType point_dtype(const Point& p) { return planned_dtype(p); }
+
+std::string offload_space_problem(const std::string& dir, std::uint64_t need, std::uint64_t free,
+                                  std::uint64_t optim, std::uint64_t kv, std::uint64_t ranks) {
+  if (need <= free) return "";
+  const auto gib = [](std::uint64_t b) { return static_cast<double>(b) / (1 << 30); };
+  return fmt::format("offload to '{}' needs {:.2f} GiB of free disk ({} ranks x ({:.2f} GiB of "
+                     "optimizer state + {:.2f} GiB of key/value chunks), as if every rank were on "
+                     "this node) and it has {:.2f} GiB free; set offload_dir to a larger file "
+                     "system, or shard more (strategy, mesh.dp_shard)",
+                     dir, gib(need), ranks, gib(optim), gib(kv), gib(free));
+}
+
+std::unique_ptr<models::Model> make_train_model(const Point& p) {
+  models::ModelConfig c = models::preset_config(config<ModelKeys>(p).model);
+  c.attention = config<ModelKeys>(p).attention;
+  const StepKeys& s = config<StepKeys>(p);
+  c.seq_chunks = s.seq_chunks;
+  c.kv_offload = s.kv_offload;
+  c.kv_offload_dir = offload_folder(s.offload_dir);
+  return models::make_model(c);
+}
 
 models::CheckpointConfig checkpoint_config(const Point& p) {
   const StepKeys& s = config<StepKeys>(p);

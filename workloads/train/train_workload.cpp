@@ -209,7 +209,7 @@ void TrainWorkload::build(RunContext& ctx) {
   // the GEMMs are timed on; the peak_gflops key replaces the measured one (a spec-sheet peak).
   sb::heartbeat::set_phase("peak GEMM");  // long, without collectives: beats, no verdict
   peaks_ = train::training_peaks(device_, cfg_.param_dtype, config<StepKeys>(p).peak_gflops, ctx.world);
-  model_ = models::make_model(config<ModelKeys>(p).model, config<ModelKeys>(p).attention);
+  model_ = make_train_model(p);
   model_->set_dropout({config<OptimKeys>(p).dropout, config<OptimKeys>(p).attention_dropout,
                        static_cast<std::uint64_t>(base_config(p).seed)});
   model_->set_activation_checkpoint(checkpoint_config(p));
@@ -548,6 +548,9 @@ void TrainWorkload::record_results(RunContext& ctx) {
     rec.text("offload_file", fmt::format("{} ({})", store->path(), store->direct()
                  ? "O_DIRECT" : "no O_DIRECT on this file system: written pages dropped with posix_fadvise"));
   }
+  const auto kv = models::kv_offload_stats();  // this process's: one rank's
+  m.kv_offload_read_bytes = kv.read_bytes, m.kv_offload_written_bytes = kv.written_bytes;
+  m.kv_offload_read_s = kv.read_s, m.kv_offload_write_s = kv.write_s, m.kv_offload_wait_s = kv.wait_s;
   rec.memory(m);
 
   const double eval = evaluate(ctx, *engine_);

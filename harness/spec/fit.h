@@ -1,0 +1,82 @@
+// `shardbench fit` (docs/SUITES.md "fit"): a point may leave some keys as "auto" (the keys its
+// task registers: the train task's strategy, activation_checkpoint, offload_optimizer,
+// kv_offload); each combination of their registered names is a candidate, checked by plan's
+// validators, its peak memory per rank and its step time predicted by the task from measured
+// costs (GEMM rate, copy and disk bandwidth; docs/METRICS.md "Fit"); the fastest candidate
+// within the point's memory_budget replaces the "auto"s. The harness knows the keys and names
+// as data; what a cost means and how a step's time follows from it is the task's.
+//
+// Costs are measured once by `shardbench fit SUITE` into results/<suite>/fit-costs.json (or
+// read from $SB_FIT_COSTS), so every process that loads the suite (plan, sweep, each rank's
+// run, a Slurm job) resolves it to the same points. The point's id is its "auto" config's; the
+// choice and its prediction ride in its reference figures (fit_peak_bytes, fit_step_s), which
+// the result keeps as provenance beside the measured peak and step time.
+#pragma once
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/spec/point.h"
+
+namespace sb {
+
+class Diagnostics;
+using FitCosts = std::map<std::string, double>;  // cost name -> measured value
+
+struct FitPrediction {
+  double peak_bytes = 0;  // per rank, the memory model's terms summed
+  double step_s = 0;
+  std::string detail;     // how step_s splits ("compute 1.20 s + comm 0.31 s + disk 0 s")
+  std::string missing;    // a cost the costs lack ("" = none): the candidate cannot be judged
+};
+
+struct FitTask {
+  std::vector<std::string> keys;  // the keys that may be "auto", varied in this order
+  // The costs a point needs (names), and how to measure one here (this process, this machine).
+  std::function<std::vector<std::string>(const Point&)> costs_needed;
+  std::function<double(const std::string& cost, const Point&)> measure;
+  std::function<FitPrediction(const Point&, const FitCosts&)> predict;
+};
+void register_fit(const std::string& task, FitTask t);  // also registers "auto" for each key
+const FitTask* find_fit(const std::string& task);
+
+struct FitCandidate {
+  std::vector<std::pair<std::string, std::string>> choice;  // key -> name
+  FitPrediction prediction;
+  std::string rejected;  // why not ("" = it fits)
+};
+struct FitResult {
+  std::string point;  // "3 gpt2-xl/auto/..."
+  double budget = 0;
+  std::string budget_why;
+  std::vector<FitCandidate> candidates;
+  int chosen = -1;
+};
+
+// Collect: expand() stops before validation and returns the points with their "auto"s (the
+// fit command's first pass, to learn which costs to measure). Resolve: the default.
+enum class FitMode { Resolve, Collect };
+FitMode fit_mode();
+void set_fit_mode(FitMode m);
+// Costs given in-process (the fit command after measuring; tests), in place of the file.
+void set_fit_costs(std::optional<FitCosts> c);
+std::string fit_costs_path(const std::string& suite_name);  // $SB_FIT_COSTS or results/<suite>/fit-costs.json
+FitCosts read_fit_costs(const std::string& path);           // throws sb::Error naming the file
+void write_fit_costs(const std::string& path, const FitCosts& c, const std::string& provenance);
+
+// Called by expand(): each point with an "auto" key of its task's FitTask gets the chosen
+// names and the reference figures fit_peak_bytes and fit_step_s; a diagnostic at the key when
+// no costs are known or no candidate fits (then it returns true). The results stay readable
+// (last_fit_results()).
+bool resolve_auto(const std::string& suite_name, std::vector<Point>& points, Diagnostics& diags);
+const std::vector<FitResult>& last_fit_results();
+// Whether the point leaves any registered fit key "auto".
+bool has_auto(const Point& p);
+
+// The budget per rank: memory_budget when set, else the tightest of RAM, the memory cgroup
+// and ulimit -v, over the point's world (as if on one node), less 10% and 512 MiB.
+double fit_budget(const Point& p, std::string* why);
+
+}  // namespace sb
