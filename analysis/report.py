@@ -18,6 +18,7 @@ from analysis.load import load_results
 from analysis.metrics import query_summary, summarize
 from analysis import network as network_mod
 from analysis import predict3d
+from analysis import memory as memory_mod
 from analysis.plots import (PREDICT_ASSUMPTIONS, PREDICT_BYTES, PREDICT_WORKERS,
                             alpha_beta_fits, make_plots)
 from analysis.references import reference_checks
@@ -49,6 +50,7 @@ def build(results_dir, out_dir, network="lassen"):
     peer_blocks, peer_table = peers.section(res, summary, conds)
     volume_blocks, volume = comm_volume.section(res)
     predict_blocks, predict_table = predict3d.section(res, net)
+    memory_blocks, memory_table = memory_mod.section(res)
     names = (res.points.set_index("point_id")["point_name"] if len(res.points)
              else pd.Series(dtype=str))
 
@@ -74,6 +76,8 @@ def build(results_dir, out_dir, network="lassen"):
     }
     if len(predict_table):
         csv["predict3d"] = predict_table
+    if len(memory_table):
+        csv["memory"] = memory_table
     if len(seed_list):
         csv["paper_results"] = seed_list
     csv.update({"paper_" + slug(t): df for t, df in seed.items()})
@@ -84,7 +88,8 @@ def build(results_dir, out_dir, network="lassen"):
     blocks = _blocks(res, results_dir, metrics, comparisons, seed_list, seed, compression,
                      queries, fits, plots, sorted(csv), conds, checks,
                      serving_blocks(serve_points, goodput) + modelcomp.blocks(distilled, frontier),
-                     peer_blocks + volume_blocks + network_blocks(net_table, net) + predict_blocks)
+                     peer_blocks + volume_blocks + network_blocks(net_table, net) + predict_blocks
+                     + memory_blocks)
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))

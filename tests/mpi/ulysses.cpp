@@ -1,6 +1,7 @@
 // DeepSpeed-Ulysses sequence parallelism (models/sequence_parallel.h) under the FSDP engine
 // equals the one-process trainer: gpt2-tiny (4 heads), 10 steps of B 8 x T 16, at sp = 2 and
-// sp = 4 alone, sp 2 x dp_shard 2 (full_shard, zero1, no_shard), and sp 2 x tp 2; losses and
+// sp = 4 alone, sp 2 x dp_shard 2 (full_shard, zero1, no_shard), sp 2 x tp 2, and FPDT inside
+// Ulysses at sp 2 and 4 (attention = "fpdt", 4 chunks, keys and values on disk); losses and
 // gradient norms within 1e-5 relative, final parameters within 2e-5. Per layer and micro-step
 // the sp group runs two all-to-alls forward ("sp_act": q, k, v to heads; the output back) and
 // two backward ("sp_grad"), of exactly (sp - 1) / sp of 4 R A x 4 bytes each way (R this rank's
@@ -35,6 +36,9 @@ struct Case {
   int sp = 1, tp = 1, dp_shard = 1;
   std::string strategy = "full_shard";
   double dropout = 0;
+  // FPDT inside Ulysses (as in the paper): each rank's whole-sequence heads in 4 chunks, their
+  // keys and values in a file until backward.
+  bool fpdt = false;
 };
 
 sb::Mesh mesh_of(const Case& c) {
@@ -44,8 +48,8 @@ sb::Mesh mesh_of(const Case& c) {
 }
 
 std::string describe(const Case& c) {
-  return fmt::format("sp {} tp {} dp_shard {} {}{}", c.sp, c.tp, c.dp_shard, c.strategy,
-                     c.dropout > 0 ? " dropout" : "");
+  return fmt::format("sp {} tp {} dp_shard {} {}{}{}", c.sp, c.tp, c.dp_shard, c.strategy,
+                     c.dropout > 0 ? " dropout" : "", c.fpdt ? " fpdt (kv on disk)" : "");
 }
 
 struct SpRun {
@@ -72,7 +76,9 @@ SpRun run(const Case& c, int steps = kSteps) {
     if (e.kind == "sp_act") ++out.act, out.act_bytes += e.logical_bytes;
     if (e.kind == "sp_grad") ++out.grad, out.grad_bytes += e.logical_bytes;
   }, MPI_Wtime());
-  auto model = sb::models::make_model("gpt2-tiny");
+  auto cfg = sb::models::preset_config("gpt2-tiny");
+  if (c.fpdt) cfg.attention = "fpdt", cfg.seq_chunks = 4, cfg.kv_offload = "disk";
+  auto model = sb::models::make_model(cfg);
   if (c.tp > 1) model->set_tensor_parallel(sb::parallel::tensor_parallel(comm));
   model->set_sequence_parallel(sb::parallel::sequence_parallel(comm));
   if (c.dropout > 0) model->set_dropout({c.dropout, c.dropout, 5});
@@ -93,10 +99,12 @@ SpRun run(const Case& c, int steps = kSteps) {
 
 std::vector<Case> cases(int n) {
   std::vector<Case> out;
-  if (n == 2) out = {{2, 1, 1, "full_shard"}, {2, 1, 1, "zero1"}, {2, 1, 1, "no_shard"}};
+  if (n == 2)
+    out = {{2, 1, 1, "full_shard"}, {2, 1, 1, "zero1"}, {2, 1, 1, "no_shard"},
+           {2, 1, 1, "full_shard", 0, true}};
   if (n == 4)
     out = {{4, 1, 1, "full_shard"}, {2, 1, 2, "full_shard"}, {2, 1, 2, "zero1"},
-           {2, 1, 2, "no_shard"}, {2, 2, 1, "full_shard"}};
+           {2, 1, 2, "no_shard"}, {2, 2, 1, "full_shard"}, {4, 1, 1, "full_shard", 0, true}};
   return out;
 }
 

@@ -78,7 +78,10 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
                   std::int64_t rows) {
   const Point& p = ctx.point;
   s.device = models::resolve_device(config<models::DeviceConfig>(p).device, sb::node_local_rank(ctx.world));
-  s.model = models::make_model(config<ModelKeys>(p).model, config<ModelKeys>(p).attention);
+  models::ModelConfig mc = models::preset_config(config<ModelKeys>(p).model);
+  mc.attention = config<ModelKeys>(p).attention;
+  models::apply_moe_keys(p, mc);  // a gpt2-moe model's routing (moe_keys.cpp)
+  s.model = models::make_model(mc);
   const std::string ckpt = weights_path(p);
   s.weights = ckpt.empty() ? models::init_params(s.model->units(), static_cast<std::uint64_t>(base_config(p).seed))
                            : data::load_checkpoint(*s.model, ckpt, {}, &s.checkpoint_note);

@@ -40,20 +40,22 @@ std::string plan_cell(const sb::Point& p, bool with_heads) {
 
 // names: presets or local Hugging Face folders; empty = every preset.
 void print_models(const std::vector<std::string>& names) {
-  std::printf("%-12s %-6s %6s %6s %6s %7s %6s %15s %15s %16s\n", "preset", "family", "layers", "d", "heads",
-              "vocab", "ctx", "params", "with_heads", "fp32_bytes");
+  std::printf("%-14s %-8s %6s %6s %6s %7s %6s %15s %15s %16s %15s\n", "preset", "family", "layers", "d", "heads",
+              "vocab", "ctx", "params", "with_heads", "fp32_bytes", "active");
   for (const auto& name : names.empty() ? preset_names() : names) {
     const ModelConfig c = preset_config(name);
     const auto [backbone, all] = counts(name);
     // fp32 bytes of everything the model trains and serves (task heads included).
-    std::printf("%-12s %-6s %6lld %6lld %6lld %7lld %6lld %15lld %15lld %16lld\n", name.c_str(), c.family.c_str(),
+    std::printf("%-14s %-8s %6lld %6lld %6lld %7lld %6lld %15lld %15lld %16lld %15lld\n", name.c_str(), c.family.c_str(),
                 static_cast<long long>(c.n_layer), static_cast<long long>(c.d_model),
                 static_cast<long long>(c.n_head), static_cast<long long>(c.vocab),
                 static_cast<long long>(c.max_pos), static_cast<long long>(backbone), static_cast<long long>(all),
-                static_cast<long long>(4 * all));
+                static_cast<long long>(4 * all), static_cast<long long>(active_params(c, make_model(c)->units())));
   }
   std::printf("params: published count (BERT: embeddings + encoder + pooler); with_heads adds BERT's MLM "
-              "transform, decoder bias and classifier (GPT-2's LM head is tied: no extra parameters)\n");
+              "transform, decoder bias and classifier (GPT-2's LM head is tied: no extra parameters); active: "
+              "the parameters one token meets (with_heads, less the experts a mixture of experts does not "
+              "route it to: (E - top_k) / E of each MoE block's experts)\n");
 }
 
 const sb::Registrar kRegister([] {

@@ -30,6 +30,22 @@ ParamSpec fill(std::string name, std::vector<std::int64_t> shape, ParamSpec::Ini
 
 // Parameter indices within a block unit, in UnitSpec order.
 enum Block { kLn1W, kLn1B, kAttnW, kAttnB, kProjW, kProjB, kLn2W, kLn2B, kFcW, kFcB, kMlpW, kMlpB };
+// An MoE block (moe.h) has the router and the stacked experts in the MLP's place.
+enum MoeBlock { kRouterW = kFcW, kExpFcW, kExpFcB, kExpProjW, kExpProjB };
+
+// An MoE block's FLOPs per token (moe.h): attention and the router whole, top_k of the E
+// experts' weights; the experts' biases (2-D, stacked) count as vector FLOPs.
+TrainFlops moe_block_flops(const UnitSpec& u, const MoeConfig& m) {
+  TrainFlops f;
+  const double active = static_cast<double>(m.top_k) / static_cast<double>(m.experts);
+  for (std::size_t i = 0; i < u.params.size(); ++i) {
+    const auto& p = u.params[i];
+    const bool expert = static_cast<int>(i) >= kExpFcW;
+    const bool bias = p.shape.size() == 1 || static_cast<int>(i) == kExpFcB || static_cast<int>(i) == kExpProjB;
+    (bias ? f.vector : f.matmul) += 6.0 * static_cast<double>(p.numel()) * (expert ? active : 1.0);
+  }
+  return f;
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -56,22 +72,38 @@ std::vector<UnitSpec> Gpt2::make_units(int r, int n) const {
                              normal("wpe.weight", {cfg_.max_pos, d})}});
   for (std::int64_t i = 0; i < cfg_.n_layer; ++i) {
     const std::string h = "h." + std::to_string(i) + ".";
-    units.push_back({"block." + std::to_string(i),
-                     {fill(h + "ln_1.weight", {d}, O), fill(h + "ln_1.bias", {d}, Z),
-                      tp(normal(h + "attn.c_attn.weight", {3 * A, d}), Qkv),
-                      tp(fill(h + "attn.c_attn.bias", {3 * A}, Z), Qkv),
-                      tp(normal(h + "attn.c_proj.weight", {d, A}, proj_std), Row),
-                      fill(h + "attn.c_proj.bias", {d}, Z),
-                      fill(h + "ln_2.weight", {d}, O), fill(h + "ln_2.bias", {d}, Z),
-                      tp(normal(h + "mlp.c_fc.weight", {f, d}), Col), tp(fill(h + "mlp.c_fc.bias", {f}, Z), Col),
-                      tp(normal(h + "mlp.c_proj.weight", {d, f}, proj_std), Row),
-                      fill(h + "mlp.c_proj.bias", {d}, Z)}});
+    UnitSpec u{"block." + std::to_string(i),
+               {fill(h + "ln_1.weight", {d}, O), fill(h + "ln_1.bias", {d}, Z),
+                tp(normal(h + "attn.c_attn.weight", {3 * A, d}), Qkv),
+                tp(fill(h + "attn.c_attn.bias", {3 * A}, Z), Qkv),
+                tp(normal(h + "attn.c_proj.weight", {d, A}, proj_std), Row),
+                fill(h + "attn.c_proj.bias", {d}, Z),
+                fill(h + "ln_2.weight", {d}, O), fill(h + "ln_2.bias", {d}, Z)}};
+    if (cfg_.moe.layer(i)) {  // moe.h: the router, then the experts stacked on a leading axis
+      const std::int64_t E = cfg_.moe.experts;
+      u.params.insert(u.params.end(),
+                      {normal(h + "moe.router.weight", {E, d}), normal(h + "moe.experts.c_fc.weight", {E, f, d}),
+                       fill(h + "moe.experts.c_fc.bias", {E, f}, Z),
+                       normal(h + "moe.experts.c_proj.weight", {E, d, f}, proj_std),
+                       fill(h + "moe.experts.c_proj.bias", {E, d}, Z)});
+      u.params[kExpFcB].decay = u.params[kExpProjB].decay = false;  // biases, though 2-D
+    } else {
+      u.params.insert(u.params.end(),
+                      {tp(normal(h + "mlp.c_fc.weight", {f, d}), Col), tp(fill(h + "mlp.c_fc.bias", {f}, Z), Col),
+                       tp(normal(h + "mlp.c_proj.weight", {d, f}, proj_std), Row),
+                       fill(h + "mlp.c_proj.bias", {d}, Z)});
+    }
+    units.push_back(std::move(u));
   }
   units.push_back({"head", {fill("ln_f.weight", {d}, O), fill("ln_f.bias", {d}, Z)}});
   return units;
 }
 
-std::string Gpt2::tensor_parallel_problem(int n) const { return megatron_problem(cfg_, n); }
+std::string Gpt2::tensor_parallel_problem(int n) const {
+  if (cfg_.moe.on() && n > 1)
+    return fmt::format("model '{}' (mixture of experts) does not split over mesh.tp yet; set mesh.tp = 1", cfg_.preset);
+  return megatron_problem(cfg_, n);
+}
 
 void Gpt2::set_tensor_parallel(TensorParallel tp) {
   const std::string why = tensor_parallel_problem(tp.size);
@@ -82,6 +114,8 @@ void Gpt2::set_tensor_parallel(TensorParallel tp) {
 }
 
 std::string Gpt2::sequence_parallel_problem(int size, std::int64_t seq, int tp_size) const {
+  if (cfg_.moe.on() && size > 1)
+    return fmt::format("model '{}' (mixture of experts) does not run over mesh.sp yet; set mesh.sp = 1", cfg_.preset);
   return models::sequence_parallel_problem(cfg_.n_head / std::max(tp_size, 1), seq, size);
 }
 
@@ -96,7 +130,12 @@ void Gpt2::set_sequence_parallel(SequenceParallel sp) {
   sp_ = std::move(sp);
 }
 
-std::string Gpt2::pipeline_problem(int stages) const { return models::pipeline_problem(cfg_.n_layer, stages); }
+std::string Gpt2::pipeline_problem(int stages) const {
+  if (cfg_.moe.on() && stages > 1)
+    return fmt::format("model '{}' (mixture of experts) does not run over pipeline stages yet; set "
+                       "mesh.pp = 1", cfg_.preset);
+  return models::pipeline_problem(cfg_.n_layer, stages);
+}
 
 void Gpt2::set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers) {
   // Per row, forward + backward: a block's weights; the LM head's 6 V d on the last stage (the
@@ -160,7 +199,7 @@ TrainFlops Gpt2::train_flops(const Batch& b) const {
   const auto& units = whole_units_;  // the model's FLOPs, whatever this rank's share
   TrainFlops row = unit_flops_per_row(units.back());  // ln_f
   for (std::int64_t l = 1; l <= cfg_.n_layer; ++l) {
-    const auto u = unit_flops_per_row(units[l]);
+    const auto u = cfg_.moe.layer(l - 1) ? moe_block_flops(units[l], cfg_.moe) : unit_flops_per_row(units[l]);
     row.matmul += u.matmul, row.vector += u.vector;
   }
   row.matmul += 6.0 * static_cast<double>(units[0].params[0].numel());  // LM head: wte (V, d)
@@ -170,7 +209,9 @@ TrainFlops Gpt2::train_flops(const Batch& b) const {
   f.matmul = tokens * row.matmul + f.attention;
   f.vector = tokens * row.vector;
   f.counted = fmt::format("causal LM: blocks and the tied LM head ({} x {}) on every position; attention "
-                          "12 L T A", cfg_.vocab, cfg_.d_model);
+                          "12 L T A{}", cfg_.vocab, cfg_.d_model,
+                          cfg_.moe.on() ? fmt::format("; MoE blocks: the router and {} of {} experts a token",
+                                                      cfg_.moe.top_k, cfg_.moe.experts) : "");
   return f;
 }
 
@@ -250,9 +291,28 @@ torch::Tensor Gpt2::block(ParamProvider& p, std::int64_t l, const torch::Tensor&
   a = a.reshape({B * T, H * Dh});  // (B*T, H Dh)
   x = x + rows.apply(row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]), attn_site(l));
   h = norm(x, w[kLn2W], w[kLn2B]);
+  if (cfg_.moe.layer(l)) return x + rows.apply(moe(l, h, w), mlp_site(l));
   h = tp_.rows_split() ? at::gelu(column(u, kFcW, h, w), "tanh")
                        : p.linear_gelu(u, kFcW, in_tp(h), w[kFcW], w[kFcB], "tanh");  // (B*T, 4d / tp)
   return x + rows.apply(row_linear(p, u, kMlpW, h, w[kMlpW], w[kMlpB]), mlp_site(l));
+}
+
+torch::Tensor Gpt2::moe(std::int64_t l, const torch::Tensor& h, const std::vector<torch::Tensor>& w) {
+  const bool training = torch::GradMode::is_enabled();
+  auto o = moe_mlp(cfg_.moe, h, w[kRouterW], w[kExpFcW], w[kExpFcB], w[kExpProjW], w[kExpProjB], training);
+  if (routing_.size() != static_cast<std::size_t>(cfg_.n_layer)) routing_.resize(static_cast<std::size_t>(cfg_.n_layer));
+  routing_[static_cast<std::size_t>(l)] = std::move(o.routing);
+  if (training) moe_loss_ = moe_loss_.defined() ? moe_loss_ + o.aux + o.z : o.aux + o.z;
+  return o.y;
+}
+
+void Gpt2::set_activation_checkpoint(const CheckpointConfig& c) {
+  // A recomputed MoE block would lose its aux and z losses' graph (the first forward runs
+  // without gradients) and could route differently in bf16: refused until it carries them.
+  SB_CHECK(!cfg_.moe.on() || c.mode == CheckpointMode::None, "model '{}' (mixture of experts): "
+           "activation checkpointing is not supported yet; set activation_checkpoint = \"none\"",
+           cfg_.preset);
+  ac_ = c;
 }
 
 torch::Tensor Gpt2::final_norm(ParamProvider& p, const torch::Tensor& x) {
@@ -386,12 +446,14 @@ torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombin
   SB_CHECK(!sp_.on() || b.row_tokens() == b.input_ids.size(1) * sp_.size, "model '{}': under "
            "mesh.sp = {} a batch holds one of sp equal slices of each row (data::sequence_slice); "
            "got {} of {} tokens", cfg_.preset, sp_.size, b.input_ids.size(1), b.row_tokens());
-  if (!c.combine) return lm_loss(p, trunk(p, b.input_ids, nullptr, b.seq_begin), t);
+  moe_loss_ = torch::Tensor();  // this forward's MoE aux and z losses (moe.h)
+  const auto with_moe = [this](torch::Tensor l) { return moe_loss_.defined() ? l + moe_loss_ : l; };
+  if (!c.combine) return with_moe(lm_loss(p, trunk(p, b.input_ids, nullptr, b.seq_begin), t));
   LossParts parts;
   auto logits = forward(p, b.input_ids, nullptr, false, c.hidden ? &parts.hidden : nullptr);  // (B*T, V)
   parts.loss = cross_entropy(logits, t);  // fp32 whatever the compute dtype (loss.h)
   parts.logits = logits.index_select(0, (t != -100).nonzero().squeeze(1));  // (terms, V)
-  auto loss = c.combine(parts);
+  auto loss = with_moe(c.combine(parts));
   p.release(0, loss);
   p.release(static_cast<int>(cfg_.n_layer + 1), loss);
   return loss;

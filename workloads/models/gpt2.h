@@ -41,7 +41,11 @@ class Gpt2 final : public Model, public KvDecoder {
   std::string sequence_parallel_problem(int size, std::int64_t seq, int tp_size = 1) const override;
   void set_sequence_parallel(SequenceParallel sp) override;
   void set_dropout(const DropoutConfig& d) override;
-  void set_activation_checkpoint(const CheckpointConfig& c) override { ac_ = c; }
+  void set_activation_checkpoint(const CheckpointConfig& c) override;
+  // The gpt2-moe family: each MoE layer's routing in the last forward (empty for a dense
+  // layer or model).
+  const std::vector<MoeRouting>& routing() const { return routing_; }
+  const std::vector<MoeRouting>* moe_routing() const override { return cfg_.moe.on() ? &routing_ : nullptr; }
   void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {}) override;
   const PipelineCut& pipeline() const override { return pp_.cut; }
   torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,
@@ -99,7 +103,12 @@ class Gpt2 final : public Model, public KvDecoder {
   // partial products summed over tp, then the (replicated) bias; plain linear at tp = 1.
   torch::Tensor row_linear(ParamProvider& p, int u, int w_index, const torch::Tensor& x,
                            const torch::Tensor& w, const torch::Tensor& b);
+  // An MoE block's MLP (moe.h): the experts' output; the aux and z losses of a forward with
+  // gradients summed into moe_loss_, each layer's routing kept in routing_.
+  torch::Tensor moe(std::int64_t l, const torch::Tensor& h, const std::vector<torch::Tensor>& w);
   ModelConfig cfg_;
+  torch::Tensor moe_loss_;
+  std::vector<MoeRouting> routing_;
   std::vector<UnitSpec> units_;
   std::vector<UnitSpec> whole_units_;  // the unsharded model's (FLOPs count these)
   TensorParallel tp_;

@@ -28,6 +28,13 @@ template <class... A>
 ModelConfig gpt2(A... a) { return config("gpt2", 1e-5, a...); }
 template <class... A>
 ModelConfig bert(A... a) { return config("bert", 1e-12, a...); }
+// GPT-2 with `experts` experts in every `every`-th block's MLP (moe.h; top-1 by default).
+ModelConfig gpt2_moe(const std::string& preset, std::int64_t vocab, std::int64_t ctx, std::int64_t d,
+                     std::int64_t layers, std::int64_t heads, std::int64_t experts, std::int64_t every) {
+  ModelConfig c = config("gpt2-moe", 1e-5, preset, vocab, ctx, d, layers, heads);
+  c.moe.experts = experts, c.moe.every = every;
+  return c;
+}
 
 struct Preset {
   ModelConfig cfg;
@@ -53,6 +60,11 @@ const std::vector<Preset>& presets() {
       // Long context (the Longctx issue): GPT-2's own 1024 positions cannot reach 16k tokens.
       {gpt2("gpt2-long", 50257, 32768, 768, 12, 12),
        "GPT-2 124M's shapes with learned positions for 32,768 tokens (long-context training; wpe seeded)"},
+      // Mixture of experts (the MoE issue; moe.h): Switch's layout, experts in every other block.
+      {gpt2_moe("gpt2-moe-tiny", 256, 128, 64, 4, 4, 4, 2),
+       "GPT-2 MoE for tests: gpt2-tiny's widths, 4 layers, 4 experts in blocks 1 and 3"},
+      {gpt2_moe("gpt2-moe-8x8", 50257, 1024, 256, 8, 8, 8, 2),
+       "GPT-2 MoE: d 256, 8 layers, 8 heads, 8 experts in every other block (the MoE issue's model)"},
   };
   return p;
 }
@@ -172,6 +184,16 @@ std::int64_t target_count(const Batch& b) {
 std::int64_t count_params(const std::vector<UnitSpec>& units) {
   std::int64_t n = 0;
   for (const auto& u : units) n += u.numel();
+  return n;
+}
+
+std::int64_t active_params(const ModelConfig& c, const std::vector<UnitSpec>& units) {
+  std::int64_t n = count_params(units);
+  if (!c.moe.on()) return n;
+  for (const auto& u : units)
+    for (const auto& p : u.params)
+      if (p.name.find(".moe.experts.") != std::string::npos)
+        n -= p.numel() / c.moe.experts * (c.moe.experts - c.moe.top_k);
   return n;
 }
 

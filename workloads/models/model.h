@@ -15,9 +15,14 @@
 #include "workloads/models/attention.h"
 #include "workloads/models/checkpoint.h"
 #include "workloads/models/dropout.h"
+#include "workloads/models/moe.h"
 #include "workloads/models/pipeline.h"
 #include "workloads/models/sequence_parallel.h"
 #include "workloads/models/tensor_parallel.h"
+
+namespace sb {
+class Point;
+}
 
 namespace sb::models {
 
@@ -128,6 +133,7 @@ struct ModelConfig {
   // and values of the chunks wait for backward (AttentionOptions).
   std::int64_t seq_chunks = 0;
   std::string kv_offload = "none", kv_offload_dir;
+  MoeConfig moe;  // mixture of experts (moe.h; the gpt2-moe family): experts = 0 is dense
   AttentionOptions attention_options() const {
     return {attention_chunk, seq_chunks, kv_offload, kv_offload_dir};
   }
@@ -221,6 +227,9 @@ class Model {
   virtual void set_dropout(const DropoutConfig& d);
   // Activation checkpointing (checkpoint.h): recompute whole blocks or their attention core in
   // backward instead of keeping their activations. Default: refuses any mode but none.
+  // A mixture of experts' routing in its last forward, per layer (moe.h; a dense layer's
+  // entry is empty); nullptr for a dense model.
+  virtual const std::vector<MoeRouting>* moe_routing() const { return nullptr; }
   virtual void set_activation_checkpoint(const CheckpointConfig& c);
   // stage_layers: the cut given by hand (the pp_layers key: layers per stage); empty: balanced.
   virtual void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {});
@@ -237,9 +246,15 @@ class Model {
 // Registry of presets by name ("gpt2-tiny", "gpt2", ..., "bert-large"); a name with a '/' is
 // a local Hugging Face folder (hf_config.h), whose config.json gives the configuration.
 std::unique_ptr<Model> make_model(const ModelConfig& c);  // its family's model of c
+// The point's moe.* keys into a gpt2-moe model's configuration (moe_keys.cpp); a dense one is
+// left as it is.
+void apply_moe_keys(const Point& p, ModelConfig& c);
 std::unique_ptr<Model> make_model(const std::string& preset, const std::string& attention = "naive");
 std::vector<std::string> preset_names();
 std::int64_t count_params(const std::vector<UnitSpec>& units);
+// The parameters one token meets: all of them less (E - top_k) / E of every MoE block's
+// experts (moe.h); count_params for a dense model.
+std::int64_t active_params(const ModelConfig& c, const std::vector<UnitSpec>& units);
 // Task heads (parameters named cls.* or classifier.*, BERT's; distill.*, a distillation
 // projection): not in the published counts, and initialised fresh when a checkpoint lacks them.
 bool is_task_head(const std::string& param_name);

@@ -20,6 +20,7 @@
 #include "workloads/models/device_config.h"
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
+#include "workloads/models/model.h"
 #include "workloads/train/train_config.h"
 #include "workloads/train/train_workload.h"
 
@@ -98,7 +99,21 @@ void validate_fpdt(const StepKeys& c, const Point& p, std::vector<Diagnostic>& o
                    "\"none\""});
 }
 
+// A mixture of experts is not recomputed yet (its aux losses' graph would be lost).
+void validate_moe(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  if (c.activation_checkpoint == "none" || c.activation_checkpoint == "auto") return;
+  try {
+    if (!models::preset_config(config<ModelKeys>(p).model).moe.on()) return;
+  } catch (const std::exception&) {
+    return;  // an unknown model: the model key's check names it
+  }
+  out.push_back({"activation_checkpoint", fmt::format("model '{}' is a mixture of experts, which "
+                 "activation checkpointing does not recompute yet (its aux losses' graph would be "
+                 "lost); set activation_checkpoint = \"none\"", config<ModelKeys>(p).model)});
+}
+
 void validate_step(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  validate_moe(c, p, out);
   const int world = base_config(p).world;
   if (c.activation_checkpoint_every != 1 && c.activation_checkpoint != "full")
     out.push_back({"activation_checkpoint_every",

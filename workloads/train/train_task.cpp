@@ -173,6 +173,7 @@ std::unique_ptr<models::Model> make_train_model(const Point& p) {
   c.seq_chunks = s.seq_chunks;
   c.kv_offload = s.kv_offload;
   c.kv_offload_dir = offload_folder(s.offload_dir);
+  models::apply_moe_keys(p, c);
   return models::make_model(c);
 }
 

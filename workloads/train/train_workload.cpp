@@ -54,6 +54,27 @@
 namespace sb::train {
 namespace {
 
+// A mixture of experts' routing in the step's last forward (docs/METRICS.md "MoE"), averaged
+// over its MoE layers: the share of a routing group's tokens passed through unprocessed
+// (capacity), and the load imbalance max_e load_e / mean_e load_e of the kept assignments.
+void record_routing(sb::Recorder& rec, const models::Model& m) {
+  const auto* routing = m.moe_routing();
+  if (!routing) return;
+  double dropped = 0, imbalance = 0;
+  int layers = 0;
+  for (const auto& r : *routing) {
+    if (!r.choice.defined()) continue;
+    double total = 0, most = 0;
+    for (const auto n : r.load) total += static_cast<double>(n), most = std::max(most, static_cast<double>(n));
+    dropped += static_cast<double>(r.dropped_tokens) / static_cast<double>(r.choice.size(0));
+    imbalance += total > 0 ? most / (total / static_cast<double>(r.load.size())) : 0.0;
+    ++layers;
+  }
+  if (layers == 0) return;
+  rec.series("moe_dropped_fraction", dropped / layers);
+  rec.series("moe_load_imbalance", imbalance / layers);
+}
+
 using I = std::int64_t;
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
@@ -367,6 +388,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     // MFU with attention counted as executed (docs/METRICS.md "MFU"): the same peak, the
     // executed FLOPs (NaN where mfu is).
     ctx.recorder.series("mfu_executed", rec.mfu * executed_flops_ / flops);
+    record_routing(ctx.recorder, *model_);
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
     if (eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps)
       ctx.recorder.series("eval_loss", evaluate(ctx, *engine_));

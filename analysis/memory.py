@@ -1,0 +1,87 @@
+# The report's "Memory: predicted against measured" section (the Longctx issue): for every done
+# training point whose ranks carry the memory model's prediction (the ranks table's
+# predicted_* columns), its fullest rank's measured memory beside the prediction, and, where
+# `shardbench fit` chose the point's "auto" keys, fit's predicted peak and step time beside the
+# measured ones. Formulas in docs/METRICS.md ("Memory model", "Fit").
+import numpy as np
+import pandas as pd
+
+from analysis.metrics import timed_steps
+
+MIB = 1024.0 * 1024.0
+# The memory model's terms, each a ranks column predicted_<term>_bytes (harness/trace/records.h);
+# their sum is the predicted peak, as `shardbench fit` sums them.
+TERMS = ["param", "grad", "optim", "compression", "gathered", "activation_layers",
+         "activation_attention", "activation_head", "offload"]
+KEYS = ["strategy", "attention", "activation_checkpoint", "offload_optimizer", "kv_offload"]
+COLUMNS = (["point_name", "rank"] + KEYS +
+           ["state_mib", "state_predicted_mib", "step_tensors_mib", "activations_predicted_mib",
+            "total_mib", "total_predicted_mib", "total_ratio", "peak_rss_mib",
+            "fit_peak_mib", "step_s", "fit_step_s"])
+
+
+def _num(row, col):
+    v = row.get(col, np.nan)
+    return float(v) if pd.notna(v) else np.nan
+
+
+def memory_table(res):
+    """One row per done point with a prediction: its fullest rank (largest measured model state
+    + step tensors). total = model_state_bytes + peak_step_tensor_bytes (the tensors the step
+    allocates above its start; NaN when not measured, 0 in the file); total_predicted = the
+    sum of the predicted terms; total_ratio = total / total_predicted."""
+    rows = []
+    r_all = res.ranks
+    if not len(r_all) or "predicted_model_state_bytes" not in r_all.columns:
+        return pd.DataFrame(columns=COLUMNS)
+    for _, p in res.done().iterrows():
+        pid = p["point_id"]
+        r = r_all[r_all["point_id"] == pid]
+        # Optional columns (files from before them): read with get, their absence handled.
+        if not len(r) or not (pd.to_numeric(r.get("predicted_model_state_bytes"), errors="coerce") > 0).any():
+            continue
+        step = pd.to_numeric(r.get("peak_step_tensor_bytes", pd.Series(0, index=r.index)), errors="coerce")
+        step = step.where(step > 0)
+        state = pd.to_numeric(r.get("model_state_bytes"), errors="coerce")
+        row = r.loc[(state + step).fillna(state).idxmax()]
+        predicted = sum(_num(row, f"predicted_{t}_bytes") for t in TERMS if f"predicted_{t}_bytes" in r.columns)
+        acts = sum(_num(row, f"predicted_{t}_bytes") for t in TERMS[5:8] if f"predicted_{t}_bytes" in r.columns)
+        measured_step = _num(row, "peak_step_tensor_bytes")
+        measured_step = measured_step if measured_step > 0 else np.nan
+        measured_total = _num(row, "model_state_bytes") + measured_step
+        cfg, ref = res.config.get(pid, {}), res.reference.get(pid, {})
+        s = timed_steps(res.steps[res.steps["point_id"] == pid]) if len(res.steps) else pd.DataFrame()
+        out = {"point_name": p["point_name"], "rank": int(row.get("rank"))}
+        out.update({k: cfg.get(k, "") for k in KEYS})
+        out.update({
+            "state_mib": _num(row, "model_state_bytes") / MIB,
+            "state_predicted_mib": _num(row, "predicted_model_state_bytes") / MIB,
+            "step_tensors_mib": measured_step / MIB,
+            "activations_predicted_mib": acts / MIB,
+            "total_mib": measured_total / MIB,
+            "total_predicted_mib": predicted / MIB,
+            "total_ratio": measured_total / predicted if predicted > 0 else np.nan,
+            "peak_rss_mib": _num(row, "peak_rss_bytes") / MIB,
+            "fit_peak_mib": float(ref["fit_peak_bytes"]) / MIB if "fit_peak_bytes" in ref else np.nan,
+            "step_s": float(np.median(s["wall_s"])) if len(s) else np.nan,
+            "fit_step_s": float(ref["fit_step_s"]) if "fit_step_s" in ref else np.nan,
+        })
+        rows.append(out)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def section(res):
+    """(blocks, table); no blocks when no point carries a prediction."""
+    t = memory_table(res)
+    if not len(t):
+        return [], t
+    return [("h2", "Memory: predicted against measured"),
+            ("p", "Each training point's fullest rank: model state measured (between steps) and "
+                  "predicted; the step's tensors above its start measured (peak_step_tensor_bytes; "
+                  "empty where not measured: a GPU or another allocator) beside the predicted "
+                  "activations; total = model state + step tensors against the sum of every "
+                  "predicted term (the peak `shardbench fit` compares with memory_budget); peak "
+                  "resident memory, which also holds the runtime. fit_*: what `shardbench fit` "
+                  "predicted when it chose the point's \"auto\" keys, beside the measured median "
+                  "step (docs/METRICS.md \"Memory model\", \"Fit\")."),
+            ("table", t)], t

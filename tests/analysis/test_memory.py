@@ -1,0 +1,67 @@
+# The report's "Memory: predicted against measured" section (analysis/memory.py): a training
+# point whose two ranks carry the memory model's prediction gives its fullest rank's measured
+# model state, step tensors and total beside the predicted terms' sum, computed by hand, and
+# fit's prediction (reference fit_peak_bytes, fit_step_s) beside the measured median step; a
+# point without a prediction (infer) is left out; the report has the section and its CSV.
+import os
+
+import numpy as np
+import pytest
+
+import make_fixture
+from analysis import memory
+from analysis import report as report_mod
+from analysis.load import load_results
+
+MIB = 1 << 20
+
+
+def _rank(r, state, step, acts):
+    return dict(rank=r, host="localhost", model_state_bytes=state, peak_step_tensor_bytes=step,
+                peak_rss_bytes=10 * MIB, predicted_param_bytes=state // 2,
+                predicted_grad_bytes=state // 4, predicted_optim_bytes=state // 4,
+                predicted_model_state_bytes=state, predicted_gathered_bytes=MIB,
+                predicted_activation_layers_bytes=acts, predicted_activation_attention_bytes=0,
+                predicted_activation_head_bytes=MIB)
+
+
+def _steps():
+    return [dict(step=0, warmup=True, wall_s=9.0)] + [dict(step=s, wall_s=w) for s, w in
+                                                        [(1, 2.0), (2, 3.0), (3, 2.5)]]
+
+
+@pytest.fixture()
+def results(tmp_path):
+    d = str(tmp_path / "res")
+    cfg = make_fixture._cfg(world=2, seq=64)
+    cfg.update(strategy="full_shard", activation_checkpoint="full", offload_optimizer="none")
+    train = (0, "m0000001", "gpt2-tiny/fit", dict(
+        config=cfg, steps=_steps(), reference={"fit_peak_bytes": 20 * MIB, "fit_step_s": 1.5},
+        ranks=[_rank(0, 8 * MIB, 6 * MIB, 4 * MIB), _rank(1, 8 * MIB, 7 * MIB, 4 * MIB)]))
+    infer = (1, "m0000002", "infer", dict(config=make_fixture._cfg(task="infer"),
+                                          steps=_steps(), ranks=[dict(rank=0, host="localhost")]))
+    make_fixture.write_points(d, [train, infer], writer=os.environ.get("SB_FIXTURE_WRITER"))
+    return load_results(d)
+
+
+def test_fullest_rank_against_the_prediction(results):
+    t = memory.memory_table(results)
+    assert list(t["point_name"]) == ["gpt2-tiny/fit"]
+    row = t.iloc[0]
+    assert row["rank"] == 1  # 8 + 7 MiB against rank 0's 8 + 6
+    assert row["state_mib"] == 8 and row["state_predicted_mib"] == 8
+    assert row["step_tensors_mib"] == 7 and row["activations_predicted_mib"] == 5  # 4 + 0 + 1
+    assert row["total_mib"] == 15
+    assert row["total_predicted_mib"] == 14  # 4 + 2 + 2 + 0 + 1 gathered + 4 + 0 + 1 + 0
+    assert row["total_ratio"] == pytest.approx(15 / 14)
+    assert row["fit_peak_mib"] == 20 and row["fit_step_s"] == 1.5
+    assert row["step_s"] == 2.5  # the median of the timed steps, the warm-up left out
+    assert row["strategy"] == "full_shard" and row["activation_checkpoint"] == "full"
+
+
+def test_report_has_the_section(results, tmp_path):
+    out = str(tmp_path / "report")
+    report_mod.build(results.root, out)
+    md = open(os.path.join(out, "report.md")).read()
+    assert "## Memory: predicted against measured" in md
+    assert os.path.exists(os.path.join(out, "tables", "memory.csv"))

@@ -1,0 +1,81 @@
+// The MoE MLP's routing and experts (moe.h): a plain loop over experts, the reference the
+// expert-parallel form is checked against.
+#include "workloads/models/moe.h"
+
+#include <cmath>
+
+#include "harness/core/check.h"
+
+namespace sb::models {
+
+std::int64_t MoeConfig::capacity(std::int64_t tokens, bool training) const {
+  const double f = training ? capacity_factor : eval_capacity_factor;
+  if (f <= 0) return tokens * top_k;
+  return static_cast<std::int64_t>(std::ceil(static_cast<double>(top_k) * f * static_cast<double>(tokens) /
+                                             static_cast<double>(experts)));
+}
+
+MoeRouting moe_route(const MoeConfig& c, const torch::Tensor& probs, bool training) {
+  torch::NoGradGuard ng;
+  SB_CHECK(c.top_k >= 1 && c.top_k <= c.experts, "moe.top_k {} must be in 1..{} (the experts)", c.top_k, c.experts);
+  const std::int64_t N = probs.size(0), k = c.top_k, cap = c.capacity(N, training);
+  const auto p = probs.detach().to(torch::kCPU, torch::kFloat32);
+  MoeRouting r;
+  r.choice = std::get<1>(p.topk(k, -1));  // (N, k), the highest probability first
+  auto kept = torch::zeros({N, k}, torch::kBool);
+  r.load.assign(static_cast<std::size_t>(c.experts), 0);
+  for (std::int64_t e = 0; e < c.experts; ++e) {
+    const auto at = (r.choice == e).nonzero();  // (m, 2): token, slot; tokens ascending
+    const std::int64_t m = at.size(0);
+    if (m == 0) continue;
+    auto take = at;
+    if (m > cap) {  // the highest scores for e; a stable sort keeps the lower token on ties
+      const auto scores = p.index({at.select(1, 0), e});
+      const auto order = std::get<1>(torch::sort(scores, /*stable=*/true, /*dim=*/0, /*descending=*/true));
+      take = at.index_select(0, order.narrow(0, 0, cap));
+    }
+    kept.index_put_({take.select(1, 0), take.select(1, 1)}, true);
+    r.load[static_cast<std::size_t>(e)] = take.size(0);
+  }
+  std::int64_t processed = 0;
+  for (const auto n : r.load) processed += n;
+  r.dropped_assignments = N * k - processed;
+  r.dropped_tokens = kept.any(1).logical_not().sum().item<std::int64_t>();
+  r.choice = r.choice.to(probs.device());
+  r.kept = kept.to(probs.device());
+  return r;
+}
+
+MoeOutput moe_mlp(const MoeConfig& c, const torch::Tensor& x, const torch::Tensor& router,
+                  const torch::Tensor& fc, const torch::Tensor& fc_b, const torch::Tensor& proj,
+                  const torch::Tensor& proj_b, bool training) {
+  const std::int64_t N = x.size(0), E = c.experts;
+  // fp32 at least (double stays double: the finite-difference check runs in it).
+  const auto rt = at::promote_types(x.scalar_type(), torch::kFloat32);
+  const auto logits = torch::matmul(x.to(rt), router.to(rt).t());  // (N, E)
+  const auto probs = torch::softmax(logits, -1);
+  MoeOutput out;
+  out.routing = moe_route(c, probs, training);
+  const MoeRouting& r = out.routing;
+  auto gates = probs.gather(1, r.choice);  // (N, k): differentiable through the router
+  if (c.top_k > 1) gates = gates / gates.sum(1, true);
+  auto y = torch::zeros_like(x);
+  for (std::int64_t e = 0; e < E; ++e) {
+    const auto at = ((r.choice == e) & r.kept).nonzero();  // (m, 2)
+    if (at.size(0) == 0) continue;
+    const auto tok = at.select(1, 0), slot = at.select(1, 1);
+    const auto h = at::gelu(at::linear(x.index_select(0, tok), fc[e], fc_b[e]), "tanh");
+    const auto o = at::linear(h, proj[e], proj_b[e]);
+    const auto g = gates.index({tok, slot}).to(x.scalar_type()).unsqueeze(1);
+    y = y.index_add(0, tok, o * g);
+  }
+  out.y = y;
+  // Switch's load balancing over the first choices (no gradient through f) and ST-MoE's z-loss.
+  const auto f = torch::zeros({E}, probs.options()).index_add(
+                     0, r.choice.select(1, 0), torch::ones({N}, probs.options())) / static_cast<double>(N);
+  out.aux = c.aux_loss_coef * static_cast<double>(E) * (f * probs.mean(0)).sum();
+  out.z = c.z_loss_coef * torch::logsumexp(logits, -1).pow(2).mean();
+  return out;
+}
+
+}  // namespace sb::models

@@ -1,0 +1,62 @@
+// Mixture-of-experts MLP (the MoE issue; docs/MODELS.md "GPT-2 MoE"): the MLP of every
+// `every`-th GPT-2 block replaced by `experts` MLPs and a router. Top-1 routing is Switch's
+// (Fedus et al. 2021: the output scaled by the chosen expert's router probability), top-2
+// GShard's without its random second expert (Lepikhin et al. 2020: the two probabilities
+// renormalized to sum to 1). A routing group is the tokens of one forward of one rank (its
+// micro-batch, as DeepSpeed's); each expert takes at most
+//   capacity = ceil(top_k x capacity_factor x tokens / experts)
+// of the group's assignments (eval_capacity_factor without gradients; a factor <= 0: no
+// limit), keeping those with the highest router probability for it (ties: the lower token
+// index) and dropping the rest: a token none of whose assignments is kept passes through on
+// the residual (its MLP output is 0). Losses added to the training loss, per MoE layer:
+//   aux = aux_loss_coef x E x sum_e f_e P_e  (Switch's load balancing; f_e the share of the
+//         group's tokens whose first choice is e, P_e the mean router probability of e)
+//   z   = z_loss_coef x mean_tokens logsumexp(router logits)^2  (ST-MoE's router z-loss)
+// The router runs in fp32; the experts in the compute dtype.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace sb::models {
+
+struct MoeConfig {
+  std::int64_t experts = 0;  // 0: a dense model
+  std::int64_t every = 2;    // block l is an MoE block when l % every == every - 1
+  std::int64_t top_k = 1;
+  double capacity_factor = 1.25, eval_capacity_factor = 2.0;
+  double aux_loss_coef = 0.01, z_loss_coef = 0.001;
+  bool on() const { return experts > 0; }
+  bool layer(std::int64_t l) const { return on() && l % every == every - 1; }
+  std::int64_t layers(std::int64_t n_layer) const { return on() ? n_layer / every : 0; }
+  // The assignments one expert takes from a group of `tokens` (no limit: tokens x top_k).
+  std::int64_t capacity(std::int64_t tokens, bool training) const;
+};
+
+// What one MoE layer did to one group (no gradients).
+struct MoeRouting {
+  torch::Tensor choice;  // (N, top_k) int64: each token's experts, first choice first
+  torch::Tensor kept;    // (N, top_k) bool: whether that assignment was processed
+  std::vector<std::int64_t> load;  // per expert: assignments kept
+  std::int64_t dropped_assignments = 0;
+  std::int64_t dropped_tokens = 0;  // tokens with no kept assignment (passed through)
+};
+
+struct MoeOutput {
+  torch::Tensor y;    // (N, d) the experts' gated sum (0 for a dropped token)
+  torch::Tensor aux;  // () aux_loss_coef x the load-balancing loss (fp32)
+  torch::Tensor z;    // () z_loss_coef x the router z-loss (fp32)
+  MoeRouting routing;
+};
+
+// x (N, d) through router (E, d) and experts fc (E, f, d), fc_b (E, f), proj (E, d, f),
+// proj_b (E, d) with tanh-GELU between, as one routing group.
+MoeOutput moe_mlp(const MoeConfig& c, const torch::Tensor& x, const torch::Tensor& router,
+                  const torch::Tensor& fc, const torch::Tensor& fc_b, const torch::Tensor& proj,
+                  const torch::Tensor& proj_b, bool training);
+
+// The choice and keep decision alone: from router probabilities (N, E) fp32.
+MoeRouting moe_route(const MoeConfig& c, const torch::Tensor& probs, bool training);
+
+}  // namespace sb::models

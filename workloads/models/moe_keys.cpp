@@ -1,0 +1,73 @@
+// The moe.* keys (moe.h; docs/SUITES.md): how a gpt2-moe model routes, for the tasks that
+// build one. The experts and their layout (moe.experts, moe.every) are the model's (its preset
+// or folder); these set the router's choice, capacities and losses.
+#include <limits>
+
+#include "harness/spec/config.h"
+#include "harness/spec/model_keys.h"
+#include "harness/workload.h"
+#include "workloads/models/model.h"
+
+namespace sb::models {
+
+struct MoeKeys {
+  std::int64_t top_k = 1;
+  double capacity_factor = 0, eval_capacity_factor = 0, aux_loss_coef = 0, z_loss_coef = 0;
+  static void declare(Fields<MoeKeys>& f);
+};
+
+namespace {
+
+void validate(const MoeKeys& k, const Point& p, std::vector<Diagnostic>& out) {
+  ModelConfig m;
+  try {
+    m = preset_config(config<ModelKeys>(p).model);
+  } catch (const std::exception&) {
+    return;  // an unknown model: the model key's check names it
+  }
+  const MoeConfig dflt;
+  const bool set = k.top_k != dflt.top_k || k.capacity_factor != dflt.capacity_factor ||
+                   k.eval_capacity_factor != dflt.eval_capacity_factor ||
+                   k.aux_loss_coef != dflt.aux_loss_coef || k.z_loss_coef != dflt.z_loss_coef;
+  if (!m.moe.on()) {
+    if (set)
+      out.push_back({"moe.top_k", fmt::format("the moe.* keys route a mixture of experts, and model "
+                     "'{}' has none; use a gpt2-moe-* model, or drop the moe.* keys",
+                     config<ModelKeys>(p).model)});
+    return;
+  }
+  if (k.top_k > m.moe.experts)
+    out.push_back({"moe.top_k", fmt::format("moe.top_k {} exceeds the {} experts of model '{}'; use 1 "
+                   "(Switch) or 2 (GShard)", k.top_k, m.moe.experts, config<ModelKeys>(p).model)});
+}
+
+}  // namespace
+
+void MoeKeys::declare(Fields<MoeKeys>& f) {
+  const MoeConfig d;
+  f.tasks({"train", "infer", "serve"});
+  f.add("moe.top_k", &MoeKeys::top_k, d.top_k,
+        "experts a token is routed to in a gpt2-moe model: 1 (Switch) or 2 (GShard, renormalized)")
+      .range(1, 64);
+  f.add("moe.capacity_factor", &MoeKeys::capacity_factor, d.capacity_factor,
+        "training: an expert takes ceil(top_k x factor x tokens / experts) of a routing group's "
+        "assignments, the highest router probabilities first; <= 0 = no limit");
+  f.add("moe.eval_capacity_factor", &MoeKeys::eval_capacity_factor, d.eval_capacity_factor,
+        "the same without gradients (evaluation, inference)");
+  f.add("moe.aux_loss_coef", &MoeKeys::aux_loss_coef, d.aux_loss_coef,
+        "weight of Switch's load-balancing loss, per MoE layer").min(0.0);
+  f.add("moe.z_loss_coef", &MoeKeys::z_loss_coef, d.z_loss_coef,
+        "weight of the router z-loss (ST-MoE), per MoE layer").min(0.0);
+  f.validate(validate);
+}
+SB_CONFIG_SECTION(MoeKeys);
+
+void apply_moe_keys(const Point& p, ModelConfig& c) {
+  if (!c.moe.on()) return;
+  const MoeKeys& k = config<MoeKeys>(p);
+  c.moe.top_k = k.top_k;
+  c.moe.capacity_factor = k.capacity_factor, c.moe.eval_capacity_factor = k.eval_capacity_factor;
+  c.moe.aux_loss_coef = k.aux_loss_coef, c.moe.z_loss_coef = k.z_loss_coef;
+}
+
+}  // namespace sb::models
