@@ -23,9 +23,10 @@ FILE_RE = re.compile(r"^(\d+)-([^.]+)\.h5(\.tmp(?:\.\d+)?)?$")
 # listed here: every dataset of the group, in the order of the group's `columns` attribute
 # (the writer's table order; `shardbench schema` prints it), each with its `unit` and `doc`
 # attributes (Results.schema).
-RECORD_GROUPS = ["steps", "ranks", "comm", "queries", "requests", "serve_steps"]
-# Groups a file from before the serve task lacks: read as empty tables, not as a defect.
-OPTIONAL_GROUPS = {"requests", "serve_steps"}
+RECORD_GROUPS = ["steps", "ranks", "comm", "queries", "requests", "serve_steps", "routing"]
+# Groups a file from before the serve task (or the MoE routing trace) lacks: read as empty
+# tables, not as a defect.
+OPTIONAL_GROUPS = {"requests", "serve_steps", "routing"}
 # The columns the analysis (metrics, plots, report) reads from each group. A file without one
 # of them is listed as unreadable, naming the column, rather than failing inside a metric:
 # "datasets missing" when the file's `columns` say it was written (a damaged file), "the
@@ -41,6 +42,7 @@ REQUIRED_COLUMNS = {
     "queries": ["scenario", "issue_s", "latency_s", "samples"],
     "requests": ["request", "arrival_s", "output_tokens", "refused", "ttft_s", "tpot_s"],
     "serve_steps": ["start_s", "decode_rows"],
+    "routing": ["step", "rank", "layer", "token", "expert"],
 }
 SCHEMA_COLUMNS = ["group", "column", "dtype", "unit", "doc"]
 PROBLEM_COLUMNS = ["point_index", "point_id", "file", "kind", "reason"]
@@ -66,6 +68,7 @@ class Results:
     schema: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SCHEMA_COLUMNS))
     requests: pd.DataFrame = field(default_factory=pd.DataFrame)     # serve: one row per request
     serve_steps: pd.DataFrame = field(default_factory=pd.DataFrame)  # serve: one row per step
+    routing: pd.DataFrame = field(default_factory=pd.DataFrame)  # MoE: token x MoE layer
 
     def done(self):
         """Points whose file is complete and whose status is `done`: the only ones measured."""
@@ -287,6 +290,7 @@ def load_results(root):
         comm=frame(tables["comm"], "comm"), queries=frame(tables["queries"], "queries"),
         requests=frame(tables["requests"], "requests"),
         serve_steps=frame(tables["serve_steps"], "serve_steps"),
+        routing=frame(tables["routing"], "routing"),
         scalars=pd.DataFrame(scalars, columns=["point_id", "name", "value"]),
         series=pd.DataFrame(series, columns=["point_id", "name", "i", "value"]),
         texts=pd.DataFrame(texts, columns=["point_id", "name", "value"]),

@@ -305,8 +305,34 @@ struct Table<ServeStepRecord> {
             "finished requests leave"));
 };
 
+struct RoutingRecord {  // a mixture of experts: one token's routing at one MoE layer
+  std::int64_t step = 0;
+  std::int32_t rank = 0, layer = 0;
+  std::int64_t token = 0;
+  std::int32_t expert = 0, second = -1;
+  bool kept = false;
+};
+
+template <>
+struct Table<RoutingRecord> {
+  using R = RoutingRecord;
+  static constexpr const char* group = "routing";
+  static constexpr const char* doc =
+      "train, gpt2-moe with moe.trace_every > 0: one row per token per MoE layer of the traced "
+      "steps' last forward (the routing traces ExFlow's affinity is computed from)";
+  static constexpr bool from_every_rank = true;
+  static constexpr auto fields = std::make_tuple(
+      field("step", &R::step, "", "the step whose last forward routed it"),
+      field("rank", &R::rank, "", "the rank whose routing group (micro-batch) held the token"),
+      field("layer", &R::layer, "", "the block (0-based; MoE blocks only)"),
+      field("token", &R::token, "", "the token's index in its rank's group: row x T + position"),
+      field("expert", &R::expert, "", "its first-choice expert"),
+      field("second", &R::second, "", "its second choice with moe.top_k = 2; -1 with top-1"),
+      field("kept", &R::kept, "", "whether the first choice processed it (capacity); false: dropped"));
+};
+
 // Every record type, in the order of the result file's groups.
-using RecordTypes =
-    RecordList<StepRecord, RankMemory, CommEvent, QueryRecord, RequestRecord, ServeStepRecord>;
+using RecordTypes = RecordList<StepRecord, RankMemory, CommEvent, QueryRecord, RequestRecord,
+                               ServeStepRecord, RoutingRecord>;
 
 }  // namespace sb

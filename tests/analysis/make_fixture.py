@@ -88,7 +88,7 @@ def _column(group, name, values, dtype):
 def point_record(path, *, index, point_id, name, config, baseline_id="", reference=None,
                  status="done", failure_reason="", steps=(), ranks=(), comm=(), queries=(),
                  scalars=None, series=None, texts=None, suite="fixture", requests=(),
-                 serve_steps=(), machine=None):
+                 serve_steps=(), routing=(), machine=None):
     """One point as plain data: root attributes and complete records (every column of the
     schema present; omitted fields take DEFAULTS or 0). Either writer takes it. machine: the
     `machine` attribute as an object (default: none recorded); threads_per_rank is the
@@ -108,7 +108,7 @@ def point_record(path, *, index, point_id, name, config, baseline_id="", referen
         end_time="2026-12-02T10:01:00Z", elapsed_s=60.0)
     return dict(path=path, meta=meta,
                 **_records(dict(steps=steps, ranks=ranks, comm=comm, queries=queries,
-                                requests=requests, serve_steps=serve_steps)),
+                                requests=requests, serve_steps=serve_steps, routing=routing)),
                 scalars={k: float(v) for k, v in (scalars or {}).items()},
                 series={k: [float(x) for x in v] for k, v in (series or {}).items()},
                 texts=dict(texts or {}))

@@ -249,6 +249,7 @@ std::unique_ptr<Model> make_model(const ModelConfig& c);  // its family's model 
 // The point's moe.* keys into a gpt2-moe model's configuration (moe_keys.cpp); a dense one is
 // left as it is.
 void apply_moe_keys(const Point& p, ModelConfig& c);
+std::int64_t moe_trace_every(const Point& p);  // moe.trace_every: trace routing every N steps
 std::unique_ptr<Model> make_model(const std::string& preset, const std::string& attention = "naive");
 std::vector<std::string> preset_names();
 std::int64_t count_params(const std::vector<UnitSpec>& units);

@@ -13,6 +13,7 @@ namespace sb::models {
 struct MoeKeys {
   std::int64_t top_k = 1;
   double capacity_factor = 0, eval_capacity_factor = 0, aux_loss_coef = 0, z_loss_coef = 0;
+  std::int64_t trace_every = 0;
   static void declare(Fields<MoeKeys>& f);
 };
 
@@ -26,7 +27,7 @@ void validate(const MoeKeys& k, const Point& p, std::vector<Diagnostic>& out) {
     return;  // an unknown model: the model key's check names it
   }
   const MoeConfig dflt;
-  const bool set = k.top_k != dflt.top_k || k.capacity_factor != dflt.capacity_factor ||
+  const bool set = k.top_k != dflt.top_k || k.trace_every != 0 || k.capacity_factor != dflt.capacity_factor ||
                    k.eval_capacity_factor != dflt.eval_capacity_factor ||
                    k.aux_loss_coef != dflt.aux_loss_coef || k.z_loss_coef != dflt.z_loss_coef;
   if (!m.moe.on()) {
@@ -58,9 +59,16 @@ void MoeKeys::declare(Fields<MoeKeys>& f) {
         "weight of Switch's load-balancing loss, per MoE layer").min(0.0);
   f.add("moe.z_loss_coef", &MoeKeys::z_loss_coef, d.z_loss_coef,
         "weight of the router z-loss (ST-MoE), per MoE layer").min(0.0);
+  f.add("moe.trace_every", &MoeKeys::trace_every, 0,
+        "train: record every token's routing at each MoE layer (the /routing table) in every N-th "
+        "step's last forward and in the last step; 0 = never")
+      .range(0, std::numeric_limits<int>::max())
+      .tasks({"train"});
   f.validate(validate);
 }
 SB_CONFIG_SECTION(MoeKeys);
+
+std::int64_t moe_trace_every(const Point& p) { return config<MoeKeys>(p).trace_every; }
 
 void apply_moe_keys(const Point& p, ModelConfig& c) {
   if (!c.moe.on()) return;

@@ -71,8 +71,27 @@ void record_routing(sb::Recorder& rec, const models::Model& m) {
     ++layers;
   }
   if (layers == 0) return;
+  rec.scalar("moe_experts", static_cast<double>(m.config().moe.experts));
   rec.series("moe_dropped_fraction", dropped / layers);
   rec.series("moe_load_imbalance", imbalance / layers);
+}
+
+// Every token's routing at each MoE layer of the step's last forward (the /routing table).
+void trace_routing(sb::Recorder& rec, const models::Model& m, std::int64_t step, int rank) {
+  const auto* routing = m.moe_routing();
+  if (!routing) return;
+  for (std::size_t l = 0; l < routing->size(); ++l) {
+    const auto& r = (*routing)[l];
+    if (!r.choice.defined()) continue;
+    const auto choice = r.choice.to(torch::kCPU).contiguous();
+    const auto kept = r.kept.to(torch::kCPU).contiguous();
+    const std::int64_t N = choice.size(0), k = choice.size(1);
+    const auto* c = choice.data_ptr<std::int64_t>();
+    const auto* kp = kept.data_ptr<bool>();
+    for (std::int64_t n = 0; n < N; ++n)
+      rec.add(sb::RoutingRecord{step, rank, static_cast<std::int32_t>(l), n, static_cast<std::int32_t>(c[n * k]),
+                                k > 1 ? static_cast<std::int32_t>(c[n * k + 1]) : -1, kp[n * k]});
+  }
 }
 
 using I = std::int64_t;
@@ -389,6 +408,8 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     // executed FLOPs (NaN where mfu is).
     ctx.recorder.series("mfu_executed", rec.mfu * executed_flops_ / flops);
     record_routing(ctx.recorder, *model_);
+    if (const auto every = models::moe_trace_every(ctx.point); every > 0 && ((s + 1) % every == 0 || s + 1 == steps))
+      trace_routing(ctx.recorder, *model_, s, ctx.rank);
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
     if (eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps)
       ctx.recorder.series("eval_loss", evaluate(ctx, *engine_));

@@ -1,0 +1,236 @@
+# ExFlow's offline half (Yao et al., "Exploiting Inter-Layer Expert Affinity for Accelerating
+# Mixture-of-Experts Model Inference"; the MoE issue; docs/METRICS.md "Expert affinity and
+# placement"): from a gpt2-moe run's routing traces (the /routing table, moe.trace_every),
+# the inter-layer affinity P(expert j at the next MoE layer | expert i at this one), and a
+# placement of each MoE layer's experts on the ep ranks that keeps as many tokens as possible
+# on their rank between consecutive MoE layers:
+#   maximize   sum_{pairs (a, b)} sum_{i, j} C_ab[i, j] [rank_a(i) = rank_b(j)]
+#   subject to every expert on one rank, E / ep experts per rank and layer,
+# an integer program (linearized with y_abijr <= x_air, y_abijr <= x_bjr) solved by HiGHS
+# through scipy.optimize.milp (SciPy 1.10, Debian's python3-scipy: a maintained MILP solver
+# already installed for the analysis, no new dependency), beside two baselines: round robin
+# (expert e on rank e mod ep) and a greedy that places each next layer's experts where most
+# of their incoming tokens already are.
+#
+# `shardbench moe-place RESULTS --ep N [--out FILE]` (python3 -m analysis.exflow place ...)
+# writes the placement file and prints each placement's cross-rank tokens.
+import argparse
+import itertools
+import json
+import os
+import sys
+
+import numpy as np
+import pandas as pd
+
+
+def transitions(routing, experts):
+    """[(layer_a, layer_b, C)] for consecutive MoE layers: C[i, j] counts the tokens (one per
+    step, rank and token index) whose first choice was i at layer_a and j at layer_b."""
+    if not len(routing):
+        return []
+    pv = routing.pivot_table(index=["step", "rank", "token"], columns="layer", values="expert",
+                             aggfunc="first")
+    layers = sorted(pv.columns)
+    out = []
+    for a, b in zip(layers, layers[1:]):
+        both = pv[[a, b]].dropna().astype(int)
+        c = np.zeros((experts, experts))
+        np.add.at(c, (both[a].to_numpy(), both[b].to_numpy()), 1)
+        out.append((int(a), int(b), c))
+    return out
+
+
+def affinity_table(trans, experts):
+    """Per layer pair: the tokens, the top-1 conditional probability (sum_i max_j C[i, j] /
+    sum C: the share of tokens that go to their expert's most likely successor) against
+    1 / experts (no affinity), and the conditional distributions' mean entropy in bits
+    (weighted by each row's tokens; log2(experts) = no affinity)."""
+    rows = []
+    for a, b, c in trans:
+        total = c.sum()
+        if total == 0:
+            continue
+        rs = c.sum(1)
+        p = np.divide(c, rs[:, None], out=np.zeros_like(c), where=rs[:, None] > 0)
+        ent = -np.where(p > 0, p * np.log2(np.where(p > 0, p, 1)), 0).sum(1)
+        rows.append({"layer": a, "next_layer": b, "tokens": int(total),
+                     "top1_conditional": float(c.max(1).sum() / total),
+                     "uniform": 1.0 / experts,
+                     "entropy_bits": float((ent * rs).sum() / total),
+                     "max_entropy_bits": float(np.log2(experts))})
+    return pd.DataFrame(rows, columns=["layer", "next_layer", "tokens", "top1_conditional",
+                                       "uniform", "entropy_bits", "max_entropy_bits"])
+
+
+def cross_rank(trans, placement):
+    """Tokens that change rank between consecutive MoE layers under `placement` ({layer:
+    array of each expert's rank})."""
+    n = 0.0
+    for a, b, c in trans:
+        ra, rb = np.asarray(placement[a]), np.asarray(placement[b])
+        n += c[ra[:, None] != rb[None, :]].sum()
+    return int(n)
+
+
+def _layers(trans):
+    return sorted({a for a, _, _ in trans} | {b for _, b, _ in trans})
+
+
+def _check(experts, ep):
+    if ep < 1 or experts % ep:
+        raise ValueError(f"{experts} experts do not split over ep {ep}: use an ep that divides them")
+
+
+def round_robin(trans, experts, ep):
+    _check(experts, ep)
+    return {l: np.arange(experts) % ep for l in _layers(trans)}
+
+
+def greedy(trans, experts, ep):
+    """The first layer round robin; each next layer's experts, heaviest incoming flow first,
+    on the rank with room that already holds most of their tokens."""
+    _check(experts, ep)
+    layers = _layers(trans)
+    out = {layers[0]: np.arange(experts) % ep}
+    by_pair = {(a, b): c for a, b, c in trans}
+    for a, b in zip(layers, layers[1:]):
+        c = by_pair[(a, b)]
+        inflow = np.zeros((experts, ep))  # tokens into expert j from rank r
+        for r in range(ep):
+            inflow[:, r] = c[out[a] == r].sum(0)
+        room = np.full(ep, experts // ep)
+        ranks = np.full(experts, -1)
+        for j in np.argsort(-inflow.max(1), kind="stable"):
+            order = np.argsort(-inflow[j], kind="stable")
+            r = next(r for r in order if room[r] > 0)
+            ranks[j], room[r] = r, room[r] - 1
+        out[b] = ranks
+    return out
+
+
+def ilp(trans, experts, ep, time_limit=60.0):
+    """The integer program above, by HiGHS (scipy.optimize.milp). Rank labels are symmetric:
+    expert 0 of the first layer is fixed on rank 0."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import lil_matrix
+    _check(experts, ep)
+    layers = _layers(trans)
+    li = {l: k for k, l in enumerate(layers)}
+    nx = len(layers) * experts * ep
+
+    def x(l, e, r):
+        return (li[l] * experts + e) * ep + r
+
+    ys = []  # (pair index, i, j, r, count)
+    for a, b, c in trans:
+        for i, j in zip(*np.nonzero(c)):
+            for r in range(ep):
+                ys.append((a, b, int(i), int(j), r, c[i, j]))
+    n = nx + len(ys)
+    cost = np.zeros(n)
+    A = lil_matrix((2 * len(ys) + len(layers) * experts + len(layers) * ep, n))
+    lo, hi = [], []
+    row = 0
+    for t, (a, b, i, j, r, cnt) in enumerate(ys):
+        cost[nx + t] = -cnt
+        A[row, nx + t], A[row, x(a, i, r)] = 1, -1  # y <= x_air
+        A[row + 1, nx + t], A[row + 1, x(b, j, r)] = 1, -1  # y <= x_bjr
+        lo += [-np.inf, -np.inf]
+        hi += [0, 0]
+        row += 2
+    for l in layers:
+        for e in range(experts):  # each expert on one rank
+            for r in range(ep):
+                A[row, x(l, e, r)] = 1
+            lo.append(1), hi.append(1)
+            row += 1
+        for r in range(ep):  # E / ep experts a rank
+            for e in range(experts):
+                A[row, x(l, e, r)] = 1
+            lo.append(experts // ep), hi.append(experts // ep)
+            row += 1
+    integrality = np.r_[np.ones(nx), np.zeros(len(ys))]
+    low, up = np.zeros(n), np.ones(n)
+    low[x(layers[0], 0, 0)] = 1  # symmetry
+    res = milp(cost, constraints=LinearConstraint(A.tocsr(), lo, hi), integrality=integrality,
+               bounds=Bounds(low, up), options={"time_limit": time_limit})
+    if res.x is None:
+        raise RuntimeError(f"HiGHS found no placement: {res.message}")
+    xs = np.round(res.x[:nx]).reshape(len(layers), experts, ep)
+    return {l: xs[li[l]].argmax(1) for l in layers}, bool(res.status == 0)
+
+
+def brute_force(trans, experts, ep):
+    """Every balanced placement of every layer (small instances only): the optimum's
+    cross-rank tokens, for tests."""
+    layers = _layers(trans)
+    balanced = [np.array(p) for p in itertools.product(range(ep), repeat=experts)
+                if all(p.count(r) == experts // ep for r in range(ep))]
+    best = None
+    for combo in itertools.product(balanced, repeat=len(layers)):
+        n = cross_rank(trans, dict(zip(layers, combo)))
+        best = n if best is None else min(best, n)
+    return best
+
+
+def place(results, ep, point=None):
+    """The placements of the routing traces of one point (the last done point with routing,
+    or `point`): a dict ready for JSON, with each placement's cross-rank tokens."""
+    r = results.routing
+    if not len(r):
+        raise SystemExit(f"{results.root}: no point has routing traces; train a gpt2-moe model "
+                         f"with moe.trace_every > 0")
+    pid = point or r["point_id"].iloc[-1]
+    r = r[r["point_id"] == pid]
+    if not len(r):
+        raise SystemExit(f"{results.root}: point {pid} has no routing traces")
+    cfg = results.config.get(pid, {})
+    # The model's experts (a scalar the train task records), not the most chosen one + 1.
+    experts = results.scalar(pid, "moe_experts")
+    experts = int(experts) if np.isfinite(experts) else int(r["expert"].max()) + 1
+    trans = transitions(r, experts)
+    if not trans:
+        raise SystemExit(f"point {pid}: fewer than two MoE layers traced; nothing to place")
+    rr, gr = round_robin(trans, experts, ep), greedy(trans, experts, ep)
+    ip, optimal = ilp(trans, experts, ep)
+    tokens = int(sum(c.sum() for _, _, c in trans))
+    return {"point_id": pid, "model": cfg.get("model", ""), "experts": experts, "ep": ep,
+            "solver": "HiGHS (scipy.optimize.milp)", "optimal": optimal,
+            "placement": {str(l): [int(v) for v in ip[l]] for l in sorted(ip)},
+            "transitions": tokens,
+            "cross_rank": {"ilp": cross_rank(trans, ip), "greedy": cross_rank(trans, gr),
+                           "round_robin": cross_rank(trans, rr)},
+            "affinity": affinity_table(trans, experts).to_dict("records")}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="shardbench moe-place")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("place")
+    p.add_argument("results")
+    p.add_argument("--ep", type=int, required=True)
+    p.add_argument("--out", default="")
+    p.add_argument("--point", default=None)
+    a = ap.parse_args(argv)
+    from analysis.load import load_results
+    res = load_results(a.results)
+    out = place(res, a.ep, a.point)
+    path = a.out or os.path.join(a.results, f"placement-ep{a.ep}.json")
+    with open(path + ".tmp", "w") as fh:
+        json.dump(out, fh, indent=2)
+    os.replace(path + ".tmp", path)
+    cr, t = out["cross_rank"], out["transitions"]
+    print(f"point {out['point_id']} ({out['model']}): {out['experts']} experts on ep {a.ep}, "
+          f"{t} token transitions between consecutive MoE layers")
+    for name in ("ilp", "greedy", "round_robin"):
+        print(f"  {name:<12} cross-rank tokens {cr[name]:>10}  ({cr[name] / t:.3f} of them)")
+    for row in out["affinity"]:
+        print(f"  layers {row['layer']}->{row['next_layer']}: top-1 conditional "
+              f"{row['top1_conditional']:.3f} (no affinity: {row['uniform']:.3f}), entropy "
+              f"{row['entropy_bits']:.2f} of {row['max_entropy_bits']:.2f} bits")
+    print(f"placement written to {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
