@@ -195,13 +195,19 @@ def place(results, ep, point=None):
     rr, gr = round_robin(trans, experts, ep), greedy(trans, experts, ep)
     ip, optimal = ilp(trans, experts, ep)
     tokens = int(sum(c.sum() for _, _, c in trans))
+    # How affinity evolves over training: the table of each traced step alone.
+    by_step = []
+    for step, rs in r.groupby("step", sort=True):
+        for row in affinity_table(transitions(rs, experts), experts).to_dict("records"):
+            by_step.append({"step": int(step), **row})
     return {"point_id": pid, "model": cfg.get("model", ""), "experts": experts, "ep": ep,
             "solver": "HiGHS (scipy.optimize.milp)", "optimal": optimal,
             "placement": {str(l): [int(v) for v in ip[l]] for l in sorted(ip)},
             "transitions": tokens,
             "cross_rank": {"ilp": cross_rank(trans, ip), "greedy": cross_rank(trans, gr),
                            "round_robin": cross_rank(trans, rr)},
-            "affinity": affinity_table(trans, experts).to_dict("records")}
+            "affinity": affinity_table(trans, experts).to_dict("records"),
+            "affinity_by_step": by_step}
 
 
 def main(argv=None):
@@ -229,6 +235,12 @@ def main(argv=None):
         print(f"  layers {row['layer']}->{row['next_layer']}: top-1 conditional "
               f"{row['top1_conditional']:.3f} (no affinity: {row['uniform']:.3f}), entropy "
               f"{row['entropy_bits']:.2f} of {row['max_entropy_bits']:.2f} bits")
+    if len({row["step"] for row in out["affinity_by_step"]}) > 1:
+        print("  affinity over training (mean over layer pairs):")
+        steps = pd.DataFrame(out["affinity_by_step"]).groupby("step")
+        for step, g in steps:
+            print(f"    step {step:>6}: top-1 conditional {g['top1_conditional'].mean():.3f}, "
+                  f"entropy {g['entropy_bits'].mean():.2f} bits")
     print(f"placement written to {path}")
 
 
