@@ -15,6 +15,7 @@
 #include "harness/command.h"
 #include "harness/core/format.h"
 #include "harness/core/machine.h"
+#include "harness/spec/base_config.h"
 #include "harness/spec/fit.h"
 #include "harness/spec/plan.h"
 #include "harness/spec/suite.h"
@@ -42,7 +43,7 @@ FitCosts costs_for(const Suite& collected, const std::string& path, bool remeasu
   bool measured = false;
   for (const Point& p : collected.points) {
     if (!has_auto(p)) continue;
-    const FitTask* t = find_fit(p.get_string("task"));
+    const FitTask* t = find_fit(base_config(p).task);
     for (const auto& name : t->costs_needed(p)) {
       if (costs.count(name)) continue;
       std::fprintf(stderr, "fit: measuring %s\n", name.c_str());

@@ -22,17 +22,6 @@
 namespace sb {
 namespace {
 
-struct FitKeys {
-  std::int64_t memory_budget = 0;
-  static void declare(Fields<FitKeys>& f) {
-    f.add("memory_budget", &FitKeys::memory_budget, std::int64_t{0},
-          "bytes a rank may use, for `shardbench fit`'s choice of the keys a point leaves \"auto\"; "
-          "0 = the tightest of RAM, the memory cgroup and ulimit -v over the point's ranks, less "
-          "10% and 512 MiB (docs/SUITES.md \"fit\")")
-        .range(std::int64_t{0}, std::int64_t{1} << 50)
-        .unit("bytes");
-  }
-};
 
 std::map<std::string, FitTask>& fit_tasks() {
   static std::map<std::string, FitTask> t;
@@ -115,8 +104,6 @@ FitResult fit_point(const Point& p, std::size_t index, const FitTask& task,
 
 }  // namespace
 
-SB_CONFIG_SECTION(FitKeys);
-
 void register_fit(const std::string& task, FitTask t) {
   for (const auto& k : t.keys)
     register_name(k, "auto", "chosen by `shardbench fit` among the other names: the fastest "
@@ -136,7 +123,7 @@ const std::vector<FitResult>& last_fit_results() { return g_results; }
 
 bool has_auto(const Point& p) {
   if (!p.has("task")) return false;
-  const FitTask* t = find_fit(p.get_string("task"));
+  const FitTask* t = find_fit(base_config(p).task);
   return t && !auto_keys(p, *t).empty();
 }
 
@@ -171,10 +158,11 @@ void write_fit_costs(const std::string& path, const FitCosts& c, const std::stri
 }
 
 double fit_budget(const Point& p, std::string* why) {
-  const std::int64_t set = config<FitKeys>(p).memory_budget;
+  const FitTask* task = find_fit(base_config(p).task);
+  const double set = task && task->memory_budget ? task->memory_budget(p) : 0.0;
   if (set > 0) {
     if (why) *why = "memory_budget";
-    return static_cast<double>(set);
+    return set;
   }
   const MemoryLimits m = memory_limits();
   double total = std::numeric_limits<double>::infinity();
@@ -195,7 +183,7 @@ bool resolve_auto(const std::string& suite_name, std::vector<Point>& points, Dia
   for (std::size_t i = 0; i < points.size(); ++i) {
     Point& p = points[i];
     if (!p.has("task")) continue;
-    const FitTask* task = find_fit(p.get_string("task"));
+    const FitTask* task = find_fit(base_config(p).task);
     if (!task) continue;
     const auto keys = auto_keys(p, *task);
     if (keys.empty()) continue;

@@ -38,6 +38,9 @@ struct FitTask {
   std::function<std::vector<std::string>(const Point&)> costs_needed;
   std::function<double(const std::string& cost, const Point&)> measure;
   std::function<FitPrediction(const Point&, const FitCosts&)> predict;
+  // The point's memory_budget key (bytes a rank; 0 = the default of fit_budget), declared by
+  // the task that reads it.
+  std::function<double(const Point&)> memory_budget;
 };
 void register_fit(const std::string& task, FitTask t);  // also registers "auto" for each key
 const FitTask* find_fit(const std::string& task);
@@ -75,7 +78,7 @@ const std::vector<FitResult>& last_fit_results();
 // Whether the point leaves any registered fit key "auto".
 bool has_auto(const Point& p);
 
-// The budget per rank: memory_budget when set, else the tightest of RAM, the memory cgroup
+// The budget per rank: the task's memory_budget when set, else the tightest of RAM, the memory cgroup
 // and ulimit -v, over the point's world (as if on one node), less 10% and 512 MiB.
 double fit_budget(const Point& p, std::string* why);
 

@@ -142,7 +142,7 @@ TEST(TraceSchema, JsonListsEveryGroupAndColumnInFileOrder) {
   std::vector<std::string> groups;
   for (const auto& g : doc.at("groups")) groups.push_back(g.at("name"));
   EXPECT_EQ(groups, (std::vector<std::string>{"steps", "ranks", "comm", "queries", "requests",
-                                             "serve_steps"}));
+                                             "serve_steps", "routing"}));
   size_t i = 0;
   each_record([&](auto* tag) {
     using Rec = std::remove_pointer_t<decltype(tag)>;

@@ -2,7 +2,7 @@
 # Variants are asked through their records, never compared by name (docs/ARCHITECTURE.md
 # "Variants"): fails on `== "NAME"` / `!= "NAME"` (either side) in harness/, workloads/ or
 # suite/ for a registered strategy, compressor or model family NAME, outside the variant's own
-# files. "none" (the absence of a variant; also a value of many keys) is not checked; a name
+# files. "none" (the absence of a variant; also a value of many keys) and "auto" are not checked; a name
 # that is also a dtype (bf16, fp16) is checked where it can only mean the variant.
 #   variant_names.sh SHARDBENCH SOURCE_DIR
 # Names come from the binary (`keys`: the strategy and compressor name sets; `models`: the
@@ -30,7 +30,8 @@ allow=tests/lint/variant_names.allow
 bad=0
 check() {  # KIND NAME
   local kind=$1 name=$2 own hits line file
-  [ "$name" = none ] && return 0
+  # "auto" (a value chosen for the point: `shardbench fit`, the backend table) is no variant either.
+  [ "$name" = none ] || [ "$name" = auto ] && return 0
   own=" $(own_files "$kind" "$name") "
   # A name that is also a dtype (bf16, fp16 as wire formats) means the variant only in the
   # layers that hold these variants: the communication layer and the engine.

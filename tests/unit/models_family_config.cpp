@@ -138,12 +138,12 @@ TEST(FamilyConfig, AnUnknownOrMissingModelTypeListsWhatTheFamiliesRead) {
   const std::string t5 = folder_with("t5", R"({"model_type": "t5"})");
   const std::string e = error_of([&] { hf_folder_config(t5); });
   EXPECT_NE(e.find(t5 + "/config.json: field 'model_type' is \"t5\"; shardbench implements "
-                        "\"gpt2\", \"bert\", \"toy\" and \"toy_v0\""),
+                        "\"gpt2\", \"bert\", \"shardbench-gpt2-moe\", \"toy\" and \"toy_v0\""),
             std::string::npos) << e;
   const std::string none = folder_with("no_type", R"({"n_layer": 2})");
   const std::string m = error_of([&] { hf_folder_config(none); });
   EXPECT_NE(m.find(none + "/config.json: field 'model_type' is missing (\"gpt2\", \"bert\", "
-                          "\"toy\" or \"toy_v0\")"),
+                          "\"shardbench-gpt2-moe\", \"toy\" or \"toy_v0\")"),
             std::string::npos) << m;
 }
 
@@ -154,7 +154,7 @@ TEST(FamilyConfig, TwoFamiliesCannotReadOneModelType) {
   const std::string e = error_of([&] { register_family(dup); });
   EXPECT_NE(e.find("model families 'toy' and 'toy2' both read config.json model_type 'toy_v0'"),
             std::string::npos) << e;
-  EXPECT_EQ(family_names(), (std::vector<std::string>{"bert", "gpt2", "toy"}));
+  EXPECT_EQ(family_names(), (std::vector<std::string>{"bert", "gpt2", "gpt2-moe", "toy"}));
 }
 
 // The records write what export wrote before they held the fields (captured from

@@ -166,7 +166,7 @@ TEST(HfFolder, UnsupportedFieldsAreNamedWithTheirValue) {
     const char* expect;
   };
   const std::vector<Case> cases = {
-      {true, "model_type", "t5", "field 'model_type' is \"t5\"; shardbench implements \"gpt2\" and \"bert\""},
+      {true, "model_type", "t5", "field 'model_type' is \"t5\"; shardbench implements \"gpt2\", \"bert\" and \"shardbench-gpt2-moe\""},
       {true, "activation_function", "relu", "field 'activation_function' is \"relu\"; shardbench supports gelu_new, gelu_pytorch_tanh"},
       {true, "add_cross_attention", true, "field 'add_cross_attention' is true; shardbench supports only false"},
       {true, "tie_word_embeddings", false, "field 'tie_word_embeddings' is false; shardbench supports only true"},

@@ -60,6 +60,9 @@ const std::vector<Preset>& presets() {
       // Long context (the Longctx issue): GPT-2's own 1024 positions cannot reach 16k tokens.
       {gpt2("gpt2-long", 50257, 32768, 768, 12, 12),
        "GPT-2 124M's shapes with learned positions for 32,768 tokens (long-context training; wpe seeded)"},
+      // The Codesign issue's misshaped model: GPT-2 124M's depth with widths that do not tile.
+      {gpt2("gpt2-d1000", 50257, 1024, 1000, 12, 10),
+       "GPT-2 with d 1000 and 10 heads of 100 (the Codesign issue's misshaped model; shardbench shapes)"},
       // Mixture of experts (the MoE issue; moe.h): Switch's layout, experts in every other block.
       {gpt2_moe("gpt2-moe-tiny", 256, 128, 64, 4, 4, 4, 2),
        "GPT-2 MoE for tests: gpt2-tiny's widths, 4 layers, 4 experts in blocks 1 and 3"},

@@ -190,9 +190,29 @@ FitPrediction predict(const Point& p, const FitCosts& costs) {
   return out;
 }
 
+}  // namespace
+
+// memory_budget: fit's budget per rank (harness/spec/fit.h).
+struct FitBudgetKeys {
+  std::int64_t memory_budget = 0;
+  static void declare(Fields<FitBudgetKeys>& f) {
+    f.tasks({"train"});
+    f.add("memory_budget", &FitBudgetKeys::memory_budget, std::int64_t{0},
+          "bytes a rank may use, for `shardbench fit`'s choice of the keys a point leaves \"auto\"; "
+          "0 = the tightest of RAM, the memory cgroup and ulimit -v over the point's ranks, less "
+          "10% and 512 MiB (docs/SUITES.md \"fit\")")
+        .range(std::int64_t{0}, std::int64_t{1} << 50)
+        .unit("bytes");
+  }
+};
+SB_CONFIG_SECTION(FitBudgetKeys);
+
+namespace {
+
 const Registrar kRegister([] {
   register_fit("train", {{"strategy", "activation_checkpoint", "offload_optimizer", "kv_offload"},
-                         costs_needed, measure, predict});
+                         costs_needed, measure, predict,
+                         [](const Point& p) { return static_cast<double>(config<FitBudgetKeys>(p).memory_budget); }});
 });
 
 }  // namespace

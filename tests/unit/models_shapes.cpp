@@ -1,0 +1,59 @@
+// The model-shape advisor (models/shapes.h): a step's GEMMs are exactly the model's counted
+// matmul FLOPs; every proposed shape keeps the parameter count within the tolerance and the
+// family's constraints (heads divide d, d_ff and d positive), includes the tiling neighbours of
+// the Codesign issue's misshaped GPT-2 (d 1000, 10 heads of 100, vocab 50257), and loads and
+// trains as a model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "workloads/models/params.h"
+#include "workloads/models/shapes.h"
+
+using namespace sb::models;
+
+TEST(Shapes, StepGemmsAreTheCountedMatmulFlops) {
+  for (const char* preset : {"gpt2-tiny", "gpt2-d1000"}) {
+    const auto c = preset_config(preset);
+    double sum = 0;
+    for (const auto& g : step_gemms(c, 2, 16)) sum += g.flops() * static_cast<double>(g.count);
+    Batch b;
+    b.input_ids = torch::zeros({2, 16}, torch::kLong);
+    EXPECT_DOUBLE_EQ(sum, make_model(c)->train_flops(b).matmul) << preset;
+  }
+}
+
+TEST(Shapes, NeighboursKeepTheParameterCountAndTheConstraints) {
+  const auto base = preset_config("gpt2-d1000");
+  const auto cands = neighbour_shapes(base, 0.02);
+  ASSERT_GT(cands.size(), 3u);
+  const double P = static_cast<double>(cands[0].params);
+  EXPECT_EQ(cands[0].change, "the model itself");
+  bool tiled = false;
+  for (const auto& c : cands) {
+    EXPECT_LE(std::abs(static_cast<double>(c.params) - P), 0.02 * P) << c.change;
+    EXPECT_EQ(c.cfg.d_model % c.cfg.n_head, 0) << c.change;
+    EXPECT_GT(c.cfg.d_ff, 0) << c.change;
+    EXPECT_EQ(c.params, count_params(make_model(c.cfg)->units())) << c.change;
+    if (c.cfg.d_model == 1024 && c.cfg.dh() == 64 && c.cfg.vocab == 50304) tiled = true;
+  }
+  EXPECT_TRUE(tiled) << "no d 1024 / head size 64 / vocab 50304 neighbour";
+  EXPECT_EQ(tiling_notes(base), "d 1000 % 64 = 40; head size 100 % 64 = 36; d_ff 4000 % 64 = 32; vocab 50257 % 64 = 17");
+  EXPECT_EQ(tiling_notes(cands.back().cfg).find("d "), std::string::npos);  // multiples of 64
+}
+
+// A proposed shape is an ordinary model: it builds, runs a step and gets gradients.
+TEST(Shapes, AProposalTrains) {
+  auto base = preset_config("gpt2-tiny");
+  base.d_model = 120, base.n_head = 4, base.d_ff = 480, base.vocab = 250;
+  const auto cands = neighbour_shapes(base, 0.05);
+  ASSERT_GT(cands.size(), 1u);
+  auto m = make_model(cands[1].cfg);
+  PersistentParams p(init_params(m->units(), 1));
+  Batch b;
+  b.input_ids = torch::randint(0, cands[1].cfg.vocab, {2, 8}, torch::kLong);
+  b.targets = torch::randint(0, cands[1].cfg.vocab, {2, 8}, torch::kLong);
+  auto loss = m->loss(p, b);
+  loss.backward();
+  EXPECT_TRUE(std::isfinite(loss.item<double>()));
+}

@@ -1,0 +1,47 @@
+// The model-shape advisor (the Codesign issue; docs/MODELS.md "Shapes"): the GEMMs one
+// training step of a GPT-2-family model runs, and the neighbouring shapes (hidden size,
+// heads, head size, MLP width, vocabulary padding) whose parameter count stays within a
+// tolerance of the model's. `shardbench shapes` (cmd_shapes.cpp) times every distinct GEMM on
+// this machine and ranks the shapes by the summed time.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "workloads/models/model.h"
+
+namespace sb::models {
+
+// One GEMM shape of a step: batch x (m x k) by (k x n), `count` times a step.
+struct Gemm {
+  std::string what;  // "mlp.c_fc forward", ...
+  std::int64_t batch = 1, m = 0, k = 0, n = 0, count = 1;
+  double flops() const { return 2.0 * static_cast<double>(batch * m * k * n); }
+};
+
+// A training step's GEMMs on B rows of T tokens: each linear layer forward (x W^T), its
+// input gradient and its weight gradient, per block x n_layer; the attention core as naive
+// attention runs it (Q K^T and P V forward, four batched products backward, B x heads
+// batches); the tied LM head's three. Dense GPT-2 blocks (an MoE model's experts are not
+// modelled).
+std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t B, std::int64_t T);
+
+struct ShapeCandidate {
+  ModelConfig cfg;
+  std::int64_t params = 0;
+  std::string change;  // "d 1000 -> 1024, heads 10 -> 16, d_ff 4000 -> 3840, vocab 50257 -> 50304"
+};
+
+// The model itself first, then every shape with d' a multiple of 64 within 256 of d, heads
+// giving a head size of 64 or 128 (or the model's heads where they divide d'), the MLP width
+// solved (a multiple of 64) to keep the parameter count and kept within 3 to 5 times d' (a
+// GPT-2 block, not MLP traded for attention), and the vocabulary as it is or
+// padded to a multiple of 64 or 128; those within `tolerance` (relative) of the model's
+// parameter count, the family's constraints (heads divide d) kept. GPT-2-family models only.
+std::vector<ShapeCandidate> neighbour_shapes(const ModelConfig& c, double tolerance);
+
+// Why a dimension does not tile this machine's matrix units: "" or a reason per dimension not
+// a multiple of 64 ("d 1000 % 64 = 40").
+std::string tiling_notes(const ModelConfig& c);
+
+}  // namespace sb::models
