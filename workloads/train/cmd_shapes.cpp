@@ -4,7 +4,9 @@
 // dtype and threads given (the median of 3 timed calls after one untimed), and prints the
 // shapes ranked by their summed GEMM time with the predicted gain over the model and why
 // (which dimensions do not tile by 64). Timings are kept in a cache file keyed by CPU model,
-// dtype, threads and shape, so a second call on the same machine reuses them.
+// dtype, threads and shape, so a second call on the same machine reuses them. --folder DIR
+// writes the best shape as a model folder (config.json and seeded weights) that `model = DIR`
+// trains (in train/: it writes through data's folder exporter).
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,14 +25,17 @@
 #include "harness/command.h"
 #include "harness/core/machine.h"
 #include "harness/workload.h"
+#include "workloads/data/safetensors.h"
 #include "workloads/models/dtype.h"
+#include "workloads/models/params.h"
 #include "workloads/models/shapes.h"
 
-namespace sb::models {
+namespace sb::train {
+using namespace sb::models;
 namespace {
 
 struct Args {
-  std::string model, dtype = "bf16", cache = "results/shapes-cache.json";
+  std::string model, dtype = "bf16", cache = "results/shapes-cache.json", folder;
   std::int64_t batch = 4, seq = 256, top = 12;
   int threads = 0;
   double tolerance = 0.02;
@@ -131,6 +136,15 @@ void shapes(const Args& a) {
                 static_cast<long long>(b.d_model), static_cast<long long>(b.n_head), static_cast<long long>(b.d_ff),
                 static_cast<long long>(b.vocab), static_cast<long long>(b.n_layer), static_cast<long long>(b.max_pos),
                 100.0 * (s0 / rows[1].s - 1.0));
+    if (!a.folder.empty()) {  // seeded weights: a starting point to train, as a preset is
+      ModelConfig best = b;
+      best.preset = a.folder;
+      const auto model = make_model(best);
+      data::export_hf_folder(*model, init_params(model->units(), 0), a.folder);
+      std::printf("written: %s (model = \"%s\" trains it)\n", a.folder.c_str(), a.folder.c_str());
+    }
+  } else if (!a.folder.empty()) {
+    std::printf("no neighbour is predicted faster than the model: no folder written\n");
   }
 }
 
@@ -146,9 +160,10 @@ const sb::Registrar kRegister([] {
                                sub.add_option("--tolerance", a->tolerance, "relative parameter-count tolerance (default 0.02)");
                                sub.add_option("--top", a->top, "neighbours printed (default 12)");
                                sub.add_option("--cache", a->cache, "timing cache (default results/shapes-cache.json)");
+                               sub.add_option("--folder", a->folder, "write the best shape here as a model folder (seeded weights)");
                                sub.callback([a] { shapes(*a); });
                              }});
 });
 
 }  // namespace
-}  // namespace sb::models
+}  // namespace sb::train
