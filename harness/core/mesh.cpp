@@ -93,6 +93,18 @@ int Mesh::color(int rank, const std::vector<MeshDim>& dims) const {
   return rank_of(c);
 }
 
+std::vector<int> Mesh::expert_group(int rank, bool parallel) const {
+  const auto shard = group(rank, {MeshDim::dp_shard, MeshDim::sp});
+  const int n = static_cast<int>(shard.size());
+  const int e = ep < 1 ? 1 : ep;
+  int i = 0;
+  while (i < n && shard[static_cast<std::size_t>(i)] != rank) ++i;
+  std::vector<int> out;
+  for (int j = 0; j < n; ++j)
+    if (parallel ? j / e == i / e : j % e == i % e) out.push_back(shard[static_cast<std::size_t>(j)]);
+  return out;
+}
+
 int Mesh::dp_rank(int rank) const {
   const auto c = coords(rank);
   return c[int(MeshDim::dp_replicate)] * dp_shard + c[int(MeshDim::dp_shard)];

@@ -41,6 +41,12 @@ struct Mesh {
   std::vector<int> group(int rank, const std::vector<MeshDim>& dims) const;
   // A group's color for MPI_Comm_split: equal for exactly the ranks of one group over dims.
   int color(int rank, const std::vector<MeshDim>& dims) const;
+  // Expert parallelism's two groups inside the shard group (dp_shard x sp, in rank order; i
+  // this rank's place in it): the expert-parallel group, ep consecutive members (the same
+  // i / ep: DeepSpeed-MoE's and Megatron's placement, so an all-to-all stays on a node), and
+  // the expert-data-parallel group (the same i % ep: the ranks that hold the same experts and
+  // sum their gradients). parallel: which one. The group's first member names its color.
+  std::vector<int> expert_group(int rank, bool parallel) const;
 
   // The data-parallel coordinate: which slice of the global batch this rank reads. Ranks that
   // differ only in tp, pp or sp see the same samples.

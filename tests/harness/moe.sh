@@ -3,7 +3,9 @@
 # traces (moe.trace_every), its routing series and /routing table (one row per token per MoE
 # layer per traced step and rank), then `shardbench moe-place --ep 2`: a placement file with
 # every MoE layer's experts balanced over the 2 ranks, the solver's cross-rank tokens no more
-# than greedy's and round robin's; the exported folder serves (infer).
+# than greedy's and round robin's; the exported folder serves (infer). The same training with
+# expert parallelism (mesh.ep = 2: each rank holds 2 of the 4 experts, tokens travel by
+# all-to-all) gives the same losses, routing and exported weights as mesh.ep = 1.
 # Usage: moe.sh build/shardbench
 set -euo pipefail
 sb=$(realpath "$1")
@@ -55,5 +57,60 @@ PY
 grep -q "cross-rank tokens" place.log || { cat place.log; fail "moe-place printed no table"; }
 printf '[base]\ntask = "infer"\nmodel = "%s"\nworld = 1\nbatch = 2\nseq = 16\nsteps = 3\n' "$d/exported" > infer.toml
 "$sb" sweep infer.toml --results infer > infer.log 2>&1 || { cat infer.log; fail "infer of the exported folder"; }
+cat > ep.toml <<TOML
+[suite]
+name = "moe-ep"
+[base]
+task = "train"
+model = "gpt2-moe-tiny"
+strategy = "full_shard"
+world = 2
+threads = 1
+batch = 8
+seq = 32
+steps = 4
+"moe.trace_every" = 2
+[[zip]]
+"mesh.ep" = [1, 2]
+export_folder = ["$d/ep1", "$d/ep2"]
+TOML
+"$sb" sweep ep.toml > ep.log 2>&1 || { cat ep.log; fail "sweep with mesh.ep = 2"; }
+/usr/bin/python3 - results/moe-ep "$d" <<'PY'
+import glob, json, sys, h5py, numpy as np
+def load_file(path):  # safetensors: an 8-byte header length, a JSON header, the raw tensors
+    raw = open(path, "rb").read()
+    n = int.from_bytes(raw[:8], "little")
+    head = json.loads(raw[8:8 + n])
+    out = {}
+    for k, v in head.items():
+        if k == "__metadata__": continue
+        assert v["dtype"] == "F32", v
+        b, e = v["data_offsets"]
+        out[k] = np.frombuffer(raw[8 + n + b:8 + n + e], dtype=np.float32).reshape(v["shape"])
+    return out
+runs = {}
+for f in glob.glob(f"{sys.argv[1]}/points/*.h5"):
+    with h5py.File(f) as h:
+        assert h.attrs["status"] == "done", h.attrs["failure_reason"]
+        ep = json.loads(h.attrs["config"])["mesh.ep"]
+        kinds = [k.decode() for k in h["comm"]["kind"][:]]
+        runs[ep] = (h["steps"]["loss"][:], {k: h["routing"][k][:] for k in ("step", "rank", "layer", "token", "expert", "kept")}, kinds)
+assert sorted(runs) == [1, 2], runs.keys()
+l1, l2 = runs[1][0], runs[2][0]
+assert np.allclose(l1, l2, rtol=1e-5, atol=0), (l1, l2)
+for k in runs[1][1]:
+    assert (runs[1][1][k] == runs[2][1][k]).all(), k
+# 2 ranks x 2 MoE layers x 4 steps: a dispatch and a combine each forward (evaluation's too),
+# the gradients of both in backward; none at ep 1.
+k = runs[2][2]
+assert k.count("ep_grad") == 2 * 2 * 2 * 4 and k.count("ep_dispatch") == k.count("ep_combine") >= 2 * 2 * 4, k
+assert "ep_dispatch" not in runs[1][2]
+a, b = load_file(f"{sys.argv[2]}/ep1/model.safetensors"), load_file(f"{sys.argv[2]}/ep2/model.safetensors")
+assert sorted(a) == sorted(b)
+# AdamW turns 1e-8 rounding differences on ~0 gradients into up to a few 1e-5 (tests/mpi/moe_ep.cpp).
+worst = max(float(np.abs(a[k] - b[k]).max()) for k in a)
+assert worst < 2e-4, worst
+print(f"moe-ep: losses {l2[0]:.6f} -> {l2[-1]:.6f} equal at ep 1 and 2; exported weights within {worst:.1e}")
+PY
 cat place.log
 echo "moe: ok"

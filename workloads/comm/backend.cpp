@@ -19,6 +19,8 @@ const char* group_name(Group g) {
     case Group::Tp: return "tp";
     case Group::Pp: return "pp";
     case Group::Sp: return "sp";
+    case Group::Ep: return "ep";
+    case Group::Edp: return "edp";
   }
   return "?";
 }

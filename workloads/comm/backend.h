@@ -28,12 +28,14 @@ namespace sb::comm {
 // shard_group ranks, one emulated "node"); replica: ranks with the same shard rank; tp, pp,
 // sp: the ranks that differ only in that dimension of the process mesh (harness/core/mesh.h:
 // a tensor-parallel group, a pipeline's stages, a sequence-parallel group). Shard and
-// Replica are the mesh's dp_shard and dp_replicate groups.
-enum class Group { World, Shard, Replica, Tp, Pp, Sp };
-constexpr int kGroups = 6;
-constexpr Group kGroupList[kGroups] = {Group::World, Group::Shard, Group::Replica,
-                                       Group::Tp,    Group::Pp,    Group::Sp};
-const char* group_name(Group g);  // world, shard, replica, tp, pp, sp
+// Replica are the mesh's dp_shard and dp_replicate groups. Ep and Edp split the shard group
+// for expert parallelism (Mesh::expert_group): ep consecutive ranks that trade tokens, and the
+// ranks holding the same experts, which sum their gradients.
+enum class Group { World, Shard, Replica, Tp, Pp, Sp, Ep, Edp };
+constexpr int kGroups = 8;
+constexpr Group kGroupList[kGroups] = {Group::World, Group::Shard, Group::Replica, Group::Tp,
+                                       Group::Pp,    Group::Sp,    Group::Ep,      Group::Edp};
+const char* group_name(Group g);  // world, shard, replica, tp, pp, sp, ep, edp
 // The mesh dimension a group runs along, as the trace's `dim` column names it: "world" for
 // all ranks, else the dimension's name (dp_shard, dp_replicate, tp, pp, sp).
 const char* group_dim(Group g);
@@ -91,10 +93,10 @@ struct Channel {
 // The ranks a backend bootstraps over: the Communicator's MPI communicators of each group
 // and lane (indexed by Group), for the backend's own use.
 struct GroupComms {
-  MPI_Comm comm[kGroups] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL,
-                            MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
-  MPI_Comm chain[kGroups] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL,
-                             MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
+  MPI_Comm comm[kGroups] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL,
+                            MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
+  MPI_Comm chain[kGroups] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL,
+                             MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
   MPI_Comm of(Group g, Lane l = Lane::Plain) const {
     return (l == Lane::Plain ? comm : chain)[static_cast<int>(g)];
   }

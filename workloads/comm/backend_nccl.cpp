@@ -269,7 +269,7 @@ class NcclBackend : public Backend {
   c10::DeviceIndex device_;
   c10::cuda::CUDAStream stream_;
   ncclComm_t comms_[kGroups] = {};
-  int ranks_[kGroups] = {1, 1, 1, 1, 1, 1};
+  int ranks_[kGroups] = {1, 1, 1, 1, 1, 1, 1, 1};
   std::mutex m_;
   std::condition_variable cv_;
   bool stop_ = false;

@@ -138,8 +138,14 @@ void Communicator::build(MPI_Comm world, sb::Mesh mesh, bool async) {
     return i == 1 ? std::vector<sb::MeshDim>{sb::MeshDim::dp_shard, sb::MeshDim::sp}
                   : std::vector<sb::MeshDim>{dims[i - 1]};
   };
+  // Ep and Edp (the last two) are not mesh dimensions but a split of the shard group.
+  const int kMeshGroups = kGroups - 2;
+  const auto members = [&](int i) {
+    return i < kMeshGroups ? mesh_.group(r, group_dims(i)) : mesh_.expert_group(r, i == kMeshGroups);
+  };
   for (int i = 1; i < kGroups; ++i) {
-    MPI_Comm_split(world_, mesh_.color(r, group_dims(i)), r, &groups_.comm[i]);
+    const int color = i < kMeshGroups ? mesh_.color(r, group_dims(i)) : members(i).front();
+    MPI_Comm_split(world_, color, r, &groups_.comm[i]);
     MPI_Comm_set_errhandler(groups_.comm[i], MPI_ERRORS_RETURN);
     MPI_Comm_rank(groups_.comm[i], &rank_[i]);
     MPI_Comm_size(groups_.comm[i], &size_[i]);
@@ -149,8 +155,7 @@ void Communicator::build(MPI_Comm world, sb::Mesh mesh, bool async) {
   // Each group's members as world ranks, once (a point-to-point trace row names its peer's).
   members_[0].resize(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) members_[0][static_cast<std::size_t>(i)] = i;
-  for (int i = 1; i < kGroups; ++i)
-    members_[i] = mesh_.group(r, group_dims(i));
+  for (int i = 1; i < kGroups; ++i) members_[i] = members(i);
 
   // The backends, made in the same order on every rank (each bootstraps collectively).
   std::vector<std::string> names{choice_.name};

@@ -55,7 +55,8 @@ class Communicator {
                         const BackendChoice& backend = {});
   // The groups from a process mesh (harness/core/mesh.h): Shard = the ranks differing only in
   // dp_shard and sp (sequence-parallel ranks share parameters), Replica = only in
-  // dp_replicate, Tp / Pp / Sp = only in that dimension, World = all. A mesh with dp_shard = 0 and
+  // dp_replicate, Tp / Pp / Sp = only in that dimension, Ep / Edp = mesh.ep's split of the
+  // shard group (Mesh::expert_group), World = all. A mesh with dp_shard = 0 and
   // dp_replicate = 0 takes the ranks of a node as the shard group (hybrid sharding's default).
   // The mesh's product must be the world's size (else every rank fails alike).
   Communicator(MPI_Comm world, const sb::Mesh& mesh, bool async = true,
@@ -220,7 +221,7 @@ class Communicator {
   sb::Mesh mesh_;
   MPI_Comm world_ = MPI_COMM_NULL;  // = groups_[World]
   GroupComms groups_;  // every group's plain and chain lane (backend.h)
-  int rank_[kGroups] = {}, size_[kGroups] = {1, 1, 1, 1, 1, 1};
+  int rank_[kGroups] = {}, size_[kGroups] = {1, 1, 1, 1, 1, 1, 1, 1};
   std::vector<int> members_[kGroups];  // each group's world ranks, in group-rank order
   BackendChoice choice_;
   std::vector<std::unique_ptr<Backend>> backends_;  // the one named, or the table's; mpi

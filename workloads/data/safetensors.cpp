@@ -289,7 +289,8 @@ CheckpointReader::CheckpointReader(const models::Model& model, const std::string
       auto shape = it->second.shape;
       if (conv && shape.size() == 2) std::swap(shape[0], shape[1]);
       // A parameter split over tp (models/tensor_parallel.h): the file holds the whole one.
-      const auto& expect = spec.full_shape.empty() ? spec.shape : spec.full_shape;
+      auto expect = spec.full_shape.empty() ? spec.shape : spec.full_shape;
+      if (spec.ep_size > 1) expect[0] *= spec.ep_size;  // the whole stack of experts
       SB_CHECK(shape == expect,
                "checkpoint '{}': tensor '{}' has shape ({}){}, model '{}' expects ({}); wrong preset?", file_,
                spec.name, fmt::join(it->second.shape, ", "), conv ? " (Conv1D, transposed on load)" : "",
@@ -349,7 +350,7 @@ std::vector<torch::Tensor> CheckpointReader::unit(int u) {
     // Conv1D weights are stored (in, out): a transposed view, not a copy (a third of GPT-2's
     // bytes; whoever needs them contiguous copies once, as the engine's flattening does).
     if (is_conv1d(model_.config(), spec.name)) t = t.t();
-    out.push_back(spec.tp == models::TpSplit::None ? t : models::tp_slice(spec, t));
+    out.push_back(spec.tp == models::TpSplit::None ? models::ep_slice(spec, t) : models::tp_slice(spec, t));
   }
   return out;
 }
@@ -388,11 +389,12 @@ torch::Tensor CheckpointReader::slice(int u, std::int64_t offset, std::int64_t s
       continue;
     }
     const StEntry& e = it->second;
-    if (spec.tp != models::TpSplit::None) {  // this rank's block of the whole tensor
+    if (spec.tp != models::TpSplit::None || spec.ep_size > 1) {  // this rank's block of the whole
       auto t = read_entry(e).to(torch::kFloat32);
       bytes_read_ += e.bytes;
       if (is_conv1d(model_.config(), spec.name)) t = t.t();
-      parts.push_back(models::tp_slice(spec, t).reshape({-1}).slice(0, a, b));
+      t = spec.ep_size > 1 ? models::ep_slice(spec, t) : models::tp_slice(spec, t);
+      parts.push_back(t.reshape({-1}).slice(0, a, b));
       continue;
     }
     std::ifstream f(e.file, std::ios::binary);

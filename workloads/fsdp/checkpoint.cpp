@@ -304,6 +304,11 @@ Engine::Loaded Engine::load_resharded(const std::string& set, const ckpt::Marker
   comm::StateDict state;
   const auto& specs = model_.units();
   const std::string err = attempt([&] {
+    // Each rank's file holds its ep rank's experts; reassembling them is not built.
+    SB_CHECK(std::none_of(specs.begin(), specs.end(), [](const models::UnitSpec& u) { return u.expert; }),
+             "checkpoint {} was written by another mesh, strategy or world ({} ranks, {}); a mixture "
+             "of experts' checkpoint is loaded only by the configuration that wrote it (resharding "
+             "experts is not built): resume with that configuration", set, m.world, m.strategy);
     std::set<int> wanted;
     for (std::size_t u = 0; u < specs.size(); ++u)
       wanted.insert(specs[u].whole(static_cast<int>(u)));

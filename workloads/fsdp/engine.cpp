@@ -105,12 +105,19 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
   }
   const auto& specs = model_.units();
   if (!cfg_.forward_only && cfg_.offload_optimizer != "none") make_offload_store();
-  // Padded to a multiple of dp_shard and cut into shards when anything is sharded.
-  const int N = layout_.sharded() ? comm_.size(shard_group_) : 1;
-  const int r = layout_.sharded() ? comm_.rank(shard_group_) : 0;
+  // Expert parallelism: the experts' units live on the expert-data-parallel group, a split of
+  // the shard group (backend.h); replicas of it (dp_replicate) are not built.
+  SB_CHECK(comm_.size(comm::Group::Ep) == 1 || comm_.size(comm::Group::Replica) == 1,
+           "expert parallelism (mesh.ep = {}) with mesh.dp_replicate = {} is not built: set "
+           "mesh.dp_replicate = 1", comm_.size(comm::Group::Ep), comm_.size(comm::Group::Replica));
   for (std::size_t u = 0; u < specs.size(); ++u) {
     auto U = std::make_unique<Unit>();
     U->key = fmt::format("unit{}", u);
+    U->expert = specs[u].expert;
+    U->group = coll_->group_of(shard_group_, U->expert);
+    // Padded to a multiple of the group and cut into shards when anything is sharded.
+    const int N = layout_.sharded() ? comm_.size(U->group) : 1;
+    const int r = layout_.sharded() ? comm_.rank(U->group) : 0;
     std::vector<std::int64_t> numels;
     std::vector<torch::Tensor> decay_parts, split_parts;
     for (const auto& p : specs[u].params) {
@@ -211,7 +218,7 @@ void Engine::gather(int u, bool wait) {
     alloc_storage(U.W);
     U.gathered = true;
     // The fp32 master shard (S): Collectives casts it once, to what goes on the wire.
-    U.gather_req = coll_->all_gather_params(U.master, U.W_raw, shard_group_);
+    U.gather_req = coll_->all_gather_params(U.master, U.W_raw, U.group);
     U.gather_pending = true;
     note_memory();
   }
@@ -329,7 +336,9 @@ void Engine::reduce_unit(Unit& U, const torch::Tensor& full) {
               ? torch::empty({U.range.size}, U.inflight.options())
               : U.inflight;  // replicated gradients are reduced in place
   inflight_bytes_ += U.inflight.nbytes() + (U.red.is_same(U.inflight) ? 0 : U.red.nbytes());
+  coll_->set_expert_scope(U.expert);
   strategy_->reduce_grad(*coll_, U.key, U.inflight, U.red, pending_grads_);
+  coll_->set_expert_scope(false);
   reducing_.emplace_back(&U, pending_grads_.size());
   U.reduced = true;
 }
@@ -432,7 +441,7 @@ std::vector<std::vector<torch::Tensor>> Engine::full_params() {
     torch::Tensor full = U->master;
     if (layout_.params_sharded) {
       full = torch::empty({U->range.padded}, U->master.options());
-      comm_.all_gather(U->master, full, shard_group_);
+      comm_.all_gather(U->master, full, U->group);
     }
     auto parts = full.to(torch::kCPU).split_with_sizes(U->split_sizes);  // host copies
     std::vector<torch::Tensor> ps;

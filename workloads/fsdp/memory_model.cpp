@@ -21,13 +21,14 @@ using U64 = std::uint64_t;
 // unit, what CompressedCollectives keeps once it ran (also over one rank, unless the record
 // skips it there).
 U64 compression_bytes(const StrategyInfo& s, const std::vector<models::UnitSpec>& units,
-                      const DpMesh& mesh, const comm::Policy& policy) {
-  const int n = s.shard_factor(mesh);
+                      const DpMesh& mesh, const comm::Policy& policy, int ep) {
   U64 total = 0;
   for (const auto& u : units) {
-    const ShardRange r = shard_range(u.numel(), n, 0);
+    const int e = u.expert ? ep : 1;  // an experts unit's group: the shard group's ranks / ep
+    const int n = s.shard_factor(mesh);
+    const ShardRange r = shard_range(u.numel(), n > 1 ? n / e : n, 0);
     for (const CollectiveUse& c : s.collectives) {
-      const int ranks = mesh.size(c.over);
+      const int ranks = c.over == MeshDim::dp_replicate ? mesh.size(c.over) : std::max(1, mesh.size(c.over) / e);
       if (ranks <= 1 && c.skipped_on_one_rank) continue;
       total += static_cast<U64>(comm::CompressedCollectives::state_bytes_of(
           policy, c.kind, StrategyInfo::elements(c, r), ranks));
@@ -148,7 +149,7 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
   MemoryPrediction p;
   std::vector<U64> unit_bytes;  // gathered, compute dtype
   for (const auto& u : in.units) {
-    const ShardRange r = shard_range(u.numel(), n, 0);
+    const ShardRange r = shard_range(u.numel(), u.expert && n > 1 ? n / std::max(1, in.ep) : n, 0);
     const U64 padded = static_cast<U64>(r.padded), S = static_cast<U64>(r.size);
     p.param += 4 * (l.params_sharded ? S : padded);
     p.grad += c10::elementSize(in.reduce_dtype) * (l.grads_sharded ? S : padded) +
@@ -157,7 +158,7 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
     if (in.offload_optimizer == "disk") p.disk_optim += 3 * ((4 * (l.optim_sharded ? S : padded) + 4095) / 4096 * 4096);
     unit_bytes.push_back(elt * padded);
   }
-  p.compression = compression_bytes(s, in.units, mesh, in.policy);
+  p.compression = compression_bytes(s, in.units, mesh, in.policy, std::max(1, in.ep));
   p.gathered = gathered_bytes(l, unit_bytes, in.param_dtype == torch::kFloat32, in.prefetch, in.pp > 1);
   activation_bytes(in, elt, p);
   if (in.offload_optimizer != "none") p.offload = OffloadStore::staging_bytes(in.offload_block);

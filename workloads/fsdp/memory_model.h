@@ -24,6 +24,7 @@ struct MemoryInputs {
   std::string strategy = "no_shard";
   int world = 1;        // the ranks FSDP spans (world / (tp x pp): data-parallel x sp)
   int tp = 1;           // mesh.tp: heads, MLP columns and vocabulary split tp ways
+  int ep = 1;           // mesh.ep: experts' units (UnitSpec::expert) shard over the shard group / ep
   int sp = 1;           // mesh.sp (Ulysses): each rank holds seq / sp tokens of every row, and
                         // in attention n_head / (tp sp) heads of the whole sequence
   // mesh.pp (models/pipeline.h): units are this rank's stages'; the step keeps every unit

@@ -114,7 +114,9 @@ void Engine::optimizer_step(StepStats& s) {
   // A low-precision gradient (bf16/fp16 reduce dtype) is unscaled as it is read (by
   // sum_squares and by the update); an fp32 one in place.
   const double unscale = cfg_.loss_scaling ? 1.0 / scale_ : 1.0;
-  double sumsq = 0, split = 0;
+  // Expert parallelism: an experts unit differs between the ranks of an ep group; where each
+  // rank's optimizer holds the whole unit (not sharded) those are summed over ep.
+  double sumsq = 0, split = 0, experts = 0;
   for (auto& U : units_) {
     auto g = layout_.grads_sharded ? U->grad : U->grad.narrow(0, U->opt_off, U->opt_n);
     const bool lp = U->grad.scalar_type() != torch::kFloat32;
@@ -134,11 +136,14 @@ void Engine::optimizer_step(StepStats& s) {
       const double ns = (g.to(torch::kFloat32) * (lp ? unscale : 1.0) * U->tp_split).norm().item<double>();
       ns2 = ns * ns;
     }
-    sumsq += n2 - ns2;
+    (U->expert && !layout_.optim_sharded ? experts : sumsq) += n2 - ns2;
     split += ns2;
     gs.push_back(g);
   }
   if (layout_.optim_sharded) sumsq = comm_.all_reduce_scalar(sumsq, shard_group_);
+  if (comm_.size(comm::Group::Ep) > 1 && !layout_.optim_sharded)
+    experts = comm_.all_reduce_scalar(experts, comm::Group::Ep);
+  sumsq += experts;
   if (layout_.optim_sharded && comm_.size(comm::Group::Tp) > 1)
     split = comm_.all_reduce_scalar(split, shard_group_);
   if (comm_.size(comm::Group::Tp) > 1) sumsq += comm_.all_reduce_scalar(split, comm::Group::Tp);
@@ -171,7 +176,11 @@ void Engine::optimizer_step(StepStats& s) {
     } else {
       optim::adamw_update(p, gs[u], U.exp_avg, U.exp_avg_sq, t, lr, cfg_.adamw, U.decay, x);
     }
-    if (after_update) strategy_->after_update(*coll_, U.master, U.range);
+    if (after_update) {
+      coll_->set_expert_scope(U.expert);
+      strategy_->after_update(*coll_, U.master, U.range);
+      coll_->set_expert_scope(false);
+    }
     if (U.mask.defined()) U.master.mul_(U.mask);
   }
 }

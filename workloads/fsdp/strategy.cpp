@@ -199,7 +199,7 @@ void Strategy::reduce_grad(Collectives& c, const std::string& key, const torch::
   bool first = true;
   for (const CollectiveUse& u : record().collectives) {
     if (u.phase != StepPhase::backward || u.payload != Payload::grads) continue;
-    const comm::Group group = record().group(u.over, c.comm());
+    const comm::Group group = c.group(record(), u.over);
     if (u.skipped_on_one_rank && c.comm().size(group) <= 1) continue;
     const std::string k = first ? key : key + "/" + comm::group_name(group);
     if (u.kind == CollectiveKind::GradReduceScatter) {
@@ -229,6 +229,14 @@ comm::StateDict Collectives::compression_state() const {
 void Collectives::load_compression_state(const comm::StateDict& s) {
   if (cc_) return cc_->load_state(s);
   SB_CHECK(s.empty(), "{} entries of compression state for a run without compression", s.size());
+}
+
+comm::Group Collectives::group_of(comm::Group g, bool expert) const {
+  if (!expert || comm_.size(comm::Group::Ep) == 1 || g == comm::Group::Replica) return g;  // replicas: 1 (Engine)
+  SB_CHECK(g == comm::Group::Shard || g == comm::Group::World, "an experts unit's collective over "
+           "the {} group: expert parallelism runs over the shard group's ranks only (set "
+           "mesh.dp_replicate = 1)", comm::group_name(g));
+  return comm::Group::Edp;
 }
 
 bool Collectives::compresses(comm::CollectiveKind k) const { return cc_ && cc_->compresses(k); }

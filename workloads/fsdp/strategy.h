@@ -142,6 +142,13 @@ class Collectives {
   Collectives(comm::Communicator& c, const comm::Policy& policy);
   ~Collectives();
   comm::Communicator& comm() { return comm_; }
+  // The group a strategy's collective over dimension d runs on: the record's
+  // (StrategyInfo::group), or while the expert scope is on (an experts unit's collectives,
+  // set by the engine around them), the expert-data-parallel group in place of the data-
+  // parallel ones (World, Shard), the ranks that hold the same experts.
+  comm::Group group(const StrategyInfo& s, MeshDim d) const { return group_of(s.group(d, comm_), expert_); }
+  comm::Group group_of(comm::Group g, bool expert) const;
+  void set_expert_scope(bool on) { expert_ = on; }
   // full ((N*S), param dtype) <- the group's shards ((S), fp32 master) rounded to the param
   // dtype, through the policy's parameter compressor. Each shard is cast once, to the wire
   // dtype; a wire of the param dtype is received straight into full (no fp32 round trip).
@@ -167,6 +174,7 @@ class Collectives {
                       comm::CollectiveKind k, bool sync);
 
   comm::Communicator& comm_;
+  bool expert_ = false;
   std::unique_ptr<comm::CompressedCollectives> cc_;  // null when nothing is compressed
   comm::Policy policy_;
 };

@@ -15,7 +15,7 @@ class Zero1 final : public Strategy {
                     const ShardRange& r) const override {
     // MPI forbids overlapping send and receive buffers: send a copy of the own slice.
     auto mine = master.narrow(0, r.offset, r.size).clone();  // (S) fp32
-    c.all_gather_params_now(mine, master, record().group(MeshDim::dp, c.comm()));
+    c.all_gather_params_now(mine, master, c.group(record(), MeshDim::dp));
     // master is this rank's optimizer master too: a compressed gather must not round it.
     // The other ranks' slices stay as they arrived (rounded), so ranks compute with
     // replicas that differ in their own slice only (docs/COMPRESSION.md, "zero1").

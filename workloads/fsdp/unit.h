@@ -20,6 +20,11 @@ struct Engine::Unit {
   std::vector<std::vector<std::int64_t>> shapes;  // spec shapes, UnitSpec order
   std::vector<std::int64_t> split_sizes;          // flat.numels + [padding]
   ShardRange range;                               // this rank's slice of the padded buffer
+  // The group the unit is sharded over and its data-parallel collectives run on: the engine's
+  // shard group, or for a mixture of experts' experts (UnitSpec::expert) the ranks holding
+  // the same experts (Collectives::set_expert_scope maps the strategy's groups to it).
+  comm::Group group = comm::Group::Shard;
+  bool expert = false;
 
   torch::Tensor master;  // fp32: (S) when params are sharded, else (padded) replica
   // The reduced gradient of the last step in the reduce dtype, as the reduction left it (no

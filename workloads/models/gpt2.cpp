@@ -30,19 +30,20 @@ ParamSpec fill(std::string name, std::vector<std::int64_t> shape, ParamSpec::Ini
 
 // Parameter indices within a block unit, in UnitSpec order.
 enum Block { kLn1W, kLn1B, kAttnW, kAttnB, kProjW, kProjB, kLn2W, kLn2B, kFcW, kFcB, kMlpW, kMlpB };
-// An MoE block (moe.h) has the router and the stacked experts in the MLP's place.
-enum MoeBlock { kRouterW = kFcW, kExpFcW, kExpFcB, kExpProjW, kExpProjB };
+// An MoE block (moe.h) has the router in the MLP's place; its experts, stacked on a leading
+// axis, are a unit of their own after the head (UnitSpec::expert: expert parallelism shards
+// and reduces them over another group), in this order.
+enum MoeBlock { kRouterW = kFcW };
+enum Experts { kExpFcW, kExpFcB, kExpProjW, kExpProjB };
 
-// An MoE block's FLOPs per token (moe.h): attention and the router whole, top_k of the E
-// experts' weights; the experts' biases (2-D, stacked) count as vector FLOPs.
-TrainFlops moe_block_flops(const UnitSpec& u, const MoeConfig& m) {
+// An experts unit's FLOPs per token (moe.h): top_k of the E experts' weights; their biases
+// (2-D, stacked) count as vector FLOPs.
+TrainFlops experts_flops(const UnitSpec& u, const MoeConfig& m) {
   TrainFlops f;
   const double active = static_cast<double>(m.top_k) / static_cast<double>(m.experts);
   for (std::size_t i = 0; i < u.params.size(); ++i) {
-    const auto& p = u.params[i];
-    const bool expert = static_cast<int>(i) >= kExpFcW;
-    const bool bias = p.shape.size() == 1 || static_cast<int>(i) == kExpFcB || static_cast<int>(i) == kExpProjB;
-    (bias ? f.vector : f.matmul) += 6.0 * static_cast<double>(p.numel()) * (expert ? active : 1.0);
+    const bool bias = static_cast<int>(i) == kExpFcB || static_cast<int>(i) == kExpProjB;
+    (bias ? f.vector : f.matmul) += 6.0 * static_cast<double>(u.params[i].numel()) * active;
   }
   return f;
 }
@@ -79,14 +80,8 @@ std::vector<UnitSpec> Gpt2::make_units(int r, int n) const {
                 tp(normal(h + "attn.c_proj.weight", {d, A}, proj_std), Row),
                 fill(h + "attn.c_proj.bias", {d}, Z),
                 fill(h + "ln_2.weight", {d}, O), fill(h + "ln_2.bias", {d}, Z)}};
-    if (cfg_.moe.layer(i)) {  // moe.h: the router, then the experts stacked on a leading axis
-      const std::int64_t E = cfg_.moe.experts;
-      u.params.insert(u.params.end(),
-                      {normal(h + "moe.router.weight", {E, d}), normal(h + "moe.experts.c_fc.weight", {E, f, d}),
-                       fill(h + "moe.experts.c_fc.bias", {E, f}, Z),
-                       normal(h + "moe.experts.c_proj.weight", {E, d, f}, proj_std),
-                       fill(h + "moe.experts.c_proj.bias", {E, d}, Z)});
-      u.params[kExpFcB].decay = u.params[kExpProjB].decay = false;  // biases, though 2-D
+    if (cfg_.moe.layer(i)) {  // moe.h: the router; the experts' unit follows the head
+      u.params.push_back(normal(h + "moe.router.weight", {cfg_.moe.experts, d}));
     } else {
       u.params.insert(u.params.end(),
                       {tp(normal(h + "mlp.c_fc.weight", {f, d}), Col), tp(fill(h + "mlp.c_fc.bias", {f}, Z), Col),
@@ -96,6 +91,18 @@ std::vector<UnitSpec> Gpt2::make_units(int r, int n) const {
     units.push_back(std::move(u));
   }
   units.push_back({"head", {fill("ln_f.weight", {d}, O), fill("ln_f.bias", {d}, Z)}});
+  for (std::int64_t i = 0; i < cfg_.n_layer; ++i) {  // each MoE layer's experts, this ep rank's
+    if (!cfg_.moe.layer(i)) continue;
+    const std::string h = "h." + std::to_string(i) + ".moe.experts.";
+    const std::int64_t E = cfg_.moe.experts;
+    const auto ep = [&](ParamSpec s) { return ep_split(std::move(s), ep_.rank, ep_.size); };
+    UnitSpec u{"experts." + std::to_string(i),
+               {ep(normal(h + "c_fc.weight", {E, f, d})), ep(fill(h + "c_fc.bias", {E, f}, Z)),
+                ep(normal(h + "c_proj.weight", {E, d, f}, proj_std)), ep(fill(h + "c_proj.bias", {E, d}, Z))}};
+    u.params[kExpFcB].decay = u.params[kExpProjB].decay = false;  // biases, though 2-D
+    u.expert = true;
+    units.push_back(std::move(u));
+  }
   return units;
 }
 
@@ -140,7 +147,7 @@ std::string Gpt2::pipeline_problem(int stages) const {
 void Gpt2::set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers) {
   // Per row, forward + backward: a block's weights; the LM head's 6 V d on the last stage (the
   // embeddings are lookups). units_: this tp rank's blocks.
-  const double head = unit_flops_per_row(whole_units_.back()).total() +
+  const double head = unit_flops_per_row(whole_units_[static_cast<std::size_t>(cfg_.n_layer + 1)]).total() +
                       6.0 * static_cast<double>(cfg_.vocab * cfg_.d_model);
   units_ = pp_.apply(cfg_.preset, units_, pp, v, rank, unit_flops_per_row(whole_units_[1]).total(),
                      0.0, head, true, stage_layers);
@@ -197,10 +204,13 @@ TrainFlops Gpt2::train_flops(const Batch& b) const {
   // kernel computes the full square).
   const double tokens = static_cast<double>(b.input_ids.numel()), T = static_cast<double>(b.input_ids.size(1));
   const auto& units = whole_units_;  // the model's FLOPs, whatever this rank's share
-  TrainFlops row = unit_flops_per_row(units.back());  // ln_f
+  TrainFlops row = unit_flops_per_row(units[static_cast<std::size_t>(cfg_.n_layer + 1)]);  // ln_f
   for (std::int64_t l = 1; l <= cfg_.n_layer; ++l) {
-    const auto u = cfg_.moe.layer(l - 1) ? moe_block_flops(units[l], cfg_.moe) : unit_flops_per_row(units[l]);
+    const auto u = unit_flops_per_row(units[static_cast<std::size_t>(l)]);
     row.matmul += u.matmul, row.vector += u.vector;
+    if (!cfg_.moe.layer(l - 1)) continue;
+    const auto e = experts_flops(units[static_cast<std::size_t>(experts_unit(l - 1))], cfg_.moe);
+    row.matmul += e.matmul, row.vector += e.vector;
   }
   row.matmul += 6.0 * static_cast<double>(units[0].params[0].numel());  // LM head: wte (V, d)
   TrainFlops f;
@@ -291,15 +301,39 @@ torch::Tensor Gpt2::block(ParamProvider& p, std::int64_t l, const torch::Tensor&
   a = a.reshape({B * T, H * Dh});  // (B*T, H Dh)
   x = x + rows.apply(row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]), attn_site(l));
   h = norm(x, w[kLn2W], w[kLn2B]);
-  if (cfg_.moe.layer(l)) return x + rows.apply(moe(l, h, w), mlp_site(l));
+  if (cfg_.moe.layer(l)) return x + rows.apply(moe(p, l, h, w), mlp_site(l));
   h = tp_.rows_split() ? at::gelu(column(u, kFcW, h, w), "tanh")
                        : p.linear_gelu(u, kFcW, in_tp(h), w[kFcW], w[kFcB], "tanh");  // (B*T, 4d / tp)
   return x + rows.apply(row_linear(p, u, kMlpW, h, w[kMlpW], w[kMlpB]), mlp_site(l));
 }
 
-torch::Tensor Gpt2::moe(std::int64_t l, const torch::Tensor& h, const std::vector<torch::Tensor>& w) {
+int Gpt2::experts_unit(std::int64_t l) const {
+  return static_cast<int>(cfg_.n_layer + 2 + l / cfg_.moe.every);  // after the head, in layer order
+}
+
+std::string Gpt2::expert_parallel_problem(int size) const {
+  if (size > 1 && (tp_.on() || sp_.on() || pp_.cut.on()))
+    return fmt::format("model '{}': expert parallelism (mesh.ep = {}) does not run with mesh.tp, "
+                       "mesh.sp or mesh.pp yet; set them to 1", cfg_.preset, size);
+  return models::expert_parallel_problem(cfg_.moe, size);
+}
+
+void Gpt2::set_expert_parallel(ExpertParallel ep) {
+  const std::string why = expert_parallel_problem(ep.size);
+  SB_CHECK(why.empty(), "{}", why);
+  SB_CHECK(!ep.on() || (ep.all_to_all && ep.max), "model '{}': expert parallelism without its "
+           "collectives", cfg_.preset);
+  ep_ = std::move(ep);
+  units_ = make_units(tp_.rank, tp_.size);
+}
+
+torch::Tensor Gpt2::moe(ParamProvider& p, std::int64_t l, const torch::Tensor& h, const std::vector<torch::Tensor>& w) {
   const bool training = torch::GradMode::is_enabled();
-  auto o = moe_mlp(cfg_.moe, h, w[kRouterW], w[kExpFcW], w[kExpFcB], w[kExpProjW], w[kExpProjB], training);
+  const int eu = experts_unit(l);
+  const auto e = p.acquire(eu);
+  auto o = moe_mlp(cfg_.moe, h, w[kRouterW], e[kExpFcW], e[kExpFcB], e[kExpProjW], e[kExpProjB], training,
+                   ep_.on() ? &ep_ : nullptr);
+  p.release(eu, o.y);
   if (routing_.size() != static_cast<std::size_t>(cfg_.n_layer)) routing_.resize(static_cast<std::size_t>(cfg_.n_layer));
   routing_[static_cast<std::size_t>(l)] = std::move(o.routing);
   if (training) moe_loss_ = moe_loss_.defined() ? moe_loss_ + o.aux + o.z : o.aux + o.z;

@@ -40,6 +40,9 @@ class Gpt2 final : public Model, public KvDecoder {
   // training's loss only, as tensor parallelism (and not with Megatron's tp_sequence_parallel).
   std::string sequence_parallel_problem(int size, std::int64_t seq, int tp_size = 1) const override;
   void set_sequence_parallel(SequenceParallel sp) override;
+  // Expert parallelism (moe.h): the gpt2-moe family alone, without tp, sp or pp.
+  std::string expert_parallel_problem(int size) const override;
+  void set_expert_parallel(ExpertParallel ep) override;
   void set_dropout(const DropoutConfig& d) override;
   void set_activation_checkpoint(const CheckpointConfig& c) override;
   // The gpt2-moe family: each MoE layer's routing in the last forward (empty for a dense
@@ -105,7 +108,8 @@ class Gpt2 final : public Model, public KvDecoder {
                            const torch::Tensor& w, const torch::Tensor& b);
   // An MoE block's MLP (moe.h): the experts' output; the aux and z losses of a forward with
   // gradients summed into moe_loss_, each layer's routing kept in routing_.
-  torch::Tensor moe(std::int64_t l, const torch::Tensor& h, const std::vector<torch::Tensor>& w);
+  torch::Tensor moe(ParamProvider& p, std::int64_t l, const torch::Tensor& h, const std::vector<torch::Tensor>& w);
+  int experts_unit(std::int64_t l) const;  // MoE layer l's experts (after the head)
   ModelConfig cfg_;
   torch::Tensor moe_loss_;
   std::vector<MoeRouting> routing_;
@@ -113,6 +117,7 @@ class Gpt2 final : public Model, public KvDecoder {
   std::vector<UnitSpec> whole_units_;  // the unsharded model's (FLOPs count these)
   TensorParallel tp_;
   SequenceParallel sp_;
+  ExpertParallel ep_;  // moe.h; the experts' units hold this rank's
   Pipelined pp_;
   std::unique_ptr<Attention> attn_;
   ModelDropout dropout_;  // dropout.h: the configuration and the current forward's masks

@@ -134,6 +134,32 @@ void Model::set_sequence_parallel(SequenceParallel sp) {
   SB_CHECK(why.empty(), "{}", why);
 }
 
+std::string Model::expert_parallel_problem(int size) const {
+  return models::expert_parallel_problem(config().moe, size);
+}
+
+void Model::set_expert_parallel(ExpertParallel ep) {
+  const std::string why = expert_parallel_problem(ep.size);
+  SB_CHECK(why.empty(), "{}", why);
+}
+
+ParamSpec ep_split(ParamSpec s, int rank, int size) {
+  if (size <= 1) return s;
+  SB_CHECK(!s.shape.empty() && s.shape[0] % size == 0, "{}: {} experts do not split over mesh.ep = {}",
+           s.name, s.shape.empty() ? 0 : s.shape[0], size);
+  s.shape[0] /= size;
+  s.ep_rank = rank, s.ep_size = size;
+  return s;
+}
+
+torch::Tensor ep_slice(const ParamSpec& s, const torch::Tensor& whole) {
+  if (s.ep_size <= 1) return whole;
+  SB_CHECK(whole.dim() >= 1 && whole.size(0) == s.shape[0] * s.ep_size, "{}: a whole tensor of {} "
+           "experts to split over ep = {}, the spec holds {} a rank", s.name, whole.dim() ? whole.size(0) : 0,
+           s.ep_size, s.shape[0]);
+  return whole.narrow(0, s.ep_rank * s.shape[0], s.shape[0]).contiguous();
+}
+
 std::string Model::pipeline_problem(int stages) const {
   if (stages <= 1) return "";
   return fmt::format("model '{}' ({}) cannot be cut into pipeline stages; set mesh.pp = 1",

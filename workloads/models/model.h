@@ -39,8 +39,16 @@ struct ParamSpec {
   TpSplit tp = TpSplit::None;
   int tp_rank = 0, tp_size = 1;
   std::vector<std::int64_t> full_shape;
+  // Expert parallelism (moe.h): experts stacked on dimension 0 and split into ep_size equal
+  // blocks, this rank's the ep_rank-th (shape[0] = the whole's / ep_size).
+  int ep_rank = 0, ep_size = 1;
   std::int64_t numel() const;
 };
+
+// Expert parallelism: s split on dimension 0 into `size` blocks, this rank's the rank-th; and
+// that block of a whole tensor (whole itself when s is not split).
+ParamSpec ep_split(ParamSpec s, int rank, int size);
+torch::Tensor ep_slice(const ParamSpec& s, const torch::Tensor& whole);
 
 struct UnitSpec {
   std::string name;             // "embed", "block.3", "head"
@@ -51,6 +59,9 @@ struct UnitSpec {
   // their gradients, and the copy is counted once in the gradient norm.
   int whole_index = -1;
   bool pp_tied = false, pp_copy = false;
+  // A mixture of experts' experts (moe.h): different on each rank of an expert-parallel group,
+  // so sharded and reduced over the expert-data-parallel group (comm Group::Edp) instead.
+  bool expert = false;
   // The unit's index in the whole model, this one at `position` in its model's list.
   int whole(int position) const { return whole_index >= 0 ? whole_index : position; }
   std::int64_t numel() const;
@@ -220,6 +231,11 @@ class Model {
   // rank's stages' units, whose model-wide paths (loss_with, logits, classify, decoding) then
   // refuse; train_flops still counts the whole model. Default: cannot.
   virtual std::string pipeline_problem(int stages) const;
+  // Expert parallelism (moe.h): "" when a mixture of experts' experts split over `size` ranks,
+  // else why and the fix; set_expert_parallel splits them (units() then hold this rank's
+  // E / size experts: their units' ParamSpec::ep_*). Default: a dense model, which refuses > 1.
+  virtual std::string expert_parallel_problem(int size) const;
+  virtual void set_expert_parallel(ExpertParallel ep);
   // Dropout (dropout.h: masks independent of the mesh), in every forward of a batch with
   // dropout_step >= 0: d.hidden after the embeddings and each block's attention and MLP
   // outputs, d.attention on the attention probabilities (refused unless the attention variant

@@ -13,8 +13,17 @@
 //         group's tokens whose first choice is e, P_e the mean router probability of e)
 //   z   = z_loss_coef x mean_tokens logsumexp(router logits)^2  (ST-MoE's router z-loss)
 // The router runs in fp32; the experts in the compute dtype.
+//
+// Expert parallelism (ExpertParallel below; docs/FSDP.md "Expert parallelism"): over mesh.ep
+// ranks each holds experts [r E/ep, (r+1) E/ep) and routes its own tokens (its routing group,
+// as above); the kept assignments go to their experts' ranks in one all-to-all of (E, C, d)
+// slots (C the most any expert keeps on any rank of the group, the rest zero rows), each rank
+// runs its experts on what it received, and a second all-to-all returns the outputs to their
+// tokens' ranks, where the gates weight them (DeepSpeed-MoE's and GShard's dispatch/combine).
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
@@ -50,13 +59,29 @@ struct MoeOutput {
   MoeRouting routing;
 };
 
+// Expert parallelism as a model sees it; the training workload hands it the group's
+// collectives (workloads/parallel/ep_layers.h), the model keeps no communicator.
+struct ExpertParallel {
+  int rank = 0, size = 1;
+  // t: (size, ...) contiguous; block j goes to rank j and block j of the result came from rank
+  // j; its backward is the same all-to-all of the gradient. dispatch: tokens to experts (else
+  // outputs back), which the trace names.
+  std::function<torch::Tensor(const torch::Tensor&, bool dispatch)> all_to_all;
+  std::function<std::int64_t(std::int64_t)> max;  // the group's largest of a count
+  bool on() const { return size > 1; }
+};
+
 // x (N, d) through router (E, d) and experts fc (E, f, d), fc_b (E, f), proj (E, d, f),
-// proj_b (E, d) with tanh-GELU between, as one routing group.
+// proj_b (E, d) with tanh-GELU between, as one routing group. With ep on, the experts' tensors
+// are this rank's E / ep of them (moe.h's header) and every rank of ep's group must call.
 MoeOutput moe_mlp(const MoeConfig& c, const torch::Tensor& x, const torch::Tensor& router,
                   const torch::Tensor& fc, const torch::Tensor& fc_b, const torch::Tensor& proj,
-                  const torch::Tensor& proj_b, bool training);
+                  const torch::Tensor& proj_b, bool training, const ExpertParallel* ep = nullptr);
 
 // The choice and keep decision alone: from router probabilities (N, E) fp32.
 MoeRouting moe_route(const MoeConfig& c, const torch::Tensor& probs, bool training);
+
+// "" when `experts` split over `ep` ranks, else why and the fix.
+std::string expert_parallel_problem(const MoeConfig& c, int ep);
 
 }  // namespace sb::models

@@ -21,6 +21,12 @@ std::uint64_t mix(std::uint64_t x) {
 }  // namespace
 
 torch::Tensor init_param(const ParamSpec& spec, std::uint64_t seed, int unit, int index) {
+  if (spec.ep_size > 1) {  // the whole stack of experts' values, then this rank's
+    ParamSpec whole = spec;
+    whole.shape[0] *= spec.ep_size;
+    whole.ep_size = 1, whole.ep_rank = 0;
+    return ep_slice(spec, init_param(whole, seed, unit, index));
+  }
   if (spec.tp != TpSplit::None) {  // the whole parameter's values, then this rank's block
     ParamSpec whole = spec;
     whole.tp = TpSplit::None;

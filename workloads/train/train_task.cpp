@@ -48,6 +48,17 @@ models::TensorParallel planning_layout(int tp) {
   return shape;
 }
 
+// An expert-parallel layout (rank 0's experts: every rank holds as many), for shapes only.
+models::ExpertParallel planning_experts(int ep) {
+  models::ExpertParallel shape;
+  shape.size = ep;
+  shape.all_to_all = [](const torch::Tensor&, bool) -> torch::Tensor {
+    SB_FAIL("an expert-parallel layout made for planning ran a forward");
+  };
+  shape.max = [](std::int64_t) -> std::int64_t { SB_FAIL("an expert-parallel layout made for planning ran a forward"); };
+  return shape;
+}
+
 // The memory model of a point as `plan` sees it: the planned dtype, the mesh's shard group,
 // where it is a node's ranks (0) taken as the world (plan does not know the nodes).
 fsdp::MemoryPrediction planned_memory(const Point& p) {
@@ -55,6 +66,8 @@ fsdp::MemoryPrediction planned_memory(const Point& p) {
   const int tp = config<MeshConfig>(p).tp;
   const bool tp_cut = tp > 1 && model->tensor_parallel_problem(tp).empty();
   if (tp_cut) model->set_tensor_parallel(planning_layout(tp));
+  const int ep = config<MeshConfig>(p).ep;
+  if (ep > 1 && model->expert_parallel_problem(ep).empty()) model->set_expert_parallel(planning_experts(ep));
   // The shard group spans dp_shard x sp (0: a node's ranks, which already hold the sp ones).
   const int sg = config<MeshConfig>(p).dp_shard * config<MeshConfig>(p).sp;
   const int pp = config<MeshConfig>(p).pp;
@@ -194,6 +207,7 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   in.sequence_parallel = in.tp > 1 && config<StepKeys>(p).tp_sequence_parallel;
   in.pp = config<MeshConfig>(p).pp;
   in.sp = config<MeshConfig>(p).sp;
+  in.ep = config<MeshConfig>(p).ep;
   // The ranks FSDP spans: the data-parallel ones and, under Ulysses, their sp ranks.
   in.world = static_cast<int>(base_config(p).world / std::max(1, in.tp * in.pp));
   in.shard_group = shard_group;

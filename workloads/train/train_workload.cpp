@@ -44,6 +44,7 @@
 #include "workloads/models/family.h"
 #include "workloads/models/hf_config.h"
 #include "workloads/models/params.h"
+#include "workloads/parallel/ep_layers.h"
 #include "workloads/parallel/sp_layers.h"
 #include "workloads/parallel/tp_layers.h"
 #include "workloads/prune/prune_keys.h"
@@ -269,6 +270,10 @@ void TrainWorkload::build(RunContext& ctx) {
   // Ulysses sequence parallelism (mesh.sp): the model trades sequence slices for heads around
   // attention; the engine's shard group spans dp_shard x sp (comm/communicator.h).
   if (comm_->size(comm::Group::Sp) > 1) model_->set_sequence_parallel(parallel::sequence_parallel(*comm_));
+  // Expert parallelism (mesh.ep): the experts' units hold this rank's E / ep experts, tokens
+  // travel to them by all-to-all; the engine shards those units over the expert-data-parallel
+  // group (models/moe.h).
+  if (comm_->size(comm::Group::Ep) > 1) model_->set_expert_parallel(parallel::expert_parallel(*comm_));
   // Pipeline parallelism (mesh.pp): the model keeps this rank's stages (after tp cut them).
   if (comm_->size(comm::Group::Pp) > 1) {
     model_->set_pipeline(comm_->size(comm::Group::Pp), static_cast<int>(config<StepKeys>(p).pp_virtual_stages),
@@ -694,6 +699,24 @@ void TrainWorkload::record_teacher(RunContext& ctx) {
   rec.text("teacher", config<distill::DistillKeys>(ctx.point).teacher);
 }
 
+// Expert parallelism: every experts unit's tensors (this ep rank's block of experts) gathered
+// over the ep group into the whole stack, in ep rank order (= the experts' order). Collective.
+models::UnitTensors whole_experts(const std::vector<models::UnitSpec>& units, models::UnitTensors full,
+                                  comm::Communicator& c) {
+  const int ep = c.size(comm::Group::Ep);
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    if (!units[u].expert) continue;
+    for (auto& t : full[u]) {
+      auto sizes = t.sizes().vec();
+      sizes[0] *= ep;
+      auto whole = torch::empty(sizes, t.options());
+      c.all_gather(t.contiguous().view({-1}), whole.view({-1}), comm::Group::Ep, "export");
+      t = whole;
+    }
+  }
+  return full;
+}
+
 void TrainWorkload::export_weights(RunContext& ctx) {
   const std::string& out = config<RunKeys>(ctx.point).export_safetensors;
   const std::string& folder = config<RunKeys>(ctx.point).export_folder;
@@ -713,6 +736,10 @@ void TrainWorkload::export_weights(RunContext& ctx) {
     std::filesystem::remove_all(tmp);
   } else {
     full = engine_->full_params();  // collective: every rank takes part
+    if (comm_->size(comm::Group::Ep) > 1) {  // each ep rank holds E / ep experts: the whole stack
+      full = whole_experts(model_->units(), std::move(full), *comm_);
+      if (ctx.rank == 0) whole = make_train_model(ctx.point);  // the model without the ep split
+    }
     if (ctx.rank != 0) return;
   }
   const models::Model* model = whole ? whole.get() : model_.get();
