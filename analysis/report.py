@@ -19,6 +19,7 @@ from analysis.metrics import query_summary, summarize
 from analysis import network as network_mod
 from analysis import predict3d
 from analysis import memory as memory_mod
+from analysis import omb_py
 from analysis.plots import (PREDICT_ASSUMPTIONS, PREDICT_BYTES, PREDICT_WORKERS,
                             alpha_beta_fits, make_plots)
 from analysis.references import reference_checks
@@ -51,6 +52,7 @@ def build(results_dir, out_dir, network="lassen"):
     volume_blocks, volume = comm_volume.section(res)
     predict_blocks, predict_table = predict3d.section(res, net)
     memory_blocks, memory_table = memory_mod.section(res)
+    omb_blocks, omb_table = omb_py.section(res)
     names = (res.points.set_index("point_id")["point_name"] if len(res.points)
              else pd.Series(dtype=str))
 
@@ -78,6 +80,8 @@ def build(results_dir, out_dir, network="lassen"):
         csv["predict3d"] = predict_table
     if len(memory_table):
         csv["memory"] = memory_table
+    if len(omb_table):
+        csv["python_overhead"] = omb_table
     if len(seed_list):
         csv["paper_results"] = seed_list
     csv.update({"paper_" + slug(t): df for t, df in seed.items()})
@@ -89,7 +93,7 @@ def build(results_dir, out_dir, network="lassen"):
                      queries, fits, plots, sorted(csv), conds, checks,
                      serving_blocks(serve_points, goodput) + modelcomp.blocks(distilled, frontier),
                      peer_blocks + volume_blocks + network_blocks(net_table, net) + predict_blocks
-                     + memory_blocks)
+                     + memory_blocks + omb_blocks)
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))

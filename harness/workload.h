@@ -139,6 +139,21 @@ struct TaskInfo {
   // starts again at step 0: what a Slurm requeue after the pre-timeout signal asks
   // (harness/launch/slurm_timeout.h). Unset: the task never resumes.
   std::function<std::string(const Point&)> resume_dir;
+  // A point whose ranks are another program (the micro task's Python twin, OMB-Py style):
+  // its argv, or empty to run in this process. `shardbench run` execs it on every rank before
+  // MPI_Init, so the program joins the launcher's job as that rank (the same mpirun or srun,
+  // job scripts and logs); it hands its measurements back to `shardbench run --measured FILE`
+  // (no MPI), which writes the point's result file through record_measured: one writer of the
+  // schema for both. Unset: every point runs in process.
+  struct Exec {
+    std::string suite_file, point, results_dir;  // as `run` was given them
+    std::string self;        // this shardbench binary
+    std::string source_dir;  // the checkout it was built from (scripts, .venv)
+  };
+  std::function<std::vector<std::string>(const Point&, const Exec&)> exec;
+  // The measurements file's records into rec (rank 0's recorder, every rank's rows); throws
+  // when the file does not describe this point.
+  std::function<void(const Point&, const std::string& file, Recorder&)> record_measured;
 };
 void register_task(TaskInfo info);
 const TaskInfo* find_task(const std::string& task);

@@ -14,6 +14,8 @@ PACKAGES=(
   libgtest-dev libbenchmark-dev              # tests and micro-benchmarks
   slurmctld slurmd slurm-client munge        # the single-node Slurm cluster used by tests
   python3 python3-h5py python3-pandas python3-matplotlib python3-scipy python3-pytest
+  python3-mpi4py                             # the micro task's Python twin (OMB-Py), below
+  python3-optuna                             # shardbench search (TPE sampler)
   chromium                                   # report.html in headless Chromium (analysis tests)
 )
 
@@ -67,4 +69,15 @@ if [[ $have != "$TRANSFORMERS_VERSION" ]]; then
   "$venv/bin/pip" install -q --disable-pip-version-check "transformers==$TRANSFORMERS_VERSION"
 else
   echo "install-deps: transformers $TRANSFORMERS_VERSION present in $venv"
+fi
+
+# mpi4py for the micro task's Python twin (workloads/micro/omb_py.py, micro.impl mpi4py-*),
+# which runs under .venv's interpreter (torch tensors). Debian's python3-mpi4py is built
+# against Debian's Open MPI (the one shardbench links) for this CPython 3.11: linked into
+# .venv rather than built from PyPI's source (its generated MPI.c takes over 20 GB of memory
+# to compile at -O2 -g).
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if [[ ! -e $site/mpi4py ]]; then
+  echo "install-deps: linking Debian's mpi4py into $venv"
+  ln -sfn /usr/lib/python3/dist-packages/mpi4py "$site/mpi4py"
 fi

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "harness/command.h"
 #include "harness/core/machine.h"
@@ -38,14 +39,18 @@ Registrar reg([] {
     auto file = std::make_shared<std::string>();
     auto results = std::make_shared<std::string>();
     auto memory = std::make_shared<bool>(false);
+    auto as_json = std::make_shared<bool>(false);
     sub.add_option("suite", *file, "suite file (suite/*.toml)")->required();
+    sub.add_flag("--json", *as_json,
+                 "print the points as JSON, for programs (`shardbench search`): suite, and per "
+                 "point index, id, name and its canonical config");
     sub.add_flag("--memory", *memory,
                  "also print each point's memory model per rank, term by term (parameters, "
                  "gradients, optimizer, compression, gathered, activations, offload)");
     sub.add_option("--results", *results,
                    "results folder whose done points time the estimate (default "
                    "results/<suite name>)");
-    sub.callback([file, results, memory] {
+    sub.callback([file, results, memory, as_json] {
       Suite s;
       try {
         s = load_suite(*file);
@@ -60,6 +65,14 @@ Registrar reg([] {
       for (const auto& o : oversubscribed_points(s, usable_cores()))
         std::fprintf(stderr, "warning: %s here: `shardbench sweep` refuses it without "
                      "--allow-oversubscribe (timings would measure contention)\n", o.c_str());
+      if (*as_json) {
+        nlohmann::json pts = nlohmann::json::array();
+        for (const Point& p : s.points)
+          pts.push_back({{"index", p.index}, {"id", p.id}, {"name", p.name},
+                         {"config", nlohmann::json::parse(p.canonical())}});
+        std::puts(nlohmann::json{{"suite", s.name}, {"file", *file}, {"points", pts}}.dump().c_str());
+        return;
+      }
       std::fputs(format_plan(s).c_str(), stdout);
       if (*memory) std::fputs(format_memory(s).c_str(), stdout);
       // stderr, like the warnings: stdout stays the plan itself, for scripts and diffs.

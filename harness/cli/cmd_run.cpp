@@ -3,7 +3,10 @@
 // One failure path: any exception on any rank goes to sb::abort_all() from inside its handler
 // (the workload still alive, nothing waiting on MPI), which records the failed result with
 // rank, host, file:line and the partial trace, then MPI_Abort ends every rank.
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -11,6 +14,8 @@
 #include <typeinfo>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "harness/command.h"
 #include "harness/core/activity.h"
@@ -34,8 +39,13 @@
 namespace sb::cli {
 namespace {
 
+#ifndef SHARDBENCH_SOURCE_DIR
+#define SHARDBENCH_SOURCE_DIR "."
+#endif
+
 struct RunArgs {
   std::string suite, point, results;
+  std::string measured;  // a program's measurements (TaskInfo::exec): write the result, no MPI
   std::string record_failure, log;  // used by job scripts after a launcher failed
 };
 
@@ -221,7 +231,80 @@ int finish_point(const Recorder& rec, const std::string& stop_reason, StopCause 
   return code;
 }
 
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("shardbench") : p.string();
+}
+
+// A point whose ranks are another program (TaskInfo::exec): replace this process with it,
+// before MPI_Init, so it is the launcher's rank. Anything wrong with the suite or point is
+// left to the normal path, which reports it on every rank.
+void exec_if_external(const RunArgs& a) {
+  std::vector<std::string> argv;
+  try {
+    Suite suite = load_suite(a.suite);
+    const Point& p = find_point(suite, a.point);
+    const TaskInfo* task = find_task(base_config(p).task);
+    if (!task || !task->exec) return;
+    argv = task->exec(p, {a.suite, a.point, a.results.empty() ? default_results_dir(suite) : a.results,
+                          self_exe(), SHARDBENCH_SOURCE_DIR});
+  } catch (const std::exception&) {
+    return;
+  }
+  if (argv.empty()) return;
+  std::fflush(nullptr);
+  std::vector<char*> c;
+  for (auto& s : argv) c.push_back(s.data());
+  c.push_back(nullptr);
+  ::execv(c[0], c.data());
+  std::fprintf(stderr, "shardbench run: cannot start %s for point %s: %s\n", argv[0].c_str(),
+               a.point.c_str(), std::strerror(errno));
+  std::exit(1);
+}
+
+// `run --measured FILE`: the result file of a point another program ran (TaskInfo::exec),
+// from its measurements; rank 0 of that program calls it after MPI_Finalize. No MPI here.
+int write_measured(const RunArgs& a) {
+  Suite suite = load_suite(a.suite);
+  const Point& p = find_point(suite, a.point);
+  const TaskInfo* task = find_task(base_config(p).task);
+  SB_CHECK(task && task->record_measured, "point {} (task '{}') does not run as another program; "
+           "run it without --measured", p.index, base_config(p).task);
+  std::ifstream in(a.measured);
+  SB_CHECK(in.good(), "cannot read measurements '{}'", a.measured);
+  const auto j = nlohmann::json::parse(in);
+  const std::string dir = a.results.empty() ? default_results_dir(suite) : a.results;
+  g_point.path = result_path(dir, p.index, p.id);
+  ResultMeta& meta = g_point.meta;
+  meta = make_result_meta(suite, p);
+  meta.world_size = j.at("world").get<std::int64_t>();
+  meta.threads_per_rank = launch_spec_for(p).threads;
+  meta.command_line = j.at("command_line").get<std::string>();
+  meta.hosts = j.at("hosts").dump();
+  meta.machine = machine_json(j.at("machine_start").get<std::vector<std::string>>(), {});
+  meta.start_time = j.at("start_time").get<std::string>();
+  meta.end_time = j.at("end_time").get<std::string>();
+  meta.elapsed_s = j.at("elapsed_s").get<double>();
+  meta.status = j.at("status").get<std::string>();
+  meta.failure_reason = j.value("failure_reason", std::string());
+  Recorder rec;
+  try {
+    task->record_measured(p, a.measured, rec);
+  } catch (const std::exception& e) {  // the measurements do not fit the point: recorded as such
+    meta.status = "failed";
+    meta.failure_reason = fmt::format("the measurements in {} cannot be recorded: {}", a.measured, describe(e));
+  }
+  meta.versions = versions_json(rec.texts());
+  write_result(meta, rec);
+  print_summary(stdout, meta, rec);
+  std::fprintf(stdout, "result: %s\n", g_point.path.c_str());
+  return meta.status == "done" ? 0 : 1;
+}
+
 int run_point(const RunArgs& a) {
+  if (!a.measured.empty()) return write_measured(a);
+  exec_if_external(a);
   // Before MPI_Init (which takes seconds): a stop signal during start-up must not kill us.
   install_stop_signals();
   MpiContext mpi(nullptr, nullptr);
@@ -302,6 +385,10 @@ const bool registered = [] {
                                      "unless it has a result (job scripts use it)");
                       sub.add_option("--log", a->log,
                                      "with --record-failure: append this log's last lines");
+                      sub.add_option("--measured", a->measured,
+                                     "do not run: write the result file from the measurements "
+                                     "of a point another program ran (the micro task's Python "
+                                     "twin calls it)");
                       sub.callback([a] {
                         const int code = a->record_failure.empty() ? run_point(*a)
                                                                    : record_failure(*a);

@@ -18,6 +18,7 @@ struct SweepArgs {
   bool retry_failed = false;
   int np_max = 0;
   bool allow_oversubscribe = false;
+  std::vector<std::string> only;  // --points
 };
 
 const bool registered = [] {
@@ -29,6 +30,8 @@ const bool registered = [] {
          sub.add_option("--results", a->results, "results folder (default results/<suite name>)");
          sub.add_flag("--retry-failed", a->retry_failed, "rerun points recorded as failed");
          sub.add_option("--np-max", a->np_max, "skip points that need more ranks than this");
+         sub.add_option("--points", a->only, "run only these points (ids or indices, comma-separated)")
+             ->delimiter(',');
          sub.add_option("--scheduler", a->scheduler,
                         "a scheduler that runs points here (default: the one registered)");
          sub.add_flag("--allow-oversubscribe", a->allow_oversubscribe,
@@ -43,6 +46,7 @@ const bool registered = [] {
            opt.results_dir = a->results.empty() ? default_results_dir(suite) : a->results;
            opt.retry_failed = a->retry_failed;
            opt.np_max = a->np_max;
+           opt.only = a->only;
            opt.allow_oversubscribe = a->allow_oversubscribe;
            const int code = find_scheduler(scheduler)->schedule(suite, opt);
            if (code != 0) throw Exit{code};

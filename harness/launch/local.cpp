@@ -128,13 +128,20 @@ void refuse_oversubscription(const Suite& suite, const ScheduleOptions& opt) {
           over.size() == 1 ? "" : "s", suite.name, cores, list);
 }
 
-// The points this sweep will run, in order (not done, within --np-max).
+// Whether --points (ScheduleOptions::only) asks for p: its id or its index; all when empty.
+bool asked(const ScheduleOptions& opt, const Point& p) {
+  if (opt.only.empty()) return true;
+  return std::find(opt.only.begin(), opt.only.end(), p.id) != opt.only.end() ||
+         std::find(opt.only.begin(), opt.only.end(), std::to_string(p.index)) != opt.only.end();
+}
+
+// The points this sweep will run, in order (not done, within --np-max and --points).
 std::vector<const Point*> points_to_run(const Suite& suite, const ScheduleOptions& opt,
                                         const std::string& dir) {
   std::vector<const Point*> out;
   std::string why;
   for (const Point& p : suite.points)
-    if (point_needs_run(dir, p, opt.retry_failed, &why) &&
+    if (asked(opt, p) && point_needs_run(dir, p, opt.retry_failed, &why) &&
         !(opt.np_max > 0 && base_config(p).world > opt.np_max))
       out.push_back(&p);
   return out;
@@ -163,7 +170,14 @@ class LocalScheduler final : public Scheduler {
   int schedule(const Suite& suite, const ScheduleOptions& opt) const override {
     namespace fs = std::filesystem;
     const std::string dir = opt.results_dir;
-    refuse_oversubscription(suite, opt);
+    for (const auto& want : opt.only)
+      SB_CHECK(std::any_of(suite.points.begin(), suite.points.end(),
+                           [&](const Point& p) { return p.id == want || std::to_string(p.index) == want; }),
+               "--points: suite {} has no point {} (`shardbench plan` lists ids and indices)", suite.name, want);
+    Suite asked_points = suite;  // the oversubscription check looks at what runs
+    auto& pts = asked_points.points;
+    pts.erase(std::remove_if(pts.begin(), pts.end(), [&](const Point& p) { return !asked(opt, p); }), pts.end());
+    refuse_oversubscription(asked_points, opt);
     refuse_missing_allocation(points_to_run(suite, opt, dir), opt,
                               scheduler_info(name()).allocates);
     const ResultsLock lock(dir);
@@ -182,6 +196,11 @@ class LocalScheduler final : public Scheduler {
     int failed = 0, ran = 0, skipped = 0;
     for (const Point& p : suite.points) {
       if (received_stop_signal() != 0) break;
+      if (!asked(opt, p)) {  // --points: left as it is, said nowhere (search runs one at a time)
+        ++handled;
+        progress->step(handled, "");
+        continue;
+      }
       std::string why;
       const int world = base_config(p).world;
       const std::string head = fmt::format("[{}/{}] point {} {} ({})", p.index + 1,

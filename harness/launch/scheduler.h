@@ -20,6 +20,9 @@ struct ScheduleOptions {
   std::string exe;             // the shardbench binary the ranks run ("" = this one)
   bool retry_failed = false;   // rerun points whose result says failed
   int np_max = 0;              // local: skip points with more ranks (0 = no limit)
+  // local: run only these points (ids or indices; empty = all), the rest left as they are
+  // (`shardbench search` runs the points it chose through here).
+  std::vector<std::string> only;
   bool allow_oversubscribe = false;  // local: run points with more threads than cores
   bool dry_run = false;        // slurm: write and print the scripts, do not submit
   int max_parallel = 0;        // slurm: array tasks at once (0 = no limit)

@@ -8,6 +8,7 @@
 #include "workloads/comm/communicator.h"
 #include "workloads/comm/compressed_collectives.h"
 #include "workloads/comm/compressor.h"
+#include "workloads/micro/python_twin.h"
 
 namespace sb::micro {
 namespace {
@@ -39,7 +40,7 @@ const std::vector<std::pair<std::string, std::string>>& plain_impls() {
 bool is_compressed(const std::string& impl) {
   for (const auto& [name, doc] : plain_impls())
     if (impl == name) return false;
-  return true;
+  return !is_python(impl);
 }
 
 std::vector<std::string> impl_names() {
@@ -48,6 +49,17 @@ std::vector<std::string> impl_names() {
   for (const auto& c : comm::compressor_names())
     if (!comm::compressor_info(c).identity) v.push_back(c);
   return v;
+}
+
+PlainSizes plain_sizes(Op op, std::int64_t bytes, int ranks) {
+  PlainSizes s;
+  const std::int64_t requested = std::max<std::int64_t>(bytes / 4, 1);
+  const bool split = op != Op::AllReduce && op != Op::Broadcast;
+  s.count = split ? (requested + ranks - 1) / ranks * ranks : requested;
+  s.size_bytes = s.count * 4;
+  s.wire_bytes = static_cast<std::int64_t>(comm::wire_bytes(op_name(op), static_cast<std::uint64_t>(s.size_bytes), ranks));
+  s.logical_bytes = comm::wire_bytes(op_name(op), static_cast<std::uint64_t>(split ? s.size_bytes : requested * 4), ranks);
+  return s;
 }
 
 CollectiveCase::CollectiveCase(const CaseConfig& cfg, MPI_Comm world, comm::Communicator* c)
@@ -69,10 +81,8 @@ CollectiveCase::CollectiveCase(const CaseConfig& cfg, MPI_Comm world, comm::Comm
     SB_CHECK(std::find(impl_names().begin(), impl_names().end(), cfg.impl) != impl_names().end(),
              "unknown implementation \"{}\"; known: {}", cfg.impl, fmt::join(impl_names(), ", "));
   }
-  // Split ops need a whole number of fp32 elements per rank.
-  count_ = std::max<std::int64_t>(cfg.bytes / 4, 1);
-  const bool split = cfg.op != Op::AllReduce && cfg.op != Op::Broadcast;
-  if (split || compressed) count_ = (count_ + n_ - 1) / n_ * n_;
+  // Split ops (and compressed ones) need a whole number of fp32 elements per rank.
+  count_ = plain_sizes(compressed ? Op::AllGather : cfg.op, cfg.bytes, n_).count;
   const std::int64_t s = count_ / n_;
   switch (cfg.op) {
     case Op::AllGather: in_ = torch::zeros({s}); out_ = torch::zeros({count_}); break;
@@ -145,9 +155,7 @@ void CollectiveCase::run() {
 }
 
 std::int64_t CollectiveCase::wire_bytes() const {
-  if (!compressor_)
-    return static_cast<std::int64_t>(
-        comm::wire_bytes(op_name(cfg_.op), static_cast<std::uint64_t>(size_bytes()), n_));
+  if (!compressor_) return plain_sizes(cfg_.op, cfg_.bytes, n_).wire_bytes;
   const std::int64_t s = count_ / n_;
   // Per rank: all_gather sends its compressed shard to n-1 ranks; reduce_scatter one
   // compressed chunk to each of n-1 ranks; all_reduce does both (docs/METRICS.md).
@@ -156,10 +164,11 @@ std::int64_t CollectiveCase::wire_bytes() const {
 }
 
 std::uint64_t CollectiveCase::logical_bytes() const {
-  const auto requested = static_cast<std::uint64_t>(std::max<std::int64_t>(cfg_.bytes / 4, 1)) * 4;
+  // A compressed case's buffer is padded like a split op's; its baseline is the op's own.
+  const PlainSizes s = plain_sizes(cfg_.op, cfg_.bytes, n_);
   const bool unpadded = cfg_.op == Op::AllReduce || cfg_.op == Op::Broadcast;
-  return comm::wire_bytes(op_name(cfg_.op),
-                          unpadded ? requested : static_cast<std::uint64_t>(size_bytes()), n_);
+  return unpadded ? s.logical_bytes
+                  : comm::wire_bytes(op_name(cfg_.op), static_cast<std::uint64_t>(size_bytes()), n_);
 }
 
 std::int64_t CollectiveCase::check() {

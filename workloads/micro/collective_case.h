@@ -47,6 +47,15 @@ struct CaseConfig {
   double ratio = 0.01;        // topk compressor
 };
 
+// An uncompressed case's sizes, which need no communicator: the fp32 elements of the total
+// buffer (split ops: a whole number per rank), its bytes, and what a rank sends (wire) and
+// the requested size's fp32 collective would (logical), as CollectiveCase reports them.
+struct PlainSizes {
+  std::int64_t count = 0, size_bytes = 0, wire_bytes = 0;
+  std::uint64_t logical_bytes = 0;
+};
+PlainSizes plain_sizes(Op op, std::int64_t bytes, int ranks);
+
 class CollectiveCase {
  public:
   // world: the ranks taking part. comm: our communicator on the same ranks (needed for

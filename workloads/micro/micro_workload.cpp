@@ -22,6 +22,7 @@
 #include "workloads/micro/collective_case.h"
 #include "workloads/micro/micro_config.h"
 #include "workloads/micro/p2p_case.h"
+#include "workloads/micro/python_twin.h"
 #include "workloads/models/cpu_allocator.h"
 
 namespace sb::micro {
@@ -39,6 +40,10 @@ class MicroWorkload : public Workload {
   void run(RunContext& ctx) override {
     const Point& p = ctx.point;
     const MicroConfig& mc = config<MicroConfig>(p);
+    SB_CHECK(!is_python(mc.impl), "micro.impl = \"{}\" runs as a Python program that `shardbench run` "
+             "starts in this rank's place (workloads/micro/omb_py.py with .venv/bin/python and "
+             "mpi4py), and it did not start: run jobscripts/install-deps.sh, which installs mpi4py "
+             "and h5py into .venv", mc.impl);
     if (is_p2p(mc.op)) return point_to_point(ctx, mc);
     CaseConfig base;
     base.op = op_from_name(mc.op);
@@ -250,8 +255,11 @@ const Registrar reg([] {
   register_name("comm_impl", "tune",
                 "every collective on every CPU backend, interleaved: writes the tuning table of "
                 "comm_backend = \"auto\" to comm_tuning (micro.op is not used)");
-  register_task({"micro", [] { return std::make_unique<MicroWorkload>(); },
-                 [](const Point&) { return 0.0; }});
+  for (const auto& [name, doc] : python_impls()) register_name("comm_impl", name, doc);
+  TaskInfo t{"micro", [] { return std::make_unique<MicroWorkload>(); }, [](const Point&) { return 0.0; }};
+  t.exec = python_twin_argv;  // micro.impl = mpi4py-*: the ranks are omb_py.py (python_twin.h)
+  t.record_measured = record_python_twin;
+  register_task(std::move(t));
 });
 
 // The sizes and the op a compressed implementation can run. micro.* keys are read by every
@@ -265,8 +273,9 @@ void validate(const MicroConfig& c, const Point& p, std::vector<Diagnostic>& out
   if (c.factor < 2)
     out.push_back({"micro.factor", "micro.factor must be at least 2"});
   if (is_p2p(c.op)) {
-    if (c.impl != "mpi" && c.impl != "ours" && c.impl != "ours-async")
-      out.push_back({"micro.impl", fmt::format("{} runs mpi, ours or ours-async, not \"{}\" "
+    if (c.impl != "mpi" && c.impl != "ours" && c.impl != "ours-async" && !is_python(c.impl))
+      out.push_back({"micro.impl", fmt::format("{} runs mpi, ours, ours-async or a Python twin "
+                                               "(mpi4py-numpy, mpi4py-torch), not \"{}\" "
                                                "(point-to-point messages are not compressed)",
                                                c.op, c.impl)});
     const int ranks = base_config(p).world;

@@ -173,14 +173,22 @@ std::int64_t P2PCase::check() {
   return recv_.ne(want).sum().item<std::int64_t>();
 }
 
+double p2p_per_message_s(P2PBench b, int window, double iteration_s) {
+  return b == P2PBench::Latency ? iteration_s / 2 : iteration_s / window;
+}
+
+double p2p_bandwidth(P2PBench b, std::int64_t bytes, int window, double iteration_s) {
+  const double n = static_cast<double>(bytes);
+  if (b == P2PBench::Latency) return n / p2p_per_message_s(b, window, iteration_s);
+  return n * window * (b == P2PBench::Bibw ? 2 : 1) / iteration_s;
+}
+
 double P2PCase::per_message_s(double iteration_s) const {
-  return cfg_.bench == P2PBench::Latency ? iteration_s / 2 : iteration_s / cfg_.window;
+  return p2p_per_message_s(cfg_.bench, cfg_.window, iteration_s);
 }
 
 double P2PCase::bandwidth(double iteration_s) const {
-  const double b = static_cast<double>(cfg_.bytes);
-  if (cfg_.bench == P2PBench::Latency) return b / per_message_s(iteration_s);
-  return b * cfg_.window * (cfg_.bench == P2PBench::Bibw ? 2 : 1) / iteration_s;
+  return p2p_bandwidth(cfg_.bench, cfg_.bytes, cfg_.window, iteration_s);
 }
 
 P2PTiming time_p2p(P2PCase& c, int warmup, int iters, MPI_Comm world) {

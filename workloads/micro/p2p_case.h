@@ -42,6 +42,10 @@ struct P2PConfig {
   int window = 64;         // messages per iteration of p2p_bw / p2p_bibw (OSU's default)
 };
 
+// One iteration's seconds -> one message's and OSU's bandwidth (P2PCase's, without a case).
+double p2p_per_message_s(P2PBench b, int window, double iteration_s);
+double p2p_bandwidth(P2PBench b, std::int64_t bytes, int window, double iteration_s);
+
 class P2PCase {
  public:
   // world: an even number of ranks. comm: our communicator on the same ranks (ours,

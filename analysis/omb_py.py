@@ -1,0 +1,67 @@
+# The report's "Python's overhead (OMB-Py)" section (the Codesign issue): for every micro point
+# run by the Python twin (micro.impl mpi4py-numpy / mpi4py-torch, workloads/micro/omb_py.py),
+# each size's time beside the C++ raw-MPI point (micro.impl = "mpi") of the same op, world,
+# backend and size in the same results folder, and Python's overhead. Formula (docs/METRICS.md
+# "Python's overhead (OMB-Py)"): overhead = t_python / t_cpp - 1, with t the size's mean_s
+# series (collectives: the mean of each call's slowest rank; p2p: the slowest rank's mean
+# iteration), the median over the points' repetitions; bandwidth ratio = t_cpp / t_python. A
+# size without its C++ twin is left out.
+import pandas as pd
+
+PYTHON_IMPLS = ("mpi4py-numpy", "mpi4py-torch")
+MATCH = ("micro.op", "world", "comm_backend", "micro.window", "micro.warmup", "threads")
+COLUMNS = ["op", "impl", "world", "size_bytes", "repetitions", "cpp_us", "python_us", "overhead_pct", "bw_ratio"]
+
+
+def _sizes(res, pid):
+    s = res.series[res.series["point_id"] == pid]
+    by = {n: g.sort_values("i")["value"].tolist() for n, g in s.groupby("name")}
+    return list(zip(by.get("size_bytes", []), by.get("mean_s", [])))
+
+
+def overhead_table(res):
+    """Per (op, Python impl, world, size): the median over repetitions of each side's mean_s."""
+    done = res.done()
+    if not len(done) or not len(res.series):
+        return pd.DataFrame(columns=COLUMNS)
+    groups = {}  # (impl, MATCH values) -> the points (repetitions) of that configuration
+    for pid in done["point_id"]:
+        c = res.config.get(pid, {})
+        if c.get("task") == "micro":
+            groups.setdefault((c.get("micro.impl"),) + tuple(c.get(k) for k in MATCH), []).append(pid)
+
+    def medians(pids):
+        t = pd.DataFrame([r for pid in pids for r in _sizes(res, pid)], columns=["size", "t"])
+        return t.groupby("size")["t"].median().to_dict() if len(t) else {}
+
+    rows = []
+    for key, pids in groups.items():
+        impl, match = key[0], key[1:]
+        if impl not in PYTHON_IMPLS or ("mpi",) + match not in groups:
+            continue
+        cpp, py = medians(groups[("mpi",) + match]), medians(pids)
+        c = dict(zip(MATCH, match))
+        for size, t in py.items():
+            if size not in cpp or not t > 0:
+                continue
+            rows.append({"op": c["micro.op"], "impl": impl, "world": c["world"], "size_bytes": int(size),
+                         "repetitions": len(pids), "cpp_us": cpp[size] * 1e6, "python_us": t * 1e6,
+                         "overhead_pct": (t / cpp[size] - 1) * 100, "bw_ratio": cpp[size] / t})
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    return out.sort_values(["op", "impl", "size_bytes"]).reset_index(drop=True) if len(out) else out
+
+
+def section(res):
+    """(blocks, table); no blocks without a Python twin point and its C++ twin."""
+    t = overhead_table(res)
+    if not len(t):
+        return [], t
+    return [("h2", "Python's overhead (OMB-Py)"),
+            ("p", "Each Python twin point (micro.impl mpi4py-numpy or mpi4py-torch: the same cases "
+                  "through mpi4py's buffer calls, workloads/micro/omb_py.py) beside the C++ raw-MPI "
+                  "point (micro.impl = mpi) of the same op, world, backend and size from this "
+                  "folder: mean time per call (collectives) or iteration (p2p), the median over repetitions, overhead = "
+                  "python / C++ - 1, bw_ratio = C++ / python (the Python twin's share of C++'s "
+                  "bandwidth). The two ran one after the other, not interleaved: on a noisy machine "
+                  "a few percent either way is the machine (docs/METRICS.md)."),
+            ("table", t)], t
