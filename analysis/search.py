@@ -23,6 +23,13 @@ import sys
 import pandas as pd
 
 SMALLER_IS_BETTER = ("_s", "_bytes", "_us", "_ms", "latency", "loss", "perplexity")
+RATES = ("_per_s", "_gbps", "_GBps", "_MBps")  # per second: larger is better
+
+
+def default_direction(objective):
+    if objective.endswith(RATES):
+        return "max"
+    return "min" if objective.endswith(SMALLER_IS_BETTER) else "max"
 
 
 def plan(sb, suite):
@@ -32,10 +39,26 @@ def plan(sb, suite):
     return json.loads(out.stdout)
 
 
+def derived(k, keys, points):
+    """Whether k's value is a function of the other keys' (a canonicalized key such as
+    mesh.dp_shard from world, or grad_accum from microbatches): not a dimension to search."""
+    seen = {}
+    for p in points:
+        rest = tuple(json.dumps(p["config"].get(o)) for o in keys if o != k)
+        v = json.dumps(p["config"].get(k))
+        if seen.setdefault(rest, v) != v:
+            return False
+    return True
+
+
 def space_of(points):
-    """(keys, values per key, configuration -> point ids): the keys the points vary."""
+    """(keys, values per key, configuration -> point ids): the keys the points vary, less those
+    the others determine."""
     keys = sorted({k for p in points for k in p["config"]} - {"repetition"})
     varying = [k for k in keys if len({json.dumps(p["config"].get(k)) for p in points}) > 1]
+    for k in list(varying):
+        if len(varying) > 1 and derived(k, varying, points):
+            varying.remove(k)
     values = {k: sorted({json.dumps(p["config"].get(k)) for p in points}) for k in varying}
     by_combo = {}
     for p in points:
@@ -90,16 +113,20 @@ def main(argv=None):
         raise SystemExit(f"{a.suite}: its {len(points)} point(s) vary no key; nothing to search")
     distinct = len(by_combo)
     budget = a.budget or max(1, distinct // 4)
-    direction = a.direction or ("min" if a.objective.endswith(SMALLER_IS_BETTER) else "max")
+    direction = a.direction or default_direction(a.objective)
     print(f"search {p['suite']}: {distinct} configurations of {len(keys)} keys ({', '.join(keys)}), "
           f"{len(points)} points; {direction}imize {a.objective}; budget {budget} points; "
           f"Optuna {optuna.__version__} TPE, seed {a.seed}")
     sampler = optuna.samplers.TPESampler(seed=a.seed, n_startup_trials=min(10, max(2, budget // 3)))
     study = optuna.create_study(direction="minimize" if direction == "min" else "maximize", sampler=sampler)
     ran, tried, trials = [], set(), []
-    asks = 0
-    while len(ran) < budget and len(tried) < distinct and asks < 50 * distinct:
+    have = objective_values(results, a.objective) if os.path.isdir(results) else {}
+    asks = idle = 0
+    # Stops at the budget, when every configuration was tried, or when the sampler has proposed
+    # only known configurations for a while (converged: more asks would run nothing new).
+    while len(ran) < budget and len(tried) < distinct and idle < 4 * distinct:
         asks += 1
+        idle += 1
         trial = study.ask()
         combo = tuple(trial.suggest_categorical(k, values[k]) for k in keys)
         if combo not in by_combo:  # excluded by the suite
@@ -107,7 +134,14 @@ def main(argv=None):
             continue
         pts = by_combo[combo]
         ids = [q["id"] for q in pts]
-        have = objective_values(results, a.objective) if os.path.isdir(results) else {}
+        if combo in tried:  # known: told again, not rerun, not listed
+            got = [have.get(i) for i in ids if pd.notna(have.get(i))]
+            if got:
+                study.tell(trial, float(pd.Series(got).median()))
+            else:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            continue
+        idle = 0
         todo = [i for i in ids if not pd.notna(have.get(i))]
         if todo:
             run_points(a.shardbench, a.suite, results, todo, a.allow_oversubscribe)

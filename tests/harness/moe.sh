@@ -95,6 +95,9 @@ for f in glob.glob(f"{sys.argv[1]}/points/*.h5"):
         ep = json.loads(h.attrs["config"])["mesh.ep"]
         kinds = [k.decode() for k in h["comm"]["kind"][:]]
         runs[ep] = (h["steps"]["loss"][:], {k: h["routing"][k][:] for k in ("step", "rank", "layer", "token", "expert", "kept")}, kinds)
+        away = h["series"]["moe_cross_rank_fraction"][:] if "moe_cross_rank_fraction" in h["series"] else None
+        assert (away is None) == (ep == 1), (ep, away)
+        assert away is None or (len(away) == 4 and ((away > 0) & (away < 1)).all()), away
 assert sorted(runs) == [1, 2], runs.keys()
 l1, l2 = runs[1][0], runs[2][0]
 assert np.allclose(l1, l2, rtol=1e-5, atol=0), (l1, l2)

@@ -112,8 +112,16 @@ TEST(Moe, ParameterCountsAreExact) {
   // A token meets one expert of four: 3 experts' weights of each of the 2 MoE blocks less.
   EXPECT_EQ(active_params(m.config(), m.units()),
             count_params(m.units()) - 2 * 3 * (f * d + f + d * f + d));
+  // The block keeps the router; each MoE layer's experts are a unit after the head.
+  ASSERT_EQ(m.units().size(), 4u + 2u + 2u);
+  EXPECT_EQ(m.units()[2].params.size(), 9u);
   EXPECT_EQ(m.units()[2].params[8].name, "h.1.moe.router.weight");
-  EXPECT_EQ(m.units()[2].params[9].shape, (std::vector<std::int64_t>{E, f, d}));
+  EXPECT_EQ(m.units()[5].name, "head");
+  EXPECT_EQ(m.units()[6].name, "experts.1");
+  EXPECT_TRUE(m.units()[6].expert && !m.units()[2].expert);
+  EXPECT_EQ(m.units()[6].params[0].name, "h.1.moe.experts.c_fc.weight");
+  EXPECT_EQ(m.units()[6].params[0].shape, (std::vector<std::int64_t>{E, f, d}));
+  EXPECT_EQ(m.units()[7].name, "experts.3");
   // The step's FLOPs count one expert of four a token: the dense model's minus 3/4 of each
   // MoE block's expert weights, plus the router.
   auto dense_cfg = preset_config("gpt2-moe-tiny");

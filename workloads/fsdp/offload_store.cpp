@@ -17,8 +17,9 @@
 namespace sb::fsdp {
 namespace {
 
-constexpr std::uint64_t kAlign = 4096;
-std::uint64_t round_up(std::uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+using models::DirectFile;
+constexpr std::uint64_t kAlign = DirectFile::kAlign;
+std::uint64_t round_up(std::uint64_t n) { return DirectFile::round_up(n); }
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -30,14 +31,10 @@ OffloadStore::OffloadStore(const std::string& dir, const std::string& tag, std::
     : block_(block) {
   SB_CHECK(block_ > 0 && block_ % 1024 == 0, "offload block of {} elements: a positive multiple "
            "of 1024 (O_DIRECT's 4096-byte alignment)", block_);
-  path_ = fmt::format("{}/shardbench-optim-{}-{}.bin", dir.empty() ? "." : dir, tag, ::getpid());
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0600);
-  if (fd_ < 0 && errno == EINVAL) {  // the file system has no O_DIRECT (tmpfs)
-    direct_ = false;
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
-  }
-  SB_CHECK(fd_ >= 0, "offload_optimizer = \"disk\": cannot create {} ({}); set offload_dir to a "
-           "writable folder with room for the optimizer state", path_, std::strerror(errno));
+  file_ = std::make_unique<DirectFile>(
+      fmt::format("{}/shardbench-optim-{}-{}.bin", dir.empty() ? "." : dir, tag, ::getpid()),
+      "offload_optimizer = \"disk\"",
+      "set offload_dir to a writable folder with room for the optimizer state", /*unlink_now=*/false);
   for (auto& slot : slots_)
     for (auto*& a : slot) {
       void* p = nullptr;
@@ -50,8 +47,6 @@ OffloadStore::OffloadStore(const std::string& dir, const std::string& tag, std::
 OffloadStore::~OffloadStore() {
   for (auto& slot : slots_)
     for (auto* a : slot) std::free(a);
-  if (fd_ >= 0) ::close(fd_);
-  if (!path_.empty()) ::unlink(path_.c_str());
 }
 
 std::uint64_t OffloadStore::cap(int unit) const {
@@ -61,19 +56,10 @@ std::uint64_t OffloadStore::base(int unit) const { return bases_.at(static_cast<
 
 void OffloadStore::io(bool write, void* buf, std::uint64_t bytes, std::uint64_t offset, double* seconds) {
   const double t0 = now();
-  auto* p = static_cast<char*>(buf);
-  std::uint64_t done = 0;
-  while (done < bytes) {
-    const ssize_t r = write ? ::pwrite(fd_, p + done, bytes - done, static_cast<off_t>(offset + done))
-                            : ::pread(fd_, p + done, bytes - done, static_cast<off_t>(offset + done));
-    if (r < 0 && errno == EINTR) continue;
-    SB_CHECK(r > 0, "offload_optimizer = \"disk\": {} of {} bytes at {} in {} failed ({})",
-             write ? "writing" : "reading", bytes, offset + done, path_,
-             r < 0 ? std::strerror(errno) : "end of file");
-    done += static_cast<std::uint64_t>(r);
-  }
-  if (write && !direct_)  // keep the written pages out of the page cache
-    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes), POSIX_FADV_DONTNEED);
+  if (write)
+    file_->write(buf, bytes, offset);
+  else
+    file_->read(buf, bytes, offset);
   *seconds += now() - t0;
 }
 
@@ -84,9 +70,7 @@ int OffloadStore::add(const torch::Tensor& decay) {
   sizes_.push_back(n);
   bases_.push_back(at0);
   // Reserved now, so a full disk fails here, at start, and not in the middle of a step.
-  if (const int e = ::posix_fallocate(fd_, 0, static_cast<off_t>(at0 + 3 * cap(unit))); e != 0)
-    SB_FAIL("offload_optimizer = \"disk\": cannot reserve {} bytes in {} ({}); free disk space "
-            "or set offload_dir to a larger file system", at0 + 3 * cap(unit), path_, std::strerror(e));
+  file_->reserve(at0 + 3 * cap(unit));
   write_unit(unit, nullptr, nullptr, decay.to(torch::kCPU, torch::kFloat32).contiguous().data_ptr<float>());
   return unit;
 }

@@ -11,10 +11,13 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <torch/types.h>
+
+#include "workloads/models/direct_file.h"
 
 namespace sb::fsdp {
 
@@ -53,8 +56,8 @@ class OffloadStore {
   std::pair<torch::Tensor, torch::Tensor> moments(int unit);
   void set_moments(int unit, const torch::Tensor& m, const torch::Tensor& v);
 
-  const std::string& path() const { return path_; }
-  bool direct() const { return direct_; }
+  const std::string& path() const { return file_->path(); }
+  bool direct() const { return file_->direct(); }
   std::int64_t block() const { return block_; }
   const Stats& stats() const { return stats_; }
 
@@ -66,9 +69,7 @@ class OffloadStore {
   // given: a new unit) and decay (null: left as it is).
   void write_unit(int unit, const float* m, const float* v, const float* decay);
 
-  std::string path_;
-  int fd_ = -1;
-  bool direct_ = true;
+  std::unique_ptr<models::DirectFile> file_;
   std::vector<std::int64_t> sizes_;
   std::vector<std::uint64_t> bases_;
   std::int64_t block_;

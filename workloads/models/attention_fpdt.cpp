@@ -10,7 +10,6 @@
 // offload_dir. Writes run on an I/O thread while later chunks compute; backward reads chunk
 // j - 1 while chunk j computes (double-buffered). Checked against naive in outputs and
 // gradients (tests/unit/models_attention.cpp) and offloaded against in memory bit for bit.
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,13 +28,13 @@
 #include "harness/core/check.h"
 #include "harness/workload.h"
 #include "workloads/models/attention.h"
+#include "workloads/models/direct_file.h"
 
 namespace sb::models {
 namespace {
 
 using torch::Tensor;
 constexpr double kMasked = -1e30;  // finite: a fully masked chunk gives exp() = 0, not NaN
-constexpr std::uint64_t kAlign = 4096;  // O_DIRECT's alignment of buffers, sizes and offsets
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -66,7 +65,6 @@ class KvStore {
   }
   ~KvStore() {
     if (pending_.valid()) pending_.wait();
-    if (fd_ >= 0) ::close(fd_);
   }
   KvStore(const KvStore&) = delete;
   KvStore& operator=(const KvStore&) = delete;
@@ -114,22 +112,13 @@ class KvStore {
   void open_file(std::string dir) {
     if (dir.empty()) dir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
     static std::atomic<int> serial{0};
-    path_ = fmt::format("{}/shardbench-kv-{}-{}.bin", dir, ::getpid(), serial++);
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0600);
-    if (fd_ < 0 && errno == EINVAL) {  // no O_DIRECT here (tmpfs): a plain file, pages dropped
-      direct_ = false;
-      fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
-    }
-    SB_CHECK(fd_ >= 0, "kv_offload = \"disk\": cannot create {} ({}); set offload_dir to a "
-             "writable folder", path_, std::strerror(errno));
-    ::unlink(path_.c_str());  // gone from the folder now; the space is freed when fd_ closes
+    // Gone from the folder at once; the space is freed when the store (the node) goes.
+    file_ = std::make_unique<DirectFile>(fmt::format("{}/shardbench-kv-{}-{}.bin", dir, ::getpid(), serial++),
+                                         "kv_offload = \"disk\"",
+                                         "set offload_dir to a writable folder with room for two bytes a key "
+                                         "and value element", /*unlink_now=*/true);
   }
 
-  static std::shared_ptr<char> aligned(std::uint64_t bytes) {
-    void* p = nullptr;
-    SB_CHECK(::posix_memalign(&p, kAlign, bytes) == 0, "kv_offload: cannot allocate {} bytes", bytes);
-    return std::shared_ptr<char>(static_cast<char*>(p), std::free);
-  }
   void wait(std::future<void>& f) {
     const double t0 = now();
     f.get();  // rethrows an I/O error
@@ -138,16 +127,10 @@ class KvStore {
 
   void io(bool write, char* p, std::uint64_t bytes, std::uint64_t offset) const {
     const double t0 = now();
-    for (std::uint64_t done = 0; done < bytes;) {
-      const ssize_t r = write ? ::pwrite(fd_, p + done, bytes - done, static_cast<off_t>(offset + done))
-                              : ::pread(fd_, p + done, bytes - done, static_cast<off_t>(offset + done));
-      if (r < 0 && errno == EINTR) continue;
-      SB_CHECK(r > 0, "kv_offload = \"disk\": {} {} bytes at {} of {} failed ({}); set offload_dir "
-               "to a folder with room for two bytes a key and value element", write ? "writing" : "reading",
-               bytes, offset + done, path_, r < 0 ? std::strerror(errno) : "end of file");
-      done += static_cast<std::uint64_t>(r);
-    }
-    if (write && !direct_) ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes), POSIX_FADV_DONTNEED);
+    if (write)
+      file_->write(p, bytes, offset);
+    else
+      file_->read(p, bytes, offset);
     count(write, bytes, now() - t0);
   }
 
@@ -155,8 +138,8 @@ class KvStore {
   // LibTorch's), then written on the I/O thread once the previous write is done.
   void write(const Tensor& k, const Tensor& v, Entry& e) {
     e.bytes = static_cast<std::uint64_t>(k.numel() * k.element_size());
-    const std::uint64_t cap = (2 * e.bytes + kAlign - 1) / kAlign * kAlign;
-    auto buf = aligned(cap);
+    const std::uint64_t cap = DirectFile::round_up(2 * e.bytes);
+    auto buf = DirectFile::aligned(cap);
     const auto cpu = torch::TensorOptions().dtype(k.scalar_type());
     torch::from_blob(buf.get(), k.sizes(), cpu).copy_(k);
     torch::from_blob(buf.get() + e.bytes, v.sizes(), cpu).copy_(v);
@@ -166,8 +149,8 @@ class KvStore {
     pending_ = std::async(std::launch::async, [this, buf, cap, off = e.offset] { io(true, buf.get(), cap, off); });
   }
   Chunk read(const Entry& e) const {
-    const std::uint64_t cap = (2 * e.bytes + kAlign - 1) / kAlign * kAlign;
-    auto buf = aligned(cap);
+    const std::uint64_t cap = DirectFile::round_up(2 * e.bytes);
+    auto buf = DirectFile::aligned(cap);
     io(false, buf.get(), cap, e.offset);
     const auto cpu = torch::TensorOptions().dtype(e.opts.dtype());
     auto k = torch::from_blob(buf.get(), e.shape, [buf](void*) {}, cpu);
@@ -175,9 +158,8 @@ class KvStore {
     return {k.to(e.opts.device()), v.to(e.opts.device())};
   }
 
-  std::string mode_, path_;
-  int fd_ = -1;
-  bool direct_ = true;
+  std::string mode_;
+  std::unique_ptr<DirectFile> file_;  // disk
   std::uint64_t end_ = 0;
   std::vector<Entry> entries_;
   std::future<void> pending_;  // the write in flight

@@ -7,7 +7,6 @@
 //   comm    = the strategy's wire bytes a rank (fsdp::step_wire_bytes) x 2 / copy bandwidth
 //   disk    = offload file bytes read / read bandwidth + written / write bandwidth
 // summed (no overlap assumed: an upper bound of each part's share).
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -32,6 +31,7 @@
 #include "workloads/fsdp/wire_model.h"
 #include "workloads/models/device.h"
 #include "workloads/models/device_config.h"
+#include "workloads/models/direct_file.h"
 #include "workloads/models/dtype.h"
 #include "workloads/models/model.h"
 #include "workloads/train/gemm_peak.h"
@@ -93,32 +93,20 @@ double measure_copy() {
   return static_cast<double>(n) / best / 1e9;
 }
 
-// 256 MiB written then read in 4 MiB blocks through O_DIRECT, as the offload stores do.
+// 256 MiB written then read in 4 MiB blocks through O_DIRECT, as the offload stores do (the
+// same file class: models/direct_file.h).
 double measure_disk(bool write, const std::string& dir) {
   const std::size_t block = std::size_t{4} << 20, blocks = 64;
-  const std::string path = fmt::format("{}/shardbench-fit-{}.bin", dir, ::getpid());
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0600);
-  if (fd < 0) fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
-  SB_REQUIRE(fd >= 0, "fit: cannot create {} to measure the disk ({}); set offload_dir to a writable folder",
-             path, std::strerror(errno));
-  ::unlink(path.c_str());
-  void* buf = nullptr;
-  SB_CHECK(::posix_memalign(&buf, 4096, block) == 0, "fit: no memory for a disk block");
-  std::memset(buf, 7, block);
-  double wt = 0, rt = 0;
+  const models::DirectFile f(fmt::format("{}/shardbench-fit-{}.bin", dir, ::getpid()), "fit",
+                             "set offload_dir to a writable folder with 256 MiB free", /*unlink_now=*/true);
+  const auto buf = models::DirectFile::aligned(block);
+  std::memset(buf.get(), 7, block);
   const double t0 = now();
-  for (std::size_t i = 0; i < blocks; ++i)
-    SB_REQUIRE(::pwrite(fd, buf, block, static_cast<off_t>(i * block)) == static_cast<ssize_t>(block),
-               "fit: writing {} failed ({})", path, std::strerror(errno));
-  ::fsync(fd);
-  wt = now() - t0;
-  const double t1 = now();
-  for (std::size_t i = 0; i < blocks; ++i)
-    SB_REQUIRE(::pread(fd, buf, block, static_cast<off_t>(i * block)) == static_cast<ssize_t>(block),
-               "fit: reading {} failed ({})", path, std::strerror(errno));
-  rt = now() - t1;
-  std::free(buf);
-  ::close(fd);
+  for (std::size_t i = 0; i < blocks; ++i) f.write(buf.get(), block, i * block);
+  f.sync();
+  const double wt = now() - t0, t1 = now();
+  for (std::size_t i = 0; i < blocks; ++i) f.read(buf.get(), block, i * block);
+  const double rt = now() - t1;
   return static_cast<double>(block * blocks) / (write ? wt : rt) / 1e9;
 }
 

@@ -57,16 +57,23 @@ namespace {
 
 // A mixture of experts' routing in the step's last forward (docs/METRICS.md "MoE"), averaged
 // over its MoE layers: the share of a routing group's tokens passed through unprocessed
-// (capacity), and the load imbalance max_e load_e / mean_e load_e of the kept assignments.
-void record_routing(sb::Recorder& rec, const models::Model& m) {
+// (capacity), and the load imbalance max_e load_e / mean_e load_e of the kept assignments;
+// under expert parallelism (ep ranks, this one ep_rank) the share of the kept assignments
+// whose expert another ep rank holds (the tokens the dispatch all-to-all sends away; experts
+// [r E/ep, (r+1) E/ep) on rank r, moe.h).
+void record_routing(sb::Recorder& rec, const models::Model& m, int ep_rank, int ep) {
   const auto* routing = m.moe_routing();
   if (!routing) return;
-  double dropped = 0, imbalance = 0;
+  double dropped = 0, imbalance = 0, away = 0;
   int layers = 0;
   for (const auto& r : *routing) {
     if (!r.choice.defined()) continue;
     double total = 0, most = 0;
     for (const auto n : r.load) total += static_cast<double>(n), most = std::max(most, static_cast<double>(n));
+    const std::int64_t per = static_cast<std::int64_t>(r.load.size()) / std::max(1, ep);
+    double mine = 0;
+    for (std::int64_t e = ep_rank * per; e < (ep_rank + 1) * per; ++e) mine += static_cast<double>(r.load[static_cast<std::size_t>(e)]);
+    away += total > 0 ? (total - mine) / total : 0.0;
     dropped += static_cast<double>(r.dropped_tokens) / static_cast<double>(r.choice.size(0));
     imbalance += total > 0 ? most / (total / static_cast<double>(r.load.size())) : 0.0;
     ++layers;
@@ -75,6 +82,7 @@ void record_routing(sb::Recorder& rec, const models::Model& m) {
   rec.scalar("moe_experts", static_cast<double>(m.config().moe.experts));
   rec.series("moe_dropped_fraction", dropped / layers);
   rec.series("moe_load_imbalance", imbalance / layers);
+  if (ep > 1) rec.series("moe_cross_rank_fraction", away / layers);
 }
 
 // Every token's routing at each MoE layer of the step's last forward (the /routing table).
@@ -412,7 +420,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     // MFU with attention counted as executed (docs/METRICS.md "MFU"): the same peak, the
     // executed FLOPs (NaN where mfu is).
     ctx.recorder.series("mfu_executed", rec.mfu * executed_flops_ / flops);
-    record_routing(ctx.recorder, *model_);
+    record_routing(ctx.recorder, *model_, comm_->rank(comm::Group::Ep), comm_->size(comm::Group::Ep));
     if (const auto every = models::moe_trace_every(ctx.point); every > 0 && ((s + 1) % every == 0 || s + 1 == steps))
       trace_routing(ctx.recorder, *model_, s, ctx.rank);
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
