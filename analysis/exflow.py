@@ -210,6 +210,73 @@ def place(results, ep, point=None):
             "affinity_by_step": by_step}
 
 
+def _heatmap(c, a, b, title, path):
+    """P(expert j at layer b | expert i at layer a) as an image, rows i, columns j."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rs = c.sum(1)
+    p = np.divide(c, rs[:, None], out=np.zeros_like(c), where=rs[:, None] > 0)
+    fig, ax = plt.subplots(figsize=(3.2 + 0.25 * len(p), 2.8 + 0.25 * len(p)))
+    im = ax.imshow(p, vmin=0, vmax=1, cmap="viridis")
+    ax.set_xticks(range(len(p)))
+    ax.set_yticks(range(len(p)))
+    ax.set_xlabel(f"expert at layer {b}")
+    ax.set_ylabel(f"expert at layer {a}")
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(im, ax=ax, label="P(next | this)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def section(res, plots_dir, results_dir, most_points=4):
+    """The report's "Expert affinity (ExFlow)" section: for each point with routing traces (at
+    most most_points, the last ones), each consecutive MoE layer pair's affinity (top-1
+    conditional against 1 / experts, entropy) and its heatmap P(j | i); and every placement
+    file moe-place wrote in the folder (cross-rank tokens of the solver, greedy and round
+    robin). (blocks, table); no blocks without traces."""
+    r = res.routing
+    if not len(r):
+        return [], pd.DataFrame()
+    names = res.points.set_index("point_id")["point_name"] if len(res.points) else pd.Series(dtype=str)
+    rows, imgs = [], []
+    for pid in list(dict.fromkeys(r["point_id"]))[-most_points:]:
+        rp = r[r["point_id"] == pid]
+        e = res.scalar(pid, "moe_experts")
+        experts = int(e) if np.isfinite(e) else int(rp["expert"].max()) + 1
+        trans = transitions(rp, experts)
+        for row in affinity_table(trans, experts).to_dict("records"):
+            rows.append({"point_name": names.get(pid, pid), **row})
+        for a, b, c in trans:
+            path = os.path.join(plots_dir, f"affinity_{pid}_{a}_{b}.png")
+            _heatmap(c, a, b, f"{names.get(pid, pid)}: layers {a} -> {b}", path)
+            imgs.append(("img", path, f"Expert affinity P(j at layer {b} | i at layer {a}), point "
+                                      f"{names.get(pid, pid)} ({int(c.sum())} tokens)"))
+    table = pd.DataFrame(rows)
+    blocks = [("h2", "Expert affinity (ExFlow)"),
+              ("p", "From the routing traces (moe.trace_every): per consecutive MoE layer pair, the "
+                    "share of tokens that go to their expert's most likely successor (top-1 "
+                    "conditional) against 1 / experts (no affinity), and the conditional "
+                    "distributions' mean entropy in bits against log2(experts) (docs/METRICS.md "
+                    "\"Expert affinity and placement\")."),
+              ("table", table)] + imgs
+    places = []
+    for f in sorted(os.listdir(results_dir)) if os.path.isdir(results_dir) else []:
+        if f.startswith("placement-ep") and f.endswith(".json"):
+            with open(os.path.join(results_dir, f)) as fh:
+                pl = json.load(fh)
+            cr, t = pl["cross_rank"], max(pl["transitions"], 1)
+            places.append({"file": f, "ep": pl["ep"], "experts": pl["experts"], "transitions": pl["transitions"],
+                           "ilp": cr["ilp"], "greedy": cr["greedy"], "round_robin": cr["round_robin"],
+                           "ilp_share": cr["ilp"] / t, "ilp_vs_round_robin": cr["ilp"] / max(cr["round_robin"], 1)})
+    if places:
+        blocks += [("p", "Placements written by `shardbench moe-place` in this folder: tokens that change "
+                         "rank between consecutive MoE layers under the solver's (HiGHS) placement, greedy "
+                         "and round robin."), ("table", pd.DataFrame(places))]
+    return blocks, table
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="shardbench moe-place")
     sub = ap.add_subparsers(dest="cmd", required=True)

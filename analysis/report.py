@@ -19,7 +19,7 @@ from analysis.metrics import query_summary, summarize
 from analysis import network as network_mod
 from analysis import predict3d
 from analysis import memory as memory_mod
-from analysis import omb_py
+from analysis import exflow, omb_py
 from analysis.plots import (PREDICT_ASSUMPTIONS, PREDICT_BYTES, PREDICT_WORKERS,
                             alpha_beta_fits, make_plots)
 from analysis.references import reference_checks
@@ -59,6 +59,7 @@ def build(results_dir, out_dir, network="lassen"):
     tables_dir, plots_dir = os.path.join(out_dir, "tables"), os.path.join(out_dir, "plots")
     os.makedirs(tables_dir, exist_ok=True)
     plots = make_plots(res, summary, groups, plots_dir)
+    affinity_blocks, affinity_table = exflow.section(res, plots_dir, results_dir)
 
     checks = reference_checks(res, summary)
     metrics = with_config(summary.reset_index(), res, conds)
@@ -82,6 +83,8 @@ def build(results_dir, out_dir, network="lassen"):
         csv["memory"] = memory_table
     if len(omb_table):
         csv["python_overhead"] = omb_table
+    if len(affinity_table):
+        csv["expert_affinity"] = affinity_table
     if len(seed_list):
         csv["paper_results"] = seed_list
     csv.update({"paper_" + slug(t): df for t, df in seed.items()})
@@ -93,7 +96,7 @@ def build(results_dir, out_dir, network="lassen"):
                      queries, fits, plots, sorted(csv), conds, checks,
                      serving_blocks(serve_points, goodput) + modelcomp.blocks(distilled, frontier),
                      peer_blocks + volume_blocks + network_blocks(net_table, net) + predict_blocks
-                     + memory_blocks + omb_blocks)
+                     + memory_blocks + omb_blocks + affinity_blocks)
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))

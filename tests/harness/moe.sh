@@ -55,6 +55,12 @@ assert cr["ilp"] <= cr["greedy"] and cr["ilp"] <= cr["round_robin"], cr
 assert p["transitions"] == 2 * 2 * 4 * 32, p["transitions"]
 PY
 grep -q "cross-rank tokens" place.log || { cat place.log; fail "moe-place printed no table"; }
+# The report's affinity section: the table, a heatmap per layer pair, the placement comparison.
+"$sb" report results/moe > report.log 2>&1 || { cat report.log; fail "report"; }
+grep -q "^## Expert affinity (ExFlow)" results/moe/report/report.md || fail "no affinity section"
+grep -q "placement-ep2.json" results/moe/report/report.md || fail "no placement table"
+ls results/moe/report/plots/affinity_*_1_3.png > /dev/null || fail "no heatmap"
+grep -q "^1,3,512," <(cut -d, -f2- results/moe/report/tables/expert_affinity.csv) || { cat results/moe/report/tables/expert_affinity.csv; fail "affinity table"; }
 printf '[base]\ntask = "infer"\nmodel = "%s"\nworld = 1\nbatch = 2\nseq = 16\nsteps = 3\n' "$d/exported" > infer.toml
 "$sb" sweep infer.toml --results infer > infer.log 2>&1 || { cat infer.log; fail "infer of the exported folder"; }
 cat > ep.toml <<TOML
