@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -27,6 +26,7 @@
 #include "harness/core/progress.h"
 #include "harness/core/rank_log.h"
 #include "harness/core/signals.h"
+#include "harness/core/subprocess.h"
 #include "harness/core/watchdog.h"
 #include "harness/launch/launcher.h"
 #include "harness/launch/out_of_memory.h"
@@ -134,10 +134,11 @@ void record_failure_hook(const std::string& reason) {
 }
 
 // Stage 1: the suite and the point, the same on every rank. Before the point is known no
-// result file can be named: abort with the message.
-const Point& load_point(const RunArgs& a, Suite& suite) {
+// result file can be named: abort with the message. loaded: the suite was already loaded
+// (before MPI_Init, for exec_if_external); else it is loaded here.
+const Point& load_point(const RunArgs& a, Suite& suite, bool loaded) {
   try {
-    suite = load_suite(a.suite);
+    if (!loaded) suite = load_suite(a.suite);
     return find_point(suite, a.point);
   } catch (const std::exception& e) {
     abort_all(describe(e));
@@ -231,19 +232,12 @@ int finish_point(const Recorder& rec, const std::string& stop_reason, StopCause 
   return code;
 }
 
-std::string self_exe() {
-  std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("shardbench") : p.string();
-}
-
 // A point whose ranks are another program (TaskInfo::exec): replace this process with it,
-// before MPI_Init, so it is the launcher's rank. Anything wrong with the suite or point is
-// left to the normal path, which reports it on every rank.
-void exec_if_external(const RunArgs& a) {
+// before MPI_Init, so it is the launcher's rank. Anything wrong with the point is left to the
+// normal path, which reports it on every rank.
+void exec_if_external(const RunArgs& a, const Suite& suite) {
   std::vector<std::string> argv;
   try {
-    Suite suite = load_suite(a.suite);
     const Point& p = find_point(suite, a.point);
     const TaskInfo* task = find_task(base_config(p).task);
     if (!task || !task->exec) return;
@@ -304,13 +298,21 @@ int write_measured(const RunArgs& a) {
 
 int run_point(const RunArgs& a) {
   if (!a.measured.empty()) return write_measured(a);
-  exec_if_external(a);
+  // Loaded once, before MPI_Init, to know whether the point's ranks are another program; a
+  // suite that fails here is loaded again after MPI_Init, where its error reaches every rank.
+  Suite suite;
+  bool loaded = false;
+  try {
+    suite = load_suite(a.suite);
+    loaded = true;
+  } catch (const std::exception&) {
+  }
+  if (loaded) exec_if_external(a, suite);
   // Before MPI_Init (which takes seconds): a stop signal during start-up must not kill us.
   install_stop_signals();
   MpiContext mpi(nullptr, nullptr);
   const double t0 = MPI_Wtime();
-  Suite suite;
-  const Point& p = load_point(a, suite);
+  const Point& p = load_point(a, suite, loaded);
   Recorder rec;
   begin_point(suite, p, a, mpi, rec, t0);
   // From here to the last collective of the point, a stalled rank ends every rank.

@@ -7,12 +7,11 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 
 #include "harness/cli/analysis_module.h"
 #include "harness/command.h"
+#include "harness/core/subprocess.h"
 
 namespace sb::cli {
 namespace {
@@ -22,12 +21,6 @@ struct Args {
   int budget = 0, seed = 0;
   bool allow_oversubscribe = false;
 };
-
-std::string self_exe() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("shardbench");
-}
 
 const bool registered = [] {
   register_command({"search", "adaptive search of a suite's matrix for the best point by a metric (Optuna TPE)",

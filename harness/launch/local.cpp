@@ -128,11 +128,13 @@ void refuse_oversubscription(const Suite& suite, const ScheduleOptions& opt) {
           over.size() == 1 ? "" : "s", suite.name, cores, list);
 }
 
-// Whether --points (ScheduleOptions::only) asks for p: its id or its index; all when empty.
+// Whether `want` (a --points entry) names p: its id or its index.
+bool names(const std::string& want, const Point& p) { return want == p.id || want == std::to_string(p.index); }
+
+// Whether --points (ScheduleOptions::only) asks for p; all when empty.
 bool asked(const ScheduleOptions& opt, const Point& p) {
-  if (opt.only.empty()) return true;
-  return std::find(opt.only.begin(), opt.only.end(), p.id) != opt.only.end() ||
-         std::find(opt.only.begin(), opt.only.end(), std::to_string(p.index)) != opt.only.end();
+  return opt.only.empty() ||
+         std::any_of(opt.only.begin(), opt.only.end(), [&](const std::string& w) { return names(w, p); });
 }
 
 // The points this sweep will run, in order (not done, within --np-max and --points).
@@ -172,7 +174,7 @@ class LocalScheduler final : public Scheduler {
     const std::string dir = opt.results_dir;
     for (const auto& want : opt.only)
       SB_CHECK(std::any_of(suite.points.begin(), suite.points.end(),
-                           [&](const Point& p) { return p.id == want || std::to_string(p.index) == want; }),
+                           [&](const Point& p) { return names(want, p); }),
                "--points: suite {} has no point {} (`shardbench plan` lists ids and indices)", suite.name, want);
     Suite asked_points = suite;  // the oversubscription check looks at what runs
     auto& pts = asked_points.points;

@@ -17,16 +17,20 @@ namespace {
 
 using U64 = std::uint64_t;
 
+// The ranks a unit is cut into when the layout shards over n: an experts unit's group is the
+// shard group's ranks / ep (the expert-data-parallel group, engine.cpp).
+int unit_shards(const models::UnitSpec& u, int n, int ep) { return u.expert && n > 1 ? n / ep : n; }
+
 // State the compression policy keeps per rank: for every collective of the record on every
 // unit, what CompressedCollectives keeps once it ran (also over one rank, unless the record
 // skips it there).
 U64 compression_bytes(const StrategyInfo& s, const std::vector<models::UnitSpec>& units,
                       const DpMesh& mesh, const comm::Policy& policy, int ep) {
+  const int n = s.shard_factor(mesh);
   U64 total = 0;
   for (const auto& u : units) {
-    const int e = u.expert ? ep : 1;  // an experts unit's group: the shard group's ranks / ep
-    const int n = s.shard_factor(mesh);
-    const ShardRange r = shard_range(u.numel(), n > 1 ? n / e : n, 0);
+    const int e = u.expert ? ep : 1;
+    const ShardRange r = shard_range(u.numel(), unit_shards(u, n, ep), 0);
     for (const CollectiveUse& c : s.collectives) {
       const int ranks = c.over == MeshDim::dp_replicate ? mesh.size(c.over) : std::max(1, mesh.size(c.over) / e);
       if (ranks <= 1 && c.skipped_on_one_rank) continue;
@@ -149,7 +153,7 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
   MemoryPrediction p;
   std::vector<U64> unit_bytes;  // gathered, compute dtype
   for (const auto& u : in.units) {
-    const ShardRange r = shard_range(u.numel(), u.expert && n > 1 ? n / std::max(1, in.ep) : n, 0);
+    const ShardRange r = shard_range(u.numel(), unit_shards(u, n, std::max(1, in.ep)), 0);
     const U64 padded = static_cast<U64>(r.padded), S = static_cast<U64>(r.size);
     p.param += 4 * (l.params_sharded ? S : padded);
     p.grad += c10::elementSize(in.reduce_dtype) * (l.grads_sharded ? S : padded) +

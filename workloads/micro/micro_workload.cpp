@@ -21,19 +21,13 @@
 #include "workloads/micro/backend_tuning.h"
 #include "workloads/micro/collective_case.h"
 #include "workloads/micro/micro_config.h"
+#include "workloads/micro/micro_records.h"
 #include "workloads/micro/p2p_case.h"
 #include "workloads/micro/python_twin.h"
 #include "workloads/models/cpu_allocator.h"
 
 namespace sb::micro {
 namespace {
-
-// The swept sizes: micro.min_bytes x micro.factor^k up to micro.max_bytes.
-std::vector<std::int64_t> swept_sizes(const MicroConfig& mc) {
-  std::vector<std::int64_t> sizes;
-  for (std::int64_t b = mc.min_bytes; b <= mc.max_bytes; b *= mc.factor) sizes.push_back(b);
-  return sizes;
-}
 
 class MicroWorkload : public Workload {
  public:
@@ -42,8 +36,8 @@ class MicroWorkload : public Workload {
     const MicroConfig& mc = config<MicroConfig>(p);
     SB_CHECK(!is_python(mc.impl), "micro.impl = \"{}\" runs as a Python program that `shardbench run` "
              "starts in this rank's place (workloads/micro/omb_py.py with .venv/bin/python and "
-             "mpi4py), and it did not start: run jobscripts/install-deps.sh, which installs mpi4py "
-             "and h5py into .venv", mc.impl);
+             "mpi4py), and it did not start: run jobscripts/install-deps.sh, which links Debian's "
+             "mpi4py into .venv", mc.impl);
     if (is_p2p(mc.op)) return point_to_point(ctx, mc);
     CaseConfig base;
     base.op = op_from_name(mc.op);
@@ -69,7 +63,7 @@ class MicroWorkload : public Workload {
       CaseConfig cfg = base;
       cfg.bytes = sizes[s];
       CollectiveCase cc(cfg, ctx.world, &comm);
-      const int iters = mc.iters > 0 ? static_cast<int>(mc.iters) : default_iterations(cfg.bytes);
+      const int iters = timed_iterations(mc, cfg.bytes);
       const Timing t = time_case(cc, warmup, iters, ctx.world);
       const std::int64_t wrong = cc.check();  // after the timed loop
       if (wrong && first_wrong_size < 0) first_wrong_size = cc.size_bytes();
@@ -87,19 +81,10 @@ class MicroWorkload : public Workload {
         e.duration_s = t.local_call_s[i];
         ctx.recorder.comm(e);
       }
-      StepRecord r;
-      r.step = static_cast<std::int64_t>(s);
-      r.wall_s = t.mean_s;
-      ctx.recorder.step(r);
-      const double algbw = cc.size_bytes() / t.mean_s / 1e9;
-      ctx.recorder.series("size_bytes", static_cast<double>(cc.size_bytes()));
-      ctx.recorder.series("wire_bytes", static_cast<double>(cc.wire_bytes()));
-      ctx.recorder.series("mean_s", t.mean_s);
-      ctx.recorder.series("rank_min_s", t.rank_min_s);
-      ctx.recorder.series("rank_max_s", t.rank_max_s);
-      ctx.recorder.series("algbw_GBps", algbw);
-      ctx.recorder.series("busbw_GBps", algbw * comm::bus_factor(op_name(base.op), ctx.size));
-      ctx.recorder.series("wrong", static_cast<double>(wrong));
+      record_collective_size(ctx.recorder,
+                             {static_cast<std::int64_t>(s), cc.size_bytes(), cc.wire_bytes(), t.mean_s,
+                              t.rank_min_s, t.rank_max_s, wrong},
+                             op_name(base.op), ctx.size);
       ctx.progress.step(static_cast<long>(s + 1),
                         fmt::format("{} B: {:.1f} us", cc.size_bytes(), t.mean_s * 1e6));
     }
@@ -132,7 +117,7 @@ class MicroWorkload : public Workload {
       P2PConfig cfg = base;
       cfg.bytes = sizes[s];
       P2PCase pc(cfg, ctx.world, comm_.get());
-      const int iters = mc.iters > 0 ? static_cast<int>(mc.iters) : default_iterations(cfg.bytes);
+      const int iters = timed_iterations(mc, cfg.bytes);
       const P2PTiming t = time_p2p(pc, static_cast<int>(mc.warmup), iters, ctx.world);
       const std::int64_t wrong = pc.check();
       std::int64_t all_wrong = wrong;
@@ -153,18 +138,10 @@ class MicroWorkload : public Workload {
         e.peer = pc.peer();
         ctx.recorder.comm(e);
       }
-      StepRecord r;
-      r.step = static_cast<std::int64_t>(s);
-      r.wall_s = t.mean_s;
-      ctx.recorder.step(r);
-      ctx.recorder.series("size_bytes", static_cast<double>(cfg.bytes));
-      ctx.recorder.series("wire_bytes", static_cast<double>(cfg.bytes));
-      ctx.recorder.series("mean_s", t.mean_s);
-      ctx.recorder.series("rank_min_s", t.rank_min_s);
-      ctx.recorder.series("rank_max_s", t.rank_max_s);
-      ctx.recorder.series("message_us", pc.per_message_s(t.mean_s) * 1e6);
-      ctx.recorder.series("bandwidth_MBps", pc.bandwidth(t.mean_s) / 1e6);
-      ctx.recorder.series("wrong", static_cast<double>(all_wrong));
+      record_p2p_size(ctx.recorder,
+                      {static_cast<std::int64_t>(s), cfg.bytes, cfg.bytes, t.mean_s, t.rank_min_s,
+                       t.rank_max_s, all_wrong},
+                      base.bench, base.window);
       ctx.progress.step(static_cast<long>(s + 1),
                         fmt::format("{} B: {:.2f} us per message", cfg.bytes,
                                     pc.per_message_s(t.mean_s) * 1e6));

@@ -198,8 +198,7 @@ def main(argv=None):
     spec = json.loads(a.spec)
     comm = MPI.COMM_WORLD
     rank, n = comm.Get_rank(), comm.Get_size()
-    t_start, start_iso = MPI.Wtime(), now_iso()
-    origin = MPI.Wtime()
+    origin, start_iso = MPI.Wtime(), now_iso()
     bufs = Buffers(spec["impl"])
     cases, status, reason = [], "done", ""
     if n != spec["world"]:
@@ -223,7 +222,7 @@ def main(argv=None):
     machine = comm.gather(a.machine, root=0)
     # ru_maxrss is in KiB on Linux.
     rss = comm.gather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, root=0)
-    elapsed = MPI.Wtime() - t_start
+    elapsed = MPI.Wtime() - origin
     texts = {"python_version": platform.python_version(), "mpi4py_version": __import__("mpi4py").__version__,
              "numpy_version": np.__version__, "mpi_library": MPI.Get_library_version().splitlines()[0]}
     if bufs.torch:
@@ -234,8 +233,7 @@ def main(argv=None):
     out = {"point_id": spec["point_id"], "world": n, "hosts": hosts, "machine_start": machine,
            "start_time": start_iso, "end_time": now_iso(), "elapsed_s": elapsed,
            "command_line": " ".join([sys.executable] + sys.argv), "status": status,
-           "failure_reason": reason, "texts": texts, "cases": [
-               {k: v for k, v in r.items()} for r in cases], "peak_rss_bytes": rss}
+           "failure_reason": reason, "texts": texts, "cases": cases, "peak_rss_bytes": rss}
     os.makedirs(a.results, exist_ok=True)
     fd, path = tempfile.mkstemp(prefix=f".omb_py-{spec['point_id']}-", suffix=".json", dir=a.results)
     with os.fdopen(fd, "w") as f:

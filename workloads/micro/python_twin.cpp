@@ -15,6 +15,7 @@
 #include "workloads/comm/communicator.h"
 #include "workloads/micro/collective_case.h"
 #include "workloads/micro/micro_config.h"
+#include "workloads/micro/micro_records.h"
 #include "workloads/micro/p2p_case.h"
 
 namespace sb::micro {
@@ -22,25 +23,15 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<std::int64_t> sizes_of(const MicroConfig& mc) {
-  std::vector<std::int64_t> v;
-  for (std::int64_t b = mc.min_bytes; b <= mc.max_bytes; b *= mc.factor) v.push_back(b);
-  return v;
-}
-
-int iters_of(const MicroConfig& mc, std::int64_t bytes) {
-  return mc.iters > 0 ? static_cast<int>(mc.iters) : default_iterations(bytes);
-}
-
 // The program's cases: per size the buffer it allocates (fp32 elements of the total buffer,
 // or a message's bytes) and its timed iterations.
 json spec_of(const Point& p) {
   const MicroConfig& mc = config<MicroConfig>(p);
   const int world = static_cast<int>(base_config(p).world);
   json cases = json::array();
-  for (const auto b : sizes_of(mc)) {
+  for (const auto b : swept_sizes(mc)) {
     const std::int64_t n = is_p2p(mc.op) ? b : plain_sizes(op_from_name(mc.op), b, world).count;
-    cases.push_back({{"bytes", b}, {"count", n}, {"iters", iters_of(mc, b)}});
+    cases.push_back({{"bytes", b}, {"count", n}, {"iters", timed_iterations(mc, b)}});
   }
   return {{"point_id", p.id}, {"op", mc.op}, {"impl", mc.impl}, {"world", world},
           {"warmup", mc.warmup}, {"window", mc.window}, {"cases", cases},
@@ -130,25 +121,12 @@ void record_python_twin(const Point& p, const std::string& file, Recorder& rec) 
         if (is_p2p(mc.op)) e.peer = r ^ 1;
         rec.comm(e);
       }
-    StepRecord st;
-    st.step = static_cast<std::int64_t>(s);
-    st.wall_s = mean;
-    rec.step(st);
-    rec.series("size_bytes", static_cast<double>(size));
-    rec.series("wire_bytes", static_cast<double>(wire));
-    rec.series("mean_s", mean);
-    rec.series("rank_min_s", c.at("rank_min_s").get<double>());
-    rec.series("rank_max_s", c.at("rank_max_s").get<double>());
-    if (is_p2p(mc.op)) {
-      const int w = static_cast<int>(mc.window);
-      rec.series("message_us", p2p_per_message_s(bench, w, mean) * 1e6);
-      rec.series("bandwidth_MBps", p2p_bandwidth(bench, bytes, w, mean) / 1e6);
-    } else {
-      const double algbw = static_cast<double>(size) / mean / 1e9;
-      rec.series("algbw_GBps", algbw);
-      rec.series("busbw_GBps", algbw * comm::bus_factor(mc.op, world));
-    }
-    rec.series("wrong", static_cast<double>(wrong));
+    const SizeFigures f{static_cast<std::int64_t>(s), size, wire, mean, c.at("rank_min_s").get<double>(),
+                        c.at("rank_max_s").get<double>(), wrong};
+    if (is_p2p(mc.op))
+      record_p2p_size(rec, f, bench, static_cast<int>(mc.window));
+    else
+      record_collective_size(rec, f, mc.op, world);
   }
   const auto hosts = j.at("hosts").get<std::vector<std::string>>();
   const auto rss = j.at("peak_rss_bytes").get<std::vector<std::uint64_t>>();
