@@ -60,6 +60,7 @@ def build(results_dir, out_dir, network="lassen"):
     os.makedirs(tables_dir, exist_ok=True)
     plots = make_plots(res, summary, groups, plots_dir)
     affinity_blocks, affinity_table = exflow.section(res, plots_dir, results_dir)
+    ep_blocks, ep_table = exflow.inference_section(res)
 
     checks = reference_checks(res, summary)
     metrics = with_config(summary.reset_index(), res, conds)
@@ -85,6 +86,8 @@ def build(results_dir, out_dir, network="lassen"):
         csv["python_overhead"] = omb_table
     if len(affinity_table):
         csv["expert_affinity"] = affinity_table
+    if len(ep_table):
+        csv["ep_inference_layers"] = ep_table
     if len(seed_list):
         csv["paper_results"] = seed_list
     csv.update({"paper_" + slug(t): df for t, df in seed.items()})
@@ -96,7 +99,7 @@ def build(results_dir, out_dir, network="lassen"):
                      queries, fits, plots, sorted(csv), conds, checks,
                      serving_blocks(serve_points, goodput) + modelcomp.blocks(distilled, frontier),
                      peer_blocks + volume_blocks + network_blocks(net_table, net) + predict_blocks
-                     + memory_blocks + omb_blocks + affinity_blocks)
+                     + memory_blocks + omb_blocks + affinity_blocks + ep_blocks)
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))

@@ -20,12 +20,13 @@ struct Pending {
   const char* key;
   const char* feature;
   const char* runs_in;
+  const char* also = nullptr;  // a second task that runs it
 };
 constexpr Pending kPending[] = {
     {"mesh.tp", "tensor parallelism", "train"},
     {"mesh.pp", "pipeline parallelism", "train"},
     {"mesh.sp", "sequence parallelism (Ulysses)", "train"},
-    {"mesh.ep", "expert parallelism (a gpt2-moe model's experts)", "train"},
+    {"mesh.ep", "expert parallelism (a gpt2-moe model's experts)", "train", "infer"},
 };
 
 void validate(const MeshConfig& c, const Point& p, std::vector<Diagnostic>& out) {
@@ -34,10 +35,11 @@ void validate(const MeshConfig& c, const Point& p, std::vector<Diagnostic>& out)
   const std::string task = p.has("task") ? base_config(p).task : "";
   for (int i = 0; i < 4; ++i) {
     const Pending& k = kPending[i];
-    if (sizes[i] <= 1 || task == k.runs_in) continue;
+    if (sizes[i] <= 1 || task == k.runs_in || (k.also && task == k.also)) continue;
+    const std::string tasks = k.also ? fmt::format("{} or {}", k.runs_in, k.also) : k.runs_in;
     out.push_back({k.key, fmt::format("{} = {}: {} runs in task = {} only (this point's task "
                                       "is '{}'); set {} = 1", k.key, sizes[i], k.feature,
-                                      k.runs_in, task, k.key)});
+                                      tasks, task, k.key)});
   }
   const Mesh m = c.mesh();
   if (m.resolved() && m.world() != world) {

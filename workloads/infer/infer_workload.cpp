@@ -134,6 +134,9 @@ class InferWorkload final : public sb::Workload {
     sb::set_phase("warm-up");
     warm_up(ctx);
     sb::set_phase("query");
+    // Expert-parallel inference's traffic in the comm table (ep_dispatch/ep_combine, or
+    // ep_route/ep_context/ep_home, and the engine's gathers): the timed queries' alone.
+    if (m_.ep_form) m_.comm->set_trace_hook([&ctx](const sb::CommEvent& e) { ctx.recorder.comm(e); }, MPI_Wtime());
     auto result = run_scenario(lg_, [&](I first, I n) {
       // Every rank issues the same query schedule, so every rank asks here; the scenario's
       // clock is the forwards' own durations, so the agreement costs no measured time.
@@ -143,7 +146,9 @@ class InferWorkload final : public sb::Workload {
       return s;
     });
     sb::heartbeat::set_phase("record results");
+    if (m_.comm) m_.comm->set_trace_hook(nullptr, 0);
     record_latency(ctx, result);
+    record_ep_layers(ctx);
     record_model(ctx);
   }
 
@@ -162,6 +167,11 @@ class InferWorkload final : public sb::Workload {
   torch::Tensor serve(const models::Batch& b) {
     const auto on = data::to_device(b, m_.device);
     if (labelled_) return m_.run([&](models::ParamProvider& w) { return m_.served->classify(w, on); });
+    if (m_.ep_form) return m_.run([&](models::ParamProvider& w) {
+      auto r = dynamic_cast<models::EpInferer&>(*m_.served).ep_inference(w, on.input_ids, *m_.ep_form);
+      ep_last_ = std::move(r.layers);
+      return r.logits;
+    });
     return m_.run([&](models::ParamProvider& w) { return m_.served->logits(w, on); });
   }
 
@@ -174,6 +184,10 @@ class InferWorkload final : public sb::Workload {
   LoadgenConfig lg_;
   models::Batch samples_;  // (S, T): every sample the scenario touches, on m_.device
   I step_ = 0;
+  // Expert-parallel inference: the last forward's MoE layers, and their sum over the timed ones.
+  std::vector<models::EpLayerStats> ep_last_, ep_sum_;
+  I ep_forwards_ = 0;
+  void record_ep_layers(RunContext& ctx);
 };
 
 void InferWorkload::build(RunContext& ctx) {
@@ -281,6 +295,46 @@ void InferWorkload::record_step(RunContext& ctx, I n, double s, bool warmup) {
   r.samples_per_s = static_cast<double>(n) / s;
   r.tokens_per_s = static_cast<double>(n * config<ModelKeys>(ctx.point).seq) / s;
   ctx.recorder.step(r);
+  if (warmup || ep_last_.empty()) return;
+  if (ep_sum_.empty()) ep_sum_.resize(ep_last_.size());
+  for (std::size_t i = 0; i < ep_last_.size(); ++i) {
+    auto& a = ep_sum_[i];
+    const auto& b = ep_last_[i];
+    a.layer = b.layer, a.tokens += b.tokens, a.cross_rank += b.cross_rank, a.received += b.received;
+    a.dropped += b.dropped, a.returned += b.returned, a.a2a_bytes += b.a2a_bytes, a.a2a_s += b.a2a_s;
+  }
+  ++ep_forwards_;
+}
+
+// Per MoE layer, in order, over the timed forwards of every rank (docs/METRICS.md "Expert-
+// parallel inference"): the tokens routed to another rank's expert and the assignments over
+// capacity as fractions, and per forward the all-to-all bytes (all ranks) and the slowest
+// rank's all-to-all seconds.
+void InferWorkload::record_ep_layers(RunContext& ctx) {
+  if (!m_.ep_form) return;
+  const std::size_t L = ep_sum_.size();
+  std::vector<double> sums, slowest;
+  for (const auto& a : ep_sum_) {
+    sums.insert(sums.end(), {static_cast<double>(a.tokens), static_cast<double>(a.cross_rank),
+                             static_cast<double>(a.received), static_cast<double>(a.dropped),
+                             static_cast<double>(a.a2a_bytes)});
+    slowest.push_back(a.a2a_s);
+  }
+  sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_DOUBLE, MPI_SUM,
+                              ctx.world), "MPI_Allreduce (ep layer counts)");
+  sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, slowest.data(), static_cast<int>(slowest.size()), MPI_DOUBLE,
+                              MPI_MAX, ctx.world), "MPI_Allreduce (ep layer times)");
+  const double n = static_cast<double>(std::max<I>(ep_forwards_, 1));
+  auto& rec = ctx.recorder;
+  for (std::size_t i = 0; i < L; ++i) {
+    const double* c = &sums[5 * i];
+    rec.series("ep_layer", static_cast<double>(ep_sum_[i].layer));
+    rec.series("ep_layer_cross_rank_fraction", c[0] > 0 ? c[1] / c[0] : 0.0);
+    rec.series("ep_layer_dropped_fraction", c[2] > 0 ? c[3] / c[2] : 0.0);
+    rec.series("ep_layer_a2a_bytes", c[4] / n);
+    rec.series("ep_layer_a2a_s", slowest[i] / n);
+  }
+  rec.scalar("ep_forwards", n);
 }
 
 void InferWorkload::record_latency(RunContext& ctx, const ScenarioResult& result) {

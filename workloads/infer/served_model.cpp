@@ -20,6 +20,7 @@
 #include "workloads/models/device.h"
 #include "workloads/infer/infer_config.h"
 #include "workloads/models/hf_config.h"
+#include "workloads/parallel/ep_layers.h"
 #include "workloads/prune/prune_keys.h"
 
 namespace sb::infer {
@@ -108,8 +109,19 @@ void build_served(ServedModel& s, RunContext& ctx, std::optional<c10::InferenceM
   if (const std::string& out = pconv.export_folder; !out.empty() && ctx.rank == 0)
     data::export_hf_folder(*s.served, served, out, {{}, data::tokenizer_dir_for(p)});
   s.params_nonzero = prune::count_nonzero(served);
+  if (const int ep = config<MeshConfig>(p).ep; ep > 1) {  // experts split over the ep group
+    s.comm = std::make_unique<comm::Communicator>(ctx.world, config<MeshConfig>(p).mesh(), true,
+                                                  comm::backend_choice(p));
+    auto par = parallel::expert_parallel(*s.comm);
+    s.expert_placement = models::moe_expert_placement(p);
+    if (!s.expert_placement.empty())
+      par.placement = models::read_placement(s.expert_placement, config<ModelKeys>(p).model, mc.moe, mc.n_layer, ep);
+    s.ep_form = models::parse_ep_form(models::moe_ep_form(p));
+    s.served->set_expert_parallel(par);
+    served = models::ep_rank_weights(s.served->units(), std::move(served), par.placement, ep);
+  }
   if (ctx.size > 1) {  // built outside inference mode: the engine's buffers are ordinary tensors
-    s.comm = std::make_unique<comm::Communicator>(ctx.world, ctx.size, true, comm::backend_choice(p));
+    if (!s.comm) s.comm = std::make_unique<comm::Communicator>(ctx.world, ctx.size, true, comm::backend_choice(p));
     fsdp::EngineConfig ec;
     ec.strategy = kServingStrategy;
     ec.forward_only = true;
@@ -211,6 +223,10 @@ void ServedModel::record(Recorder& rec, const Point& p, int rank) const {
   if (calibration) record_calibration(rec, *calibration, *q);
   rec.text("qengine", c10::toString(at::globalContext().qEngine()));
   rec.text("device", device.str());
+  if (ep_form) {
+    rec.text("ep_form", models::ep_form_name(*ep_form));
+    rec.text("expert_placement", expert_placement.empty() ? "contiguous" : expert_placement);
+  }
 }
 
 namespace {

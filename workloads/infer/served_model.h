@@ -16,6 +16,7 @@
 #include "harness/workload.h"
 #include "workloads/comm/communicator.h"
 #include "workloads/fsdp/engine.h"
+#include "workloads/models/ep_inference.h"
 #include "workloads/models/model.h"
 #include "workloads/prune/pruner.h"
 #include "workloads/prune/sparse_weights.h"
@@ -40,6 +41,10 @@ struct ServedModel {
   prune::SparseChoice sparse;           // magnitude pruning: the kernels chosen
   std::int64_t params_nonzero = 0;      // of the served model
   std::string checkpoint_note;          // what the checkpoint held that was not loaded
+  // mesh.ep > 1 (models/ep_inference.h): the served model's experts split over the ep group,
+  // inferred in this form, its experts placed by the moe.expert_placement file (if any).
+  std::optional<models::EpForm> ep_form;
+  std::string expert_placement;
 
   // f on the served weights (the engine's forward protocol when sharded).
   torch::Tensor run(const std::function<torch::Tensor(models::ParamProvider&)>& f) {

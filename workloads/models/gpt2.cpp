@@ -9,10 +9,12 @@
 
 #include "harness/core/check.h"
 #include "workloads/models/checkpoint.h"
+#include "workloads/models/gpt2_layout.h"
 #include "workloads/models/loss.h"
 #include "workloads/models/stage_provider.h"
 
 namespace sb::models {
+using namespace gpt2_layout;
 namespace {
 
 ParamSpec normal(std::string name, std::vector<std::int64_t> shape, double std = 0.02) {
@@ -27,14 +29,6 @@ ParamSpec fill(std::string name, std::vector<std::int64_t> shape, ParamSpec::Ini
   p.decay = false;
   return p;
 }
-
-// Parameter indices within a block unit, in UnitSpec order.
-enum Block { kLn1W, kLn1B, kAttnW, kAttnB, kProjW, kProjB, kLn2W, kLn2B, kFcW, kFcB, kMlpW, kMlpB };
-// An MoE block (moe.h) has the router in the MLP's place; its experts, stacked on a leading
-// axis, are a unit of their own after the head (UnitSpec::expert: expert parallelism shards
-// and reduces them over another group), in this order.
-enum MoeBlock { kRouterW = kFcW };
-enum Experts { kExpFcW, kExpFcB, kExpProjW, kExpProjB };
 
 // An experts unit's FLOPs per token (moe.h): top_k of the E experts' weights; their biases
 // (2-D, stacked) count as vector FLOPs.
@@ -323,12 +317,18 @@ void Gpt2::set_expert_parallel(ExpertParallel ep) {
   SB_CHECK(why.empty(), "{}", why);
   SB_CHECK(!ep.on() || (ep.all_to_all && ep.max), "model '{}': expert parallelism without its "
            "collectives", cfg_.preset);
+  if (!ep.placement.empty()) {
+    const std::string bad = placement_problem(ep.placement, cfg_.moe.layers(cfg_.n_layer), cfg_.moe.experts, ep.size);
+    SB_CHECK(bad.empty(), "model '{}': expert placement: {}", cfg_.preset, bad);
+  }
   ep_ = std::move(ep);
   units_ = make_units(tp_.rank, tp_.size);
 }
 
 torch::Tensor Gpt2::moe(ParamProvider& p, std::int64_t l, const torch::Tensor& h, const std::vector<torch::Tensor>& w) {
   const bool training = torch::GradMode::is_enabled();
+  SB_CHECK(ep_.placement.empty(), "model '{}': an expert placement applies to expert-parallel inference "
+           "(ep_inference) alone; the ordinary forward holds experts in contiguous blocks", cfg_.preset);
   const int eu = experts_unit(l);
   const auto e = p.acquire(eu);
   auto o = moe_mlp(cfg_.moe, h, w[kRouterW], e[kExpFcW], e[kExpFcB], e[kExpProjW], e[kExpProjB], training,

@@ -13,13 +13,14 @@
 
 #include "workloads/models/attention.h"
 #include "workloads/models/dropout.h"
+#include "workloads/models/ep_inference.h"
 #include "workloads/models/kv_decoder.h"
 #include "workloads/models/model.h"
 #include "workloads/models/stage_provider.h"
 
 namespace sb::models {
 
-class Gpt2 final : public Model, public KvDecoder {
+class Gpt2 final : public Model, public KvDecoder, public EpInferer {
  public:
   explicit Gpt2(ModelConfig cfg);
   const ModelConfig& config() const override { return cfg_; }
@@ -43,6 +44,10 @@ class Gpt2 final : public Model, public KvDecoder {
   // Expert parallelism (moe.h): the gpt2-moe family alone, without tp, sp or pp.
   std::string expert_parallel_problem(int size) const override;
   void set_expert_parallel(ExpertParallel ep) override;
+  // Expert-parallel inference of this rank's sequences ids (B, T), top-1 routing, in one of
+  // ExFlow's two forms (ep_inference.h); every rank of the ep group calls with the same B
+  // and T. Runs without gradients.
+  EpInference ep_inference(ParamProvider& p, const torch::Tensor& ids, EpForm form) override;
   void set_dropout(const DropoutConfig& d) override;
   void set_activation_checkpoint(const CheckpointConfig& c) override;
   // The gpt2-moe family: each MoE layer's routing in the last forward (empty for a dense
@@ -110,6 +115,14 @@ class Gpt2 final : public Model, public KvDecoder {
   // gradients summed into moe_loss_, each layer's routing kept in routing_.
   torch::Tensor moe(ParamProvider& p, std::int64_t l, const torch::Tensor& h, const std::vector<torch::Tensor>& w);
   int experts_unit(std::int64_t l) const;  // MoE layer l's experts (after the head)
+  // ep_inference's pieces (gpt2_ep_inference.cpp): attention for the held tokens' rows
+  // (n, 3 d) of QKV, at home (B whole sequences in order) or scattered (coherent form);
+  // one MoE layer's routing, experts and return.
+  torch::Tensor ep_attention_home(const torch::Tensor& qkv, std::int64_t B, std::int64_t T, ParamProvider& p);
+  torch::Tensor ep_attention_scattered(const TokenRows& held, const torch::Tensor& qkv, std::int64_t T,
+                                       ParamProvider& p);
+  TokenRows ep_moe_layer(ParamProvider& p, std::int64_t l, TokenRows held, const std::vector<torch::Tensor>& w,
+                         std::int64_t BT, EpForm form, EpLayerStats& stats);
   ModelConfig cfg_;
   torch::Tensor moe_loss_;
   std::vector<MoeRouting> routing_;

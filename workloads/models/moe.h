@@ -68,6 +68,15 @@ struct ExpertParallel {
   // outputs back), which the trace names.
   std::function<torch::Tensor(const torch::Tensor&, bool dispatch)> all_to_all;
   std::function<std::int64_t(std::int64_t)> max;  // the group's largest of a count
+  // Inference's exchanges (ep_inference.h), without autograd: `exchange` the same all-to-all
+  // of (size, ...) blocks, `gather` every rank's t (one shape on all) stacked as (size, ...);
+  // kind names the trace event.
+  std::function<torch::Tensor(const torch::Tensor&, const char* kind)> exchange;
+  std::function<torch::Tensor(const torch::Tensor&, const char* kind)> gather;
+  // ExFlow's placement at inference (ep_inference.h): per MoE layer in order, each expert's
+  // rank, experts / size on each; empty: rank r holds experts [r E/size, (r+1) E/size). The
+  // experts units then hold each rank's experts in increasing order (place_experts).
+  std::vector<std::vector<std::int64_t>> placement;
   bool on() const { return size > 1; }
 };
 

@@ -1,11 +1,16 @@
 // The moe.* keys (moe.h; docs/SUITES.md): how a gpt2-moe model routes, for the tasks that
 // build one. The experts and their layout (moe.experts, moe.every) are the model's (its preset
 // or folder); these set the router's choice, capacities and losses.
+#include <filesystem>
 #include <limits>
 
+#include "harness/core/check.h"
+#include "harness/spec/base_config.h"
 #include "harness/spec/config.h"
+#include "harness/spec/mesh_config.h"
 #include "harness/spec/model_keys.h"
 #include "harness/workload.h"
+#include "workloads/models/ep_inference.h"
 #include "workloads/models/model.h"
 
 namespace sb::models {
@@ -14,10 +19,46 @@ struct MoeKeys {
   std::int64_t top_k = 1;
   double capacity_factor = 0, eval_capacity_factor = 0, aux_loss_coef = 0, z_loss_coef = 0;
   std::int64_t trace_every = 0;
+  std::string ep_form, expert_placement;  // infer under mesh.ep (ep_inference.h)
   static void declare(Fields<MoeKeys>& f);
 };
 
 namespace {
+
+// Expert-parallel inference (ep_inference.h): top-1, and a placement file made for this
+// model, its experts and this mesh.ep. Other tasks never read the two keys (their tasks()).
+void validate_ep_inference(const MoeKeys& k, const Point& p, const ModelConfig& m, std::vector<Diagnostic>& out) {
+  const int ep = config<MeshConfig>(p).ep;
+  const bool infer = p.has("task") && base_config(p).task == "infer";
+  if (!infer) return;
+  if (ep <= 1) {
+    if (k.ep_form != "dispatch_combine" || !k.expert_placement.empty())
+      out.push_back({k.expert_placement.empty() ? "moe.ep_form" : "moe.expert_placement",
+                     "moe.ep_form and moe.expert_placement choose how mesh.ep > 1 infers; this point has "
+                     "mesh.ep = 1: set mesh.ep, or drop them"});
+    return;
+  }
+  if (const std::string why = expert_parallel_problem(m.moe, ep); !why.empty()) {
+    out.push_back({"mesh.ep", why});
+    return;
+  }
+  if (config<MeshConfig>(p).dp_replicate > 1)
+    out.push_back({"mesh.dp_replicate", fmt::format("expert parallelism (mesh.ep = {}) with mesh.dp_replicate "
+                   "= {} is not built; set mesh.dp_replicate = 1", ep, config<MeshConfig>(p).dp_replicate)});
+  if (k.top_k != 1)
+    out.push_back({"moe.top_k", fmt::format("expert-parallel inference (mesh.ep = {}) routes top-1 (the "
+                   "context-coherent form keeps a token on its one expert's rank); set moe.top_k = 1", ep)});
+  if (!k.expert_placement.empty() && !std::filesystem::exists(k.expert_placement)) {
+    out.push_back({"moe.expert_placement", fmt::format("{} does not exist yet: write it with `shardbench "
+                   "moe-place RESULTS --ep {}` before the point runs", k.expert_placement, ep), true});
+  } else if (!k.expert_placement.empty()) {
+    try {
+      read_placement(k.expert_placement, config<ModelKeys>(p).model, m.moe, m.n_layer, ep);
+    } catch (const Error& e) {
+      out.push_back({"moe.expert_placement", e.message()});
+    }
+  }
+}
 
 void validate(const MoeKeys& k, const Point& p, std::vector<Diagnostic>& out) {
   ModelConfig m;
@@ -30,6 +71,7 @@ void validate(const MoeKeys& k, const Point& p, std::vector<Diagnostic>& out) {
   const bool set = k.top_k != dflt.top_k || k.trace_every != 0 || k.capacity_factor != dflt.capacity_factor ||
                    k.eval_capacity_factor != dflt.eval_capacity_factor ||
                    k.aux_loss_coef != dflt.aux_loss_coef || k.z_loss_coef != dflt.z_loss_coef;
+  validate_ep_inference(k, p, m, out);
   if (!m.moe.on()) {
     if (set)
       out.push_back({"moe.top_k", fmt::format("the moe.* keys route a mixture of experts, and model "
@@ -64,9 +106,26 @@ void MoeKeys::declare(Fields<MoeKeys>& f) {
         "step's last forward and in the last step; 0 = never")
       .range(0, std::numeric_limits<int>::max())
       .tasks({"train"});
+  f.name("moe.ep_form", &MoeKeys::ep_form, "moe_ep_form", "dispatch_combine",
+         "infer under mesh.ep > 1: dispatch_combine (two all-to-alls a MoE layer) or coherent (ExFlow's "
+         "one, the context all-gathered)")
+      .tasks({"infer"});
+  f.add("moe.expert_placement", &MoeKeys::expert_placement, std::string(),
+        "infer under mesh.ep > 1: the placement file `shardbench moe-place` wrote (each MoE layer's "
+        "experts' ranks); \"\" = rank r holds experts [r E/ep, (r+1) E/ep)")
+      .tasks({"infer"});
   f.validate(validate);
 }
 SB_CONFIG_SECTION(MoeKeys);
+
+const Registrar names([] {
+  register_name("moe_ep_form", "dispatch_combine", "each MoE layer's tokens to their experts and back: two all-to-alls");
+  register_name("moe_ep_form", "coherent", "ExFlow: tokens stay with their expert, one all-to-all a MoE layer; "
+                "each layer's keys and values all-gathered");
+});
+
+std::string moe_ep_form(const Point& p) { return config<MoeKeys>(p).ep_form; }
+std::string moe_expert_placement(const Point& p) { return config<MoeKeys>(p).expert_placement; }
 
 std::int64_t moe_trace_every(const Point& p) { return config<MoeKeys>(p).trace_every; }
 

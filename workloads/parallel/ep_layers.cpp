@@ -19,6 +19,20 @@ models::ExpertParallel expert_parallel(comm::Communicator& c) {
   ep.max = [cp](std::int64_t n) {
     return static_cast<std::int64_t>(cp->all_reduce_scalar(static_cast<double>(n), comm::Group::Ep, comm::ReduceOp::Max));
   };
+  ep.exchange = [cp](const torch::Tensor& t, const char* kind) {
+    const auto in = t.contiguous();
+    auto out = torch::empty_like(in);
+    cp->all_to_all(in, out, comm::Group::Ep, kind);
+    return out;
+  };
+  ep.gather = [cp](const torch::Tensor& t, const char* kind) {
+    const auto in = t.contiguous();
+    std::vector<std::int64_t> shape{cp->size(comm::Group::Ep)};
+    shape.insert(shape.end(), in.sizes().begin(), in.sizes().end());
+    auto out = torch::empty(shape, in.options());
+    cp->all_gather(in, out, comm::Group::Ep, kind);
+    return out;
+  };
   return ep;
 }
 

@@ -1,0 +1,156 @@
+// GPT-2 MoE's expert-parallel inference in ExFlow's two forms (gpt2.h ep_inference,
+// ep_inference.h): the same block as Gpt2::block, on the rows of the tokens a rank holds.
+#include "harness/core/check.h"
+#include "workloads/models/checkpoint.h"
+#include "workloads/models/gpt2.h"
+#include "workloads/models/gpt2_layout.h"
+
+namespace sb::models {
+using namespace gpt2_layout;
+
+namespace {
+
+torch::Tensor norm(const ModelConfig& c, const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  return at::layer_norm(x, {c.d_model}, w, b, c.ln_eps);
+}
+
+AttentionMask causal() {
+  AttentionMask m;
+  m.causal = true;
+  return m;
+}
+
+}  // namespace
+
+torch::Tensor Gpt2::ep_attention_home(const torch::Tensor& qkv, std::int64_t B, std::int64_t T, ParamProvider& p) {
+  const std::int64_t H = cfg_.n_head, Dh = cfg_.dh();
+  const auto qkv3 = qkv.view({B, T, 3, H, Dh}).unbind(2);
+  // Contiguous (B, T, H, Dh), the layout the scattered form builds: one layout into the kernel.
+  const auto q = qkv3[0].contiguous().transpose(1, 2), k = qkv3[1].contiguous().transpose(1, 2),
+             v = qkv3[2].contiguous().transpose(1, 2);
+  return attend(*attn_, p, q, k, v, causal(), false).transpose(1, 2).reshape({B * T, H * Dh});
+}
+
+torch::Tensor Gpt2::ep_attention_scattered(const TokenRows& held, const torch::Tensor& qkv, std::int64_t T,
+                                           ParamProvider& p) {
+  const std::int64_t H = cfg_.n_head, Dh = cfg_.dh(), A = H * Dh;
+  // The context: the keys and values of every token of the group on every rank.
+  TokenRows kv = held;
+  kv.x = qkv.narrow(1, A, 2 * A);
+  const TokenRows all = gather_rows(ep_, kv, "ep_context");
+  const std::int64_t S = all.size() / T;
+  SB_CHECK(S * T == all.size() && all.id.equal(torch::arange(S * T, all.id.options())),
+           "expert-parallel inference: the gathered context is not every token of {} sequences of {}", S, T);
+  const auto kvs = all.x.view({S, T, 2, H, Dh});
+  // The held queries in their sequences' rows, the rest zero (a query row sees only itself).
+  const auto seq = held.id.div(T, "floor"), t = held.id.remainder(T);
+  const auto present = std::get<0>(at::_unique(seq));  // sorted
+  const auto slot = torch::searchsorted(present, seq);
+  auto q = torch::zeros({present.size(0), T, H, Dh}, qkv.options());
+  q.index_put_({slot, t}, qkv.narrow(1, 0, A).reshape({-1, H, Dh}));
+  const auto k = kvs.select(2, 0).index_select(0, present).contiguous();
+  const auto v = kvs.select(2, 1).index_select(0, present).contiguous();
+  const auto o = attend(*attn_, p, q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal(), false);
+  return o.transpose(1, 2).index({slot, t}).reshape({-1, A});  // (n, A): the held rows
+}
+
+TokenRows Gpt2::ep_moe_layer(ParamProvider& p, std::int64_t l, TokenRows held, const std::vector<torch::Tensor>& w,
+                             std::int64_t BT, EpForm form, EpLayerStats& st) {
+  const MoeConfig& c = cfg_.moe;
+  const std::int64_t El = c.experts / ep_.size;
+  // The router as moe_mlp runs it (fp32 at least), on row blocks.
+  const auto h = norm(cfg_, held.x, w[kLn2W], w[kLn2B]);
+  const auto rt = at::promote_types(h.scalar_type(), torch::kFloat32);
+  const auto router = w[kRouterW].to(rt);
+  const auto probs = torch::softmax(row_blocks([&](const torch::Tensor& r) { return torch::matmul(r.to(rt), router.t()); }, h), -1);
+  const auto top = probs.topk(1, -1);
+  held.expert = std::get<1>(top).squeeze(1);
+  held.gate = std::get<0>(top).squeeze(1).to(torch::kFloat64);
+  const std::size_t m = static_cast<std::size_t>(l / c.every);  // the m-th MoE layer
+  const auto dest = expert_ranks(ep_, m, c.experts).to(held.expert.device()).index_select(0, held.expert);
+  st.layer = l;
+  st.tokens = held.size();
+  st.routed = torch::stack({held.id, held.expert}, 1);
+  st.cross_rank = (dest != ep_.rank).sum().item<std::int64_t>();
+  TokenRows arrived = exchange_rows(ep_, held, dest, form == EpForm::Coherent ? "ep_route" : "ep_dispatch", &st);
+  st.received = arrived.size();
+  const auto keep = keep_at_expert(c, arrived, BT);
+  st.dropped = st.received - keep.sum().item<std::int64_t>();
+  // This rank's experts on their kept arrivals (the same rows, in id order, in both forms); a
+  // dropped token passes through on the residual.
+  const int eu = experts_unit(l);
+  const auto e = p.acquire(eu);
+  const auto h2 = norm(cfg_, arrived.x, w[kLn2W], w[kLn2B]);
+  auto y = torch::zeros_like(arrived.x);
+  const auto mine = local_experts(ep_, m, c.experts, ep_.rank);  // e[.][j] is expert mine[j]
+  SB_CHECK(static_cast<std::int64_t>(mine.size()) == El && e[kExpFcW].size(0) == El,
+           "expert-parallel inference: {} experts placed on rank {}, {} in its weights, {} expected",
+           mine.size(), ep_.rank, e[kExpFcW].size(0), El);
+  for (std::int64_t j = 0; j < El; ++j) {
+    const auto rows = ((arrived.expert == mine[static_cast<std::size_t>(j)]) & keep).nonzero().squeeze(1);
+    if (rows.size(0) == 0) continue;
+    const auto hid = at::gelu(at::linear(h2.index_select(0, rows), e[kExpFcW][j], e[kExpFcB][j]), "tanh");
+    const auto o = at::linear(hid, e[kExpProjW][j], e[kExpProjB][j]);
+    y.index_copy_(0, rows, o * arrived.gate.index_select(0, rows).to(o.scalar_type()).unsqueeze(1));
+  }
+  arrived.x = arrived.x + y;
+  p.release(eu, arrived.x);
+  if (form == EpForm::Coherent) return arrived;  // stays with the expert that processed it
+  const auto home = arrived.id.div(BT, "floor");
+  st.returned = (home != ep_.rank).sum().item<std::int64_t>();
+  return exchange_rows(ep_, arrived, home, "ep_combine", &st);
+}
+
+EpInference Gpt2::ep_inference(ParamProvider& p, const torch::Tensor& ids, EpForm form) {
+  torch::NoGradGuard ng;
+  check_whole("expert-parallel inference");
+  pp_.check_uncut(cfg_.preset, "expert-parallel inference");
+  SB_CHECK(cfg_.moe.on() && ep_.on() && ep_.exchange && ep_.gather, "model '{}': expert-parallel "
+           "inference needs a mixture of experts split over mesh.ep > 1", cfg_.preset);
+  SB_CHECK(cfg_.moe.top_k == 1, "model '{}': expert-parallel inference routes top-1 (the context-"
+           "coherent form keeps a token on its one expert's rank); moe.top_k = {} runs the ordinary "
+           "forward, two all-to-alls a layer", cfg_.preset, cfg_.moe.top_k);
+  SB_CHECK(ids.dim() == 2, "GPT-2 input_ids must be (B, T), got {} dims", ids.dim());
+  const std::int64_t B = ids.size(0), T = ids.size(1), BT = B * T;
+  SB_CHECK(T <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions", cfg_.preset, T,
+           cfg_.max_pos);
+  SB_CHECK(ep_.max(B) == B && ep_.max(-B) == -B && ep_.max(T) == T && ep_.max(-T) == -T,
+           "expert-parallel inference: every rank of the ep group must run the same batch and sequence "
+           "length (this ep rank {}: B {} x T {})", ep_.rank, B, T);
+  const auto lopt = ids.options().dtype(torch::kLong);
+  TokenRows held;
+  held.x = embed(p, ids, torch::arange(T, lopt));
+  held.id = ep_.rank * BT + torch::arange(BT, lopt);
+  held.expert = torch::full({BT}, -1, lopt);
+  held.gate = torch::zeros({BT}, lopt.dtype(torch::kFloat64));
+  EpInference out;
+  bool home = true;  // tokens in their sequences' ranks, in order
+  for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
+    const int u = static_cast<int>(l + 1);
+    const auto w = p.acquire(u);
+    const auto linear = [&](int i) {
+      return [&p, &w, u, i](const torch::Tensor& r) { return p.linear(u, i, r, w[i], w[i + 1]); };
+    };
+    const auto qkv = row_blocks(linear(kAttnW), norm(cfg_, held.x, w[kLn1W], w[kLn1B]));
+    const auto a = home ? ep_attention_home(qkv, B, T, p) : ep_attention_scattered(held, qkv, T, p);
+    held.x = held.x + row_blocks(linear(kProjW), a);
+    if (cfg_.moe.layer(l)) {
+      EpLayerStats st;
+      held = ep_moe_layer(p, l, std::move(held), w, BT, form, st);
+      out.layers.push_back(st);
+      home = form == EpForm::DispatchCombine;
+    } else {
+      const auto mlp = row_blocks([&](const torch::Tensor& r) {
+        return p.linear_gelu(u, kFcW, r, w[kFcW], w[kFcB], "tanh");
+      }, norm(cfg_, held.x, w[kLn2W], w[kLn2B]));
+      held.x = held.x + row_blocks(linear(kMlpW), mlp);
+    }
+    p.release(u, held.x);
+  }
+  if (!home) held = exchange_rows(ep_, held, held.id.div(BT, "floor"), "ep_home");
+  SB_CHECK(held.size() == BT, "expert-parallel inference: {} of this rank's {} tokens came home", held.size(), BT);
+  out.logits = head(p, held.x, true).view({B, T, cfg_.vocab});
+  return out;
+}
+
+}  // namespace sb::models
