@@ -79,6 +79,8 @@ struct RankMemory {  // per rank
   // FPDT's key/value chunks in a store (kv_offload = "host" or "disk"; appended, as above).
   std::uint64_t kv_offload_read_bytes = 0, kv_offload_written_bytes = 0;
   double kv_offload_read_s = 0, kv_offload_write_s = 0, kv_offload_wait_s = 0;
+  // Gradient-reduction buffers (appended, as above).
+  std::uint64_t comm_buffer_bytes = 0;
 };
 
 template <>
@@ -162,7 +164,11 @@ struct Table<RankMemory> {
       field("kv_offload_write_s", &R::kv_offload_write_s, "s",
             "seconds the I/O threads spent writing key/value chunks"),
       field("kv_offload_wait_s", &R::kv_offload_wait_s, "s",
-            "seconds the compute thread waited on key/value chunk I/O (not hidden behind compute)"));
+            "seconds the compute thread waited on key/value chunk I/O (not hidden behind compute)"),
+      field("comm_buffer_bytes", &R::comm_buffer_bytes, "bytes",
+            "most gradient-reduction buffers held at once within a step: each reducing unit's full "
+            "gradient in the reduce dtype (the collective's input) and its reduction output while "
+            "in flight (the all-gather's outputs are gathered_bytes; 0: no reduction, e.g. infer)"));
 };
 
 // This rank's identity (rank, host, its coordinates in the point's resolved mesh) and its

@@ -48,6 +48,20 @@ TEST(Memory, ModelStateEqualsTheFormula) {
       const auto& l = info.layout;
       const bool zero3 = l.params_sharded && l.grads_sharded && l.optim_sharded &&
                          l.reshard_after_forward && !replicates(s);
+      if (accum == 1) {
+        // The reductions' buffers (comm_buffer_bytes): at least the largest unit's full fp32
+        // gradient (with its shard when gradients are sharded), at most every unit's at once;
+        // replicated gradients are reduced in place and kept to the end of backward: all.
+        std::uint64_t lo = 0, hi = 0;
+        for (const auto& u : model->units()) {
+          const auto k = static_cast<std::uint64_t>(u.numel());
+          lo = std::max<std::uint64_t>(lo, 4 * k + (l.grads_sharded ? 4 * (k / n) : 0));
+          hi += 8 * (k + n);
+        }
+        EXPECT_GE(m.peak_comm_buffer, lo) << s;
+        EXPECT_LE(m.peak_comm_buffer, hi) << s;
+        if (!l.grads_sharded) EXPECT_GE(m.peak_comm_buffer, 4 * P) << s;
+      }
       if (accum == 1 && !l.sharded()) no_shard = m.model_state;
       if (accum == 1 && zero3) {
         full_shard = m.model_state;
@@ -325,7 +339,10 @@ TEST(Checkpoint, ReshardsAcrossStrategyAndWorldSize) {
     const auto rz = run_engine(*model, comm, config("zero1"), kB, kT, 2, 1, 2, &z);
     for (int i = 0; i < 2; ++i)
       EXPECT_NEAR(rz.losses[i], ra.losses[i], 1e-6 * std::abs(ra.losses[i])) << "step " << 2 + i;
-    EXPECT_LE(max_param_diff(rz.params, ra.params), 1e-6);
+    // zero1 all-reduces where full_shard reduce-scatters: the gradients differ in their last
+    // bits, which AdamW's normalisation turns into up to a few 1e-6 on elements whose gradient
+    // is ~0 (1.25e-6 measured at 3 ranks on a 2-core AMD EPYC).
+    EXPECT_LE(max_param_diff(rz.params, ra.params), 1e-5);
     MPI_Barrier(MPI_COMM_WORLD);
     // (the training above saved nothing: the set is still step 2's)
     Communicator self(MPI_COMM_SELF, 1);  // every rank alone reads all the files

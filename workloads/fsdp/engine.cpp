@@ -336,6 +336,7 @@ void Engine::reduce_unit(Unit& U, const torch::Tensor& full) {
               ? torch::empty({U.range.size}, U.inflight.options())
               : U.inflight;  // replicated gradients are reduced in place
   inflight_bytes_ += U.inflight.nbytes() + (U.red.is_same(U.inflight) ? 0 : U.red.nbytes());
+  peak_inflight_ = std::max(peak_inflight_, inflight_bytes_);
   coll_->set_expert_scope(U.expert);
   strategy_->reduce_grad(*coll_, U.key, U.inflight, U.red, pending_grads_);
   coll_->set_expert_scope(false);
@@ -466,6 +467,7 @@ MemoryStats Engine::memory() const {
   m.model_state = m.param + m.grad + m.optim + m.compression + m.gathered + m.offload;
   m.peak_model_state = std::max<std::uint64_t>(peak_, m.model_state);
   m.peak_gathered = std::max<std::uint64_t>(peak_gathered_, m.gathered);
+  m.peak_comm_buffer = peak_inflight_;
   return m;
 }
 

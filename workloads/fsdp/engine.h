@@ -88,6 +88,10 @@ struct MemoryStats {  // this rank, bytes; exact sizes of the buffers the engine
   std::uint64_t model_state = 0;       // param + grad + optim + compression + gathered + offload, now
   std::uint64_t peak_model_state = 0;  // highest model_state seen within steps so far
   std::uint64_t peak_gathered = 0;     // most gathered bytes held at once within steps so far
+  // Most bytes of gradient-reduction buffers held at once within steps so far: each reducing
+  // unit's full gradient in the reduce dtype (the collective's input, freed when its requests
+  // finish) and its reduction output while in flight.
+  std::uint64_t peak_comm_buffer = 0;
 };
 
 // The engine's part of a rank's memory record (sb::rank_memory_now() gives the rest).
@@ -100,6 +104,7 @@ inline void add_engine_memory(const MemoryStats& e, sb::RankMemory& m) {
   m.offload_bytes = e.offload;
   m.model_state_bytes = e.model_state;
   m.peak_model_state_bytes = e.peak_model_state;
+  m.comm_buffer_bytes = e.peak_comm_buffer;
 }
 
 // Loss terms of a batch: targets != -100 (LM, MLM), or rows when there are only labels.
@@ -269,7 +274,7 @@ class Engine final : public models::ParamProvider {
   // requests there; [0, released_) have dropped their full-size input (release_reduced).
   std::vector<std::pair<Unit*, std::size_t>> reducing_;
   std::size_t released_ = 0;
-  std::uint64_t inflight_bytes_ = 0, peak_ = 0, peak_gathered_ = 0;
+  std::uint64_t inflight_bytes_ = 0, peak_ = 0, peak_gathered_ = 0, peak_inflight_ = 0;
 };
 
 }  // namespace sb::fsdp
