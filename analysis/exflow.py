@@ -278,32 +278,37 @@ def section(res, plots_dir, results_dir, most_points=4):
 
 
 def inference_section(res):
-    """The report's "Expert-parallel inference" table: per infer point at mesh.ep > 1 and per
-    MoE layer (the ep_layer_* series, docs/METRICS.md "Expert-parallel inference"), the form,
-    the placement, the tokens sent to another rank's expert, the drops, and the all-to-all
-    bytes and seconds per forward, beside the point's tokens/s. (blocks, table)."""
+    """The report's "Expert parallelism per MoE layer" table: per point at mesh.ep > 1 and per MoE
+    layer (infer's ep_layer_* series, docs/METRICS.md "Expert-parallel inference"; train's
+    moe_layer_* series, its forward's dispatch and combine, docs/MODELS.md), the form, the
+    placement, the tokens sent to another rank's expert, the drops, and the all-to-all bytes
+    and seconds per forward, beside the point's tokens/s. (blocks, table)."""
     se = res.series
-    if not len(se) or not (se["name"] == "ep_layer").any():
+    if not len(se) or not se["name"].isin(["ep_layer", "moe_layer"]).any():
         return [], pd.DataFrame()
     names = res.points.set_index("point_id")["point_name"] if len(res.points) else pd.Series(dtype=str)
     tx = res.texts.set_index(["point_id", "name"])["value"] if len(res.texts) else pd.Series(dtype=str)
     rows = []
-    for pid in dict.fromkeys(se.loc[se["name"] == "ep_layer", "point_id"]):
+    for pid in dict.fromkeys(se.loc[se["name"].isin(["ep_layer", "moe_layer"]), "point_id"]):
         sp = se[se["point_id"] == pid]
-        col = {n: g.sort_values("i")["value"].to_numpy() for n, g in sp.groupby("name") if n.startswith("ep_layer")}
-        for i, layer in enumerate(col["ep_layer"]):
+        col = {n: g.sort_values("i")["value"].to_numpy() for n, g in sp.groupby("name")}
+        p = "ep_layer" if "ep_layer" in col else "moe_layer"  # infer's, or train's (forward only)
+        for i, layer in enumerate(col[p]):
             rows.append({"point_name": names.get(pid, pid), "ep": res.config.get(pid, {}).get("mesh.ep"),
-                         "form": tx.get((pid, "ep_form"), ""),
+                         "form": tx.get((pid, "ep_form"), "") if p == "ep_layer" else "train (forward)",
                          "placement": os.path.basename(str(tx.get((pid, "expert_placement"), ""))),
                          "layer": int(layer),
-                         "cross_rank_fraction": col["ep_layer_cross_rank_fraction"][i],
-                         "dropped_fraction": col["ep_layer_dropped_fraction"][i],
-                         "a2a_bytes_per_forward": col["ep_layer_a2a_bytes"][i],
-                         "a2a_s_per_forward": col["ep_layer_a2a_s"][i],
-                         "tokens_per_s": res.scalar(pid, "throughput_tokens_per_s")})
+                         "cross_rank_fraction": col[p + "_cross_rank_fraction"][i],
+                         "dropped_fraction": col["ep_layer_dropped_fraction"][i] if p == "ep_layer" else np.nan,
+                         "a2a_bytes_per_forward": col[p + "_a2a_bytes"][i],
+                         "a2a_s_per_forward": col[p + "_a2a_s"][i],
+                         "tokens_per_s": res.scalar(pid, "throughput_tokens_per_s") if p == "ep_layer"
+                         else res.steps[res.steps["point_id"] == pid]["tokens_per_s"].median()
+                         if "tokens_per_s" in res.steps else np.nan})
     table = pd.DataFrame(rows)
-    return [("h2", "Expert-parallel inference (ExFlow)"),
-            ("p", "Infer points at mesh.ep > 1, per MoE layer: dispatch_combine sends every token to its "
+    return [("h2", "Expert parallelism per MoE layer (ExFlow)"),
+            ("p", "Points at mesh.ep > 1, per MoE layer (train: its forward's dispatch and combine; "
+                  "infer: its form). Inference's dispatch_combine sends every token to its "
                   "expert and back (two all-to-alls), coherent keeps it with its expert (one all-to-all; "
                   "the context all-gathers, ep_context, are in the comm table); a placement from moe-place "
                   "keeps more tokens on their rank (docs/FSDP.md \"Expert-parallel inference\"). Compare "

@@ -120,7 +120,7 @@ print("moe-epi: perplexity {:.4f} (ep 1 {:.4f}); second MoE layer cross-rank fra
       placed[2]["ep_layer_cross_rank_fraction"][1]))
 PY
 "$sb" report results/moe-epi > epir.log 2>&1 || { cat epir.log; fail "report of the ep inference points"; }
-grep -q "^## Expert-parallel inference (ExFlow)" results/moe-epi/report/report.md || fail "no ep inference section"
+grep -q "^## Expert parallelism per MoE layer (ExFlow)" results/moe-epi/report/report.md || fail "no ep inference section"
 [ "$(wc -l < results/moe-epi/report/tables/ep_inference_layers.csv)" = 7 ] \
   || { cat results/moe-epi/report/tables/ep_inference_layers.csv; fail "ep inference table: 3 points x 2 layers"; }
 sed 's/"model": "gpt2-moe-tiny"/"model": "gpt2-moe-small"/' results/moe/placement-ep2.json > other.json
@@ -170,6 +170,11 @@ for f in glob.glob(f"{sys.argv[1]}/points/*.h5"):
         away = h["series"]["moe_cross_rank_fraction"][:] if "moe_cross_rank_fraction" in h["series"] else None
         assert (away is None) == (ep == 1), (ep, away)
         assert away is None or (len(away) == 4 and ((away > 0) & (away < 1)).all()), away
+        if ep == 2:  # per MoE layer: the forward's dispatch and combine
+            s = h["series"]
+            assert list(s["moe_layer"][:]) == [1, 3], s["moe_layer"][:]
+            assert (s["moe_layer_a2a_bytes"][:] > 0).all() and (s["moe_layer_a2a_s"][:] > 0).all()
+            assert ((s["moe_layer_cross_rank_fraction"][:] > 0) & (s["moe_layer_cross_rank_fraction"][:] < 1)).all()
 assert sorted(runs) == [1, 2], runs.keys()
 l1, l2 = runs[1][0], runs[2][0]
 assert np.allclose(l1, l2, rtol=1e-5, atol=0), (l1, l2)

@@ -25,9 +25,14 @@ void validate(const DataKeys& c, const Point& p, std::vector<Diagnostic>& out) {
                                        "writes: write \"./{}\")", d, typo, d)});
     return;
   }
-  if (base_config(p).task == "infer" && d != "markov" && !is_labelled_path(d) && !is_text_path(d))
-    out.push_back({"data", fmt::format("infer scores data = \"markov\", text (.txt or a folder) "
-                                       "or a labelled .jsonl/.csv; \"{}\" is none of them", d)});
+  if (base_config(p).task == "infer" && d != "markov" && !is_labelled_path(d) && !is_text_path(d)) {
+    if (!std::filesystem::exists(d))  // a corpus folder an earlier suite (or a command) makes
+      out.push_back({"data", fmt::format("data '{}' does not exist (yet): the point will fail unless "
+                                         "an earlier suite writes it; check the path", d), true});
+    else
+      out.push_back({"data", fmt::format("infer scores data = \"markov\", text (.txt or a folder) "
+                                         "or a labelled .jsonl/.csv; \"{}\" is none of them", d)});
+  }
   if (!is_labelled_path(d)) {
     if (!c.validation.empty())
       out.push_back({"validation", "validation names a labelled file; it needs data = a .jsonl "

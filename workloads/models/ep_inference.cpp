@@ -70,22 +70,26 @@ TokenRows exchange_rows(const ExpertParallel& ep, const TokenRows& rows, const t
   const auto t0 = std::chrono::steady_clock::now();
   const auto bytes = pack(rows);
   std::vector<torch::Tensor> to(static_cast<std::size_t>(ep.size));
-  std::int64_t most = 0;
+  std::int64_t most = 0;  // rows a rank's own block is not padded for: they stay out of the wire
   for (int j = 0; j < ep.size; ++j) {
     to[static_cast<std::size_t>(j)] = (dest == j).nonzero().squeeze(1);
-    most = std::max(most, to[static_cast<std::size_t>(j)].size(0));
+    if (j != ep.rank) most = std::max(most, to[static_cast<std::size_t>(j)].size(0));
   }
   const std::int64_t M = ep.max(most);
   std::vector<torch::Tensor> blocks;
-  for (const auto& idx : to)
-    blocks.push_back(torch::cat({bytes.index_select(0, idx), padding(rows, M - idx.size(0))}));
+  for (int j = 0; j < ep.size; ++j) {
+    const auto& idx = to[static_cast<std::size_t>(j)];
+    blocks.push_back(j == ep.rank ? padding(rows, M)
+                                  : torch::cat({bytes.index_select(0, idx), padding(rows, M - idx.size(0))}));
+  }
   const auto sent = torch::stack(blocks);
   const auto got = ep.exchange(sent, kind);  // (ep, M, row bytes)
-  if (stats) {
-    stats->a2a_bytes += sent.numel();
+  if (stats) {  // what leaves this rank, padding included (the busbw convention: not its own block)
+    stats->a2a_bytes += (ep.size - 1) * M * bytes.size(1);
     stats->a2a_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  return unpack(got.view({ep.size * M, bytes.size(1)}), rows.x);
+  const auto mine = bytes.index_select(0, to[static_cast<std::size_t>(ep.rank)]);
+  return unpack(torch::cat({got.view({ep.size * M, bytes.size(1)}), mine}), rows.x);
 }
 
 TokenRows gather_rows(const ExpertParallel& ep, const TokenRows& rows, const char* kind) {

@@ -51,7 +51,7 @@ struct EpLayerStats {
   std::int64_t dropped = 0;      // of those, over their expert's capacity (passed through)
   std::int64_t returned = 0;     // dispatch_combine: outputs sent back to another rank
   torch::Tensor routed;          // (tokens, 2) int64: each routed token's id and expert
-  std::int64_t a2a_bytes = 0;    // this rank's all-to-all input bytes, padding included
+  std::int64_t a2a_bytes = 0;    // bytes that left this rank in the all-to-alls, padding included
   double a2a_s = 0;              // wall time in the layer's all-to-alls (and their max count)
 };
 
@@ -88,8 +88,9 @@ struct TokenRows {
 };
 
 // Rows i to rank dest[i] of the group: one all-to-all of (ep, M, row bytes) uint8 blocks,
-// M the most rows any rank sends one rank (one max all-reduce; padding rows carry id -1).
-// Returns the rows this rank received, sorted by id; stats (if given) add the bytes and time.
+// M the most rows any rank sends another rank (one max all-reduce; padding rows carry id -1);
+// the rows a rank keeps never enter it. Returns the rows this rank received and kept, sorted
+// by id; stats (if given) add the bytes that left this rank ((ep - 1) M row bytes) and time.
 TokenRows exchange_rows(const ExpertParallel& ep, const TokenRows& rows, const torch::Tensor& dest,
                         const char* kind, EpLayerStats* stats = nullptr);
 // Every rank's rows, sorted by id: one all-gather padded the same way.

@@ -2,6 +2,7 @@
 // expert-parallel form is checked against.
 #include "workloads/models/moe.h"
 
+#include <chrono>
 #include <cmath>
 
 #include "harness/core/check.h"
@@ -82,8 +83,14 @@ torch::Tensor experts_local(const MoeConfig& c, const torch::Tensor& x, const Mo
 torch::Tensor experts_parallel(const MoeConfig& c, const torch::Tensor& x, const MoeRouting& r,
                                const torch::Tensor& gates, const torch::Tensor& fc,
                                const torch::Tensor& fc_b, const torch::Tensor& proj,
-                               const torch::Tensor& proj_b, const ExpertParallel& ep) {
+                               const torch::Tensor& proj_b, const ExpertParallel& ep, MoeRouting& stats) {
   const std::int64_t E = c.experts, El = E / ep.size, d = x.size(1);
+  const auto timed = [&stats](const auto& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto out = f();
+    stats.a2a_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  };
   SB_CHECK(fc.size(0) == El, "expert parallelism: {} local experts for {} experts over ep = {}",
            fc.size(0), E, ep.size);
   std::vector<torch::Tensor> toks, slots, dests;
@@ -96,17 +103,18 @@ torch::Tensor experts_parallel(const MoeConfig& c, const torch::Tensor& x, const
     slots.push_back(at.select(1, 1));
     dests.push_back(torch::arange(at.size(0), torch::kLong));  // its place among e's slots
   }
-  const std::int64_t C = std::max<std::int64_t>(ep.max(most), 1);  // every rank's same slots
+  const std::int64_t C = timed([&] { return std::max<std::int64_t>(ep.max(most), 1); });  // every rank's same slots
   for (std::int64_t e = 0; e < E; ++e) dests[static_cast<std::size_t>(e)] += e * C;
   const auto dev = x.device();
   const auto tok = torch::cat(toks).to(dev), slot = torch::cat(slots).to(dev), dest = torch::cat(dests).to(dev);
   // (E C, d) = (ep, El C, d): block j holds rank j's experts' slots.
   auto buf = torch::zeros({E * C, d}, x.options()).index_copy(0, dest, x.index_select(0, tok));
-  auto in = ep.all_to_all(buf.view({ep.size, El, C, d}), true);  // (ep source ranks, El, C, d)
+  auto in = timed([&] { return ep.all_to_all(buf.view({ep.size, El, C, d}), true); });  // (ep sources, El, C, d)
+  stats.a2a_bytes += 2 * buf.numel() * buf.element_size();  // the combine's input is the same size
   in = in.transpose(0, 1).reshape({El, ep.size * C, d});            // each local expert's rows
   const auto h = at::gelu(at::baddbmm(fc_b.unsqueeze(1), in, fc.transpose(1, 2)), "tanh");
   const auto o = at::baddbmm(proj_b.unsqueeze(1), h, proj.transpose(1, 2));  // (El, ep C, d)
-  auto back = ep.all_to_all(o.view({El, ep.size, C, d}).transpose(0, 1).contiguous(), false);
+  auto back = timed([&] { return ep.all_to_all(o.view({El, ep.size, C, d}).transpose(0, 1).contiguous(), false); });
   const auto rows = back.reshape({E * C, d}).index_select(0, dest);  // (M, d) in tok's order
   const auto g = gates.index({tok, slot}).to(x.scalar_type()).unsqueeze(1);
   return torch::zeros_like(x).index_add(0, tok, rows * g);
@@ -128,7 +136,7 @@ MoeOutput moe_mlp(const MoeConfig& c, const torch::Tensor& x, const torch::Tenso
   auto gates = probs.gather(1, r.choice);  // (N, k): differentiable through the router
   if (c.top_k > 1) gates = gates / gates.sum(1, true);
   if (ep && ep->on()) {
-    out.y = experts_parallel(c, x, r, gates, fc, fc_b, proj, proj_b, *ep);
+    out.y = experts_parallel(c, x, r, gates, fc, fc_b, proj, proj_b, *ep, out.routing);
   } else {
     SB_CHECK(fc.size(0) == E, "{} experts' weights for a model of {} experts", fc.size(0), E);
     out.y = experts_local(c, x, r, gates, fc, fc_b, proj, proj_b);

@@ -85,6 +85,54 @@ void record_routing(sb::Recorder& rec, const models::Model& m, int ep_rank, int 
   if (ep > 1) rec.series("moe_cross_rank_fraction", away / layers);
 }
 
+// Under expert parallelism, per MoE layer summed over the steps' last forwards (this rank):
+// the kept assignments sent to another ep rank's expert and all of them, the forward dispatch
+// and combine's input bytes and seconds (moe.h MoeRouting).
+struct MoeLayers {
+  std::vector<std::int64_t> layer;
+  std::vector<double> away, kept, bytes, seconds;
+  double steps = 0;
+  void add(const models::Model& m, int ep_rank, int ep) {
+    const auto* routing = m.moe_routing();
+    if (!routing || ep <= 1) return;
+    std::size_t i = 0;
+    for (std::size_t l = 0; l < routing->size(); ++l) {
+      const auto& r = (*routing)[l];
+      if (!r.choice.defined()) continue;
+      if (i == layer.size()) {
+        layer.push_back(static_cast<std::int64_t>(l));
+        for (auto* v : {&away, &kept, &bytes, &seconds}) v->push_back(0);
+      }
+      const std::int64_t per = static_cast<std::int64_t>(r.load.size()) / ep;
+      double total = 0, mine = 0;
+      for (std::size_t e = 0; e < r.load.size(); ++e) {
+        total += static_cast<double>(r.load[e]);
+        if (static_cast<std::int64_t>(e) / per == ep_rank) mine += static_cast<double>(r.load[e]);
+      }
+      away[i] += total - mine, kept[i] += total;
+      bytes[i] += static_cast<double>(r.a2a_bytes), seconds[i] += r.a2a_s;
+      ++i;
+    }
+    if (i > 0) ++steps;
+  }
+  // The per-layer series (docs/METRICS.md "MoE"): every rank's counts and bytes summed, the
+  // slowest rank's seconds; per step. Collective over world.
+  void record(sb::Recorder& rec, MPI_Comm world) {
+    if (layer.empty()) return;
+    for (auto* v : {&away, &kept, &bytes})
+      sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v->data(), static_cast<int>(v->size()), MPI_DOUBLE, MPI_SUM, world),
+                    "MPI_Allreduce (moe layer traffic)");
+    sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()), MPI_DOUBLE, MPI_MAX,
+                                world), "MPI_Allreduce (moe layer seconds)");
+    for (std::size_t i = 0; i < layer.size(); ++i) {
+      rec.series("moe_layer", static_cast<double>(layer[i]));
+      rec.series("moe_layer_cross_rank_fraction", kept[i] > 0 ? away[i] / kept[i] : 0.0);
+      rec.series("moe_layer_a2a_bytes", bytes[i] / steps);
+      rec.series("moe_layer_a2a_s", seconds[i] / steps);
+    }
+  }
+};
+
 // Every token's routing at each MoE layer of the step's last forward (the /routing table).
 void trace_routing(sb::Recorder& rec, const models::Model& m, std::int64_t step, int rank) {
   const auto* routing = m.moe_routing();
@@ -240,6 +288,7 @@ class TrainWorkload final : public sb::Workload {
   std::string flops_counted_;        // what the count covers (the first step's objective)
   std::string dtype_why_;            // how the `dtype` key became cfg_.param_dtype
   std::uint64_t step_tensor_peak_ = 0;  // the most tensor bytes a step added (RankMemory)
+  MoeLayers moe_layers_;             // expert parallelism's per-layer traffic over the steps
   data::TextCorpus corpus_;          // data = text: its cached token files
   mutable std::string mfu_invalid_;  // the first step's reason for a NaN MFU (mfu.h)
   mutable std::string mfu_isa_invalid_;  // the same for the MFU against the ISA's peak
@@ -421,6 +470,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     // executed FLOPs (NaN where mfu is).
     ctx.recorder.series("mfu_executed", rec.mfu * executed_flops_ / flops);
     record_routing(ctx.recorder, *model_, comm_->rank(comm::Group::Ep), comm_->size(comm::Group::Ep));
+    moe_layers_.add(*model_, comm_->rank(comm::Group::Ep), comm_->size(comm::Group::Ep));
     if (const auto every = models::moe_trace_every(ctx.point); every > 0 && ((s + 1) % every == 0 || s + 1 == steps))
       trace_routing(ctx.recorder, *model_, s, ctx.rank);
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
@@ -430,6 +480,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     if (ctx.stop_agreed()) break;  // every rank gets the same answer: all leave together
   }
   ctx.progress.end();
+  moe_layers_.record(ctx.recorder, ctx.world);
 }
 
 // Gradual pruning (docs/PRUNING.md): at the schedule's steps, every rank takes the full
