@@ -337,9 +337,10 @@ void Engine::reduce_unit(Unit& U, const torch::Tensor& full) {
               : U.inflight;  // replicated gradients are reduced in place
   inflight_bytes_ += U.inflight.nbytes() + (U.red.is_same(U.inflight) ? 0 : U.red.nbytes());
   peak_inflight_ = std::max(peak_inflight_, inflight_bytes_);
-  coll_->set_expert_scope(U.expert);
-  strategy_->reduce_grad(*coll_, U.key, U.inflight, U.red, pending_grads_);
-  coll_->set_expert_scope(false);
+  {
+    Collectives::ExpertScope scope(*coll_, U.expert);
+    strategy_->reduce_grad(*coll_, U.key, U.inflight, U.red, pending_grads_);
+  }
   reducing_.emplace_back(&U, pending_grads_.size());
   U.reduced = true;
 }

@@ -177,9 +177,8 @@ void Engine::optimizer_step(StepStats& s) {
       optim::adamw_update(p, gs[u], U.exp_avg, U.exp_avg_sq, t, lr, cfg_.adamw, U.decay, x);
     }
     if (after_update) {
-      coll_->set_expert_scope(U.expert);
+      Collectives::ExpertScope scope(*coll_, U.expert);
       strategy_->after_update(*coll_, U.master, U.range);
-      coll_->set_expert_scope(false);
     }
     if (U.mask.defined()) U.master.mul_(U.mask);
   }

@@ -149,6 +149,18 @@ class Collectives {
   comm::Group group(const StrategyInfo& s, MeshDim d) const { return group_of(s.group(d, comm_), expert_); }
   comm::Group group_of(comm::Group g, bool expert) const;
   void set_expert_scope(bool on) { expert_ = on; }
+  // The expert scope for a block of collectives: on for an experts unit, off again however the
+  // block is left (an exception included), so no later unit's collective runs on Edp.
+  class ExpertScope {
+   public:
+    ExpertScope(Collectives& c, bool on) : c_(c) { c_.set_expert_scope(on); }
+    ~ExpertScope() { c_.set_expert_scope(false); }
+    ExpertScope(const ExpertScope&) = delete;
+    ExpertScope& operator=(const ExpertScope&) = delete;
+
+   private:
+    Collectives& c_;
+  };
   // full ((N*S), param dtype) <- the group's shards ((S), fp32 master) rounded to the param
   // dtype, through the policy's parameter compressor. Each shard is cast once, to the wire
   // dtype; a wire of the param dtype is received straight into full (no fp32 round trip).
