@@ -38,13 +38,9 @@ void validate_ep_inference(const MoeKeys& k, const Point& p, const ModelConfig& 
                      "mesh.ep = 1: set mesh.ep, or drop them"});
     return;
   }
-  if (const std::string why = expert_parallel_problem(m.moe, ep); !why.empty()) {
-    out.push_back({"mesh.ep", why});
-    return;
-  }
-  if (config<MeshConfig>(p).dp_replicate > 1)
-    out.push_back({"mesh.dp_replicate", fmt::format("expert parallelism (mesh.ep = {}) with mesh.dp_replicate "
-                   "= {} is not built; set mesh.dp_replicate = 1", ep, config<MeshConfig>(p).dp_replicate)});
+  // The split itself (a dense model, experts not divisible by ep) and dp_replicate are
+  // train_mesh.cpp's validate_ep's, for train and infer alike.
+  if (!expert_parallel_problem(m.moe, ep).empty()) return;
   if (k.top_k != 1)
     out.push_back({"moe.top_k", fmt::format("expert-parallel inference (mesh.ep = {}) routes top-1 (the "
                    "context-coherent form keeps a token on its one expert's rank); set moe.top_k = 1", ep)});

@@ -276,12 +276,16 @@ void validate_sp(const Point& p, std::vector<Diagnostic>& out) {
     out.push_back(unsupported("data", "classification data", "sequence parallelism", "mesh.sp", m.sp));
 }
 
-// Expert parallelism (mesh.ep > 1, task = train): a mixture of experts whose experts divide
-// by ep, without tp, sp, pp or dp_replicate, and none of what does not run over ep yet (each
-// named with its fix). mesh_config.cpp already checked that ep divides dp_shard x sp.
+// Expert parallelism (mesh.ep > 1; mesh_config.cpp refuses tasks other than train and infer,
+// and checked that ep divides dp_shard x sp): for both tasks a mixture of experts whose experts
+// divide by ep, without dp_replicate; for train also without tp, sp or pp and none of what
+// does not run over ep yet (each named with its fix). Infer's own rules (top-1, the placement
+// file) are moe_keys.cpp's.
 void validate_ep(const Point& p, std::vector<Diagnostic>& out) {
   const MeshConfig& m = config<MeshConfig>(p);
-  if (m.ep <= 1 || !p.has("task") || base_config(p).task != "train") return;  // mesh_config.cpp: train only
+  const std::string task = p.has("task") ? base_config(p).task : "";
+  if (m.ep <= 1 || (task != "train" && task != "infer")) return;
+  const bool train = task == "train";
   if (m.dp_replicate > 1)
     out.push_back({"mesh.dp_replicate", fmt::format("expert parallelism (mesh.ep = {}) with "
                    "mesh.dp_replicate = {} is not built; set mesh.dp_replicate = 1", m.ep, m.dp_replicate)});
@@ -290,13 +294,13 @@ void validate_ep(const Point& p, std::vector<Diagnostic>& out) {
     const std::string why = model->expert_parallel_problem(m.ep);
     if (!why.empty()) out.push_back({"mesh.ep", why});
     for (const auto& [size, key] : {std::pair{m.tp, "mesh.tp"}, {m.sp, "mesh.sp"}, {m.pp, "mesh.pp"}})
-      if (why.empty() && size > 1)
+      if (train && why.empty() && size > 1)
         out.push_back({key, fmt::format("expert parallelism (mesh.ep = {}) does not run with {} = {} "
                        "yet; set {} = 1", m.ep, key, size, key)});
   } catch (const std::exception&) {
     return;  // an unknown model: the model key's own check names it
   }
-  refuse_unsupported(p, "mesh.ep", m.ep, "expert parallelism", out);
+  if (train) refuse_unsupported(p, "mesh.ep", m.ep, "expert parallelism", out);
 }
 
 Registrar reg([] {

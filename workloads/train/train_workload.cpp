@@ -55,12 +55,23 @@
 namespace sb::train {
 namespace {
 
+// A layer's kept assignments (load summed over experts) and those whose expert ep rank
+// `ep_rank` holds (experts [r E/ep, (r+1) E/ep) on rank r, moe.h).
+std::pair<double, double> kept_and_mine(const models::MoeRouting& r, int ep_rank, int ep) {
+  const std::int64_t per = static_cast<std::int64_t>(r.load.size()) / std::max(1, ep);
+  double total = 0, mine = 0;
+  for (std::size_t e = 0; e < r.load.size(); ++e) {
+    total += static_cast<double>(r.load[e]);
+    if (static_cast<std::int64_t>(e) / per == ep_rank) mine += static_cast<double>(r.load[e]);
+  }
+  return {total, mine};
+}
+
 // A mixture of experts' routing in the step's last forward (docs/METRICS.md "MoE"), averaged
 // over its MoE layers: the share of a routing group's tokens passed through unprocessed
 // (capacity), and the load imbalance max_e load_e / mean_e load_e of the kept assignments;
 // under expert parallelism (ep ranks, this one ep_rank) the share of the kept assignments
-// whose expert another ep rank holds (the tokens the dispatch all-to-all sends away; experts
-// [r E/ep, (r+1) E/ep) on rank r, moe.h).
+// whose expert another ep rank holds (the tokens the dispatch all-to-all sends away).
 void record_routing(sb::Recorder& rec, const models::Model& m, int ep_rank, int ep) {
   const auto* routing = m.moe_routing();
   if (!routing) return;
@@ -68,11 +79,9 @@ void record_routing(sb::Recorder& rec, const models::Model& m, int ep_rank, int 
   int layers = 0;
   for (const auto& r : *routing) {
     if (!r.choice.defined()) continue;
-    double total = 0, most = 0;
-    for (const auto n : r.load) total += static_cast<double>(n), most = std::max(most, static_cast<double>(n));
-    const std::int64_t per = static_cast<std::int64_t>(r.load.size()) / std::max(1, ep);
-    double mine = 0;
-    for (std::int64_t e = ep_rank * per; e < (ep_rank + 1) * per; ++e) mine += static_cast<double>(r.load[static_cast<std::size_t>(e)]);
+    const auto [total, mine] = kept_and_mine(r, ep_rank, ep);
+    double most = 0;
+    for (const auto n : r.load) most = std::max(most, static_cast<double>(n));
     away += total > 0 ? (total - mine) / total : 0.0;
     dropped += static_cast<double>(r.dropped_tokens) / static_cast<double>(r.choice.size(0));
     imbalance += total > 0 ? most / (total / static_cast<double>(r.load.size())) : 0.0;
@@ -103,12 +112,7 @@ struct MoeLayers {
         layer.push_back(static_cast<std::int64_t>(l));
         for (auto* v : {&away, &kept, &bytes, &seconds}) v->push_back(0);
       }
-      const std::int64_t per = static_cast<std::int64_t>(r.load.size()) / ep;
-      double total = 0, mine = 0;
-      for (std::size_t e = 0; e < r.load.size(); ++e) {
-        total += static_cast<double>(r.load[e]);
-        if (static_cast<std::int64_t>(e) / per == ep_rank) mine += static_cast<double>(r.load[e]);
-      }
+      const auto [total, mine] = kept_and_mine(r, ep_rank, ep);
       away[i] += total - mine, kept[i] += total;
       bytes[i] += static_cast<double>(r.a2a_bytes), seconds[i] += r.a2a_s;
       ++i;
