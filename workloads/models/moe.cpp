@@ -110,7 +110,9 @@ torch::Tensor experts_parallel(const MoeConfig& c, const torch::Tensor& x, const
   // (E C, d) = (ep, El C, d): block j holds rank j's experts' slots.
   auto buf = torch::zeros({E * C, d}, x.options()).index_copy(0, dest, x.index_select(0, tok));
   auto in = timed([&] { return ep.all_to_all(buf.view({ep.size, El, C, d}), true); });  // (ep sources, El, C, d)
-  stats.a2a_bytes += 2 * buf.numel() * buf.element_size();  // the combine's input is the same size
+  // What leaves this rank in both (the combine's blocks are the dispatch's size); its own block
+  // stays, as inference's exchange_rows counts.
+  stats.a2a_bytes += 2 * (ep.size - 1) * (buf.numel() / ep.size) * buf.element_size();
   in = in.transpose(0, 1).reshape({El, ep.size * C, d});            // each local expert's rows
   const auto h = at::gelu(at::baddbmm(fc_b.unsqueeze(1), in, fc.transpose(1, 2)), "tanh");
   const auto o = at::baddbmm(proj_b.unsqueeze(1), h, proj.transpose(1, 2));  // (El, ep C, d)

@@ -50,8 +50,8 @@ struct MoeRouting {
   std::vector<std::int64_t> load;  // per expert: assignments kept
   std::int64_t dropped_assignments = 0;
   std::int64_t dropped_tokens = 0;  // tokens with no kept assignment (passed through)
-  // Expert parallelism: this layer's forward dispatch and combine on this rank (their input
-  // bytes, and wall seconds including the slot count's max all-reduce); 0 without ep.
+  // Expert parallelism: this layer's forward dispatch and combine on this rank (the bytes that
+  // leave it, and wall seconds including the slot count's max all-reduce); 0 without ep.
   std::int64_t a2a_bytes = 0;
   double a2a_s = 0;
 };
