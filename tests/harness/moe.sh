@@ -66,7 +66,8 @@ grep -q "^1,3,512," <(cut -d, -f2- results/moe/report/tables/expert_affinity.csv
 printf '[base]\ntask = "infer"\nmodel = "%s"\nworld = 1\nbatch = 2\nseq = 16\nsteps = 3\n' "$d/exported" > infer.toml
 "$sb" sweep infer.toml --results infer > infer.log 2>&1 || { cat infer.log; fail "infer of the exported folder"; }
 # Expert-parallel inference of the trained model (docs/FSDP.md "Expert-parallel inference"):
-# at mesh.ep = 2 in both forms, and coherent with the placement moe-place wrote, the same
+# at mesh.ep = 2 in both forms, coherent with the placement moe-place wrote, and top-2 in the
+# dispatch_combine form (against top-2 at mesh.ep = 1), the same
 # perplexity and top-1 agreement as mesh.ep = 1 (the forms' logits are bitwise equal:
 # tests/mpi/moe_ep_inference.cpp), each form's collectives in the comm table, the per-layer
 # series; a placement made for another model is refused at plan naming the key.
@@ -85,9 +86,10 @@ seq = 32
 queries = 4
 accuracy_batches = 2
 [[zip]]
-"mesh.ep" = [1, 2, 2, 2]
-"moe.ep_form" = ["dispatch_combine", "dispatch_combine", "coherent", "coherent"]
-"moe.expert_placement" = ["", "", "", "$d/results/moe/placement-ep2.json"]
+"mesh.ep" = [1, 2, 2, 2, 1, 2]
+"moe.ep_form" = ["dispatch_combine", "dispatch_combine", "coherent", "coherent", "dispatch_combine", "dispatch_combine"]
+"moe.expert_placement" = ["", "", "", "$d/results/moe/placement-ep2.json", "", ""]
+"moe.top_k" = [1, 1, 1, 1, 2, 2]
 TOML
 "$sb" sweep epi.toml > epi.log 2>&1 || { cat epi.log; fail "expert-parallel inference"; }
 /usr/bin/python3 - results/moe-epi <<'PY'
@@ -97,23 +99,27 @@ for f in glob.glob(f"{sys.argv[1]}/points/*.h5"):
     with h5py.File(f) as h:
         assert h.attrs["status"] == "done", h.attrs["failure_reason"]
         c = json.loads(h.attrs["config"])
-        key = (c["mesh.ep"], c["moe.ep_form"], bool(c["moe.expert_placement"]))
+        key = (c["mesh.ep"], c["moe.ep_form"], bool(c["moe.expert_placement"]), c["moe.top_k"])
         kinds = sorted(set(k.decode() for k in h["comm"]["kind"][:])) if "comm" in h else []
         series = {k: h["series"][k][:] for k in h["series"]} if "series" in h else {}
         pts[key] = (dict(h["scalars"].attrs), kinds, series, dict(h["texts"].attrs))
-one, two, coh, placed = pts[(1, "dispatch_combine", False)], pts[(2, "dispatch_combine", False)], \
-    pts[(2, "coherent", False)], pts[(2, "coherent", True)]
+one, two, coh, placed = pts[(1, "dispatch_combine", False, 1)], pts[(2, "dispatch_combine", False, 1)], \
+    pts[(2, "coherent", False, 1)], pts[(2, "coherent", True, 1)]
+one2, two2 = pts[(1, "dispatch_combine", False, 2)], pts[(2, "dispatch_combine", False, 2)]
+assert abs(two2[0]["perplexity"] - one2[0]["perplexity"]) < 1e-5 * one2[0]["perplexity"], (two2[0], one2[0])
+assert two2[0]["perplexity"] != two[0]["perplexity"], "top-2 scored as top-1: moe.top_k did not reach inference"
 for p in (two, coh, placed):
     assert p[0]["perplexity"] == two[0]["perplexity"] and p[0]["top1_agreement"] == two[0]["top1_agreement"], (p[0], two[0])
 assert abs(two[0]["perplexity"] - one[0]["perplexity"]) < 1e-5 * one[0]["perplexity"], (two[0], one[0])
 assert {"ep_dispatch", "ep_combine"} <= set(two[1]) and "ep_route" not in two[1], two[1]
 assert {"ep_route", "ep_context", "ep_home"} <= set(coh[1]) and "ep_dispatch" not in coh[1], coh[1]
-for p in (two, coh, placed):
+for p in (two, coh, placed, two2):
     s = p[2]
     assert list(s["ep_layer"]) == [1, 3], s["ep_layer"]
     assert ((s["ep_layer_cross_rank_fraction"] >= 0) & (s["ep_layer_cross_rank_fraction"] <= 1)).all()
     assert (s["ep_layer_a2a_bytes"] > 0).all() and (s["ep_layer_a2a_s"] > 0).all(), s
 assert placed[3]["expert_placement"].endswith("placement-ep2.json") and coh[3]["ep_form"] == "coherent", placed[3]
+print("moe-epi: top-2 perplexity {:.4f} (ep 1 {:.4f})".format(two2[0]["perplexity"], one2[0]["perplexity"]))
 print("moe-epi: perplexity {:.4f} (ep 1 {:.4f}); second MoE layer cross-rank fraction: dispatch_combine {:.3f}, "
       "coherent {:.3f}, placed {:.3f}".format(two[0]["perplexity"], one[0]["perplexity"],
       two[2]["ep_layer_cross_rank_fraction"][1], coh[2]["ep_layer_cross_rank_fraction"][1],
@@ -121,8 +127,8 @@ print("moe-epi: perplexity {:.4f} (ep 1 {:.4f}); second MoE layer cross-rank fra
 PY
 "$sb" report results/moe-epi > epir.log 2>&1 || { cat epir.log; fail "report of the ep inference points"; }
 grep -q "^## Expert parallelism per MoE layer (ExFlow)" results/moe-epi/report/report.md || fail "no ep inference section"
-[ "$(wc -l < results/moe-epi/report/tables/ep_inference_layers.csv)" = 7 ] \
-  || { cat results/moe-epi/report/tables/ep_inference_layers.csv; fail "ep inference table: 3 points x 2 layers"; }
+[ "$(wc -l < results/moe-epi/report/tables/ep_inference_layers.csv)" = 9 ] \
+  || { cat results/moe-epi/report/tables/ep_inference_layers.csv; fail "ep inference table: 4 points x 2 layers"; }
 sed 's/"model": "gpt2-moe-tiny"/"model": "gpt2-moe-small"/' results/moe/placement-ep2.json > other.json
 grep -q '"gpt2-moe-small"' other.json || fail "could not write a placement for another model"
 sed "s|$d/results/moe/placement-ep2.json|$d/other.json|" epi.toml > other.toml

@@ -4,7 +4,8 @@
 // - the context-coherent form's logits equal the dispatch/combine form's bit for bit, with
 //   the same tokens routed, received and dropped per layer;
 // - both equal the ordinary forward (moe.h's expert-parallel training form, under no grad)
-//   within 1e-5, with the same dropped tokens;
+//   within 1e-5, with the same dropped tokens; top-2 in the dispatch_combine form too, and
+//   a placement leaves its logits bitwise unchanged; the coherent form refuses top-2;
 // - the trace counts each form's collectives: dispatch_combine one ep_dispatch and one
 //   ep_combine per MoE layer; coherent one ep_route per MoE layer, one ep_context (the keys
 //   and values all-gathered) per block after the first MoE block, and one ep_home.
@@ -24,9 +25,9 @@ namespace {
 
 constexpr std::int64_t kB = 8, kT = 16;
 
-sb::models::ModelConfig config() {
+sb::models::ModelConfig config(std::int64_t top_k = 1) {
   auto cfg = sb::models::preset_config("gpt2-moe-tiny");
-  cfg.moe.top_k = 1;
+  cfg.moe.top_k = top_k;
   cfg.moe.eval_capacity_factor = 1.0;
   return cfg;
 }
@@ -60,8 +61,8 @@ struct EpModel {
   std::mutex mu;
   std::map<std::string, int> events;
   std::map<std::string, std::uint64_t> bytes;
-  explicit EpModel(int ep, const Placement& placement = {})
-      : mesh(make_mesh(ep)), comm(MPI_COMM_WORLD, mesh), model(make(comm, placement)),
+  explicit EpModel(int ep, const Placement& placement = {}, std::int64_t top_k = 1)
+      : mesh(make_mesh(ep)), comm(MPI_COMM_WORLD, mesh), model(make(comm, placement, top_k)),
         params(placed_weights(*model, placement, ep), false) {
     comm.set_trace_hook([this](const sb::CommEvent& e) {
       std::lock_guard<std::mutex> lk(mu);
@@ -74,8 +75,8 @@ struct EpModel {
     m.dp_shard = world_size(), m.ep = ep;
     return m;
   }
-  static std::unique_ptr<sb::models::Model> make(Communicator& c, const Placement& placement) {
-    auto m = sb::models::make_model(config());
+  static std::unique_ptr<sb::models::Model> make(Communicator& c, const Placement& placement, std::int64_t top_k) {
+    auto m = sb::models::make_model(config(top_k));
     auto ep = sb::parallel::expert_parallel(c);
     ep.placement = placement;
     m->set_expert_parallel(ep);
@@ -141,28 +142,58 @@ TEST(EpInference, CoherentFormEqualsDispatchCombineBitForBit) {
   }
 }
 
+// Top-1 in both forms' dispatch_combine, and top-2 (GShard's renormalized pair, each
+// assignment dispatched alone and weighted at home), against the ordinary forward: the same
+// logits within 1e-5 and the same assignments over capacity.
 TEST(EpInference, EqualsTheOrdinaryForward) {
   const int n = world_size();
   if (n == 3) GTEST_SKIP() << "gpt2-moe-tiny's 4 experts split over 2 or 4 ranks";
-  const auto cfg = config();
-  const auto b = my_batch(cfg);
+  for (const std::int64_t k : {1, 2}) {
+    const auto cfg = config(k);
+    const auto b = my_batch(cfg);
+    for (const int ep : eps(n)) {
+      const std::string what = fmt::format("{} ranks, ep {}, top-{}", n, ep, k);
+      EpModel m(ep, {}, k);
+      torch::Tensor want;
+      {
+        torch::NoGradGuard ng;
+        want = m.model->logits(m.params, b);
+      }
+      std::int64_t want_dropped = 0;
+      for (const auto& r : *m.model->moe_routing()) want_dropped += r.dropped_assignments;
+      auto got = m.run(EpForm::DispatchCombine, b.input_ids);
+      const double d = (got.r.logits - want).abs().max().item<double>();
+      EXPECT_LT(d, 1e-5 * std::max(1.0, want.abs().max().item<double>())) << what << ": logits differ by " << d;
+      std::int64_t got_dropped = 0, assignments = 0;
+      for (const auto& s : got.r.layers) got_dropped += s.dropped, assignments += s.tokens;
+      EXPECT_EQ(sum_over_ranks(got_dropped), sum_over_ranks(want_dropped)) << what << ": dropped assignments";
+      EXPECT_GT(sum_over_ranks(got_dropped), 0) << what << ": capacity factor 1.0 dropped nothing";
+      EXPECT_EQ(assignments, k * b.input_ids.numel() * static_cast<std::int64_t>(got.r.layers.size())) << what;
+      EXPECT_EQ(got.events["ep_dispatch"], static_cast<int>(got.r.layers.size())) << what;
+      EXPECT_EQ(got.events["ep_combine"], static_cast<int>(got.r.layers.size())) << what;
+      if (world_rank() == 0)
+        std::printf("[ ep infer ] %-22s vs the ordinary forward: max |d logits| %.2e\n", what.c_str(), d);
+    }
+  }
+}
+
+// Top-2 under a placement that is not contiguous: the same experts compute the same rows and
+// each token adds its two outputs in the same order, so the logits stay bit for bit.
+TEST(EpInference, TopTwoPlacementMovesTrafficNotResults) {
+  const int n = world_size();
+  if (n == 3) GTEST_SKIP() << "gpt2-moe-tiny's 4 experts split over 2 or 4 ranks";
+  const auto cfg = config(2);
+  const auto ids = my_batch(cfg).input_ids;
   for (const int ep : eps(n)) {
     const std::string what = fmt::format("{} ranks, ep {}", n, ep);
-    EpModel m(ep);
-    torch::Tensor want;
-    {
-      torch::NoGradGuard ng;
-      want = m.model->logits(m.params, b);
-    }
-    std::int64_t want_dropped = 0;
-    for (const auto& r : *m.model->moe_routing()) want_dropped += r.dropped_tokens;
-    const auto got = m.run(EpForm::DispatchCombine, b.input_ids);
-    const double d = (got.r.logits - want).abs().max().item<double>();
-    EXPECT_LT(d, 1e-5 * std::max(1.0, want.abs().max().item<double>())) << what << ": logits differ by " << d;
-    std::int64_t got_dropped = 0;
-    for (const auto& s : got.r.layers) got_dropped += s.dropped;
-    EXPECT_EQ(sum_over_ranks(got_dropped), sum_over_ranks(want_dropped)) << what << ": dropped tokens";
-    if (world_rank() == 0) std::printf("[ ep infer ] %-16s vs the ordinary forward: max |d logits| %.2e\n", what.c_str(), d);
+    std::vector<std::int64_t> interleaved;  // expert e on rank e mod ep
+    for (std::int64_t e = 0; e < cfg.moe.experts; ++e) interleaved.push_back(e % ep);
+    EpModel base(ep, {}, 2), placed(ep, {interleaved, interleaved}, 2);
+    const auto a = base.run(EpForm::DispatchCombine, ids), b = placed.run(EpForm::DispatchCombine, ids);
+    EXPECT_TRUE(torch::equal(a.r.logits, b.r.logits))
+        << what << ": max |d| " << (a.r.logits - b.r.logits).abs().max().item<double>();
+    for (std::size_t i = 0; i < a.r.layers.size(); ++i)
+      EXPECT_EQ(sum_over_ranks(a.r.layers[i].dropped), sum_over_ranks(b.r.layers[i].dropped)) << what << " layer " << i;
   }
 }
 
@@ -250,7 +281,7 @@ TEST(EpInference, PlacementMovesTrafficNotResults) {
   }
 }
 
-TEST(EpInference, RefusesTopTwo) {
+TEST(EpInference, CoherentFormRefusesTopTwo) {
   if (world_size() == 3) GTEST_SKIP() << "gpt2-moe-tiny's 4 experts split over 2 or 4 ranks";
   auto cfg = config();
   cfg.moe.top_k = 2;
@@ -264,7 +295,8 @@ TEST(EpInference, RefusesTopTwo) {
     dynamic_cast<sb::models::Gpt2&>(*model).ep_inference(params, my_batch(cfg).input_ids, EpForm::Coherent);
     ADD_FAILURE() << "top-2 ran";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("moe.top_k = 2 runs the ordinary forward"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("so it routes top-1; moe.top_k = 2 runs moe.ep_form = dispatch_combine"),
+              std::string::npos) << e.what();
   }
 }
 

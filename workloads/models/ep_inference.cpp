@@ -222,12 +222,14 @@ std::vector<std::vector<torch::Tensor>> ep_rank_weights(const std::vector<UnitSp
   return whole;
 }
 
-torch::Tensor keep_at_expert(const MoeConfig& c, const TokenRows& arrived, std::int64_t group_tokens) {
+torch::Tensor keep_at_expert(const MoeConfig& c, const TokenRows& arrived, std::int64_t group_tokens,
+                             std::int64_t k) {
   const std::int64_t cap = c.capacity(group_tokens, false);
-  const auto expert = arrived.expert.cpu(), group = arrived.id.cpu().div(group_tokens, "floor");
+  const auto expert = arrived.expert.cpu(), group = arrived.id.cpu().div(group_tokens * k, "floor");
   const auto gate = arrived.gate.cpu();
   auto keep = torch::zeros({arrived.size()}, torch::kBool);
-  // Rows are sorted by id, so each (group, expert)'s rows are in token order: a stable sort
+  // Rows are sorted by id, so each (group, expert)'s rows are in token order (a token takes an
+  // expert at most once): a stable sort
   // by gate keeps the lower token on ties, as moe_route does.
   const auto key = group * c.experts + expert;
   const auto keys = std::get<0>(at::_unique(key));

@@ -1,11 +1,13 @@
 // Expert-parallel inference in ExFlow's two forms (Yao et al. 2024; docs/FSDP.md "Expert-
-// parallel inference"), top-1 routing, over the ep group of ExpertParallel (moe.h). Each rank
-// starts with its own sequences (its routing group, as in training) and every rank holds the
-// whole non-expert model and its E / ep experts.
-//   dispatch_combine: the usual form. Per MoE layer a token goes to its expert's rank
-//     ("ep_dispatch") and comes back to its sequence's rank ("ep_combine"): two all-to-alls,
-//     and attention runs where the sequence lives.
-//   coherent: ExFlow's context-coherent form. A token stays on the rank of the expert that
+// parallel inference"), over the ep group of ExpertParallel (moe.h). Each rank starts with
+// its own sequences (its routing group, as in training) and every rank holds the whole
+// non-expert model and its E / ep experts.
+//   dispatch_combine: the usual form, top-1 or top-2. Per MoE layer each of a token's top_k
+//     assignments goes to its expert's rank ("ep_dispatch") and the kept ones' outputs come
+//     back to the token's rank ("ep_combine"), where they are weighted and added to the
+//     residual: two all-to-alls, and attention runs where the sequence lives.
+//   coherent: ExFlow's context-coherent form, top-1 only (top-2's two outputs live on two
+//     ranks, so they must meet somewhere: the two-all-to-all form). A token stays on the rank of the expert that
 //     processed it, so each MoE layer is one all-to-all ("ep_route") straight to the next
 //     layer's expert, and an affinity-aware placement (moe-place) keeps most tokens where
 //     they are. Attention still needs each sequence's context: every rank holds every
@@ -45,12 +47,12 @@ EpForm parse_ep_form(const std::string& s);
 // One MoE layer's traffic and routing on this rank.
 struct EpLayerStats {
   std::int64_t layer = 0;
-  std::int64_t tokens = 0;       // tokens this rank routed (held when the layer began)
+  std::int64_t tokens = 0;       // assignments this rank routed: top_k per token it held
   std::int64_t cross_rank = 0;   // of those, sent to another rank's expert
   std::int64_t received = 0;     // tokens that arrived for this rank's experts
   std::int64_t dropped = 0;      // of those, over their expert's capacity (passed through)
-  std::int64_t returned = 0;     // dispatch_combine: outputs sent back to another rank
-  torch::Tensor routed;          // (tokens, 2) int64: each routed token's id and expert
+  std::int64_t returned = 0;     // dispatch_combine: kept outputs sent back to another rank
+  torch::Tensor routed;          // (tokens, 2) int64: each assignment's token id and expert
   std::int64_t a2a_bytes = 0;    // bytes that left this rank in the all-to-alls, padding included
   double a2a_s = 0;              // wall time in the layer's all-to-alls (and their max count)
 };
@@ -122,9 +124,11 @@ std::vector<std::vector<std::int64_t>> read_placement(const std::string& file, c
 // (what ep_slice takes) holds the experts `ranks` places on it, in increasing order.
 torch::Tensor place_experts(const torch::Tensor& full, const std::vector<std::int64_t>& ranks, int ep);
 
-// Capacity at the expert: of `arrived` (sorted by id, one expert each), which are kept. Per
-// (routing group = id / group_tokens, expert) at most c.capacity(group_tokens, false),
-// the highest gates first, ties to the lower id (moe_route's rule).
-torch::Tensor keep_at_expert(const MoeConfig& c, const TokenRows& arrived, std::int64_t group_tokens);
+// Capacity at the expert: of `arrived` (assignments sorted by id, one expert each; with top_k
+// = k a token's j-th assignment has id token id x k + j), which are kept. Per (routing group
+// = id / (group_tokens k), expert) at most c.capacity(group_tokens, false), the highest gates
+// (router probabilities) first, ties to the lower id (moe_route's rule).
+torch::Tensor keep_at_expert(const MoeConfig& c, const TokenRows& arrived, std::int64_t group_tokens,
+                             std::int64_t k = 1);
 
 }  // namespace sb::models

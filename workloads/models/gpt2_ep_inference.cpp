@@ -57,27 +57,38 @@ torch::Tensor Gpt2::ep_attention_scattered(const TokenRows& held, const torch::T
 TokenRows Gpt2::ep_moe_layer(ParamProvider& p, std::int64_t l, TokenRows held, const std::vector<torch::Tensor>& w,
                              std::int64_t BT, EpForm form, EpLayerStats& st) {
   const MoeConfig& c = cfg_.moe;
-  const std::int64_t El = c.experts / ep_.size;
+  const std::int64_t El = c.experts / ep_.size, k = c.top_k;
   // The router as moe_mlp runs it (fp32 at least), on row blocks.
   const auto h = norm(cfg_, held.x, w[kLn2W], w[kLn2B]);
   const auto rt = at::promote_types(h.scalar_type(), torch::kFloat32);
   const auto router = w[kRouterW].to(rt);
   const auto probs = torch::softmax(row_blocks([&](const torch::Tensor& r) { return torch::matmul(r.to(rt), router.t()); }, h), -1);
-  const auto top = probs.topk(1, -1);
-  held.expert = std::get<1>(top).squeeze(1);
-  held.gate = std::get<0>(top).squeeze(1).to(torch::kFloat64);
+  const auto top = probs.topk(k, -1);
+  // A token's k assignments in increasing expert order (the order the ordinary forward adds
+  // their outputs in, experts_local), each with its router probability (capacity ranks by it)
+  // and its weight (top-2: the two renormalized, as moe_mlp's gates).
+  const auto sorted = std::get<1>(top).sort(1);
+  const auto& by_expert = std::get<0>(sorted);
+  const auto& order = std::get<1>(sorted);
+  const auto score = std::get<0>(top).gather(1, order);
+  const auto weight = k > 1 ? score / score.sum(1, true) : score;
+  // The assignments as rows: token i's j-th has id i k + j, so ids stay unique and in token order.
+  TokenRows a;
+  a.x = k == 1 ? held.x : held.x.repeat_interleave(k, 0);
+  a.id = (held.id.unsqueeze(1) * k + torch::arange(k, held.id.options())).reshape({-1});
+  a.expert = by_expert.reshape({-1});
+  a.gate = score.reshape({-1}).to(torch::kFloat64);
   const std::size_t m = static_cast<std::size_t>(l / c.every);  // the m-th MoE layer
-  const auto dest = expert_ranks(ep_, m, c.experts).to(held.expert.device()).index_select(0, held.expert);
+  const auto dest = expert_ranks(ep_, m, c.experts).to(a.expert.device()).index_select(0, a.expert);
   st.layer = l;
-  st.tokens = held.size();
-  st.routed = torch::stack({held.id, held.expert}, 1);
+  st.tokens = a.size();
+  st.routed = torch::stack({a.id.div(k, "floor"), a.expert}, 1);
   st.cross_rank = (dest != ep_.rank).sum().item<std::int64_t>();
-  TokenRows arrived = exchange_rows(ep_, held, dest, form == EpForm::Coherent ? "ep_route" : "ep_dispatch", &st);
+  TokenRows arrived = exchange_rows(ep_, a, dest, form == EpForm::Coherent ? "ep_route" : "ep_dispatch", &st);
   st.received = arrived.size();
-  const auto keep = keep_at_expert(c, arrived, BT);
+  const auto keep = keep_at_expert(c, arrived, BT, k);
   st.dropped = st.received - keep.sum().item<std::int64_t>();
-  // This rank's experts on their kept arrivals (the same rows, in id order, in both forms); a
-  // dropped token passes through on the residual.
+  // This rank's experts on their kept arrivals (the same rows, in id order, in both forms).
   const int eu = experts_unit(l);
   const auto e = p.acquire(eu);
   const auto h2 = norm(cfg_, arrived.x, w[kLn2W], w[kLn2B]);
@@ -90,15 +101,26 @@ TokenRows Gpt2::ep_moe_layer(ParamProvider& p, std::int64_t l, TokenRows held, c
     const auto rows = ((arrived.expert == mine[static_cast<std::size_t>(j)]) & keep).nonzero().squeeze(1);
     if (rows.size(0) == 0) continue;
     const auto hid = at::gelu(at::linear(h2.index_select(0, rows), e[kExpFcW][j], e[kExpFcB][j]), "tanh");
-    const auto o = at::linear(hid, e[kExpProjW][j], e[kExpProjB][j]);
-    y.index_copy_(0, rows, o * arrived.gate.index_select(0, rows).to(o.scalar_type()).unsqueeze(1));
+    y.index_copy_(0, rows, at::linear(hid, e[kExpProjW][j], e[kExpProjB][j]));
   }
-  arrived.x = arrived.x + y;
-  p.release(eu, arrived.x);
-  if (form == EpForm::Coherent) return arrived;  // stays with the expert that processed it
-  const auto home = arrived.id.div(BT, "floor");
+  if (form == EpForm::Coherent) {  // the token stays with the expert that processed it
+    arrived.x = arrived.x + y * arrived.gate.to(y.scalar_type()).unsqueeze(1);  // a dropped one passes through
+    p.release(eu, arrived.x);
+    return arrived;
+  }
+  // dispatch_combine: the kept assignments' outputs go home, where the token's hidden state
+  // stayed; there each is weighted and added to the residual (a dropped assignment adds 0).
+  const auto kept = keep.nonzero().squeeze(1);
+  const TokenRows out{y.index_select(0, kept), arrived.id.index_select(0, kept),
+                      arrived.expert.index_select(0, kept), arrived.gate.index_select(0, kept)};
+  p.release(eu, out.x);
+  const auto home = out.id.div(BT * k, "floor");
   st.returned = (home != ep_.rank).sum().item<std::int64_t>();
-  return exchange_rows(ep_, arrived, home, "ep_combine", &st);
+  const TokenRows back = exchange_rows(ep_, out, home, "ep_combine", &st);
+  const auto local = back.id - ep_.rank * BT * k;  // the assignment's index on this rank
+  const auto wt = weight.reshape({-1}).index_select(0, local).to(held.x.scalar_type()).unsqueeze(1);
+  held.x = held.x + torch::zeros_like(held.x).index_add(0, local.div(k, "floor"), back.x * wt);
+  return held;
 }
 
 EpInference Gpt2::ep_inference(ParamProvider& p, const torch::Tensor& ids, EpForm form) {
@@ -107,9 +129,9 @@ EpInference Gpt2::ep_inference(ParamProvider& p, const torch::Tensor& ids, EpFor
   pp_.check_uncut(cfg_.preset, "expert-parallel inference");
   SB_CHECK(cfg_.moe.on() && ep_.on() && ep_.exchange && ep_.gather, "model '{}': expert-parallel "
            "inference needs a mixture of experts split over mesh.ep > 1", cfg_.preset);
-  SB_CHECK(cfg_.moe.top_k == 1, "model '{}': expert-parallel inference routes top-1 (the context-"
-           "coherent form keeps a token on its one expert's rank); moe.top_k = {} runs the ordinary "
-           "forward, two all-to-alls a layer", cfg_.preset, cfg_.moe.top_k);
+  SB_CHECK(cfg_.moe.top_k == 1 || form == EpForm::DispatchCombine, "model '{}': the context-coherent form "
+           "keeps a token on its one expert's rank, so it routes top-1; moe.top_k = {} runs moe.ep_form = "
+           "dispatch_combine (two all-to-alls a layer)", cfg_.preset, cfg_.moe.top_k);
   SB_CHECK(ids.dim() == 2, "GPT-2 input_ids must be (B, T), got {} dims", ids.dim());
   const std::int64_t B = ids.size(0), T = ids.size(1), BT = B * T;
   SB_CHECK(T <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions", cfg_.preset, T,

@@ -41,9 +41,10 @@ void validate_ep_inference(const MoeKeys& k, const Point& p, const ModelConfig& 
   // The split itself (a dense model, experts not divisible by ep) and dp_replicate are
   // train_mesh.cpp's validate_ep's, for train and infer alike.
   if (!expert_parallel_problem(m.moe, ep).empty()) return;
-  if (k.top_k != 1)
-    out.push_back({"moe.top_k", fmt::format("expert-parallel inference (mesh.ep = {}) routes top-1 (the "
-                   "context-coherent form keeps a token on its one expert's rank); set moe.top_k = 1", ep)});
+  if (k.top_k != 1 && k.ep_form == "coherent")
+    out.push_back({"moe.top_k", fmt::format("moe.ep_form = \"coherent\" keeps a token on its one expert's "
+                   "rank, so it routes top-1: set moe.top_k = 1, or moe.ep_form = \"dispatch_combine\" "
+                   "(two all-to-alls a MoE layer) for top-{}", k.top_k)});
   if (!k.expert_placement.empty() && !std::filesystem::exists(k.expert_placement)) {
     out.push_back({"moe.expert_placement", fmt::format("{} does not exist yet: write it with `shardbench "
                    "moe-place RESULTS --ep {}` before the point runs", k.expert_placement, ep), true});
