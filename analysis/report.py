@@ -19,7 +19,7 @@ from analysis.metrics import query_summary, summarize
 from analysis import network as network_mod
 from analysis import predict3d
 from analysis import memory as memory_mod
-from analysis import exflow, omb_py
+from analysis import exflow, omb_py, shapes
 from analysis.plots import (PREDICT_ASSUMPTIONS, PREDICT_BYTES, PREDICT_WORKERS,
                             alpha_beta_fits, make_plots)
 from analysis.references import reference_checks
@@ -61,6 +61,7 @@ def build(results_dir, out_dir, network="lassen"):
     plots = make_plots(res, summary, groups, plots_dir)
     affinity_blocks, affinity_table = exflow.section(res, plots_dir, results_dir)
     ep_blocks, ep_table = exflow.inference_section(res)
+    shape_blocks, shape_table = shapes.section(res)
 
     checks = reference_checks(res, summary)
     metrics = with_config(summary.reset_index(), res, conds)
@@ -88,6 +89,8 @@ def build(results_dir, out_dir, network="lassen"):
         csv["expert_affinity"] = affinity_table
     if len(ep_table):
         csv["ep_inference_layers"] = ep_table
+    if len(shape_table):
+        csv["model_shapes"] = shape_table
     if len(seed_list):
         csv["paper_results"] = seed_list
     csv.update({"paper_" + slug(t): df for t, df in seed.items()})
@@ -99,7 +102,7 @@ def build(results_dir, out_dir, network="lassen"):
                      queries, fits, plots, sorted(csv), conds, checks,
                      serving_blocks(serve_points, goodput) + modelcomp.blocks(distilled, frontier),
                      peer_blocks + volume_blocks + network_blocks(net_table, net) + predict_blocks
-                     + memory_blocks + omb_blocks + affinity_blocks + ep_blocks)
+                     + memory_blocks + omb_blocks + affinity_blocks + ep_blocks + shape_blocks)
     title = "shardbench report"
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write(render.to_markdown(blocks, "plots"))

@@ -9,12 +9,13 @@ namespace sb {
 
 void ModelKeys::declare(Fields<ModelKeys>& f) {
   using I = std::int64_t;
-  f.tasks({"train", "infer", "serve"});  // the tasks that build a model
+  f.tasks({"train", "infer", "serve", "shapes"});  // the tasks that build (or time) a model
   f.name("model", &ModelKeys::model, "model", "gpt2-tiny",
          "model architecture and size: a preset, or a local Hugging Face folder (config.json + "
          "model.safetensors; a value with '/')")
       .accepts_path();
-  f.name("strategy", &ModelKeys::strategy, "strategy", "no_shard", "sharding strategy (ZeRO stage)");
+  f.name("strategy", &ModelKeys::strategy, "strategy", "no_shard", "sharding strategy (ZeRO stage)")
+      .tasks({"train", "infer", "serve"});
   f.name("attention", &ModelKeys::attention, "attention", "naive", "attention kernel");
   f.add("batch", &ModelKeys::batch, 8,
         "GLOBAL samples per optimizer step or per inference batch; divisible by world")
@@ -29,7 +30,8 @@ void TrainChoice::declare(Fields<TrainChoice>& f) {
          "communication compression policy");
   f.name("dtype", &TrainChoice::dtype, "dtype", "fp32",
          "parameter and compute dtype: fp32, bf16, fp16, or auto (bf16 where the device has bf16 "
-         "matrix units, else fp32)");
+         "matrix units, else fp32)")
+      .tasks({"train", "shapes"});
 }
 SB_CONFIG_SECTION(TrainChoice);
 

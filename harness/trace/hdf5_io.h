@@ -52,6 +52,8 @@ H5Id group(hid_t parent, const char* name);
 // The record tables (hdf5_table.cpp): one group per record type of RecordTypes.
 void write_record_tables(hid_t file, const Recorder& rec);
 void read_record_tables(hid_t file, Recorder& rec);
+// The named values (/scalars, /series, /texts) into rec (hdf5_sink.cpp, their writer).
+void read_named(hid_t file, Recorder& rec);
 // Rows in /steps (the length of its first column); 0 when the group or column is absent.
 std::int64_t step_rows(hid_t file);
 

@@ -81,6 +81,29 @@ void write_named(hid_t f, const Recorder& rec) {
   }
 }
 
+// The attribute names of obj, in creation order where tracked (else by name).
+std::vector<std::string> attribute_names(hid_t obj) {
+  std::vector<std::string> names;
+  hsize_t idx = 0;
+  h5(H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx,
+                 [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
+                   static_cast<std::vector<std::string>*>(out)->push_back(name);
+                   return 0;
+                 }, &names), "list attributes");
+  return names;
+}
+
+std::vector<std::string> link_names(hid_t g) {
+  std::vector<std::string> names;
+  hsize_t idx = 0;
+  h5(H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx,
+                 [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+                   static_cast<std::vector<std::string>*>(out)->push_back(name);
+                   return 0;
+                 }, &names), "list datasets");
+  return names;
+}
+
 void write_file(hid_t f, const ResultMeta& m, const Recorder& rec) {
   write_meta(f, m);
   write_record_tables(f, rec);
@@ -122,6 +145,31 @@ void read_meta(hid_t f, ResultMeta& m, std::vector<std::string>* absent = nullpt
   });
 }
 }  // namespace
+
+namespace hdf5 {
+
+void read_named(hid_t f, Recorder& rec) {
+  if (H5Lexists(f, "scalars", H5P_DEFAULT) > 0) {
+    H5Id g(H5Gopen2(f, "scalars", H5P_DEFAULT), H5Gclose, "open /scalars");
+    for (const auto& n : attribute_names(g)) rec.scalar(n, read_attr_scalar<double>(g, n.c_str(), H5T_NATIVE_DOUBLE));
+  }
+  if (H5Lexists(f, "texts", H5P_DEFAULT) > 0) {
+    H5Id g(H5Gopen2(f, "texts", H5P_DEFAULT), H5Gclose, "open /texts");
+    for (const auto& n : attribute_names(g)) rec.text(n, read_attr_string(g, n.c_str()));
+  }
+  if (H5Lexists(f, "series", H5P_DEFAULT) > 0) {
+    H5Id g(H5Gopen2(f, "series", H5P_DEFAULT), H5Gclose, "open /series");
+    for (const auto& n : link_names(g)) {
+      H5Id ds(H5Dopen2(g, n.c_str(), H5P_DEFAULT), H5Dclose, "open /series/" + n);
+      H5Id space(H5Dget_space(ds), H5Sclose, "get the space of /series/" + n);
+      std::vector<double> v(static_cast<std::size_t>(H5Sget_simple_extent_npoints(space)));
+      h5(H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), "read /series/" + n);
+      for (const double x : v) rec.series(n, x);
+    }
+  }
+}
+
+}  // namespace hdf5
 
 // Writes `bytes` to tmp, syncs it and renames it to path; on any error removes tmp and throws
 // with the system's reason (a full disk says "No space left on device").

@@ -153,6 +153,7 @@ Recorder read_result_records(const std::string& path) {
   hdf5::H5Id file(f, H5Fclose, "open " + path + " (not an HDF5 file?)");
   Recorder rec;
   hdf5::read_record_tables(file, rec);
+  hdf5::read_named(file, rec);
   return rec;
 }
 

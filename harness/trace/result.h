@@ -174,7 +174,8 @@ ResultSummary read_result_summary(const std::string& path);
 ResultMeta read_result_meta(const std::string& path);
 
 // The record tables of a result file (steps, ranks, comm, queries), read back through the
-// same Tables that wrote them; throws sb::Error naming a missing group or column.
+// same Tables that wrote them, and its scalars, series and texts; throws sb::Error naming a
+// missing group or column.
 Recorder read_result_records(const std::string& path);
 
 // Console sink: a few lines per point (status, median step time, tokens/s, MFU, memory).

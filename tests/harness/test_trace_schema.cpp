@@ -44,6 +44,10 @@ sb::Recorder sample_recorder() {
   r.memory({1, "node-\xc2\xb5", 11, 21, 31, 41, 63, 101, 2u << 20});
   r.query({"server", 0, 0.0, 0.01, 1, 64});
   r.query({"offline", 1, 0.5, 0.02, 8, 512});
+  r.scalar("final_eval_loss", 2.75);
+  r.scalar("peak_rss_bytes", 1.5e9);
+  r.series("eval_loss", 3.0), r.series("eval_loss", 2.75), r.series("lr", 6e-4);
+  r.text("note", "a text \xc2\xb5");
   return r;
 }
 
@@ -277,6 +281,9 @@ TEST(TraceHdf5Tables, RecordsReadBackEqualWhatWasWritten) {
   expect_same_rows(back.memories(), rec.memories());
   expect_same_rows(back.comm_events(), rec.comm_events());
   expect_same_rows(back.queries(), rec.queries());
+  EXPECT_EQ(back.scalars(), rec.scalars());
+  EXPECT_EQ(back.all_series(), rec.all_series());
+  EXPECT_EQ(back.texts(), rec.texts());
   // Empty tables read back empty.
   sb::write_result_hdf5(dir + "/e.h5", meta(), sb::Recorder{});
   const sb::Recorder empty = sb::read_result_records(dir + "/e.h5");

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "workloads/models/params.h"
 #include "workloads/models/shapes.h"
@@ -56,4 +57,36 @@ TEST(Shapes, AProposalTrains) {
   auto loss = m->loss(p, b);
   loss.backward();
   EXPECT_TRUE(std::isfinite(loss.item<double>()));
+}
+
+// The rest of a step: one kernel per kind with its count, the attention core either naive's
+// softmax (beside its six batched products) or one fused kernel (and no products).
+TEST(Shapes, VectorKernelsOfAStep) {
+  const auto c = preset_config("gpt2-d1000");
+  const std::int64_t B = 2, T = 16, L = c.n_layer, P = 195439000;
+  const auto naive = step_vector_kernels(c, B, T, P, true, true);
+  std::map<std::string, std::int64_t> count;
+  for (const auto& k : naive) count[k.op] += k.count;
+  EXPECT_EQ(count["layernorm"], 2 * L + 1);
+  EXPECT_EQ(count["gelu"], L);
+  EXPECT_EQ(count["softmax_causal"], L);
+  EXPECT_EQ(count.count("sdpa"), 0u);
+  EXPECT_EQ(count["cross_entropy"], 1);
+  EXPECT_EQ(count["add"], 2 * L);
+  EXPECT_EQ(count["sum_rows"], 4 * L);  // the four linears' bias gradients
+  EXPECT_EQ(count["adamw"], 1);
+  EXPECT_EQ(count["norm"], 1);
+  EXPECT_EQ(count["cast"], 1);
+  for (const auto& k : naive)
+    if (k.op == "adamw") EXPECT_EQ(k.width, P);
+    else if (k.op == "cross_entropy") EXPECT_EQ(k.rows * k.width, B * T * c.vocab);
+  const auto fused = step_vector_kernels(c, B, T, P, false, false);
+  std::map<std::string, std::int64_t> fc;
+  for (const auto& k : fused) fc[k.op] += k.count;
+  EXPECT_EQ(fc["sdpa"], L);
+  EXPECT_EQ(fc.count("softmax_causal") + fc.count("cast"), 0u);
+  // Without naive attention the GEMMs lose exactly its six batched products.
+  const auto all = step_gemms(c, B, T, true), dense = step_gemms(c, B, T, false);
+  EXPECT_EQ(all.size(), dense.size() + 6);
+  for (const auto& g : dense) EXPECT_EQ(g.what.find("attention "), std::string::npos) << g.what;
 }

@@ -27,7 +27,7 @@ std::int64_t round64(double x) { return std::max<std::int64_t>(64, static_cast<s
 
 }  // namespace
 
-std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t B, std::int64_t T) {
+std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t B, std::int64_t T, bool naive_attention) {
   SB_CHECK(family(c.family).objective == Objective::CausalLm, "shapes: model '{}' is not GPT-2-like", c.preset);
   const std::int64_t M = B * T, d = c.d_model, A = c.attn_width(), f = c.d_ff, L = c.n_layer;
   const std::int64_t H = c.n_head, dh = c.dh();
@@ -38,14 +38,39 @@ std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t B, std::int64_t 
   linear(g, "mlp.c_proj", M, f, d, L);
   // Attention core per (row, head): S = Q K^T (T x dh x T), O = P V (T x T x dh); backward
   // dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q.
-  g.push_back({"attention Q K^T forward", B * H, T, dh, T, L});
-  g.push_back({"attention P V forward", B * H, T, T, dh, L});
-  g.push_back({"attention dO V^T", B * H, T, dh, T, L});
-  g.push_back({"attention P^T dO", B * H, T, T, dh, L});
-  g.push_back({"attention dS K", B * H, T, T, dh, L});
-  g.push_back({"attention dS^T Q", B * H, T, T, dh, L});
+  if (naive_attention) {
+    g.push_back({"attention Q K^T forward", B * H, T, dh, T, L});
+    g.push_back({"attention P V forward", B * H, T, T, dh, L});
+    g.push_back({"attention dO V^T", B * H, T, dh, T, L});
+    g.push_back({"attention P^T dO", B * H, T, T, dh, L});
+    g.push_back({"attention dS K", B * H, T, T, dh, L});
+    g.push_back({"attention dS^T Q", B * H, T, T, dh, L});
+  }
   linear(g, "lm_head (tied wte)", M, d, c.vocab, 1);
   return g;
+}
+
+std::string VectorKernel::key() const { return fmt::format("{}|{}|{}|{}|{}", op, batch, heads, rows, width); }
+
+std::vector<VectorKernel> step_vector_kernels(const ModelConfig& c, std::int64_t B, std::int64_t T,
+                                              std::int64_t params, bool naive_attention, bool low_precision) {
+  const std::int64_t M = B * T, d = c.d_model, A = c.attn_width(), f = c.d_ff, L = c.n_layer;
+  std::vector<VectorKernel> k;
+  k.push_back({"layer norms", "layernorm", 1, 1, M, d, 2 * L + 1});
+  k.push_back({"mlp GELU", "gelu", 1, 1, M, f, L});
+  if (naive_attention)
+    k.push_back({"attention softmax (causal)", "softmax_causal", B * c.n_head, 1, T, T, L});
+  else
+    k.push_back({"attention (fused, causal)", "sdpa", B, c.n_head, T, c.dh(), L});
+  k.push_back({"lm_head cross-entropy", "cross_entropy", 1, 1, M, c.vocab, 1});
+  k.push_back({"residual adds", "add", 1, 1, M, d, 2 * L});
+  k.push_back({"attn.c_attn bias grad", "sum_rows", 1, 1, M, 3 * A, L});
+  k.push_back({"attn.c_proj, mlp.c_proj bias grads", "sum_rows", 1, 1, M, d, 2 * L});
+  k.push_back({"mlp.c_fc bias grad", "sum_rows", 1, 1, M, f, L});
+  k.push_back({"AdamW update", "adamw", 1, 1, 1, params, 1});
+  k.push_back({"gradient norm", "norm", 1, 1, 1, params, 1});
+  if (low_precision) k.push_back({"weight and gradient casts", "cast", 1, 1, 1, params, 1});
+  return k;
 }
 
 std::vector<ShapeCandidate> neighbour_shapes(const ModelConfig& c, double tolerance) {

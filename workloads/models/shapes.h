@@ -24,7 +24,30 @@ struct Gemm {
 // attention runs it (Q K^T and P V forward, four batched products backward, B x heads
 // batches); the tied LM head's three. Dense GPT-2 blocks (an MoE model's experts are not
 // modelled).
-std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t B, std::int64_t T);
+// naive_attention = false: the attention core is one fused kernel (step_kernels' "sdpa"), so
+// its six batched products are not listed.
+std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t B, std::int64_t T, bool naive_attention = true);
+
+// The rest of a training step, each kernel timed as the operator the model runs, forward and
+// backward together (cmd_shapes.cpp times them): `op` is one of
+//   layernorm (rows x width), gelu (tanh; rows x width), softmax_causal (naive attention's
+//   masked softmax: batch x rows x rows), sdpa (fused attention: batch x heads x rows x
+//   width per head), cross_entropy (rows x width classes), add (rows x width, forward only),
+//   sum_rows (a bias gradient: rows x width), norm (the squares of width gradient elements
+//   summed in fp32), adamw (width elements of fp32 master weights, gradients and moments),
+//   cast (width elements fp32 -> the compute dtype, and a gradient back).
+struct VectorKernel {
+  std::string what, op;
+  std::int64_t batch = 1, heads = 1, rows = 0, width = 0, count = 1;
+  std::string key() const;  // "op|batch|heads|rows|width": one timing per distinct kernel
+};
+// Per step on B rows of T tokens: 2 L + 1 layer norms, L GELUs, L attention softmaxes (naive)
+// or fused attentions, the LM head's cross-entropy, 2 L residual adds, the four linears' bias
+// gradients per block, and over the P parameters one AdamW update, one gradient norm and,
+// below fp32, the casts of weights and gradients. Embedding lookups and
+// their gradient (M rows of d) are left out (under 0.1% of a GPT-2 step).
+std::vector<VectorKernel> step_vector_kernels(const ModelConfig& c, std::int64_t B, std::int64_t T,
+                                              std::int64_t params, bool naive_attention, bool low_precision);
 
 struct ShapeCandidate {
   ModelConfig cfg;
