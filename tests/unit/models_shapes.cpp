@@ -71,7 +71,7 @@ TEST(Shapes, VectorKernelsOfAStep) {
   EXPECT_EQ(count["gelu"], L);
   EXPECT_EQ(count["softmax_causal"], L);
   EXPECT_EQ(count.count("sdpa"), 0u);
-  EXPECT_EQ(count["cross_entropy"], 1);
+  EXPECT_EQ(count["lm_head"], 1);
   EXPECT_EQ(count["add"], 2 * L);
   EXPECT_EQ(count["sum_rows"], 4 * L);  // the four linears' bias gradients
   EXPECT_EQ(count["adamw"], 1);
@@ -79,7 +79,7 @@ TEST(Shapes, VectorKernelsOfAStep) {
   EXPECT_EQ(count["cast"], 1);
   for (const auto& k : naive)
     if (k.op == "adamw") EXPECT_EQ(k.width, P);
-    else if (k.op == "cross_entropy") EXPECT_EQ(k.rows * k.width, B * T * c.vocab);
+    else if (k.op == "lm_head") EXPECT_EQ(k.rows * k.width * k.classes, B * T * c.d_model * c.vocab);
   const auto fused = step_vector_kernels(c, B, T, P, false, false);
   std::map<std::string, std::int64_t> fc;
   for (const auto& k : fused) fc[k.op] += k.count;
@@ -89,4 +89,7 @@ TEST(Shapes, VectorKernelsOfAStep) {
   const auto all = step_gemms(c, B, T, true), dense = step_gemms(c, B, T, false);
   EXPECT_EQ(all.size(), dense.size() + 6);
   for (const auto& g : dense) EXPECT_EQ(g.what.find("attention "), std::string::npos) << g.what;
+  std::int64_t head = 0;  // the LM head's three, timed inside the lm_head kernel
+  for (const auto& g : dense) head += g.lm_head ? 1 : 0;
+  EXPECT_EQ(head, 3);
 }

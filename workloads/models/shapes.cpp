@@ -47,10 +47,13 @@ std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t B, std::int64_t 
     g.push_back({"attention dS^T Q", B * H, T, T, dh, L});
   }
   linear(g, "lm_head (tied wte)", M, d, c.vocab, 1);
+  for (std::size_t i = g.size() - 3; i < g.size(); ++i) g[i].lm_head = true;
   return g;
 }
 
-std::string VectorKernel::key() const { return fmt::format("{}|{}|{}|{}|{}", op, batch, heads, rows, width); }
+std::string VectorKernel::key() const {
+  return fmt::format("{}|{}|{}|{}|{}", op, batch, heads, rows, width) + (classes ? fmt::format("|{}", classes) : "");
+}
 
 std::vector<VectorKernel> step_vector_kernels(const ModelConfig& c, std::int64_t B, std::int64_t T,
                                               std::int64_t params, bool naive_attention, bool low_precision) {
@@ -62,7 +65,7 @@ std::vector<VectorKernel> step_vector_kernels(const ModelConfig& c, std::int64_t
     k.push_back({"attention softmax (causal)", "softmax_causal", B * c.n_head, 1, T, T, L});
   else
     k.push_back({"attention (fused, causal)", "sdpa", B, c.n_head, T, c.dh(), L});
-  k.push_back({"lm_head cross-entropy", "cross_entropy", 1, 1, M, c.vocab, 1});
+  k.push_back({"lm_head and its cross-entropy", "lm_head", 1, 1, M, d, 1, c.vocab});
   k.push_back({"residual adds", "add", 1, 1, M, d, 2 * L});
   k.push_back({"attn.c_attn bias grad", "sum_rows", 1, 1, M, 3 * A, L});
   k.push_back({"attn.c_proj, mlp.c_proj bias grads", "sum_rows", 1, 1, M, d, 2 * L});

@@ -16,6 +16,7 @@ namespace sb::models {
 struct Gemm {
   std::string what;  // "mlp.c_fc forward", ...
   std::int64_t batch = 1, m = 0, k = 0, n = 0, count = 1;
+  bool lm_head = false;  // the tied LM head's: the predictor times them inside "lm_head" below
   double flops() const { return 2.0 * static_cast<double>(batch * m * k * n); }
 };
 
@@ -32,17 +33,19 @@ std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t B, std::int64_t 
 // backward together (cmd_shapes.cpp times them): `op` is one of
 //   layernorm (rows x width), gelu (tanh; rows x width), softmax_causal (naive attention's
 //   masked softmax: batch x rows x rows), sdpa (fused attention: batch x heads x rows x
-//   width per head), cross_entropy (rows x width classes), add (rows x width, forward only),
+//   width per head), lm_head (the tied LM head with its loss as the model runs them,
+//   linear_cross_entropy: rows x width by classes x width, its three GEMMs and the
+//   cross-entropy in row chunks), add (rows x width, forward only),
 //   sum_rows (a bias gradient: rows x width), norm (the squares of width gradient elements
 //   summed in fp32), adamw (width elements of fp32 master weights, gradients and moments),
 //   cast (width elements fp32 -> the compute dtype, and a gradient back).
 struct VectorKernel {
   std::string what, op;
-  std::int64_t batch = 1, heads = 1, rows = 0, width = 0, count = 1;
-  std::string key() const;  // "op|batch|heads|rows|width": one timing per distinct kernel
+  std::int64_t batch = 1, heads = 1, rows = 0, width = 0, count = 1, classes = 0;
+  std::string key() const;  // "op|batch|heads|rows|width[|classes]": one timing per distinct kernel
 };
 // Per step on B rows of T tokens: 2 L + 1 layer norms, L GELUs, L attention softmaxes (naive)
-// or fused attentions, the LM head's cross-entropy, 2 L residual adds, the four linears' bias
+// or fused attentions, the LM head with its cross-entropy, 2 L residual adds, the four linears' bias
 // gradients per block, and over the P parameters one AdamW update, one gradient norm and,
 // below fp32, the casts of weights and gradients. Embedding lookups and
 // their gradient (M rows of d) are left out (under 0.1% of a GPT-2 step).

@@ -2,9 +2,9 @@
 // issue; docs/MODELS.md "Shapes"). For `model` (a dense GPT-2-family preset or folder) and
 // its neighbouring shapes within shapes.tolerance of its parameter count (shapes.h), every
 // distinct kernel of one training step at batch x seq in `dtype` is timed on this machine
-// with `threads` threads (a GEMM: the median of 3 torch::mm / bmm calls after an untimed one;
-// every other kernel as the operator the model runs, forward and backward: shapes.h's
-// VectorKernel), and each shape's predicted step time is the sum over its kernels of
+// with `threads` threads (the median over 7 rounds, each one call of every kernel in turn
+// after an untimed one, after half a second of warm-up; a GEMM as torch::mm / bmm, every other kernel as the operator the model runs,
+// forward and backward: shapes.h's VectorKernel; the LM head's GEMMs inside its fused loss), and each shape's predicted step time is the sum over its kernels of
 // count x seconds. Timings of the same kernel on the same CPU model and ISA, dtype and threads
 // are taken from earlier shapes points under shapes.reuse instead of timed again.
 //
@@ -13,7 +13,7 @@
 // shape_params, shape_gemm_s, shape_other_s, shape_step_s, shape_gain_pct; scalars
 // predicted_step_s, predicted_gemm_s, best_gain_pct, kernels_timed, kernels_reused; texts
 // shapes_table (the ranked table `shardbench shapes` prints), least_efficient_gemms (the
-// model's four lowest GFLOP/s), best_config (the best shape's
+// model's four lowest GFLOP/s of its block GEMMs), best_config (the best shape's
 // config.json fields, JSON), kernel_timings (JSON: kernel -> seconds, what a later point
 // reuses), shapes_machine (CPU model and ISA flags the timings hold for).
 #include <algorithm>
@@ -30,6 +30,7 @@
 #include "harness/core/check.h"
 #include "harness/core/machine.h"
 #include "harness/core/mpi_context.h"
+#include "harness/core/progress.h"
 #include "harness/spec/base_config.h"
 #include "harness/spec/config.h"
 #include "harness/spec/model_keys.h"
@@ -37,6 +38,7 @@
 #include "harness/trace/result.h"
 #include "harness/workload.h"
 #include "workloads/models/dtype.h"
+#include "workloads/models/loss.h"
 #include "workloads/models/model.h"
 #include "workloads/models/shapes.h"
 #include "workloads/optim/adamw.h"
@@ -52,85 +54,128 @@ struct ShapesKeys {
 
 namespace {
 
-double median_of_3(const std::function<void()>& f) {
-  f();  // untimed: packing, first touch, autograd's graph allocations
-  std::vector<double> t;
-  for (int i = 0; i < 3; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[1];
+// One call of a kernel on inputs made when the call was made (the closure owns them).
+using Call = std::function<void()>;
+
+// Inputs: uniform in [-1, 1) (a kernel's speed does not depend on the values; uniform draws
+// cost a fraction of normal ones, and inputs are made once per kernel and round).
+torch::Tensor filled(std::vector<std::int64_t> shape, const torch::TensorOptions& o = {}) {
+  return torch::empty(shape, o).uniform_(-1, 1);
 }
+
+// The per-parameter kernels (AdamW, the gradient norm, the casts) stream their elements:
+// timed on this many (64 MB in fp32, past any cache) and scaled to each shape's parameters.
+constexpr std::int64_t kStreamed = std::int64_t{1} << 24;
 
 std::string gemm_key(const Gemm& g) { return fmt::format("gemm|{}|{}|{}|{}", g.batch, g.m, g.k, g.n); }
 
-double time_gemm(const Gemm& g, torch::ScalarType dt) {
+Call gemm_call(const Gemm& g, torch::ScalarType dt) {
   const auto o = torch::TensorOptions().dtype(dt);
-  const auto a = torch::randn({g.batch, g.m, g.k}, o), b = torch::randn({g.batch, g.k, g.n}, o);
-  return median_of_3([&] { g.batch == 1 ? torch::mm(a[0], b[0]) : torch::bmm(a, b); });
+  const auto a = filled({g.batch, g.m, g.k}, o), b = filled({g.batch, g.k, g.n}, o);
+  const bool one = g.batch == 1;
+  return [a, b, one] { one ? torch::mm(a[0], b[0]) : torch::bmm(a, b); };
 }
 
-// Forward and backward of y = f(inputs) against a random output gradient.
-double time_fwd_bwd(const std::vector<torch::Tensor>& inputs, const std::function<torch::Tensor()>& f) {
-  return median_of_3([&] {
-    const auto y = f();
-    torch::autograd::grad({y}, inputs, {torch::randn_like(y)});
-  });
+// Half a second of the model's first GEMM before anything is timed: the first kernels of a
+// process otherwise measure the thread pool waking, page faults and the clock ramping (the
+// first GEMMs timed ran at half the speed of the same shape timed later).
+void warm_up(const Gemm& g, torch::ScalarType dt) {
+  const Call c = gemm_call(g, dt);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 0.5) c();
 }
 
-double time_vector(const VectorKernel& k, torch::ScalarType dt) {
-  torch::NoGradGuard none;  // re-enabled below where a backward is timed
+// Forward and backward of y = f(inputs) against a random output gradient (drawn once: its
+// random numbers cost as much as a layer norm).
+Call fwd_bwd(std::vector<torch::Tensor> inputs, std::function<torch::Tensor()> f) {
+  torch::AutoGradMode on(true);
+  const auto g = torch::empty_like(f().detach()).uniform_(-1, 1);
+  return [inputs, f, g] {
+    torch::AutoGradMode on(true);
+    torch::autograd::grad({f()}, inputs, {g});
+  };
+}
+
+Call vector_call(const VectorKernel& k, torch::ScalarType dt) {
   const auto o = torch::TensorOptions().dtype(dt);
-  const auto leaf = [&](std::vector<std::int64_t> shape) { return torch::randn(shape, o).requires_grad_(); };
+  const auto leaf = [&](std::vector<std::int64_t> shape) { return filled(shape, o).requires_grad_(); };
   const std::int64_t R = k.rows, W = k.width;
   if (k.op == "add") {
-    const auto a = torch::randn({R, W}, o), b = torch::randn({R, W}, o);
-    return median_of_3([&] { a + b; });
+    const auto a = filled({R, W}, o), b = filled({R, W}, o);
+    return [a, b] { a + b; };
   }
   if (k.op == "sum_rows") {
-    const auto x = torch::randn({R, W}, o);
-    return median_of_3([&] { x.sum(0); });
+    const auto x = filled({R, W}, o);
+    return [x] { x.sum(0); };
   }
   if (k.op == "norm") {
-    const auto x = torch::randn({W}, o);
-    return median_of_3([&] { x.to(torch::kFloat32).pow(2).sum(); });
+    const auto x = filled({W}, o);
+    return [x] { x.to(torch::kFloat32).pow(2).sum(); };
   }
   if (k.op == "cast") {
-    const auto w = torch::randn({W}), g = torch::randn({W}, o);
-    return median_of_3([&] { w.to(dt), g.to(torch::kFloat32); });
+    const auto w = filled({W}), g = filled({W}, o);
+    return [w, g, dt] { w.to(dt), g.to(torch::kFloat32); };
   }
   if (k.op == "adamw") {
-    auto p = torch::randn({W}), m = torch::zeros({W}), v = torch::zeros({W});
-    const auto g = torch::randn({W}, o);
-    optim::AdamWConfig c;
-    return median_of_3([&] { optim::adamw_update(p, g, m, v, 1, c.lr, c, torch::Tensor()); });
+    auto state = std::make_shared<std::vector<torch::Tensor>>(
+        std::vector<torch::Tensor>{filled({W}), torch::zeros({W}), torch::zeros({W}), filled({W}, o)});
+    return [state] {
+      auto& t = *state;
+      optim::AdamWConfig c;
+      optim::adamw_update(t[0], t[3], t[1], t[2], 1, c.lr, c, torch::Tensor());
+    };
   }
-  torch::AutoGradMode grad(true);
   if (k.op == "layernorm") {
     const auto x = leaf({R, W}), w = leaf({W}), b = leaf({W});
-    return time_fwd_bwd({x, w, b}, [&] { return at::layer_norm(x, {W}, w, b, 1e-5); });
+    return fwd_bwd({x, w, b}, [x, w, b, W] { return at::layer_norm(x, {W}, w, b, 1e-5); });
   }
   if (k.op == "gelu") {
     const auto x = leaf({R, W});
-    return time_fwd_bwd({x}, [&] { return at::gelu(x, "tanh"); });
+    return fwd_bwd({x}, [x] { return at::gelu(x, "tanh"); });
   }
   if (k.op == "softmax_causal") {  // naive attention: the mask is in its baddbmm's bias
     const auto s = leaf({k.batch, R, R});
-    return time_fwd_bwd({s}, [&] { return torch::softmax(s, -1); });
+    return fwd_bwd({s}, [s] { return torch::softmax(s, -1); });
   }
   if (k.op == "sdpa") {
     const auto q = leaf({k.batch, k.heads, R, W}), kk = leaf({k.batch, k.heads, R, W}), v = leaf({k.batch, k.heads, R, W});
-    return time_fwd_bwd({q, kk, v}, [&] { return at::scaled_dot_product_attention(q, kk, v, {}, 0.0, true); });
+    return fwd_bwd({q, kk, v}, [q, kk, v] { return at::scaled_dot_product_attention(q, kk, v, {}, 0.0, true); });
   }
-  if (k.op == "cross_entropy") {  // fp32 whatever the compute dtype (loss.h)
-    const auto x = leaf({R, W});
-    const auto t = torch::randint(W, {R}, torch::kLong);
-    return time_fwd_bwd({x}, [&] { return at::cross_entropy_loss(x.to(torch::kFloat32), t); });
+  if (k.op == "lm_head") {  // the model's own operator: GEMMs and fp32 loss in row chunks
+    const auto x = leaf({R, W}), w = leaf({k.classes, W});
+    const auto t = torch::randint(k.classes, {R}, torch::kLong);
+    return fwd_bwd({x, w}, [x, w, t] { return linear_cross_entropy(x, w, t); });
   }
   SB_CHECK(false, "shapes: no timing for kernel op '{}'", k.op);
-  return 0;
+  return {};
+}
+
+// Each kernel's seconds: the median over `rounds` rounds, each round one timed call of every
+// kernel in turn (after an untimed one on the same inputs: packing, first touch, autograd's
+// allocations). Interleaved, so that this machine's drift over minutes moves every kernel's
+// timings alike instead of favouring the shapes timed in a quiet minute; inputs are made per
+// call, so memory holds one kernel's at a time.
+std::map<std::string, double> time_interleaved(const std::vector<std::pair<std::string, std::function<Call()>>>& kernels,
+                                               int rounds, Progress& progress) {
+  std::map<std::string, std::vector<double>> t;
+  progress.begin(fmt::format("{} kernels x {} rounds", kernels.size(), rounds), rounds);
+  for (int r = 0; r < rounds; ++r) {
+    for (const auto& [key, make] : kernels) {
+      const Call c = make();
+      c();
+      const auto t0 = std::chrono::steady_clock::now();
+      c();
+      t[key].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    progress.step(r + 1, fmt::format("round {}", r + 1));
+  }
+  progress.end();
+  std::map<std::string, double> out;
+  for (auto& [key, v] : t) {
+    std::sort(v.begin(), v.end());
+    out[key] = v[v.size() / 2];
+  }
+  return out;
 }
 
 std::string machine_text() {
@@ -193,6 +238,8 @@ std::string table(const std::vector<Shape>& rows, const std::vector<ShapeCandida
   return s;
 }
 
+constexpr int kRounds = 7;
+
 class ShapesWorkload : public Workload {
  public:
   void run(RunContext& ctx) override {
@@ -207,43 +254,47 @@ class ShapesWorkload : public Workload {
     const ModelConfig base = preset_config(mk.model);
     const auto cands = neighbour_shapes(base, k.tolerance);
     const std::string machine = machine_text();
-    std::map<std::string, double> seconds = reusable(k.reuse, dtype, threads, machine);
+    const std::map<std::string, double> earlier = reusable(k.reuse, dtype, threads, machine);
+    const std::int64_t P0 = kStreamed;  // the per-parameter kernels' timed size
+    const auto is_per_param = [](const VectorKernel& v) { return v.op == "adamw" || v.op == "norm" || v.op == "cast"; };
+    // Every distinct kernel of every shape, in first-use order: taken from `earlier`, or timed.
     std::map<std::string, double> used;  // this point's kernels: what a later point reuses
-    std::int64_t timed = 0, reused = 0;
-    const auto lookup = [&](const std::string& key, const std::function<double()>& time) {
-      auto it = used.find(key);
-      if (it != used.end()) return it->second;
-      auto old = seconds.find(key);
-      const bool have = old != seconds.end();
-      const double s = have ? old->second : time();
-      (have ? reused : timed) += 1;
-      return used[key] = s;
+    std::vector<std::pair<std::string, std::function<Call()>>> to_time;
+    std::set<std::string> seen;
+    std::int64_t reused = 0;
+    const auto need = [&](const std::string& key, std::function<Call()> make) {
+      if (!seen.insert(key).second) return;
+      const auto it = earlier.find(key);
+      if (it != earlier.end()) used[key] = it->second, ++reused;
+      else to_time.emplace_back(key, std::move(make));
     };
-    // Per-parameter kernels (AdamW, the norm, the casts) are timed once at the model's count
-    // and scaled to each shape's: they stream their elements (linear in P).
-    const std::int64_t P0 = cands[0].params;
-    ctx.progress.begin(fmt::format("shapes of {}", mk.model), static_cast<long>(cands.size()));
+    for (const auto& c : cands) {
+      for (const auto& g : step_gemms(c.cfg, mk.batch, mk.seq, naive))
+        if (!g.lm_head) need(gemm_key(g), [g, dt] { return gemm_call(g, dt); });
+      for (const auto& v : step_vector_kernels(c.cfg, mk.batch, mk.seq, P0, naive, dt != torch::kFloat32))
+        need(v.key(), [v, dt] { return vector_call(v, dt); });
+    }
+    if (!to_time.empty()) {
+      warm_up(step_gemms(base, mk.batch, mk.seq, naive).front(), dt);
+      for (const auto& [key, s] : time_interleaved(to_time, kRounds, ctx.progress)) used[key] = s;
+    }
+    const auto timed = static_cast<std::int64_t>(to_time.size());
     std::vector<Shape> rows;
-    for (std::size_t i = 0; i < cands.size() && !ctx.stop_agreed(); ++i) {
-      const auto& c = cands[i];
+    for (const auto& c : cands) {
       Shape s{&c};
       for (const auto& g : step_gemms(c.cfg, mk.batch, mk.seq, naive))
-        s.gemm_s += static_cast<double>(g.count) * lookup(gemm_key(g), [&] { return time_gemm(g, dt); });
+        if (!g.lm_head) s.gemm_s += static_cast<double>(g.count) * used.at(gemm_key(g));
       for (const auto& v : step_vector_kernels(c.cfg, mk.batch, mk.seq, P0, naive, dt != torch::kFloat32)) {
-        const bool per_param = v.op == "adamw" || v.op == "norm" || v.op == "cast";
-        const double scale = per_param ? static_cast<double>(c.params) / static_cast<double>(P0) : 1.0;
-        s.other_s += static_cast<double>(v.count) * scale * lookup(v.key(), [&] { return time_vector(v, dt); });
+        const double scale = is_per_param(v) ? static_cast<double>(c.params) / static_cast<double>(P0) : 1.0;
+        s.other_s += static_cast<double>(v.count) * scale * used.at(v.key());
       }
       rows.push_back(s);
-      ctx.progress.step(static_cast<long>(i + 1), c.change);
     }
-    ctx.progress.end();
-    SB_REQUIRE(rows.size() == cands.size(), "shapes: stopped after {} of {} shapes; nothing predicted",
-               rows.size(), cands.size());
     std::sort(rows.begin() + 1, rows.end(), [](const Shape& a, const Shape& b) { return a.step_s() < b.step_s(); });
     record(ctx, rows, cands, used, timed, reused, machine);
     // Where the model's own GEMM time goes: its least efficient GEMMs.
     auto gemms = step_gemms(base, mk.batch, mk.seq, naive);
+    gemms.erase(std::remove_if(gemms.begin(), gemms.end(), [](const Gemm& g) { return g.lm_head; }), gemms.end());
     const auto gflops = [&](const Gemm& g) { return g.flops() / used.at(gemm_key(g)) / 1e9; };
     std::sort(gemms.begin(), gemms.end(), [&](const Gemm& a, const Gemm& b) { return gflops(a) < gflops(b); });
     std::string worst;
