@@ -1,12 +1,12 @@
 // Caching CPU allocator (see cpu_allocator.h for why). Small blocks: posix_memalign / free
-// (64-byte aligned, as LibTorch's default allocator).
+// (64-byte aligned, as LibTorch's default allocator); large ones straight from mmap.
 #include "workloads/models/cpu_allocator.h"
 
-#include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -26,6 +26,37 @@ namespace {
 constexpr std::size_t kMinCached = std::size_t{1} << 20;  // smaller: the default allocator
 constexpr std::size_t kClass = std::size_t{1} << 16;      // size classes of 64 KiB
 constexpr std::size_t kHuge = std::size_t{2} << 20;       // THP size and alignment
+
+// A large block of `size` bytes (a multiple of kClass), kHuge aligned, from mmap: never from
+// glibc's heap, where a long-lived one (a master shard) pins the freed ones around it
+// (building gpt2-large's engine held 2x its master weights in such holes: measured, one rank,
+// 6.4 GiB for 3.1). Its own mmap rather than glibc's fixed mmap threshold (mallopt), which
+// would also have sent every malloc of 1 MiB and more by other code to mmap and munmap:
+// Open MPI's per-call temporary buffers page-faulted on every call (a 4 MiB MPI_Allreduce on
+// two ranks took 1130-1384 us with it, 369-404 us without).
+void* map_block(std::size_t size) {
+  void* raw = mmap(nullptr, size + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const auto base = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = (base + kHuge - 1) / kHuge * kHuge;
+  if (aligned > base) munmap(raw, aligned - base);
+  const std::size_t tail = base + size + kHuge - (aligned + size);
+  if (tail) munmap(reinterpret_cast<void*>(aligned + size), tail);
+  void* p = reinterpret_cast<void*>(aligned);
+  madvise(p, size, MADV_HUGEPAGE);  // advisory: fewer, larger faults where THP allows
+  return p;
+}
+
+// What a block goes back to the OS by: munmap for a large one (size > 0), free for a small one.
+struct Freed {
+  void* p;
+  std::size_t size;
+};
+void give_back(const std::vector<Freed>& out) {
+  for (const auto& f : out)
+    if (f.size) munmap(f.p, f.size);
+    else std::free(f.p);
+}
 
 // Cache at most a quarter of the memory this process may use, shared with the other ranks of
 // its node: the smallest of the machine's RAM, the memory cgroup's limit and `ulimit -v`
@@ -59,14 +90,7 @@ std::uint64_t default_cache_limit() {
 
 class CachingCpuAllocator final : public c10::Allocator {
  public:
-  CachingCpuAllocator() {
-    limit_ = default_cache_limit();
-    // Blocks of 1 MiB and more from mmap, always: glibc's dynamic threshold rises to the
-    // largest block freed (up to 32 MiB), after which such blocks come from the heap, where a
-    // long-lived one (a master shard) pins the freed ones around it: building gpt2-large's
-    // engine held 2x its master weights in such holes (measured, one rank: 6.4 GiB for 3.1).
-    mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMinCached));
-  }
+  CachingCpuAllocator() { limit_ = default_cache_limit(); }
 
   // Every block's context is its pointer, so raw_allocate / raw_deallocate (used by oneDNN's
   // scratchpads) work too; large live blocks are found by pointer to learn their size class.
@@ -89,10 +113,7 @@ class CachingCpuAllocator final : public c10::Allocator {
         ++stats_.misses;
       }
     }
-    if (!p) {
-      if (posix_memalign(&p, kHuge, size) != 0) throw std::bad_alloc();
-      madvise(p, size, MADV_HUGEPAGE);  // advisory: fewer, larger faults where THP allows
-    }
+    if (!p) p = map_block(size);
     {
       std::lock_guard<std::mutex> lk(m_);
       live_[p] = size;
@@ -114,7 +135,7 @@ class CachingCpuAllocator final : public c10::Allocator {
   void clear() {
     std::lock_guard<std::mutex> lk(m_);
     for (auto& [size, blocks] : free_)
-      for (const auto& b : blocks) std::free(b.p);
+      for (const auto& b : blocks) munmap(b.p, size);
     free_.clear();
     stats_.cached_bytes = 0;
   }
@@ -123,13 +144,13 @@ class CachingCpuAllocator final : public c10::Allocator {
     stats_.peak_live_bytes = stats_.live_bytes;
   }
   void set_limit(std::uint64_t bytes) {
-    std::vector<void*> out;
+    std::vector<Freed> out;
     {
       std::lock_guard<std::mutex> lk(m_);
       limit_ = bytes;
       while (stats_.cached_bytes > limit_) out.push_back(evict_oldest());
     }
-    for (void* p : out) std::free(p);
+    give_back(out);
   }
 
  private:
@@ -139,14 +160,16 @@ class CachingCpuAllocator final : public c10::Allocator {
   // after training) would otherwise keep the old sizes cached forever and page-fault every
   // new block on every step.
   void put(void* p) {
-    std::vector<void*> out;
+    std::vector<Freed> out;
     {
       std::lock_guard<std::mutex> lk(m_);
       auto it = live_.find(p);
       if (it != live_.end()) stats_.live_bytes -= it->second;
-      if (it == live_.end() || it->second > limit_) {
-        out.push_back(p);
-        if (it != live_.end()) live_.erase(it);
+      if (it == live_.end()) {
+        out.push_back({p, 0});  // a small block
+      } else if (it->second > limit_) {
+        out.push_back({p, it->second});
+        live_.erase(it);
       } else {
         const std::size_t size = it->second;
         live_.erase(it);
@@ -155,11 +178,11 @@ class CachingCpuAllocator final : public c10::Allocator {
         stats_.cached_bytes += size;
       }
     }
-    for (void* q : out) std::free(q);
+    give_back(out);
   }
   // Removes the cached block freed longest ago (each class's vector is in freeing order) and
-  // returns it; the caller frees it outside the lock. Needs cached_bytes > 0.
-  void* evict_oldest() {
+  // returns it; the caller unmaps it outside the lock. Needs cached_bytes > 0.
+  Freed evict_oldest() {
     auto oldest = free_.end();
     for (auto it = free_.begin(); it != free_.end(); ++it)
       if (!it->second.empty() &&
@@ -169,7 +192,7 @@ class CachingCpuAllocator final : public c10::Allocator {
     oldest->second.erase(oldest->second.begin());
     stats_.cached_bytes -= oldest->first;
     ++stats_.evictions;
-    return p;
+    return {p, oldest->first};
   }
 
   struct Block {

@@ -6,7 +6,8 @@
 // reused one 5 ms). glibc returns blocks above its mmap threshold (at most 32 MiB) to the
 // kernel on free, so every training step page-faulted its large activations, logits and
 // gradients again. Blocks of at least 1 MiB are kept here by size class (64 KiB steps) and
-// reused; new ones are 2 MiB aligned and madvise(MADV_HUGEPAGE)d (one fault per 2 MiB).
+// reused; new ones are mmapped (never glibc's heap), 2 MiB aligned and
+// madvise(MADV_HUGEPAGE)d (one fault per 2 MiB).
 // Smaller blocks are plain 64-byte aligned malloc/free (glibc reuses those well).
 // Free blocks are cached up to a quarter of the memory the process may use (the smallest of
 // RAM, the memory cgroup's limit and ulimit -v) divided by the ranks on its node;
