@@ -4,13 +4,15 @@
 # backend and size in the same results folder, and Python's overhead. Formula (docs/METRICS.md
 # "Python's overhead (OMB-Py)"): overhead = t_python / t_cpp - 1, with t the size's mean_s
 # series (collectives: the mean of each call's slowest rank; p2p: the slowest rank's mean
-# iteration), the median over the points' repetitions; bandwidth ratio = t_cpp / t_python. A
-# size without its C++ twin is left out.
+# iteration), the median over the points' repetitions; bandwidth ratio = t_cpp / t_python; and
+# the same from each side's fastest repetition (*_min: on a machine with bursts of slowness
+# the fastest run is the undisturbed one). A size without its C++ twin is left out.
 import pandas as pd
 
 PYTHON_IMPLS = ("mpi4py-numpy", "mpi4py-torch")
 MATCH = ("micro.op", "world", "comm_backend", "micro.window", "micro.warmup", "threads")
-COLUMNS = ["op", "impl", "world", "size_bytes", "repetitions", "cpp_us", "python_us", "overhead_pct", "bw_ratio"]
+COLUMNS = ["op", "impl", "world", "size_bytes", "repetitions", "cpp_us", "python_us", "overhead_pct", "bw_ratio",
+           "cpp_min_us", "python_min_us", "bw_ratio_min"]
 
 
 def _sizes(res, pid):
@@ -30,23 +32,26 @@ def overhead_table(res):
         if c.get("task") == "micro":
             groups.setdefault((c.get("micro.impl"),) + tuple(c.get(k) for k in MATCH), []).append(pid)
 
-    def medians(pids):
+    def stat(pids, how):
         t = pd.DataFrame([r for pid in pids for r in _sizes(res, pid)], columns=["size", "t"])
-        return t.groupby("size")["t"].median().to_dict() if len(t) else {}
+        return t.groupby("size")["t"].agg(how).to_dict() if len(t) else {}
 
     rows = []
     for key, pids in groups.items():
         impl, match = key[0], key[1:]
         if impl not in PYTHON_IMPLS or ("mpi",) + match not in groups:
             continue
-        cpp, py = medians(groups[("mpi",) + match]), medians(pids)
+        cpp, py = stat(groups[("mpi",) + match], "median"), stat(pids, "median")
+        cpp_min, py_min = stat(groups[("mpi",) + match], "min"), stat(pids, "min")
         c = dict(zip(MATCH, match))
         for size, t in py.items():
             if size not in cpp or not t > 0:
                 continue
             rows.append({"op": c["micro.op"], "impl": impl, "world": c["world"], "size_bytes": int(size),
                          "repetitions": len(pids), "cpp_us": cpp[size] * 1e6, "python_us": t * 1e6,
-                         "overhead_pct": (t / cpp[size] - 1) * 100, "bw_ratio": cpp[size] / t})
+                         "overhead_pct": (t / cpp[size] - 1) * 100, "bw_ratio": cpp[size] / t,
+                         "cpp_min_us": cpp_min[size] * 1e6, "python_min_us": py_min[size] * 1e6,
+                         "bw_ratio_min": cpp_min[size] / py_min[size]})
     out = pd.DataFrame(rows, columns=COLUMNS)
     return out.sort_values(["op", "impl", "size_bytes"]).reset_index(drop=True) if len(out) else out
 
@@ -62,6 +67,8 @@ def section(res):
                   "point (micro.impl = mpi) of the same op, world, backend and size from this "
                   "folder: mean time per call (collectives) or iteration (p2p), the median over repetitions, overhead = "
                   "python / C++ - 1, bw_ratio = C++ / python (the Python twin's share of C++'s "
-                  "bandwidth). The two ran one after the other, not interleaved: on a noisy machine "
-                  "a few percent either way is the machine (docs/METRICS.md)."),
+                  "bandwidth); *_min: each side's fastest repetition (on a machine with bursts of "
+                  "slowness the fastest run is the undisturbed one). Points run one after another; "
+                  "with the suite's repetition_order = \"interleaved\" every repetition round runs "
+                  "both sides (docs/METRICS.md)."),
             ("table", t)], t

@@ -477,33 +477,41 @@ void check_points(const std::vector<Point>& points, Diagnostics& diags) {
   }
 }
 
-// 6. Repetitions (fastest), indices, ids and baseline ids. Repetition 0 is the configuration
-// already hashed (`repetition` is 0 until here: suites may not set it).
+// 6. Repetitions, indices, ids and baseline ids. Repetition 0 is the configuration already
+// hashed (`repetition` is 0 until here: suites may not set it). Grouped: a point's repetitions
+// follow it (fastest); interleaved: repetition r of every point, for r = 0, 1, ... (so noise
+// that lasts seconds falls on every variant of a repetition alike, not on one variant's).
 std::vector<Point> repeat(std::vector<Point>& points, const std::vector<std::string>& digests,
-                          const std::vector<long>& baseline_of) {
-  std::vector<Point> out;
-  // first_of[i]: index in `out` of point i's repetition 0; first_of[size]: out.size().
-  std::vector<std::size_t> first_of(points.size() + 1);
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    first_of[i] = out.size();
-    const std::int64_t reps = points[i].get_int("repetitions");
-    const SourcePos at = points[i].where("repetitions");
-    for (std::int64_t r = 0; r < reps; ++r) {
-      Point q = r + 1 == reps ? std::move(points[i]) : points[i];
-      q.set("repetition", r, at);
-      if (reps > 1) q.name += fmt::format("/r{}", r);
-      q.index = int(out.size());
-      q.id = (r == 0 ? digests[i] : digest(q)).substr(0, 12);
-      out.push_back(std::move(q));
-    }
+                          const std::vector<long>& baseline_of, bool interleaved) {
+  const std::size_t n = points.size();
+  std::vector<std::int64_t> reps(n);
+  std::int64_t most = 0;
+  for (std::size_t i = 0; i < n; ++i) most = std::max(most, reps[i] = points[i].get_int("repetitions"));
+  std::vector<std::pair<std::size_t, std::int64_t>> order;  // (point, repetition) in run order
+  if (interleaved) {
+    for (std::int64_t r = 0; r < most; ++r)
+      for (std::size_t i = 0; i < n; ++i)
+        if (r < reps[i]) order.emplace_back(i, r);
+  } else {
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::int64_t r = 0; r < reps[i]; ++r) order.emplace_back(i, r);
   }
-  first_of[points.size()] = out.size();
-  for (std::size_t i = 0; i < points.size(); ++i) {
+  std::vector<Point> out;
+  std::vector<std::vector<std::size_t>> at(n);  // at[i][r]: index in `out`
+  for (const auto& [i, r] : order) {
+    Point q = points[i];
+    q.set("repetition", r, points[i].where("repetitions"));
+    if (reps[i] > 1) q.name += fmt::format("/r{}", r);
+    q.index = int(out.size());
+    q.id = (r == 0 ? digests[i] : digest(q)).substr(0, 12);
+    at[i].push_back(out.size());
+    out.push_back(std::move(q));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
     if (baseline_of[i] < 0) continue;
-    const std::size_t b = first_of[std::size_t(baseline_of[i])];
-    const std::size_t breps = first_of[std::size_t(baseline_of[i]) + 1] - b;
-    for (std::size_t r = 0; first_of[i] + r < first_of[i + 1]; ++r)  // repetition r vs r
-      out[first_of[i] + r].baseline_id = out[b + std::min(r, breps - 1)].id;
+    const auto& b = at[std::size_t(baseline_of[i])];
+    for (std::size_t r = 0; r < at[i].size(); ++r)  // repetition r vs r
+      out[at[i][r]].baseline_id = out[b[std::min(r, b.size() - 1)]].id;
   }
   return out;
 }
@@ -529,7 +537,7 @@ std::vector<Point> expand(const SuiteSpec& spec, Diagnostics& diags) {
   if (resolve_auto(spec.name, points, diags)) return {};
   check_points(points, diags);
   if (!diags.empty()) return {};
-  return repeat(points, digests, baseline_of);
+  return repeat(points, digests, baseline_of, spec.interleave_repetitions);
 }
 
 }  // namespace sb

@@ -87,6 +87,10 @@ struct SuiteSpec {
   std::vector<Dimension> dims;
   std::vector<Matcher> excludes, references;
   std::vector<std::pair<std::string, Located>> baseline;  // key -> replacement value
+  // [suite] repetition_order = "interleaved": every point's repetition 0, then every point's
+  // repetition 1, ... (points in matrix order within each); default "grouped": a point's
+  // repetitions one after another.
+  bool interleave_repetitions = false;
 };
 
 // How many points expand() would build (repetitions included), counted without building them:

@@ -309,8 +309,8 @@ void Reader::read(const toml::table& root) {
 
 void Reader::read_suite(const toml::table& t) {
   for (const auto& e : entries(t, file())) {
-    if (e.key != "name" && e.key != "description") {
-      d_.add(e.key_pos, e.key, "unknown key in [suite]; the keys are name and description");
+    if (e.key != "name" && e.key != "description" && e.key != "repetition_order") {
+      d_.add(e.key_pos, e.key, "unknown key in [suite]; the keys are name, description and repetition_order");
       continue;
     }
     auto s = e.node->as_string();
@@ -320,6 +320,14 @@ void Reader::read_suite(const toml::table& t) {
     }
     if (e.key == "description") {
       spec_.description = s->get();
+      continue;
+    }
+    if (e.key == "repetition_order") {
+      if (s->get() != "grouped" && s->get() != "interleaved")
+        d_.add(e.pos, e.key, fmt::format("repetition_order \"{}\" is not grouped (a point's repetitions "
+                                         "one after another) or interleaved (repetition 0 of every point, "
+                                         "then repetition 1, ...)", printable(s->get())));
+      spec_.interleave_repetitions = s->get() == "interleaved";
       continue;
     }
     const std::string& n = s->get();

@@ -5,7 +5,8 @@
 # element; a Python point's tables have the C++ point's columns, its series the same names, its
 # comm rows the same count, sizes and logical and wire bytes; its versions name torch only for
 # the torch twin and its texts the Python side; the report's overhead table has a row per
-# Python point and size. A Python point whose world does not match is refused at plan like any.
+# Python point and size (sizes 4 B to 1 MiB: the largest in the twin's placed, 2 MiB-aligned
+# buffers). A Python point whose world does not match is refused at plan like any.
 # Usage: omb_py.sh build/shardbench
 set -euo pipefail
 sb=$(realpath "$1")
@@ -21,8 +22,8 @@ task = "micro"
 world = 2
 threads = 1
 "micro.min_bytes" = 4
-"micro.max_bytes" = 65536
-"micro.factor" = 16
+"micro.max_bytes" = 1048576
+"micro.factor" = 64
 "micro.iters" = 20
 [axes]
 "micro.op" = ["all_reduce", "all_to_all", "p2p_latency", "p2p_bibw"]
@@ -63,6 +64,9 @@ import csv
 rows = list(csv.DictReader(open(f"{sys.argv[1]}/report/tables/python_overhead.csv")))
 assert len(rows) == 4 * 2 * 4, len(rows)  # ops x Python impls x sizes
 assert all(float(r["cpp_us"]) > 0 and float(r["python_us"]) > 0 for r in rows)
+for r in rows:  # one repetition: the fastest is the median
+    assert float(r["cpp_min_us"]) == float(r["cpp_us"]) and float(r["python_min_us"]) == float(r["python_us"]), r
+    assert abs(float(r["bw_ratio_min"]) - float(r["cpp_min_us"]) / float(r["python_min_us"])) < 1e-9, r
 print(f"omb_py: 12 points, Python twins' tables equal C++'s; {len(rows)} overhead rows")
 PY
 grep -q "Python's overhead (OMB-Py)" results/omb/report/report.md || fail "no overhead section"

@@ -117,6 +117,38 @@ compression = "none"
   EXPECT_EQ(s.points[3].baseline_id, s.points[1].id);
 }
 
+// repetition_order = "interleaved": repetition 0 of every point, then repetition 1; the same
+// ids as grouped (a point's identity does not depend on when it runs), baselines r vs r.
+TEST(Expand, InterleavedRepetitionsRunEveryPointOncePerRound) {
+  const std::string body = R"(
+[base]
+repetitions = 2
+[axes]
+compression = ["none", "hybrid"]
+[baseline]
+compression = "none"
+)";
+  Suite g = load_suite_text(body, "rep.toml");
+  Suite s = load_suite_text("[suite]\nrepetition_order = \"interleaved\"\n" + body, "rep.toml");
+  EXPECT_EQ(names(s), (std::vector<std::string>{"none/r0", "hybrid/r0", "none/r1", "hybrid/r1"}));
+  for (const auto& p : s.points) {
+    EXPECT_EQ(p.index, &p - &s.points[0]);
+    EXPECT_EQ(p.get_int("repetition"), p.index / 2);
+  }
+  EXPECT_EQ(s.points[0].id, g.points[0].id);
+  EXPECT_EQ(s.points[1].id, g.points[2].id);
+  EXPECT_EQ(s.points[2].id, g.points[1].id);
+  EXPECT_EQ(s.points[1].baseline_id, s.points[0].id);
+  EXPECT_EQ(s.points[3].baseline_id, s.points[2].id);
+  try {
+    load_suite_text("[suite]\nrepetition_order = \"random\"\n" + body, "bad.toml");
+    ADD_FAILURE() << "repetition_order = random loaded";
+  } catch (const sb::SuiteError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.toml:2:20: repetition_order: repetition_order \"random\" is not grouped"),
+              std::string::npos) << e.what();
+  }
+}
+
 TEST(Expand, ReferenceFiguresAttachToMatchingPoints) {
   Suite s = load_suite_text(R"(
 [base]
