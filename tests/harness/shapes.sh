@@ -16,7 +16,7 @@ cd "$d"
 args=(gpt2-tiny --batch 2 --seq 32 --dtype fp32 --threads 1)
 "$sb" shapes "${args[@]}" --folder best > one.log 2>&1 || { cat one.log; fail "shapes"; }
 grep -q "^shapes of gpt2-tiny: .* [1-9][0-9]* kernels timed, 0 reused" one.log || { cat one.log; fail "first call: kernels timed"; }
-grep -q "^best: .*predicted step" one.log || { cat one.log; fail "no best shape"; }
+grep -q "^best: .*predicted step [0-9.]*% \(faster\|slower\)" one.log || { cat one.log; fail "no best shape"; }
 res=results/shapes/gpt2-tiny-b2-s32-fp32-t1
 /usr/bin/python3 - "$res" <<'PY'
 import glob, json, sys, h5py, numpy as np
@@ -34,6 +34,7 @@ assert (s["shape_d_model"] % s["shape_heads"] == 0).all()
 assert np.allclose(s["shape_step_s"], s["shape_gemm_s"] + s["shape_other_s"])
 assert (np.diff(s["shape_step_s"][1:]) >= 0).all(), "neighbours not best first"
 assert s["shape_gain_pct"][0] == 0 and sc["predicted_step_s"] == s["shape_step_s"][0]
+assert sc["best_gain_pct"] == s["shape_gain_pct"][1] and "best_config" in tx, sc
 timings = json.loads(tx["kernel_timings"])
 assert sc["kernels_timed"] == len(timings) and sc["kernels_reused"] == 0, (sc, len(timings))
 assert any(k.startswith("gemm|") for k in timings) and any(k.startswith("adamw|") for k in timings)

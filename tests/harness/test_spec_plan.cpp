@@ -169,7 +169,7 @@ TEST(KeysCommand, ListsKeysAndNameSets) {
   // One line per key, aligned; base keys and the test's workload keys alike.
   EXPECT_NE(out.find(fmt::format("{} keys\n", registered_keys().size())), std::string::npos);
   // Ranges and the tasks that read a key (empty: every task); columns joined by " | ".
-  EXPECT_EQ(row(out, "batch"), "batch | int | 8 | 1 .. 16777216 | train,infer,serve | GLOBAL samples "
+  EXPECT_EQ(row(out, "batch"), "batch | int | 8 | 1 .. 16777216 | train,infer,serve,shapes | GLOBAL samples "
                                "per optimizer step or per inference batch; divisible by world");
   EXPECT_EQ(row(out, "time_limit"), "time_limit | float | 600.0 | 0.0 .. 31536000.0 | all | "
                                     "seconds the point may run before it is stopped and marked "

@@ -7,9 +7,12 @@
 // model's least efficient GEMMs. A second call with the same arguments finds the point done
 // and prints it again; a call for another model reuses the kernel timings of earlier points
 // under --reuse (default results/shapes) taken on the same CPU model and ISA, dtype and
-// threads. --folder DIR writes the best shape as a model folder (config.json and seeded
+// threads. --folder DIR writes the best neighbour (even one predicted slower, as the printed
+// gain says) as a model folder (config.json and seeded
 // weights) that `model = DIR` trains (in train/: it writes through data's folder exporter).
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -111,15 +114,18 @@ void shapes(Args a) {
   std::printf("the model's least efficient GEMMs (GFLOP/s):\n%s", t.at("least_efficient_gemms").c_str());
   const auto best = t.find("best_config");
   if (best == t.end()) {
-    std::printf("no neighbour is predicted faster than the model%s\n", a.folder.empty() ? "" : ": no folder written");
+    std::printf("no neighbour within the tolerance%s\n", a.folder.empty() ? "" : ": no folder written");
     return;
   }
   const auto b = nlohmann::json::parse(best->second);
+  const double gain = sc.at("best_gain_pct");
+  if (gain <= 0) std::printf("no neighbour is predicted faster than the model; the best of them:\n");
   std::printf("best: a GPT-2 folder's config.json with n_embd %lld, n_head %lld, n_inner %lld, vocab_size %lld "
-              "(n_layer %lld, n_positions %lld): predicted step %.1f%% faster (%s)\n",
+              "(n_layer %lld, n_positions %lld): predicted step %.1f%% %s (%s)\n",
               b.at("n_embd").get<long long>(), b.at("n_head").get<long long>(), b.at("n_inner").get<long long>(),
               b.at("vocab_size").get<long long>(), b.at("n_layer").get<long long>(),
-              b.at("n_positions").get<long long>(), sc.at("best_gain_pct"), b.at("change").get<std::string>().c_str());
+              b.at("n_positions").get<long long>(), std::abs(gain), gain > 0 ? "faster" : "slower",
+              b.at("change").get<std::string>().c_str());
   if (!a.folder.empty()) write_folder(a, best->second);
 }
 
