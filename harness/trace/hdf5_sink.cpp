@@ -81,26 +81,20 @@ void write_named(hid_t f, const Recorder& rec) {
   }
 }
 
-// The attribute names of obj, in creation order where tracked (else by name).
-std::vector<std::string> attribute_names(hid_t obj) {
-  std::vector<std::string> names;
-  hsize_t idx = 0;
-  h5(H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx,
-                 [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
-                   static_cast<std::vector<std::string>*>(out)->push_back(name);
-                   return 0;
-                 }, &names), "list attributes");
-  return names;
+// Appends each name an HDF5 iteration visits to the std::vector<std::string> at `out`.
+template <class Info>
+herr_t collect_name(hid_t, const char* name, const Info*, void* out) {
+  static_cast<std::vector<std::string>*>(out)->push_back(name);
+  return 0;
 }
 
-std::vector<std::string> link_names(hid_t g) {
+// The names of obj's attributes (links = false) or of group obj's members, by name.
+std::vector<std::string> names_in(hid_t obj, bool links) {
   std::vector<std::string> names;
   hsize_t idx = 0;
-  h5(H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx,
-                 [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
-                   static_cast<std::vector<std::string>*>(out)->push_back(name);
-                   return 0;
-                 }, &names), "list datasets");
+  h5(links ? H5Literate(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_name<H5L_info_t>, &names)
+           : H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_name<H5A_info_t>, &names),
+     links ? "list datasets" : "list attributes");
   return names;
 }
 
@@ -151,15 +145,15 @@ namespace hdf5 {
 void read_named(hid_t f, Recorder& rec) {
   if (H5Lexists(f, "scalars", H5P_DEFAULT) > 0) {
     H5Id g(H5Gopen2(f, "scalars", H5P_DEFAULT), H5Gclose, "open /scalars");
-    for (const auto& n : attribute_names(g)) rec.scalar(n, read_attr_scalar<double>(g, n.c_str(), H5T_NATIVE_DOUBLE));
+    for (const auto& n : names_in(g, false)) rec.scalar(n, read_attr_scalar<double>(g, n.c_str(), H5T_NATIVE_DOUBLE));
   }
   if (H5Lexists(f, "texts", H5P_DEFAULT) > 0) {
     H5Id g(H5Gopen2(f, "texts", H5P_DEFAULT), H5Gclose, "open /texts");
-    for (const auto& n : attribute_names(g)) rec.text(n, read_attr_string(g, n.c_str()));
+    for (const auto& n : names_in(g, false)) rec.text(n, read_attr_string(g, n.c_str()));
   }
   if (H5Lexists(f, "series", H5P_DEFAULT) > 0) {
     H5Id g(H5Gopen2(f, "series", H5P_DEFAULT), H5Gclose, "open /series");
-    for (const auto& n : link_names(g)) {
+    for (const auto& n : names_in(g, true)) {
       H5Id ds(H5Dopen2(g, n.c_str(), H5P_DEFAULT), H5Dclose, "open /series/" + n);
       H5Id space(H5Dget_space(ds), H5Sclose, "get the space of /series/" + n);
       std::vector<double> v(static_cast<std::size_t>(H5Sget_simple_extent_npoints(space)));

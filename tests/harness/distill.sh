@@ -8,12 +8,8 @@
 # to 80% by the cubic schedule, on 2 ranks) and keeps exactly that sparsity. Then the teacher pruned (ffn) and written back out as a
 # folder, which loads as a model with the pruned model's accuracy.
 # Usage: distill.sh build/shardbench
-set -euo pipefail
-sb=$(realpath "$1")
+source "$(dirname "$0")/preamble.sh"
 src=$(cd "$(dirname "$0")/../.." && pwd)
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 /usr/bin/python3 "$src/suite/data/make_finetune_demo.py" "$d/demo" > /dev/null
 cat > "$d/train.toml" <<EOF
 [base]

@@ -9,12 +9,8 @@
 # accuracy table has a row per quantization; the exported folder is complete (config.json
 # names the data's labels, the tokenizer's vocab.txt is copied beside the weights).
 # Usage: finetune.sh build/shardbench
-set -euo pipefail
-sb=$(realpath "$1")
+source "$(dirname "$0")/preamble.sh"
 src=$(cd "$(dirname "$0")/../.." && pwd)
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 /usr/bin/python3 "$src/suite/data/make_finetune_demo.py" "$d/demo" > /dev/null
 for s in finetune finetune-infer; do
   sed "s|results/finetune-demo|$d/demo|g" "$src/suite/$s.toml" > "$d/$s.toml"

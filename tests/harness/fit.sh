@@ -7,12 +7,8 @@
 # fitted suite runs the chosen point, whose result records the choice (its config) and the
 # prediction (reference fit_peak_bytes, fit_step_s) beside the measured peak.
 # Usage: fit.sh build/shardbench
-set -euo pipefail
-sb=$(realpath "$1")
+source "$(dirname "$0")/preamble.sh"
 data=$(cd "$(dirname "$0")" && pwd)/data/fit
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 export TMPDIR=/tmp  # the disk costs are named by offload_dir's folder
 cd "$d"
 "$sb" fit "$data/fit.toml" --costs "$data/costs.json" > fit.out 2> fit.err || { cat fit.err; fail "fit"; }

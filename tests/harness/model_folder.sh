@@ -9,11 +9,7 @@
 #     (model = folder: its weights are the start, init = "") under full_shard on 2 ranks and
 #     serves inference; a bad `init` path is a plan warning, then a clear run error.
 # Usage: model_folder.sh build/shardbench
-set -euo pipefail
-sb=$(realpath "$1")
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/preamble.sh"
 
 # ---- 1. plan ---------------------------------------------------------------------------
 mkdir -p "$d/tiny" "$d/relu"

@@ -9,11 +9,7 @@
 # at mesh.ep = 2 in both of ExFlow's forms, and with the placement, scores what mesh.ep = 1
 # does.
 # Usage: moe.sh build/shardbench
-set -euo pipefail
-sb=$(realpath "$1")
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/preamble.sh"
 cd "$d"
 cat > moe.toml <<TOML
 [suite]

@@ -8,11 +8,7 @@
 # Python point and size (sizes 4 B to 1 MiB: the largest in the twin's placed, 2 MiB-aligned
 # buffers). A Python point whose world does not match is refused at plan like any.
 # Usage: omb_py.sh build/shardbench
-set -euo pipefail
-sb=$(realpath "$1")
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/preamble.sh"
 cd "$d"
 cat > omb.toml <<'TOML'
 [suite]

@@ -6,11 +6,7 @@
 # `status` counts as done (the rest pending) and `report` reads; its JSON names every trial.
 # An objective that is no metric is refused naming the known ones.
 # Usage: search.sh build/tests/harness/shardbench_probe
-set -euo pipefail
-sb=$(realpath "$1")
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/preamble.sh"
 cd "$d"
 cat > probe.toml <<'TOML'
 [suite]

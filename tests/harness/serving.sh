@@ -7,12 +7,8 @@
 # report has the section, a goodput row per policy line and the three serving plots. BERT
 # requests (bert-tiny): one label each, no decode, packed rows computing fewer positions.
 # Usage: serving.sh build/shardbench
-set -euo pipefail
-sb=$(realpath "$1")
+source "$(dirname "$0")/preamble.sh"
 src=$(cd "$(dirname "$0")/../.." && pwd)
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 # plan warns when the length ranges allow requests longer than the context (refused, counted).
 printf '[base]\ntask = "serve"\nmodel = "gpt2-tiny"\noutput_len_max = 120\n' > "$d/long.toml"
 out=$("$sb" plan "$d/long.toml" 2>&1) || fail "plan refused a suite it should only warn about: $out"

@@ -7,11 +7,7 @@
 # (every kernel of the first reused); --folder writes the best shape, which loads and trains;
 # plan refuses world 2 and fp16 naming the keys.
 # Usage: shapes.sh build/shardbench
-set -euo pipefail
-sb=$(realpath "$1")
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/preamble.sh"
 cd "$d"
 args=(gpt2-tiny --batch 2 --seq 32 --dtype fp32 --threads 1)
 "$sb" shapes "${args[@]}" --folder best > one.log 2>&1 || { cat one.log; fail "shapes"; }

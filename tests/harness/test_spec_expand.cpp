@@ -97,15 +97,18 @@ compression = "none"
   EXPECT_EQ(s.points[3].baseline_id, s.points[2].id);
 }
 
-TEST(Expand, RepetitionsExpandFastestWithTheirOwnIds) {
-  Suite s = load_suite_text(R"(
+// Two configurations, two repetitions each, "none" the baseline.
+const char* const kTwoByTwo = R"(
 [base]
 repetitions = 2
 [axes]
 compression = ["none", "hybrid"]
 [baseline]
 compression = "none"
-)", "rep.toml");
+)";
+
+TEST(Expand, RepetitionsExpandFastestWithTheirOwnIds) {
+  Suite s = load_suite_text(kTwoByTwo, "rep.toml");
   EXPECT_EQ(names(s), (std::vector<std::string>{"none/r0", "none/r1", "hybrid/r0", "hybrid/r1"}));
   std::set<std::string> ids;
   for (const auto& p : s.points) {
@@ -120,14 +123,7 @@ compression = "none"
 // repetition_order = "interleaved": repetition 0 of every point, then repetition 1; the same
 // ids as grouped (a point's identity does not depend on when it runs), baselines r vs r.
 TEST(Expand, InterleavedRepetitionsRunEveryPointOncePerRound) {
-  const std::string body = R"(
-[base]
-repetitions = 2
-[axes]
-compression = ["none", "hybrid"]
-[baseline]
-compression = "none"
-)";
+  const std::string body = kTwoByTwo;
   Suite g = load_suite_text(body, "rep.toml");
   Suite s = load_suite_text("[suite]\nrepetition_order = \"interleaved\"\n" + body, "rep.toml");
   EXPECT_EQ(names(s), (std::vector<std::string>{"none/r0", "hybrid/r0", "none/r1", "hybrid/r1"}));
