@@ -4,7 +4,8 @@
 # entry per shape (the model first, its neighbours best first, each within the tolerance of its
 # parameters, step = GEMMs + the rest), `status` counts it and `report` tables it; the same call
 # again finds the point done; a point with a wider tolerance times nothing it already timed
-# (every kernel of the first reused); --folder writes the best shape, which loads and trains;
+# (every kernel of the first reused); an inference pass times forward-only kernels and reuses
+# the forward GEMMs; --folder writes the best shape, which loads and trains;
 # plan refuses world 2 and fp16 naming the keys.
 # Usage: shapes.sh build/shardbench
 source "$(dirname "$0")/preamble.sh"
@@ -56,6 +57,20 @@ second, sc = timings(sys.argv[2])
 shared = set(first) & set(second)
 assert shared and all(first[k] == second[k] for k in shared), "a kernel timed again"
 assert sc["kernels_reused"] == len(shared), (sc, len(shared))
+PY
+# The inference pass: forward-only kernels (no loss, optimizer or gradient GEMMs), the forward
+# GEMMs reused from the training point.
+"$sb" shapes "${args[@]}" --pass infer > infer.log 2>&1 || { cat infer.log; fail "shapes --pass infer"; }
+grep -q "^shapes of gpt2-tiny: one inference pass's kernels .* [1-9][0-9]* reused" infer.log || { cat infer.log; fail "infer: nothing reused"; }
+/usr/bin/python3 - "$res-infer" <<'PY'
+import glob, json, sys, h5py
+(f,) = glob.glob(f"{sys.argv[1]}/points/*.h5")
+with h5py.File(f) as h:
+    t = json.loads(h["texts"].attrs["kernel_timings"])
+    assert json.loads(h.attrs["config"])["shapes.pass"] == "infer"
+ops = {k.split("|")[0] for k in t}
+assert ops == {"gemm", "layernorm", "gelu", "softmax_causal", "add"}, ops
+assert all(k.endswith("|fwd") for k in t if k.split("|")[0] in ("layernorm", "gelu", "softmax_causal")), t
 PY
 printf '[base]\ntask = "train"\nmodel = "%s"\nworld = 1\nthreads = 1\nbatch = 2\nseq = 16\nsteps = 2\nwarmup = 0\n' "$d/best" > best.toml
 "$sb" sweep best.toml --results trained > best.log 2>&1 || { cat best.log; fail "the best shape's folder does not train"; }

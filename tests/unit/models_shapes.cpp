@@ -93,3 +93,23 @@ TEST(Shapes, VectorKernelsOfAStep) {
   for (const auto& g : dense) head += g.lm_head ? 1 : 0;
   EXPECT_EQ(head, 3);
 }
+
+// An inference pass: forward-only kernels, no loss, optimizer, casts or bias gradients; its
+// GEMMs are the step's without a gradient (the LM head's forward among them).
+TEST(Shapes, InferencePassKernels) {
+  const auto c = preset_config("gpt2-d1000");
+  const std::int64_t L = c.n_layer;
+  std::map<std::string, std::int64_t> count;
+  for (const auto& k : step_vector_kernels(c, 2, 16, 1 << 24, true, true, false)) {
+    EXPECT_FALSE(k.backward && k.op != "add") << k.op;
+    EXPECT_EQ(k.key().find("|fwd") != std::string::npos, !k.backward) << k.key();
+    count[k.op] += k.count;
+  }
+  EXPECT_EQ(count, (std::map<std::string, std::int64_t>{
+                       {"layernorm", 2 * L + 1}, {"gelu", L}, {"softmax_causal", L}, {"add", 2 * L}}));
+  std::int64_t forward = 0, head = 0;
+  for (const auto& g : step_gemms(c, 2, 16, true))
+    if (!g.backward) ++forward, head += g.lm_head ? 1 : 0;
+  EXPECT_EQ(forward, 4 + 2 + 1);  // four linears, Q K^T and P V, the logits
+  EXPECT_EQ(head, 1);
+}

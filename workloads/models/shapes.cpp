@@ -17,8 +17,8 @@ namespace {
 void linear(std::vector<Gemm>& g, const std::string& name, std::int64_t M, std::int64_t in,
             std::int64_t out, std::int64_t count) {
   g.push_back({name + " forward", 1, M, in, out, count});
-  g.push_back({name + " input grad", 1, M, out, in, count});
-  g.push_back({name + " weight grad", 1, out, M, in, count});
+  g.push_back({name + " input grad", 1, M, out, in, count, false, true});
+  g.push_back({name + " weight grad", 1, out, M, in, count, false, true});
 }
 
 std::int64_t params_of(const ModelConfig& c) { return count_params(make_model(c)->units()); }
@@ -41,10 +41,10 @@ std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t B, std::int64_t 
   if (naive_attention) {
     g.push_back({"attention Q K^T forward", B * H, T, dh, T, L});
     g.push_back({"attention P V forward", B * H, T, T, dh, L});
-    g.push_back({"attention dO V^T", B * H, T, dh, T, L});
-    g.push_back({"attention P^T dO", B * H, T, T, dh, L});
-    g.push_back({"attention dS K", B * H, T, T, dh, L});
-    g.push_back({"attention dS^T Q", B * H, T, T, dh, L});
+    g.push_back({"attention dO V^T", B * H, T, dh, T, L, false, true});
+    g.push_back({"attention P^T dO", B * H, T, T, dh, L, false, true});
+    g.push_back({"attention dS K", B * H, T, T, dh, L, false, true});
+    g.push_back({"attention dS^T Q", B * H, T, T, dh, L, false, true});
   }
   linear(g, "lm_head (tied wte)", M, d, c.vocab, 1);
   for (std::size_t i = g.size() - 3; i < g.size(); ++i) g[i].lm_head = true;
@@ -52,13 +52,25 @@ std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t B, std::int64_t 
 }
 
 std::string VectorKernel::key() const {
-  return fmt::format("{}|{}|{}|{}|{}", op, batch, heads, rows, width) + (classes ? fmt::format("|{}", classes) : "");
+  return fmt::format("{}|{}|{}|{}|{}", op, batch, heads, rows, width) + (classes ? fmt::format("|{}", classes) : "") +
+         (backward ? "" : "|fwd");
 }
 
 std::vector<VectorKernel> step_vector_kernels(const ModelConfig& c, std::int64_t B, std::int64_t T,
-                                              std::int64_t params, bool naive_attention, bool low_precision) {
+                                              std::int64_t params, bool naive_attention, bool low_precision,
+                                              bool training) {
   const std::int64_t M = B * T, d = c.d_model, A = c.attn_width(), f = c.d_ff, L = c.n_layer;
   std::vector<VectorKernel> k;
+  if (!training) {
+    k.push_back({"layer norms", "layernorm", 1, 1, M, d, 2 * L + 1, 0, false});
+    k.push_back({"mlp GELU", "gelu", 1, 1, M, f, L, 0, false});
+    if (naive_attention)
+      k.push_back({"attention softmax (causal)", "softmax_causal", B * c.n_head, 1, T, T, L, 0, false});
+    else
+      k.push_back({"attention (fused, causal)", "sdpa", B, c.n_head, T, c.dh(), L, 0, false});
+    k.push_back({"residual adds", "add", 1, 1, M, d, 2 * L});
+    return k;
+  }
   k.push_back({"layer norms", "layernorm", 1, 1, M, d, 2 * L + 1});
   k.push_back({"mlp GELU", "gelu", 1, 1, M, f, L});
   if (naive_attention)

@@ -16,7 +16,8 @@ namespace sb::models {
 struct Gemm {
   std::string what;  // "mlp.c_fc forward", ...
   std::int64_t batch = 1, m = 0, k = 0, n = 0, count = 1;
-  bool lm_head = false;  // the tied LM head's: the predictor times them inside "lm_head" below
+  bool lm_head = false;   // the tied LM head's: a training step times them inside "lm_head" below
+  bool backward = false;  // a gradient's (input or weight grad, attention backward)
   double flops() const { return 2.0 * static_cast<double>(batch * m * k * n); }
 };
 
@@ -29,8 +30,8 @@ struct Gemm {
 // its six batched products are not listed.
 std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t B, std::int64_t T, bool naive_attention = true);
 
-// The rest of a training step, each kernel timed as the operator the model runs, forward and
-// backward together (cmd_shapes.cpp times them): `op` is one of
+// The rest of a step, each kernel timed as the operator the model runs, forward and backward
+// together (an inference pass: forward only; shapes_workload.cpp times them): `op` is one of
 //   layernorm (rows x width), gelu (tanh; rows x width), softmax_causal (naive attention's
 //   masked softmax: batch x rows x rows), sdpa (fused attention: batch x heads x rows x
 //   width per head), lm_head (the tied LM head with its loss as the model runs them,
@@ -42,15 +43,19 @@ std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t B, std::int64_t 
 struct VectorKernel {
   std::string what, op;
   std::int64_t batch = 1, heads = 1, rows = 0, width = 0, count = 1, classes = 0;
-  std::string key() const;  // "op|batch|heads|rows|width[|classes]": one timing per distinct kernel
+  bool backward = true;     // timed with its backward (false: forward only, "|fwd" in the key)
+  std::string key() const;  // "op|batch|heads|rows|width[|classes][|fwd]": one timing per distinct kernel
 };
-// Per step on B rows of T tokens: 2 L + 1 layer norms, L GELUs, L attention softmaxes (naive)
-// or fused attentions, the LM head with its cross-entropy, 2 L residual adds, the four linears' bias
-// gradients per block, and over the P parameters one AdamW update, one gradient norm and,
-// below fp32, the casts of weights and gradients. Embedding lookups and
-// their gradient (M rows of d) are left out (under 0.1% of a GPT-2 step).
+// Per training step on B rows of T tokens: 2 L + 1 layer norms, L GELUs, L attention
+// softmaxes (naive) or fused attentions, the LM head with its cross-entropy, 2 L residual adds,
+// the four linears' bias gradients per block, and over the P parameters one AdamW update, one
+// gradient norm and, below fp32, the casts of weights and gradients. Per inference pass
+// (training = false): the layer norms, GELUs, softmaxes or fused attentions and residual adds,
+// forward only (the logits are the LM head's forward GEMM; no loss, no optimizer). Embedding
+// lookups and their gradient (M rows of d) are left out (under 0.1% of a GPT-2 step).
 std::vector<VectorKernel> step_vector_kernels(const ModelConfig& c, std::int64_t B, std::int64_t T,
-                                              std::int64_t params, bool naive_attention, bool low_precision);
+                                              std::int64_t params, bool naive_attention, bool low_precision,
+                                              bool training = true);
 
 struct ShapeCandidate {
   ModelConfig cfg;

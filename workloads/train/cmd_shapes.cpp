@@ -1,4 +1,5 @@
-// `shardbench shapes MODEL [--batch B --seq T --dtype D --threads N --tolerance F --attention A]`:
+// `shardbench shapes MODEL [--batch B --seq T --dtype D --threads N --tolerance F --attention A
+// --pass train|infer]`:
 // the model-shape advisor (shapes.h; docs/MODELS.md "Shapes"). Writes a one-point suite of the
 // "shapes" task (shapes_workload.cpp) and runs it through the ordinary sweep, so the kernel
 // timings and the ranked shapes are a result file under --results (default
@@ -39,7 +40,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Args {
-  std::string model, dtype = "bf16", attention = "naive", results, reuse = "results/shapes", folder;
+  std::string model, dtype = "bf16", attention = "naive", pass = "train", results, reuse = "results/shapes", folder;
   std::int64_t batch = 4, seq = 256, top = 12;
   int threads = 0;
   double tolerance = 0.02;
@@ -53,17 +54,18 @@ std::string slug(const Args& a, int threads) {
   if (m.empty()) m = fs::path(a.model).parent_path().filename().string();
   for (auto& ch : m)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_') ch = '_';
-  return fmt::format("{}-b{}-s{}-{}-t{}{}", m, a.batch, a.seq, a.dtype, threads, a.attention == "naive" ? "" : "-" + a.attention);
+  return fmt::format("{}-b{}-s{}-{}-t{}{}{}", m, a.batch, a.seq, a.dtype, threads,
+                     a.attention == "naive" ? "" : "-" + a.attention, a.pass == "train" ? "" : "-" + a.pass);
 }
 
 std::string suite_text(const Args& a, const std::string& name, int threads) {
   return fmt::format(
       "# Written by `shardbench shapes`: the model-shape advisor's measurements as one point.\n"
-      "[suite]\nname = \"{}\"\ndescription = \"shapes of {}: one training step's kernels, B {} x T {}, {}, {} threads\"\n\n"
+      "[suite]\nname = \"{}\"\ndescription = \"shapes of {}: the kernels of one {} pass, B {} x T {}, {}, {} threads\"\n\n"
       "[base]\ntask = \"shapes\"\nmodel = \"{}\"\nbatch = {}\nseq = {}\ndtype = \"{}\"\nattention = \"{}\"\n"
-      "world = 1\nthreads = {}\n\"shapes.tolerance\" = {}\n\"shapes.reuse\" = \"{}\"\n",
-      name, a.model, a.batch, a.seq, a.dtype, threads, as_given(a.model), a.batch, a.seq, a.dtype, a.attention, threads,
-      a.tolerance, a.reuse.empty() ? "" : fs::absolute(a.reuse).string());
+      "world = 1\nthreads = {}\n\"shapes.tolerance\" = {}\n\"shapes.reuse\" = \"{}\"\n\"shapes.pass\" = \"{}\"\n",
+      name, a.model, a.pass, a.batch, a.seq, a.dtype, threads, as_given(a.model), a.batch, a.seq, a.dtype, a.attention,
+      threads, a.tolerance, a.reuse.empty() ? "" : fs::absolute(a.reuse).string(), a.pass);
 }
 
 // The point's result file (the suite has one point).
@@ -103,9 +105,9 @@ void shapes(Args a) {
   const Recorder rec = read_result_records(file);
   const auto& t = rec.texts();
   const auto& sc = rec.scalars();
-  std::printf("shapes of %s: one training step's kernels at B %lld x T %lld, %s, %s attention, %d threads on %s; "
+  std::printf("shapes of %s: one %s's kernels at B %lld x T %lld, %s, %s attention, %d threads on %s; "
               "%.0f kernels timed, %.0f reused from %s; parameter tolerance %.1f%%; result %s\n",
-              a.model.c_str(), static_cast<long long>(a.batch), static_cast<long long>(a.seq), a.dtype.c_str(),
+              a.model.c_str(), a.pass == "train" ? "training step" : "inference pass", static_cast<long long>(a.batch), static_cast<long long>(a.seq), a.dtype.c_str(),
               a.attention.c_str(), threads, t.at("shapes_machine").c_str(), sc.at("kernels_timed"),
               sc.at("kernels_reused"), a.reuse.c_str(), 100 * a.tolerance, file.c_str());
   std::istringstream lines(t.at("shapes_table"));
@@ -138,6 +140,7 @@ const sb::Registrar kRegister([] {
                                sub.add_option("--seq", a->seq, "tokens a row (default 256)");
                                sub.add_option("--dtype", a->dtype, "fp32 or bf16 (default bf16)");
                                sub.add_option("--attention", a->attention, "naive or sdpa (default naive)");
+                               sub.add_option("--pass", a->pass, "train (a training step) or infer (an inference pass: forward only)");
                                sub.add_option("--threads", a->threads, "threads (default: this process's cores)");
                                sub.add_option("--tolerance", a->tolerance, "relative parameter-count tolerance (default 0.02)");
                                sub.add_option("--top", a->top, "neighbours printed (default 12)");

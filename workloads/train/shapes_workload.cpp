@@ -1,7 +1,8 @@
 // The "shapes" task: the model-shape advisor's measurements as an ordinary point (the Codesign
 // issue; docs/MODELS.md "Shapes"). For `model` (a dense GPT-2-family preset or folder) and
 // its neighbouring shapes within shapes.tolerance of its parameter count (shapes.h), every
-// distinct kernel of one training step at batch x seq in `dtype` is timed on this machine
+// distinct kernel of one training step (shapes.pass = "train") or inference pass ("infer":
+// forward only) at batch x seq in `dtype` is timed on this machine
 // with `threads` threads (the median over 7 rounds, each one call of every kernel in turn
 // after an untimed one, after half a second of warm-up; a GEMM as torch::mm / bmm, every other kernel as the operator the model runs,
 // forward and backward: shapes.h's VectorKernel; the LM head's GEMMs inside its fused loss), and each shape's predicted step time is the sum over its kernels of
@@ -48,7 +49,7 @@ using namespace sb::models;
 
 struct ShapesKeys {
   double tolerance = 0;
-  std::string reuse;
+  std::string reuse, pass;
   static void declare(Fields<ShapesKeys>& f);
 };
 
@@ -96,9 +97,18 @@ Call fwd_bwd(std::vector<torch::Tensor> inputs, std::function<torch::Tensor()> f
   };
 }
 
+// y = f(inputs) forward and backward, or forward alone (an inference pass's kernel).
+Call op_call(std::vector<torch::Tensor> inputs, std::function<torch::Tensor()> f, bool backward) {
+  if (backward) return fwd_bwd(std::move(inputs), std::move(f));
+  return [f] {
+    torch::NoGradGuard none;
+    f();
+  };
+}
+
 Call vector_call(const VectorKernel& k, torch::ScalarType dt) {
   const auto o = torch::TensorOptions().dtype(dt);
-  const auto leaf = [&](std::vector<std::int64_t> shape) { return filled(shape, o).requires_grad_(); };
+  const auto leaf = [&](std::vector<std::int64_t> shape) { return filled(shape, o).requires_grad_(k.backward); };
   const std::int64_t R = k.rows, W = k.width;
   if (k.op == "add") {
     const auto a = filled({R, W}, o), b = filled({R, W}, o);
@@ -127,19 +137,20 @@ Call vector_call(const VectorKernel& k, torch::ScalarType dt) {
   }
   if (k.op == "layernorm") {
     const auto x = leaf({R, W}), w = leaf({W}), b = leaf({W});
-    return fwd_bwd({x, w, b}, [x, w, b, W] { return at::layer_norm(x, {W}, w, b, 1e-5); });
+    return op_call({x, w, b}, [x, w, b, W] { return at::layer_norm(x, {W}, w, b, 1e-5); }, k.backward);
   }
   if (k.op == "gelu") {
     const auto x = leaf({R, W});
-    return fwd_bwd({x}, [x] { return at::gelu(x, "tanh"); });
+    return op_call({x}, [x] { return at::gelu(x, "tanh"); }, k.backward);
   }
   if (k.op == "softmax_causal") {  // naive attention: the mask is in its baddbmm's bias
     const auto s = leaf({k.batch, R, R});
-    return fwd_bwd({s}, [s] { return torch::softmax(s, -1); });
+    return op_call({s}, [s] { return torch::softmax(s, -1); }, k.backward);
   }
   if (k.op == "sdpa") {
     const auto q = leaf({k.batch, k.heads, R, W}), kk = leaf({k.batch, k.heads, R, W}), v = leaf({k.batch, k.heads, R, W});
-    return fwd_bwd({q, kk, v}, [q, kk, v] { return at::scaled_dot_product_attention(q, kk, v, {}, 0.0, true); });
+    return op_call({q, kk, v}, [q, kk, v] { return at::scaled_dot_product_attention(q, kk, v, {}, 0.0, true); },
+                   k.backward);
   }
   if (k.op == "lm_head") {  // the model's own operator: GEMMs and fp32 loss in row chunks
     const auto x = leaf({R, W}), w = leaf({k.classes, W});
@@ -250,7 +261,10 @@ class ShapesWorkload : public Workload {
     const auto dt = dtype_from_name(dtype);
     at::set_num_threads(threads_per_rank(base_config(p).threads, ctx.world));
     const int threads = at::get_num_threads();
-    const bool naive = mk.attention == "naive";
+    const bool naive = mk.attention == "naive", training = k.pass == "train";
+    // A training step times the LM head's GEMMs inside its fused loss; an inference pass has
+    // no gradients, and its logits are the head's forward GEMM.
+    const auto timed_gemm = [training](const Gemm& g) { return training ? !g.lm_head : !g.backward; };
     const ModelConfig base = preset_config(mk.model);
     const auto cands = neighbour_shapes(base, k.tolerance);
     const std::string machine = machine_text();
@@ -270,8 +284,8 @@ class ShapesWorkload : public Workload {
     };
     for (const auto& c : cands) {
       for (const auto& g : step_gemms(c.cfg, mk.batch, mk.seq, naive))
-        if (!g.lm_head) need(gemm_key(g), [g, dt] { return gemm_call(g, dt); });
-      for (const auto& v : step_vector_kernels(c.cfg, mk.batch, mk.seq, P0, naive, dt != torch::kFloat32))
+        if (timed_gemm(g)) need(gemm_key(g), [g, dt] { return gemm_call(g, dt); });
+      for (const auto& v : step_vector_kernels(c.cfg, mk.batch, mk.seq, P0, naive, dt != torch::kFloat32, training))
         need(v.key(), [v, dt] { return vector_call(v, dt); });
     }
     if (!to_time.empty()) {
@@ -283,8 +297,8 @@ class ShapesWorkload : public Workload {
     for (const auto& c : cands) {
       Shape s{&c};
       for (const auto& g : step_gemms(c.cfg, mk.batch, mk.seq, naive))
-        if (!g.lm_head) s.gemm_s += static_cast<double>(g.count) * used.at(gemm_key(g));
-      for (const auto& v : step_vector_kernels(c.cfg, mk.batch, mk.seq, P0, naive, dt != torch::kFloat32)) {
+        if (timed_gemm(g)) s.gemm_s += static_cast<double>(g.count) * used.at(gemm_key(g));
+      for (const auto& v : step_vector_kernels(c.cfg, mk.batch, mk.seq, P0, naive, dt != torch::kFloat32, training)) {
         const double scale = is_per_param(v) ? static_cast<double>(c.params) / static_cast<double>(P0) : 1.0;
         s.other_s += static_cast<double>(v.count) * scale * used.at(v.key());
       }
@@ -294,7 +308,8 @@ class ShapesWorkload : public Workload {
     record(ctx, rows, cands, used, timed, reused, machine);
     // Where the model's own GEMM time goes: its least efficient GEMMs.
     auto gemms = step_gemms(base, mk.batch, mk.seq, naive);
-    gemms.erase(std::remove_if(gemms.begin(), gemms.end(), [](const Gemm& g) { return g.lm_head; }), gemms.end());
+    gemms.erase(std::remove_if(gemms.begin(), gemms.end(), [&](const Gemm& g) { return !timed_gemm(g) || g.lm_head; }),
+                gemms.end());
     const auto gflops = [&](const Gemm& g) { return g.flops() / used.at(gemm_key(g)) / 1e9; };
     std::sort(gemms.begin(), gemms.end(), [&](const Gemm& a, const Gemm& b) { return gflops(a) < gflops(b); });
     std::string worst;
@@ -363,6 +378,9 @@ void ShapesKeys::declare(Fields<ShapesKeys>& f) {
   f.add("shapes.tolerance", &ShapesKeys::tolerance, 0.02,
         "shapes task: the neighbouring shapes kept are within this relative parameter count of the model's")
       .range(0.0, 0.5);
+  f.name("shapes.pass", &ShapesKeys::pass, "shapes_pass", "train",
+         "shapes task: what is predicted: a training step (forward, backward, optimizer) or an inference "
+         "pass (forward only)");
   f.add("shapes.reuse", &ShapesKeys::reuse, std::string(),
         "shapes task: a results folder whose earlier shapes points' kernel timings (same CPU model and ISA, "
         "dtype, threads) are reused instead of timed again; \"\" = time every kernel")
@@ -373,6 +391,8 @@ SB_CONFIG_SECTION(ShapesKeys);
 
 namespace {
 const Registrar reg([] {
+  register_name("shapes_pass", "train", "a training step: forward and backward of every kernel, the loss, AdamW");
+  register_name("shapes_pass", "infer", "an inference pass: every kernel forward only, the logits' GEMM, no loss");
   register_task({"shapes", [] { return std::make_unique<ShapesWorkload>(); }, [](const Point&) { return 0.0; }});
 });
 }  // namespace
