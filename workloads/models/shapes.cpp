@@ -13,12 +13,13 @@
 namespace sb::models {
 namespace {
 
-// A linear layer in -> out on M rows: forward, input gradient, weight gradient.
+// A linear layer in -> out on M rows, its weight W (out x in): forward x W^T, input gradient
+// dY W, weight gradient dY^T x.
 void linear(std::vector<Gemm>& g, const std::string& name, std::int64_t M, std::int64_t in,
             std::int64_t out, std::int64_t count) {
-  g.push_back({name + " forward", 1, M, in, out, count});
+  g.push_back({name + " forward", 1, M, in, out, count, false, false, false, true});
   g.push_back({name + " input grad", 1, M, out, in, count, false, true});
-  g.push_back({name + " weight grad", 1, out, M, in, count, false, true});
+  g.push_back({name + " weight grad", 1, out, M, in, count, false, true, true, false});
 }
 
 std::int64_t params_of(const ModelConfig& c) { return count_params(make_model(c)->units()); }
@@ -39,12 +40,12 @@ std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t B, std::int64_t 
   // Attention core per (row, head): S = Q K^T (T x dh x T), O = P V (T x T x dh); backward
   // dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q.
   if (naive_attention) {
-    g.push_back({"attention Q K^T forward", B * H, T, dh, T, L});
+    g.push_back({"attention Q K^T forward", B * H, T, dh, T, L, false, false, false, true});
     g.push_back({"attention P V forward", B * H, T, T, dh, L});
-    g.push_back({"attention dO V^T", B * H, T, dh, T, L, false, true});
-    g.push_back({"attention P^T dO", B * H, T, T, dh, L, false, true});
+    g.push_back({"attention dO V^T", B * H, T, dh, T, L, false, true, false, true});
+    g.push_back({"attention P^T dO", B * H, T, T, dh, L, false, true, true, false});
     g.push_back({"attention dS K", B * H, T, T, dh, L, false, true});
-    g.push_back({"attention dS^T Q", B * H, T, T, dh, L, false, true});
+    g.push_back({"attention dS^T Q", B * H, T, T, dh, L, false, true, true, false});
   }
   linear(g, "lm_head (tied wte)", M, d, c.vocab, 1);
   for (std::size_t i = g.size() - 3; i < g.size(); ++i) g[i].lm_head = true;

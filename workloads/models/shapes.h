@@ -12,12 +12,16 @@
 
 namespace sb::models {
 
-// One GEMM shape of a step: batch x (m x k) by (k x n), `count` times a step.
+// One GEMM shape of a step: batch x (m x k) by (k x n), `count` times a step, its operands laid
+// out as the model holds them: a_t = A is the transpose of a contiguous (k x m) (a weight
+// gradient's dY^T), b_t = B is the transpose of a contiguous (n x k) (a linear's weight, K in
+// Q K^T). A GEMM library's speed for odd sizes depends on which dimension is contiguous.
 struct Gemm {
   std::string what;  // "mlp.c_fc forward", ...
   std::int64_t batch = 1, m = 0, k = 0, n = 0, count = 1;
   bool lm_head = false;   // the tied LM head's: a training step times them inside "lm_head" below
   bool backward = false;  // a gradient's (input or weight grad, attention backward)
+  bool a_t = false, b_t = false;
   double flops() const { return 2.0 * static_cast<double>(batch * m * k * n); }
 };
 

@@ -68,11 +68,15 @@ torch::Tensor filled(std::vector<std::int64_t> shape, const torch::TensorOptions
 // timed on this many (64 MB in fp32, past any cache) and scaled to each shape's parameters.
 constexpr std::int64_t kStreamed = std::int64_t{1} << 24;
 
-std::string gemm_key(const Gemm& g) { return fmt::format("gemm|{}|{}|{}|{}", g.batch, g.m, g.k, g.n); }
+std::string gemm_key(const Gemm& g) {
+  return fmt::format("gemm|{}|{}|{}|{}|{}{}", g.batch, g.m, g.k, g.n, g.a_t ? 't' : 'n', g.b_t ? 't' : 'n');
+}
 
 Call gemm_call(const Gemm& g, torch::ScalarType dt) {
   const auto o = torch::TensorOptions().dtype(dt);
-  const auto a = filled({g.batch, g.m, g.k}, o), b = filled({g.batch, g.k, g.n}, o);
+  // Each operand stored as the model stores it, and viewed as (m x k) by (k x n).
+  const auto a = g.a_t ? filled({g.batch, g.k, g.m}, o).transpose(1, 2) : filled({g.batch, g.m, g.k}, o);
+  const auto b = g.b_t ? filled({g.batch, g.n, g.k}, o).transpose(1, 2) : filled({g.batch, g.k, g.n}, o);
   const bool one = g.batch == 1;
   return [a, b, one] { one ? torch::mm(a[0], b[0]) : torch::bmm(a, b); };
 }
