@@ -77,9 +77,14 @@ TEST(Shapes, VectorKernelsOfAStep) {
   EXPECT_EQ(count["adamw"], 1);
   EXPECT_EQ(count["norm"], 1);
   EXPECT_EQ(count["cast"], 1);
-  for (const auto& k : naive)
-    if (k.op == "adamw") EXPECT_EQ(k.width, P);
-    else if (k.op == "lm_head") EXPECT_EQ(k.rows * k.width * k.classes, B * T * c.d_model * c.vocab);
+  for (const auto& k : naive) {
+    if (k.op == "adamw") {
+      EXPECT_EQ(k.width, kStreamedElements);
+      EXPECT_DOUBLE_EQ(k.scale * static_cast<double>(k.width), static_cast<double>(P));
+    } else if (k.op == "lm_head") {
+      EXPECT_EQ(k.rows * k.width * k.classes, B * T * c.d_model * c.vocab);
+    }
+  }
   const auto fused = step_vector_kernels(c, B, T, P, false, false);
   std::map<std::string, std::int64_t> fc;
   for (const auto& k : fused) fc[k.op] += k.count;
@@ -100,7 +105,7 @@ TEST(Shapes, InferencePassKernels) {
   const auto c = preset_config("gpt2-d1000");
   const std::int64_t L = c.n_layer;
   std::map<std::string, std::int64_t> count;
-  for (const auto& k : step_vector_kernels(c, 2, 16, 1 << 24, true, true, false)) {
+  for (const auto& k : step_vector_kernels(c, 2, 16, 195439000, true, true, false)) {
     EXPECT_FALSE(k.backward && k.op != "add") << k.op;
     EXPECT_EQ(k.key().find("|fwd") != std::string::npos, !k.backward) << k.key();
     count[k.op] += k.count;

@@ -83,9 +83,11 @@ std::vector<VectorKernel> step_vector_kernels(const ModelConfig& c, std::int64_t
   k.push_back({"attn.c_attn bias grad", "sum_rows", 1, 1, M, 3 * A, L});
   k.push_back({"attn.c_proj, mlp.c_proj bias grads", "sum_rows", 1, 1, M, d, 2 * L});
   k.push_back({"mlp.c_fc bias grad", "sum_rows", 1, 1, M, f, L});
-  k.push_back({"AdamW update", "adamw", 1, 1, 1, params, 1});
-  k.push_back({"gradient norm", "norm", 1, 1, 1, params, 1});
-  if (low_precision) k.push_back({"weight and gradient casts", "cast", 1, 1, 1, params, 1});
+  const double per_param = static_cast<double>(params) / static_cast<double>(kStreamedElements);
+  k.push_back({"AdamW update", "adamw", 1, 1, 1, kStreamedElements, 1, 0, true, per_param});
+  k.push_back({"gradient norm", "norm", 1, 1, 1, kStreamedElements, 1, 0, true, per_param});
+  if (low_precision)
+    k.push_back({"weight and gradient casts", "cast", 1, 1, 1, kStreamedElements, 1, 0, true, per_param});
   return k;
 }
 

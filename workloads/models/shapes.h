@@ -48,12 +48,18 @@ struct VectorKernel {
   std::string what, op;
   std::int64_t batch = 1, heads = 1, rows = 0, width = 0, count = 1, classes = 0;
   bool backward = true;     // timed with its backward (false: forward only, "|fwd" in the key)
+  // How many of these the step's one stands for: a per-parameter kernel (AdamW, the norm, the
+  // casts) streams its elements, so it is timed on kStreamedElements and counts P / that.
+  double scale = 1;
   std::string key() const;  // "op|batch|heads|rows|width[|classes][|fwd]": one timing per distinct kernel
 };
+// The per-parameter kernels' timed size: 64 MB in fp32, past any cache (and one timing for
+// every shape and model).
+constexpr std::int64_t kStreamedElements = std::int64_t{1} << 24;
 // Per training step on B rows of T tokens: 2 L + 1 layer norms, L GELUs, L attention
 // softmaxes (naive) or fused attentions, the LM head with its cross-entropy, 2 L residual adds,
-// the four linears' bias gradients per block, and over the P parameters one AdamW update, one
-// gradient norm and, below fp32, the casts of weights and gradients. Per inference pass
+// the four linears' bias gradients per block, and over the P = `params` parameters one AdamW
+// update, one gradient norm and, below fp32, the casts of weights and gradients (each scaled). Per inference pass
 // (training = false): the layer norms, GELUs, softmaxes or fused attentions and residual adds,
 // forward only (the logits are the LM head's forward GEMM; no loss, no optimizer). Embedding
 // lookups and their gradient (M rows of d) are left out (under 0.1% of a GPT-2 step).

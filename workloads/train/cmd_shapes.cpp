@@ -9,8 +9,8 @@
 // and prints it again; a call for another model reuses the kernel timings of earlier points
 // under --reuse (default results/shapes) taken on the same CPU model and ISA, dtype and
 // threads. --folder DIR writes the best neighbour (even one predicted slower, as the printed
-// gain says) as a model folder (config.json and seeded
-// weights) that `model = DIR` trains (in train/: it writes through data's folder exporter).
+// gain says) as a model folder (config.json and seeded weights) that `model = DIR` trains (in
+// train/: it writes through data's folder exporter).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -28,6 +28,7 @@
 #include "harness/core/check.h"
 #include "harness/core/machine.h"
 #include "harness/core/subprocess.h"
+#include "harness/spec/suite.h"
 #include "harness/trace/result.h"
 #include "harness/workload.h"
 #include "workloads/data/safetensors.h"
@@ -68,15 +69,11 @@ std::string suite_text(const Args& a, const std::string& name, int threads) {
       threads, a.tolerance, a.reuse.empty() ? "" : fs::absolute(a.reuse).string(), a.pass);
 }
 
-// The point's result file (the suite has one point).
-std::string point_file(const std::string& results) {
-  std::vector<fs::path> files;
-  if (fs::is_directory(results + "/points"))
-    for (const auto& e : fs::directory_iterator(results + "/points"))
-      if (e.path().extension() == ".h5") files.push_back(e.path());
-  SB_REQUIRE(files.size() == 1, "shapes: {} result files in {}/points, one expected: remove the folder and "
-             "run again", files.size(), results);
-  return files[0].string();
+// The result file of the suite's one point (earlier points of other arguments may lie beside it).
+std::string point_file(const std::string& suite, const std::string& results) {
+  const Suite s = load_suite(suite);
+  SB_CHECK(s.points.size() == 1, "shapes: the suite {} has {} points, one expected", suite, s.points.size());
+  return result_path(results, s.points[0].index, s.points[0].id);
 }
 
 void write_folder(const Args& a, const std::string& best_json) {
@@ -99,7 +96,7 @@ void shapes(Args a) {
   std::ofstream(suite) << suite_text(a, "shapes-" + name, threads);
   const auto r = run_process({self_exe(), "sweep", suite, "--results", a.results}, {});
   SB_REQUIRE(r.ok(), "shapes: the sweep of {} failed ({}); its log is under {}/logs", suite, r.describe(), a.results);
-  const std::string file = point_file(a.results);
+  const std::string file = point_file(suite, a.results);
   const ResultMeta meta = read_result_meta(file);
   SB_REQUIRE(meta.status == "done", "shapes: {} is {}: {}", file, meta.status, meta.failure_reason);
   const Recorder rec = read_result_records(file);
@@ -107,8 +104,9 @@ void shapes(Args a) {
   const auto& sc = rec.scalars();
   std::printf("shapes of %s: one %s's kernels at B %lld x T %lld, %s, %s attention, %d threads on %s; "
               "%.0f kernels timed, %.0f reused from %s; parameter tolerance %.1f%%; result %s\n",
-              a.model.c_str(), a.pass == "train" ? "training step" : "inference pass", static_cast<long long>(a.batch), static_cast<long long>(a.seq), a.dtype.c_str(),
-              a.attention.c_str(), threads, t.at("shapes_machine").c_str(), sc.at("kernels_timed"),
+              a.model.c_str(), a.pass == "train" ? "training step" : "inference pass",
+              static_cast<long long>(a.batch), static_cast<long long>(a.seq), a.dtype.c_str(), a.attention.c_str(),
+              threads, t.at("shapes_machine").c_str(), sc.at("kernels_timed"),
               sc.at("kernels_reused"), a.reuse.c_str(), 100 * a.tolerance, file.c_str());
   std::istringstream lines(t.at("shapes_table"));
   std::string line;
@@ -140,14 +138,17 @@ const sb::Registrar kRegister([] {
                                sub.add_option("--seq", a->seq, "tokens a row (default 256)");
                                sub.add_option("--dtype", a->dtype, "fp32 or bf16 (default bf16)");
                                sub.add_option("--attention", a->attention, "naive or sdpa (default naive)");
-                               sub.add_option("--pass", a->pass, "train (a training step) or infer (an inference pass: forward only)");
+                               sub.add_option("--pass", a->pass,
+                                              "train (a training step) or infer (an inference pass: forward only)");
                                sub.add_option("--threads", a->threads, "threads (default: this process's cores)");
                                sub.add_option("--tolerance", a->tolerance, "relative parameter-count tolerance (default 0.02)");
                                sub.add_option("--top", a->top, "neighbours printed (default 12)");
                                sub.add_option("--results", a->results,
-                                              "the point's results folder (default results/shapes/<model>-b<B>-s<T>-<dtype>-t<threads>)");
+                                              "the point's results folder "
+                                              "(default results/shapes/<model>-b<B>-s<T>-<dtype>-t<threads>)");
                                sub.add_option("--reuse", a->reuse,
-                                              "reuse kernel timings of earlier shapes points under this folder (default results/shapes; \"\": none)");
+                                              "reuse kernel timings of earlier shapes points under this folder "
+                                              "(default results/shapes; \"\": none)");
                                sub.add_option("--folder", a->folder, "write the best shape here as a model folder (seeded weights)");
                                sub.callback([a] { shapes(*a); });
                              }});

@@ -1,20 +1,22 @@
 // The "shapes" task: the model-shape advisor's measurements as an ordinary point (the Codesign
-// issue; docs/MODELS.md "Shapes"). For `model` (a dense GPT-2-family preset or folder) and
-// its neighbouring shapes within shapes.tolerance of its parameter count (shapes.h), every
-// distinct kernel of one training step (shapes.pass = "train") or inference pass ("infer":
-// forward only) at batch x seq in `dtype` is timed on this machine
-// with `threads` threads (the median over 7 rounds, each one call of every kernel in turn
-// after an untimed one, after half a second of warm-up; a GEMM as torch::mm / bmm, every other kernel as the operator the model runs,
-// forward and backward: shapes.h's VectorKernel; the LM head's GEMMs inside its fused loss), and each shape's predicted step time is the sum over its kernels of
-// count x seconds. Timings of the same kernel on the same CPU model and ISA, dtype and threads
-// are taken from earlier shapes points under shapes.reuse instead of timed again.
+// issue; docs/MODELS.md "Shapes"). For `model` (a dense GPT-2-family preset or folder) and its
+// neighbouring shapes within shapes.tolerance of its parameter count (shapes.h), every distinct
+// kernel of one training step (shapes.pass = "train") or inference pass ("infer": forward
+// only) at batch x seq in `dtype` is timed on this machine with `threads` threads: a GEMM as
+// torch::mm / bmm on operands laid out as the model holds them, every other kernel as the
+// operator the model runs (shapes.h's VectorKernel; in a training step the LM head's GEMMs
+// inside its fused loss); each the median over 7 rounds of one call of every kernel in turn
+// after an untimed one, after half a second of warm-up. A shape's predicted step time is the
+// sum over its kernels of count x scale x seconds. Timings of the same kernel on the same CPU
+// model and ISA, dtype and threads are taken from earlier shapes points under shapes.reuse
+// instead of timed again.
 //
 // Recorded (docs/METRICS.md "Model shapes"): per shape, best first after the model itself,
 // the series shape_d_model, shape_heads, shape_head_size, shape_d_ff, shape_vocab,
 // shape_params, shape_gemm_s, shape_other_s, shape_step_s, shape_gain_pct; scalars
 // predicted_step_s, predicted_gemm_s, best_gain_pct, kernels_timed, kernels_reused; texts
 // shapes_table (the ranked table `shardbench shapes` prints), least_efficient_gemms (the
-// model's four lowest GFLOP/s of its block GEMMs), best_config (the best shape's
+// model's four lowest GFLOP/s of its block GEMMs), best_config (the best neighbour's
 // config.json fields, JSON), kernel_timings (JSON: kernel -> seconds, what a later point
 // reuses), shapes_machine (CPU model and ISA flags the timings hold for).
 #include <algorithm>
@@ -63,10 +65,6 @@ using Call = std::function<void()>;
 torch::Tensor filled(std::vector<std::int64_t> shape, const torch::TensorOptions& o = {}) {
   return torch::empty(shape, o).uniform_(-1, 1);
 }
-
-// The per-parameter kernels (AdamW, the gradient norm, the casts) stream their elements:
-// timed on this many (64 MB in fp32, past any cache) and scaled to each shape's parameters.
-constexpr std::int64_t kStreamed = std::int64_t{1} << 24;
 
 std::string gemm_key(const Gemm& g) {
   return fmt::format("gemm|{}|{}|{}|{}|{}{}", g.batch, g.m, g.k, g.n, g.a_t ? 't' : 'n', g.b_t ? 't' : 'n');
@@ -273,39 +271,44 @@ class ShapesWorkload : public Workload {
     const auto cands = neighbour_shapes(base, k.tolerance);
     const std::string machine = machine_text();
     const std::map<std::string, double> earlier = reusable(k.reuse, dtype, threads, machine);
-    const std::int64_t P0 = kStreamed;  // the per-parameter kernels' timed size
-    const auto is_per_param = [](const VectorKernel& v) { return v.op == "adamw" || v.op == "norm" || v.op == "cast"; };
-    // Every distinct kernel of every shape, in first-use order: taken from `earlier`, or timed.
+    // Each shape's kernels once: (key, count x scale, a GEMM?, how to make a call of it).
+    struct Term {
+      std::string key;
+      double weight;
+      bool gemm;
+      std::function<Call()> make;
+    };
+    std::vector<std::vector<Term>> terms(cands.size());
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      const auto& c = cands[i];
+      for (const auto& g : step_gemms(c.cfg, mk.batch, mk.seq, naive))
+        if (timed_gemm(g))
+          terms[i].push_back({gemm_key(g), static_cast<double>(g.count), true, [g, dt] { return gemm_call(g, dt); }});
+      for (const auto& v : step_vector_kernels(c.cfg, mk.batch, mk.seq, c.params, naive, dt != torch::kFloat32, training))
+        terms[i].push_back({v.key(), static_cast<double>(v.count) * v.scale, false,
+                            [v, dt] { return vector_call(v, dt); }});
+    }
+    // Every distinct kernel, in first-use order: taken from `earlier`, or timed.
     std::map<std::string, double> used;  // this point's kernels: what a later point reuses
     std::vector<std::pair<std::string, std::function<Call()>>> to_time;
     std::set<std::string> seen;
     std::int64_t reused = 0;
-    const auto need = [&](const std::string& key, std::function<Call()> make) {
-      if (!seen.insert(key).second) return;
-      const auto it = earlier.find(key);
-      if (it != earlier.end()) used[key] = it->second, ++reused;
-      else to_time.emplace_back(key, std::move(make));
-    };
-    for (const auto& c : cands) {
-      for (const auto& g : step_gemms(c.cfg, mk.batch, mk.seq, naive))
-        if (timed_gemm(g)) need(gemm_key(g), [g, dt] { return gemm_call(g, dt); });
-      for (const auto& v : step_vector_kernels(c.cfg, mk.batch, mk.seq, P0, naive, dt != torch::kFloat32, training))
-        need(v.key(), [v, dt] { return vector_call(v, dt); });
-    }
+    for (const auto& shape : terms)
+      for (const auto& t : shape) {
+        if (!seen.insert(t.key).second) continue;
+        const auto it = earlier.find(t.key);
+        if (it != earlier.end()) used[t.key] = it->second, ++reused;
+        else to_time.emplace_back(t.key, t.make);
+      }
     if (!to_time.empty()) {
       warm_up(step_gemms(base, mk.batch, mk.seq, naive).front(), dt);
       for (const auto& [key, s] : time_interleaved(to_time, kRounds, ctx.progress)) used[key] = s;
     }
     const auto timed = static_cast<std::int64_t>(to_time.size());
     std::vector<Shape> rows;
-    for (const auto& c : cands) {
-      Shape s{&c};
-      for (const auto& g : step_gemms(c.cfg, mk.batch, mk.seq, naive))
-        if (timed_gemm(g)) s.gemm_s += static_cast<double>(g.count) * used.at(gemm_key(g));
-      for (const auto& v : step_vector_kernels(c.cfg, mk.batch, mk.seq, P0, naive, dt != torch::kFloat32, training)) {
-        const double scale = is_per_param(v) ? static_cast<double>(c.params) / static_cast<double>(P0) : 1.0;
-        s.other_s += static_cast<double>(v.count) * scale * used.at(v.key());
-      }
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      Shape s{&cands[i]};
+      for (const auto& t : terms[i]) (t.gemm ? s.gemm_s : s.other_s) += t.weight * used.at(t.key);
       rows.push_back(s);
     }
     std::sort(rows.begin() + 1, rows.end(), [](const Shape& a, const Shape& b) { return a.step_s() < b.step_s(); });
