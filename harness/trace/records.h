@@ -81,6 +81,8 @@ struct RankMemory {  // per rank
   double kv_offload_read_s = 0, kv_offload_write_s = 0, kv_offload_wait_s = 0;
   // Gradient-reduction buffers (appended, as above).
   std::uint64_t comm_buffer_bytes = 0;
+  // offload_overlap (appended, as above): the compute thread's waits for the update.
+  double offload_update_wait_s = 0;
 };
 
 template <>
@@ -168,7 +170,10 @@ struct Table<RankMemory> {
       field("comm_buffer_bytes", &R::comm_buffer_bytes, "bytes",
             "most gradient-reduction buffers held at once within a step: each reducing unit's full "
             "gradient in the reduce dtype (the collective's input) and its reduction output while "
-            "in flight (the all-gather's outputs are gathered_bytes; 0: no reduction, e.g. infer)"));
+            "in flight (the all-gather's outputs are gathered_bytes; 0: no reduction, e.g. infer)"),
+      field("offload_update_wait_s", &R::offload_update_wait_s, "s",
+            "seconds the compute thread waited for the optimizer update overlapped with the next "
+            "forward (offload_overlap), over the run: what the forward did not hide"));
 };
 
 // This rank's identity (rank, host, its coordinates in the point's resolved mesh) and its

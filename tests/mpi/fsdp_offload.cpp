@@ -96,6 +96,37 @@ TEST(Offload, DiskEqualsMemoryBitForBit) {
     }
 }
 
+// offload_overlap: where parameters are sharded the update runs after the step on a thread
+// and the next forward waits unit by unit; the same losses, norms and parameters as the
+// update finished inside the step (and so as the in-memory optimizer, above). Where the
+// strategy communicates after the update (zero1) or does not gather (no_shard) it never
+// overlaps.
+TEST(Offload, OverlappedUpdateEqualsTheUpdateInsideTheStep) {
+  for (const std::string strategy : {"full_shard", "shard_grad_op", "zero1", "no_shard"})
+    for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+      const std::string what = strategy + (dtype == torch::kFloat32 ? " fp32" : " bf16");
+      auto model = sb::models::make_model("gpt2-tiny");
+      Communicator comm(MPI_COMM_WORLD, 0);
+      EngineConfig inside = cfg_of(strategy, dtype, true);
+      inside.offload_overlap = false;
+      RunResult want;
+      {
+        Engine e(*model, comm, inside, sb::models::init_params(model->units(), 1234));
+        EXPECT_FALSE(e.overlaps_update()) << what;
+        want = run_engine(*model, comm, {}, kB, kT, kSteps, 1, 0, &e);
+      }
+      Engine e(*model, comm, cfg_of(strategy, dtype, true), sb::models::init_params(model->units(), 1234));
+      EXPECT_EQ(e.overlaps_update(), strategy == "full_shard" || strategy == "shard_grad_op") << what;
+      const RunResult got = run_engine(*model, comm, {}, kB, kT, kSteps, 1, 0, &e);
+      for (int s = 0; s < kSteps; ++s) {
+        EXPECT_EQ(got.losses[s], want.losses[s]) << what << " step " << s;
+        EXPECT_EQ(got.norms[s], want.norms[s]) << what << " step " << s;
+      }
+      EXPECT_EQ(max_param_diff(got.params, want.params), 0.0) << what;
+      EXPECT_GE(e.update_wait_s(), 0.0) << what;
+    }
+}
+
 // Save after 2 steps from one kind of optimizer, resume in the other, 3 more steps: the
 // uninterrupted in-memory run's losses and parameters, both ways.
 TEST(Offload, CheckpointsMoveBetweenDiskAndMemory) {

@@ -178,6 +178,7 @@ void restore_learned(comm::StateDict& state, Units& units, std::vector<int>& acq
 }  // namespace
 
 void Engine::save(const std::string& dir) const {
+  updates_.drain();
   const bool root = comm_.rank() == 0;
   const std::string set = ckpt::set_dir(dir, step_), what = fmt::format("saving checkpoint "
                                                                        "step {} in {}", step_, dir);
@@ -228,6 +229,7 @@ void Engine::save(const std::string& dir) const {
 }
 
 Engine::Loaded Engine::load(const std::string& dir) {
+  updates_.drain();
   // Rank 0 picks the newest committed set; every rank reads that one.
   ckpt::Chosen chosen;
   const std::string pick_err =

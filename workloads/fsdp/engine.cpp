@@ -215,6 +215,7 @@ Engine::~Engine() {
 void Engine::gather(int u, bool wait) {
   Unit& U = *units_[u];
   if (!U.gathered) {
+    updates_.await(u);  // an overlapped update writes the master shard this gathers
     alloc_storage(U.W);
     U.gathered = true;
     // The fp32 master shard (S): Collectives casts it once, to what goes on the wire.
@@ -238,6 +239,7 @@ void Engine::ensure_gathered(int u) {
 void Engine::prefetch(int u) {
   if (!cfg_.prefetch || !layout_.params_sharded) return;
   if (u < 0 || u >= static_cast<int>(units_.size()) || units_[u]->gathered) return;
+  if (!updates_.done(u)) return;  // gathered when acquired: a prefetch must not block compute
   gather(u, /*wait=*/false);
 }
 
@@ -396,6 +398,7 @@ void Engine::finish_grads() {
 }
 
 void Engine::set_masks(const models::UnitTensors& masks) {
+  updates_.drain();
   if (masks.empty()) {
     for (auto& U : units_) U->mask = torch::Tensor();
     return;
@@ -438,6 +441,7 @@ torch::Tensor Engine::forward_loss(const models::Batch& b) {
 }
 
 std::vector<std::vector<torch::Tensor>> Engine::full_params() {
+  updates_.drain();
   std::vector<std::vector<torch::Tensor>> out;
   for (auto& U : units_) {
     torch::Tensor full = U->master;
@@ -475,6 +479,7 @@ MemoryStats Engine::memory() const {
 // Replicated low-precision copies follow the fp32 replica (after every optimizer step).
 void Engine::refresh_replicas() {
   if (layout_.params_sharded) return;
+  updates_.drain();  // never overlapped here (overlaps_update); reads every master
   for (auto& U : units_)
     if (!U->alias) U->W_raw.copy_(U->master);
 }

@@ -20,6 +20,7 @@
 #include "workloads/comm/policy.h"
 #include "workloads/fsdp/offload_store.h"
 #include "workloads/fsdp/strategy.h"
+#include "workloads/fsdp/update_thread.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
 #include "workloads/optim/adamw.h"
@@ -67,6 +68,10 @@ struct EngineConfig {
   std::string offload_optimizer = "none";
   std::string offload_dir;
   std::int64_t offload_block = std::int64_t{1} << 20;
+  // With the moments on disk and parameters sharded: the update runs unit by unit on a thread
+  // after the step returns, and the next forward waits for each unit's before gathering it
+  // (update_thread.h); the same results, bit for bit.
+  bool offload_overlap = true;
 };
 
 struct StepStats {
@@ -176,8 +181,19 @@ class Engine final : public models::ParamProvider {
   // (collective).
   std::vector<std::vector<torch::Tensor>> full_params();
   MemoryStats memory() const;
-  // The optimizer state's file (offload_optimizer = "disk"), or nullptr.
-  const OffloadStore* offload_store() const { return store_.get(); }
+  // The optimizer state's file (offload_optimizer = "disk"), or nullptr; an overlapped update
+  // still in flight is finished first.
+  const OffloadStore* offload_store() const {
+    updates_.drain();
+    return store_.get();
+  }
+  // Finishes an overlapped update of the last step (offload_overlap) now; what the caller
+  // times as the step's end. Seconds the caller's thread has waited for overlapped updates
+  // (in the next forward's gathers and here), this engine's life.
+  void finish_updates() { updates_.drain(); }
+  double update_wait_s() const { return updates_.wait_s(); }
+  // Whether this engine's updates run overlapped (step.cpp says when they can).
+  bool overlaps_update() const;
   std::int64_t steps_done() const { return step_; }
   std::int64_t steps_skipped() const { return skipped_; }  // loss scaling: steps not applied
   double loss_scale() const { return scale_; }             // for the next step
@@ -252,6 +268,9 @@ class Engine final : public models::ParamProvider {
   std::unique_ptr<Collectives> coll_;
   std::unique_ptr<OffloadStore> store_;  // offload_optimizer = "disk": the moments' file
   std::vector<std::unique_ptr<Unit>> units_;
+  // offload_overlap: the update of units_ through store_ in flight (declared after them, so
+  // destroyed, i.e. joined, first). Mutable: a const reader of the state finishes it.
+  mutable UpdateThread updates_;
   std::int64_t step_ = 0;
   // Loss scaling (EngineConfig::loss_scaling; step.cpp): the scale, good steps in a row,
   // steps skipped in all and in a row.

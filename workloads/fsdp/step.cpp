@@ -40,6 +40,9 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
     begin_forward();
     auto loss = loss_fn_ ? loss_fn_(*this, micro[i]) : model_.loss(*this, micro[i]);
     end_forward();
+    // The forward waited for each unit's overlapped update as it gathered it; backward
+    // writes the gradients the update read, so none may still run.
+    if (i == 0) updates_.drain();
     // Weighted so that summing over ranks and micro-steps gives the global mean (times the
     // loss scale, 1 without scaling: the same bits).
     // Scaled in fp32: an fp16 loss times the scale overflows long before its gradients do.
@@ -153,35 +156,62 @@ void Engine::optimizer_step(StepStats& s) {
   const double coef = optim::clip_coefficient(s.grad_norm, cfg_.adamw.grad_clip);
   const double lr = optim::lr_at(cfg_.adamw, step_);
   const bool after_update = info_.has_phase(StepPhase::after_optimizer);
-  for (std::size_t u = 0; u < units_.size(); ++u) {
+  // Adam's step count: the updates applied (skipped steps do not count, as in PyTorch).
+  const std::int64_t t = step_ + 1 - skipped_;
+  // One unit's update: what the overlapped update runs on its thread (captured by value: it
+  // outlives this call), and the synchronous one here.
+  auto update = [this, gs, unscale, coef, lr, t](int u) {
+    torch::NoGradGuard ng;
     sb::heartbeat::tick();  // a long update (large units, offloaded state) still beats
-    Unit& U = *units_[u];
+    Unit& U = *units_[static_cast<std::size_t>(u)];
+    torch::Tensor g = gs[static_cast<std::size_t>(u)];
     optim::AdamWExtras x;
     if (U.grad.scalar_type() != torch::kFloat32) {
       x.unscale = unscale;
       x.clip = coef;
     } else if (coef < 1.0) {
-      gs[u].mul_(coef);
+      g.mul_(coef);
     }
     auto p = U.master.narrow(0, U.opt_off, U.opt_n);
-    // Adam's step count: the updates applied (skipped steps do not count, as in PyTorch).
-    const std::int64_t t = step_ + 1 - skipped_;
     if (store_) {  // the moments stream from disk block by block: the same elementwise update
-      store_->stream(static_cast<int>(u), [&](std::int64_t off, std::int64_t n, const OffloadStore::Block& b) {
+      store_->stream(u, [&](std::int64_t off, std::int64_t n, const OffloadStore::Block& b) {
         auto pb = p.narrow(0, off, n);
         auto m = torch::from_blob(b.m, {n}), v = torch::from_blob(b.v, {n});
         const auto d = torch::from_blob(const_cast<float*>(b.decay), {n});
-        optim::adamw_update(pb, gs[u].narrow(0, off, n), m, v, t, lr, cfg_.adamw, d, x);
+        optim::adamw_update(pb, g.narrow(0, off, n), m, v, t, lr, cfg_.adamw, d, x);
       });
     } else {
-      optim::adamw_update(p, gs[u], U.exp_avg, U.exp_avg_sq, t, lr, cfg_.adamw, U.decay, x);
+      optim::adamw_update(p, g, U.exp_avg, U.exp_avg_sq, t, lr, cfg_.adamw, U.decay, x);
     }
-    if (after_update) {
+    if (U.mask.defined()) U.master.mul_(U.mask);
+  };
+  if (overlaps_update()) {  // in the order the next forward will gather the units
+    std::vector<int> order;
+    std::vector<char> seen(units_.size(), 0);
+    for (const int u : last_acquire_order_)
+      if (!seen[static_cast<std::size_t>(u)]) seen[static_cast<std::size_t>(u)] = 1, order.push_back(u);
+    for (int u = 0; u < static_cast<int>(units_.size()); ++u)
+      if (!seen[static_cast<std::size_t>(u)]) order.push_back(u);
+    updates_.start(std::move(order), update);
+    return;
+  }
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    update(static_cast<int>(u));
+    if (after_update) {  // the other ranks' parts arrive masked by them
+      Unit& U = *units_[u];
       Collectives::ExpertScope scope(*coll_, U.expert);
       strategy_->after_update(*coll_, U.master, U.range);
     }
-    if (U.mask.defined()) U.master.mul_(U.mask);
   }
+}
+
+// The update overlaps the next forward only where that forward's all-gather is each unit's
+// first reader (parameters sharded), nothing after the update communicates (no
+// after-optimizer phase: zero1's all-gather), no pipeline schedule holds the units, and the
+// moments are on disk (in memory the update takes a tenth of a second: nothing to hide).
+bool Engine::overlaps_update() const {
+  return store_ && cfg_.offload_overlap && layout_.params_sharded && !info_.has_phase(StepPhase::after_optimizer) &&
+         !model_.pipeline().on();
 }
 
 }  // namespace sb::fsdp

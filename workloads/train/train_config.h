@@ -45,6 +45,7 @@ struct StepKeys {
   std::int64_t activation_checkpoint_every = 1;  // full: every k-th block
   std::string offload_optimizer;  // none or disk (fsdp/offload_store.h)
   std::string offload_dir;        // the offloaded state's folder; "" = $TMPDIR or /tmp
+  bool offload_overlap = true;    // the disk update overlapped with the next forward
   std::int64_t seq_chunks = 0;    // FPDT: chunks of each sequence (0: attention_chunk tokens)
   std::string kv_offload;         // FPDT: where the key/value chunks wait (none, host, disk)
   static void declare(Fields<StepKeys>& f);

@@ -296,6 +296,11 @@ void StepKeys::declare(Fields<StepKeys>& f) {
   f.name("offload_optimizer", &StepKeys::offload_optimizer, "offload_optimizer", "none",
          "where the optimizer state lives: none (memory) or disk (docs/FSDP.md \"Optimizer state "
          "on disk\")");
+  f.add("offload_overlap", &StepKeys::offload_overlap, true,
+        "with offload_optimizer = \"disk\" and a strategy that shards parameters: each unit's "
+        "update runs on a thread after the step and the next forward waits for it before "
+        "gathering the unit (false: the update finishes inside the step) (docs/FSDP.md "
+        "\"Optimizer state on disk\")");
   f.add("offload_dir", &StepKeys::offload_dir, std::string(""),
         "folder of the offloaded optimizer state (offload_optimizer = \"disk\": one file a "
         "rank, removed at exit) and key/value chunks (kv_offload = \"disk\"); empty = $TMPDIR or /tmp");
