@@ -176,6 +176,7 @@ for f in glob.glob(f"{sys.argv[1]}/points/*.h5"):
             s = h["series"]
             assert list(s["moe_layer"][:]) == [1, 3], s["moe_layer"][:]
             assert (s["moe_layer_a2a_bytes"][:] > 0).all() and (s["moe_layer_a2a_s"][:] > 0).all()
+            assert len(s["moe_layer_a2a_backward_s"][:]) == 2 and (s["moe_layer_a2a_backward_s"][:] > 0).all()
             assert ((s["moe_layer_cross_rank_fraction"][:] > 0) & (s["moe_layer_cross_rank_fraction"][:] < 1)).all()
 assert sorted(runs) == [1, 2], runs.keys()
 l1, l2 = runs[1][0], runs[2][0]

@@ -29,6 +29,7 @@
 #include "workloads/infer/loadgen.h"
 #include "workloads/infer/served_model.h"
 #include "workloads/models/params.h"
+#include "workloads/parallel/layer_stats.h"
 
 namespace sb::infer {
 namespace {
@@ -320,10 +321,7 @@ void InferWorkload::record_ep_layers(RunContext& ctx) {
                              static_cast<double>(a.a2a_bytes)});
     slowest.push_back(a.a2a_s);
   }
-  sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_DOUBLE, MPI_SUM,
-                              ctx.world), "MPI_Allreduce (ep layer counts)");
-  sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, slowest.data(), static_cast<int>(slowest.size()), MPI_DOUBLE,
-                              MPI_MAX, ctx.world), "MPI_Allreduce (ep layer times)");
+  parallel::reduce_layer_stats(sums, slowest, ctx.world);
   const double n = static_cast<double>(std::max<I>(ep_forwards_, 1));
   auto& rec = ctx.recorder;
   for (std::size_t i = 0; i < L; ++i) {

@@ -109,14 +109,17 @@ torch::Tensor experts_parallel(const MoeConfig& c, const torch::Tensor& x, const
   const auto tok = torch::cat(toks).to(dev), slot = torch::cat(slots).to(dev), dest = torch::cat(dests).to(dev);
   // (E C, d) = (ep, El C, d): block j holds rank j's experts' slots.
   auto buf = torch::zeros({E * C, d}, x.options()).index_copy(0, dest, x.index_select(0, tok));
-  auto in = timed([&] { return ep.all_to_all(buf.view({ep.size, El, C, d}), true); });  // (ep sources, El, C, d)
+  stats.a2a_backward_s = std::make_shared<double>(0.0);
+  auto in = timed([&] { return ep.all_to_all(buf.view({ep.size, El, C, d}), true, stats.a2a_backward_s); });  // (ep sources, El, C, d)
   // What leaves this rank in both (the combine's blocks are the dispatch's size); its own block
   // stays, as inference's exchange_rows counts.
   stats.a2a_bytes += 2 * (ep.size - 1) * (buf.numel() / ep.size) * buf.element_size();
   in = in.transpose(0, 1).reshape({El, ep.size * C, d});            // each local expert's rows
   const auto h = at::gelu(at::baddbmm(fc_b.unsqueeze(1), in, fc.transpose(1, 2)), "tanh");
   const auto o = at::baddbmm(proj_b.unsqueeze(1), h, proj.transpose(1, 2));  // (El, ep C, d)
-  auto back = timed([&] { return ep.all_to_all(o.view({El, ep.size, C, d}).transpose(0, 1).contiguous(), false); });
+  auto back = timed([&] {
+    return ep.all_to_all(o.view({El, ep.size, C, d}).transpose(0, 1).contiguous(), false, stats.a2a_backward_s);
+  });
   const auto rows = back.reshape({E * C, d}).index_select(0, dest);  // (M, d) in tok's order
   const auto g = gates.index({tok, slot}).to(x.scalar_type()).unsqueeze(1);
   return torch::zeros_like(x).index_add(0, tok, rows * g);

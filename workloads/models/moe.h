@@ -23,6 +23,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct MoeRouting {
   // leave it, and wall seconds including the slot count's max all-reduce); 0 without ep.
   std::int64_t a2a_bytes = 0;
   double a2a_s = 0;
+  // ... and the backward's two all-to-alls of this layer's gradients (ep_grad) on this rank,
+  // seconds, added as backward runs them (null without ep).
+  std::shared_ptr<double> a2a_backward_s;
 };
 
 struct MoeOutput {
@@ -68,9 +72,10 @@ struct MoeOutput {
 struct ExpertParallel {
   int rank = 0, size = 1;
   // t: (size, ...) contiguous; block j goes to rank j and block j of the result came from rank
-  // j; its backward is the same all-to-all of the gradient. dispatch: tokens to experts (else
-  // outputs back), which the trace names.
-  std::function<torch::Tensor(const torch::Tensor&, bool dispatch)> all_to_all;
+  // j; its backward is the same all-to-all of the gradient, whose seconds it adds to
+  // *backward_s (null: not counted). dispatch: tokens to experts (else outputs back), which
+  // the trace names.
+  std::function<torch::Tensor(const torch::Tensor&, bool dispatch, const std::shared_ptr<double>& backward_s)> all_to_all;
   std::function<std::int64_t(std::int64_t)> max;  // the group's largest of a count
   // Inference's exchanges (ep_inference.h), without autograd: `exchange` the same all-to-all
   // of (size, ...) blocks, `gather` every rank's t (one shape on all) stacked as (size, ...);

@@ -2,8 +2,10 @@
 // expert parallelism (ep_layers.h: group Ep): t is (n, ...) blocks, block j goes to rank j of
 // the group and block j of the result came from rank j; its backward is the same all-to-all of
 // the gradient (block j of the output came from rank j's block r). The trace names the forward
-// `kind` and the backward `grad_kind`.
+// `kind` and the backward `grad_kind`; backward_s (may be null) receives the backward's
+// seconds, added (the graph keeps it alive until the backward has run).
 #pragma once
+#include <memory>
 #include <string>
 
 #include <torch/types.h>
@@ -15,6 +17,7 @@ namespace sb::comm { class Communicator; }
 namespace sb::parallel {
 
 torch::Tensor all_to_all_blocks(const torch::Tensor& blocks, comm::Communicator& c, comm::Group g,
-                                const std::string& kind, const std::string& grad_kind);
+                                const std::string& kind, const std::string& grad_kind,
+                                std::shared_ptr<double> backward_s = nullptr);
 
 }  // namespace sb::parallel

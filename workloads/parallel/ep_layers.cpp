@@ -6,8 +6,10 @@
 
 namespace sb::parallel {
 
-torch::Tensor all_to_all_ep(const torch::Tensor& blocks, comm::Communicator& c, bool dispatch) {
-  return all_to_all_blocks(blocks, c, comm::Group::Ep, dispatch ? "ep_dispatch" : "ep_combine", "ep_grad");
+torch::Tensor all_to_all_ep(const torch::Tensor& blocks, comm::Communicator& c, bool dispatch,
+                            std::shared_ptr<double> backward_s) {
+  return all_to_all_blocks(blocks, c, comm::Group::Ep, dispatch ? "ep_dispatch" : "ep_combine", "ep_grad",
+                           std::move(backward_s));
 }
 
 models::ExpertParallel expert_parallel(comm::Communicator& c) {
@@ -15,7 +17,9 @@ models::ExpertParallel expert_parallel(comm::Communicator& c) {
   ep.rank = c.rank(comm::Group::Ep);
   ep.size = c.size(comm::Group::Ep);
   comm::Communicator* cp = &c;
-  ep.all_to_all = [cp](const torch::Tensor& t, bool dispatch) { return all_to_all_ep(t, *cp, dispatch); };
+  ep.all_to_all = [cp](const torch::Tensor& t, bool dispatch, const std::shared_ptr<double>& backward_s) {
+    return all_to_all_ep(t, *cp, dispatch, backward_s);
+  };
   ep.max = [cp](std::int64_t n) {
     return static_cast<std::int64_t>(cp->all_reduce_scalar(static_cast<double>(n), comm::Group::Ep, comm::ReduceOp::Max));
   };

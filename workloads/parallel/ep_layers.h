@@ -13,7 +13,9 @@ namespace sb::comm { class Communicator; }
 
 namespace sb::parallel {
 
-torch::Tensor all_to_all_ep(const torch::Tensor& blocks, comm::Communicator& c, bool dispatch);
+// backward_s (may be null): the backward's all-to-all adds its seconds there.
+torch::Tensor all_to_all_ep(const torch::Tensor& blocks, comm::Communicator& c, bool dispatch,
+                            std::shared_ptr<double> backward_s = nullptr);
 
 // The model's functions over c's ep group; c must outlive the model's use of them.
 models::ExpertParallel expert_parallel(comm::Communicator& c);

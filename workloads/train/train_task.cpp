@@ -52,7 +52,7 @@ models::TensorParallel planning_layout(int tp) {
 models::ExpertParallel planning_experts(int ep) {
   models::ExpertParallel shape;
   shape.size = ep;
-  shape.all_to_all = [](const torch::Tensor&, bool) -> torch::Tensor {
+  shape.all_to_all = [](const torch::Tensor&, bool, const std::shared_ptr<double>&) -> torch::Tensor {
     SB_FAIL("an expert-parallel layout made for planning ran a forward");
   };
   shape.max = [](std::int64_t) -> std::int64_t { SB_FAIL("an expert-parallel layout made for planning ran a forward"); };

@@ -45,6 +45,7 @@
 #include "workloads/models/hf_config.h"
 #include "workloads/models/params.h"
 #include "workloads/parallel/ep_layers.h"
+#include "workloads/parallel/layer_stats.h"
 #include "workloads/parallel/sp_layers.h"
 #include "workloads/parallel/tp_layers.h"
 #include "workloads/prune/prune_keys.h"
@@ -96,10 +97,12 @@ void record_routing(sb::Recorder& rec, const models::Model& m, int ep_rank, int 
 
 // Under expert parallelism, per MoE layer summed over the steps' last forwards (this rank):
 // the kept assignments sent to another ep rank's expert and all of them, the forward dispatch
-// and combine's input bytes and seconds (moe.h MoeRouting).
+// and combine's input bytes and seconds, and the backward's all-to-all seconds (moe.h
+// MoeRouting).
 struct MoeLayers {
   std::vector<std::int64_t> layer;
-  std::vector<double> away, kept, bytes, seconds;
+  std::vector<double> sums;     // per layer: away, kept, a2a bytes
+  std::vector<double> seconds;  // per layer: forward a2a, backward a2a
   double steps = 0;
   void add(const models::Model& m, int ep_rank, int ep) {
     const auto* routing = m.moe_routing();
@@ -110,11 +113,14 @@ struct MoeLayers {
       if (!r.choice.defined()) continue;
       if (i == layer.size()) {
         layer.push_back(static_cast<std::int64_t>(l));
-        for (auto* v : {&away, &kept, &bytes, &seconds}) v->push_back(0);
+        sums.insert(sums.end(), 3, 0.0);
+        seconds.insert(seconds.end(), 2, 0.0);
       }
       const auto [total, mine] = kept_and_mine(r, ep_rank, ep);
-      away[i] += total - mine, kept[i] += total;
-      bytes[i] += static_cast<double>(r.a2a_bytes), seconds[i] += r.a2a_s;
+      double* c = &sums[3 * i];
+      c[0] += total - mine, c[1] += total, c[2] += static_cast<double>(r.a2a_bytes);
+      seconds[2 * i] += r.a2a_s;
+      seconds[2 * i + 1] += r.a2a_backward_s ? *r.a2a_backward_s : 0.0;
       ++i;
     }
     if (i > 0) ++steps;
@@ -123,16 +129,14 @@ struct MoeLayers {
   // slowest rank's seconds; per step. Collective over world.
   void record(sb::Recorder& rec, MPI_Comm world) {
     if (layer.empty()) return;
-    for (auto* v : {&away, &kept, &bytes})
-      sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v->data(), static_cast<int>(v->size()), MPI_DOUBLE, MPI_SUM, world),
-                    "MPI_Allreduce (moe layer traffic)");
-    sb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()), MPI_DOUBLE, MPI_MAX,
-                                world), "MPI_Allreduce (moe layer seconds)");
+    parallel::reduce_layer_stats(sums, seconds, world);
     for (std::size_t i = 0; i < layer.size(); ++i) {
+      const double* c = &sums[3 * i];
       rec.series("moe_layer", static_cast<double>(layer[i]));
-      rec.series("moe_layer_cross_rank_fraction", kept[i] > 0 ? away[i] / kept[i] : 0.0);
-      rec.series("moe_layer_a2a_bytes", bytes[i] / steps);
-      rec.series("moe_layer_a2a_s", seconds[i] / steps);
+      rec.series("moe_layer_cross_rank_fraction", c[1] > 0 ? c[0] / c[1] : 0.0);
+      rec.series("moe_layer_a2a_bytes", c[2] / steps);
+      rec.series("moe_layer_a2a_s", seconds[2 * i] / steps);
+      rec.series("moe_layer_a2a_backward_s", seconds[2 * i + 1] / steps);
     }
   }
 };
@@ -213,6 +217,7 @@ fsdp::EngineConfig engine_config(const Point& p, const torch::Device& device,
   cfg.pp_schedule = step.pp_schedule;
   cfg.offload_optimizer = step.offload_optimizer;
   cfg.offload_dir = offload_folder(step.offload_dir);
+  cfg.offload_overlap = step.offload_overlap;
   cfg.compression = comm::policy_from_point(p);
   cfg.adamw = adamw_config(p);
   // fp16 anywhere in the step: dynamic loss scaling (EngineConfig::loss_scaling).
@@ -461,6 +466,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     std::optional<models::CpuPeakGrowth> window;
     if (device_.is_cpu() && models::cpu_cache_stats().installed) window.emplace();
     const auto st = engine_->step(micro, fsdp::loss_terms(global));
+    if (s + 1 == steps) engine_->finish_updates();  // the last update is the last step's
     if (window) step_tensor_peak_ = std::max<std::uint64_t>(step_tensor_peak_, window->bytes());
     const double wall = MPI_Wtime() - t0;  // the teacher's forward included
     const double flops = step_flops(global);
@@ -656,6 +662,7 @@ void TrainWorkload::record_results(RunContext& ctx) {
     const auto& io = store->stats();
     m.offload_read_bytes = io.read_bytes, m.offload_written_bytes = io.written_bytes;
     m.offload_read_s = io.read_s, m.offload_write_s = io.write_s, m.offload_wait_s = io.wait_s;
+    m.offload_update_wait_s = engine_->update_wait_s();
     rec.text("offload_file", fmt::format("{} ({})", store->path(), store->direct()
                  ? "O_DIRECT" : "no O_DIRECT on this file system: written pages dropped with posix_fadvise"));
   }
