@@ -81,6 +81,30 @@ def objective_values(results, objective):
     return pd.to_numeric(s[objective], errors="coerce").to_dict()
 
 
+def rank_in(full, keys, config, objective, direction):
+    """The rank of a configuration among a full sweep's own measurements of the matrix
+    (docs/METRICS.md "Search"): 1 + the configurations whose objective there (the median over
+    their repetitions) is better than this configuration's there."""
+    from analysis.load import load_results
+    res = load_results(full)
+    by = {}
+    for pid, v in objective_values(full, objective).items():
+        if pd.notna(v):
+            cfg = res.config.get(pid, {})
+            by.setdefault(tuple(json.dumps(cfg.get(k)) for k in keys), []).append(v)
+    medians = {c: float(pd.Series(v).median()) for c, v in by.items()}
+    mine = tuple(json.dumps(config[k]) for k in keys)
+    if mine not in medians:
+        raise SystemExit(f"--compare {full}: the best configuration ("
+                         f"{', '.join(f'{k}={v}' for k, v in config.items())}) has no {objective} "
+                         f"there; sweep the whole suite into that folder first")
+    better = [v for v in medians.values()
+              if (v < medians[mine] if direction == "min" else v > medians[mine])]
+    top = (min if direction == "min" else max)(medians.values())
+    return {"folder": full, "rank": len(better) + 1, "configurations": len(medians),
+            "value_there": medians[mine], "best_there": top}
+
+
 def run_points(sb, suite, results, ids, oversubscribe):
     cmd = [sb, "sweep", suite, "--results", results, "--points", ",".join(ids)]
     if oversubscribe:
@@ -98,6 +122,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--results", default="")
     ap.add_argument("--allow-oversubscribe", action="store_true")
+    ap.add_argument("--compare", default="")
     a = ap.parse_args(argv)
     try:
         import optuna
@@ -169,6 +194,8 @@ def main(argv=None):
            "sampler": f"optuna {optuna.__version__} TPESampler", "budget": budget,
            "configurations": distinct, "points": len(points), "points_run": len(set(ran)),
            "share_run": share, "best": best, "trials": trials}
+    if a.compare:
+        out["compare"] = rank_in(a.compare, keys, best["config"], a.objective, direction)
     os.makedirs(results, exist_ok=True)
     path = os.path.join(results, f"search-{a.objective}.json")
     with open(path + ".tmp", "w") as fh:
@@ -177,6 +204,11 @@ def main(argv=None):
     print(f"best: {a.objective} {best['value']:.6g} at point {', '.join(best['points'])} ("
           f"{', '.join(f'{k}={v}' for k, v in best['config'].items())}); ran {len(set(ran))} of "
           f"{len(points)} points ({share:.0%} of the matrix) in {len(trials)} trials; {path}")
+    if a.compare:
+        c = out["compare"]
+        print(f"compared: in {c['folder']} that configuration measured {a.objective} "
+              f"{c['value_there']:.6g} (best there {c['best_there']:.6g}): rank {c['rank']} of "
+              f"{c['configurations']} (top {100 * c['rank'] / c['configurations']:.1f}%)")
     return 0
 
 

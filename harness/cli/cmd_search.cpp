@@ -17,7 +17,7 @@ namespace sb::cli {
 namespace {
 
 struct Args {
-  std::string suite, objective, direction, results;
+  std::string suite, objective, direction, results, compare;
   int budget = 0, seed = 0;
   bool allow_oversubscribe = false;
 };
@@ -37,6 +37,9 @@ const bool registered = [] {
                       sub.add_option("--results", a->results, "results folder (default results/<suite name>)");
                       sub.add_flag("--allow-oversubscribe", a->allow_oversubscribe,
                                    "passed to the sweep of each point");
+                      sub.add_option("--compare", a->compare,
+                                     "a results folder holding a full sweep of the suite: print the "
+                                     "best configuration's rank among its measurements");
                       sub.callback([a] {
                         std::vector<std::string> args{a->suite, "--objective", a->objective,
                                                       "--shardbench", self_exe(),
@@ -45,6 +48,7 @@ const bool registered = [] {
                         if (!a->direction.empty()) args.insert(args.end(), {"--direction", a->direction});
                         if (!a->results.empty()) args.insert(args.end(), {"--results", a->results});
                         if (a->allow_oversubscribe) args.push_back("--allow-oversubscribe");
+                        if (!a->compare.empty()) args.insert(args.end(), {"--compare", a->compare});
                         run_analysis_module("analysis.search", args);
                       });
                     }});
