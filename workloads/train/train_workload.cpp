@@ -466,7 +466,12 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     std::optional<models::CpuPeakGrowth> window;
     if (device_.is_cpu() && models::cpu_cache_stats().installed) window.emplace();
     const auto st = engine_->step(micro, fsdp::loss_terms(global));
-    if (s + 1 == steps) engine_->finish_updates();  // the last update is the last step's
+    // An overlapped update (offload_overlap) is paid by the next step's forward, so each timed
+    // step pays for one: the previous step's, a warm-up step's for the first. A step that an
+    // evaluation follows pays its own here (else the untimed evaluation would), and so does the
+    // last when there was no warm-up step (the first timed step paid none).
+    const bool evaluates = eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps;
+    if (evaluates || (s + 1 == steps && base_config(p).warmup == 0)) engine_->finish_updates();
     if (window) step_tensor_peak_ = std::max<std::uint64_t>(step_tensor_peak_, window->bytes());
     const double wall = MPI_Wtime() - t0;  // the teacher's forward included
     const double flops = step_flops(global);
@@ -484,8 +489,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     if (const auto every = models::moe_trace_every(ctx.point); every > 0 && ((s + 1) % every == 0 || s + 1 == steps))
       trace_routing(ctx.recorder, *model_, s, ctx.rank);
     ctx.progress.step(static_cast<long>(s + 1), fmt::format("loss {:.4f}", st.loss));
-    if (eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps)
-      ctx.recorder.series("eval_loss", evaluate(ctx, *engine_));
+    if (evaluates) ctx.recorder.series("eval_loss", evaluate(ctx, *engine_));
     sb::heartbeat::set_phase("step end");
     if (ctx.stop_agreed()) break;  // every rank gets the same answer: all leave together
   }
