@@ -32,17 +32,19 @@ def overhead_table(res):
         if c.get("task") == "micro":
             groups.setdefault((c.get("micro.impl"),) + tuple(c.get(k) for k in MATCH), []).append(pid)
 
-    def stat(pids, how):
+    def stats(pids):  # per size: (median, min) over the points' repetitions
         t = pd.DataFrame([r for pid in pids for r in _sizes(res, pid)], columns=["size", "t"])
-        return t.groupby("size")["t"].agg(how).to_dict() if len(t) else {}
+        if not len(t):
+            return {}, {}
+        a = t.groupby("size")["t"].agg(["median", "min"])
+        return a["median"].to_dict(), a["min"].to_dict()
 
     rows = []
     for key, pids in groups.items():
         impl, match = key[0], key[1:]
         if impl not in PYTHON_IMPLS or ("mpi",) + match not in groups:
             continue
-        cpp, py = stat(groups[("mpi",) + match], "median"), stat(pids, "median")
-        cpp_min, py_min = stat(groups[("mpi",) + match], "min"), stat(pids, "min")
+        (cpp, cpp_min), (py, py_min) = stats(groups[("mpi",) + match]), stats(pids)
         c = dict(zip(MATCH, match))
         for size, t in py.items():
             if size not in cpp or not t > 0:

@@ -67,11 +67,12 @@ def space_of(points):
     return varying, values, by_combo
 
 
-def objective_values(results, objective):
-    """point id -> the objective (NaN where the point has none), from the results folder."""
+def objective_values(results, objective, loaded=None):
+    """point id -> the objective (NaN where the point has none), from the results folder (or
+    its already loaded records)."""
     from analysis.load import load_results
     from analysis.metrics import summarize
-    res = load_results(results)
+    res = loaded if loaded is not None else load_results(results)
     if not len(res.points):
         return {}
     s = summarize(res)
@@ -88,7 +89,7 @@ def rank_in(full, keys, config, objective, direction):
     from analysis.load import load_results
     res = load_results(full)
     by = {}
-    for pid, v in objective_values(full, objective).items():
+    for pid, v in objective_values(full, objective, res).items():
         if pd.notna(v):
             cfg = res.config.get(pid, {})
             by.setdefault(tuple(json.dumps(cfg.get(k)) for k in keys), []).append(v)

@@ -43,11 +43,6 @@ bool UpdateThread::done(int u) const {
   return over_ || done_[static_cast<std::size_t>(u)];
 }
 
-bool UpdateThread::running() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return !over_;
-}
-
 void UpdateThread::await(int u) {
   if (!thread_.joinable()) return;  // only the caller's thread starts and joins
   const auto t0 = std::chrono::steady_clock::now();

@@ -34,7 +34,6 @@ class UpdateThread {
   bool done(int u) const;
   // Waits for every update of the run and joins; rethrows its exception.
   void drain();
-  bool running() const;
   double wait_s() const { return wait_s_; }  // await's waits, this object's life
 
  private:
