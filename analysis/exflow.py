@@ -277,9 +277,17 @@ def section(res, plots_dir, results_dir, most_points=4):
     return blocks, table
 
 
+def tokens_per_s(res, pid, prefix):
+    """infer: its throughput; serve: the output tokens generated a second; train: the median step's."""
+    if prefix == "moe_layer":
+        return res.steps[res.steps["point_id"] == pid]["tokens_per_s"].median() if "tokens_per_s" in res.steps else np.nan
+    serve = res.config.get(pid, {}).get("task") == "serve"
+    return res.scalar(pid, "output_tokens_per_s" if serve else "throughput_tokens_per_s")
+
+
 def inference_section(res):
     """The report's "Expert parallelism per MoE layer" table: per point at mesh.ep > 1 and per MoE
-    layer (infer's ep_layer_* series, docs/METRICS.md "Expert-parallel inference"; train's
+    layer (infer's and serve's ep_layer_* series, docs/METRICS.md "Expert-parallel inference"; train's
     moe_layer_* series, its forward's dispatch and combine, docs/MODELS.md), the form, the
     placement, the tokens sent to another rank's expert, the drops, and the all-to-all bytes
     and seconds per forward, beside the point's tokens/s. (blocks, table)."""
@@ -302,17 +310,16 @@ def inference_section(res):
                          "dropped_fraction": col["ep_layer_dropped_fraction"][i] if p == "ep_layer" else np.nan,
                          "a2a_bytes_per_forward": col[p + "_a2a_bytes"][i],
                          "a2a_s_per_forward": col[p + "_a2a_s"][i],
-                         "tokens_per_s": res.scalar(pid, "throughput_tokens_per_s") if p == "ep_layer"
-                         else res.steps[res.steps["point_id"] == pid]["tokens_per_s"].median()
-                         if "tokens_per_s" in res.steps else np.nan})
+                         "tokens_per_s": tokens_per_s(res, pid, p)})
     table = pd.DataFrame(rows)
     return [("h2", "Expert parallelism per MoE layer (ExFlow)"),
             ("p", "Points at mesh.ep > 1, per MoE layer (train: its forward's dispatch and combine; "
-                  "infer: its form). Inference's dispatch_combine sends every token to its "
+                  "infer and serve: their form; serve's \"per forward\" is per step, a prefill or a decode "
+                  "step, and its tokens/s the output tokens generated). Inference's dispatch_combine sends every token to its "
                   "expert and back (two all-to-alls), coherent keeps it with its expert (one all-to-all; "
                   "the context all-gathers, ep_context, are in the comm table); a placement from moe-place "
-                  "keeps more tokens on their rank (docs/FSDP.md \"Expert-parallel inference\"). Compare "
-                  "points of one suite run only: tokens/s is per rank, as infer's."),
+                  "keeps more tokens on their rank (docs/FSDP.md \"Expert-parallel inference\" and "
+                  "\"Expert-parallel serving\"). Compare points of one suite run only: infer's tokens/s is per rank."),
             ("table", table)], table
 
 

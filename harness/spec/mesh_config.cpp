@@ -1,10 +1,12 @@
 // The mesh keys, their canonical form and their rules (mesh_config.h). The data-parallel
 // dimensions run for every task, tp for task = train (workloads/train/train_mesh.cpp checks
-// the model and the rest of the point), and so do pp and sp; ep above 1 is refused, naming
-// the issue that brings it.
+// the model and the rest of the point), and so do pp and sp; ep for train, infer and serve.
 #include "harness/spec/mesh_config.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/spec/base_config.h"
 
@@ -19,14 +21,13 @@ bool set_in_file(const Point& p, const char* key) { return p.has(key) && p.where
 struct Pending {
   const char* key;
   const char* feature;
-  const char* runs_in;
-  const char* also = nullptr;  // a second task that runs it
+  std::vector<std::string> runs_in;  // the tasks that run it
 };
-constexpr Pending kPending[] = {
-    {"mesh.tp", "tensor parallelism", "train"},
-    {"mesh.pp", "pipeline parallelism", "train"},
-    {"mesh.sp", "sequence parallelism (Ulysses)", "train"},
-    {"mesh.ep", "expert parallelism (a gpt2-moe model's experts)", "train", "infer"},
+const Pending kPending[] = {
+    {"mesh.tp", "tensor parallelism", {"train"}},
+    {"mesh.pp", "pipeline parallelism", {"train"}},
+    {"mesh.sp", "sequence parallelism (Ulysses)", {"train"}},
+    {"mesh.ep", "expert parallelism (a gpt2-moe model's experts)", {"train", "infer", "serve"}},
 };
 
 void validate(const MeshConfig& c, const Point& p, std::vector<Diagnostic>& out) {
@@ -35,8 +36,10 @@ void validate(const MeshConfig& c, const Point& p, std::vector<Diagnostic>& out)
   const std::string task = p.has("task") ? base_config(p).task : "";
   for (int i = 0; i < 4; ++i) {
     const Pending& k = kPending[i];
-    if (sizes[i] <= 1 || task == k.runs_in || (k.also && task == k.also)) continue;
-    const std::string tasks = k.also ? fmt::format("{} or {}", k.runs_in, k.also) : k.runs_in;
+    if (sizes[i] <= 1 || std::find(k.runs_in.begin(), k.runs_in.end(), task) != k.runs_in.end()) continue;
+    const std::string tasks = k.runs_in.size() == 1 ? k.runs_in[0]
+                              : fmt::format("{} or {}", fmt::join(k.runs_in.begin(), k.runs_in.end() - 1, ", "),
+                                            k.runs_in.back());
     out.push_back({k.key, fmt::format("{} = {}: {} runs in task = {} only (this point's task "
                                       "is '{}'); set {} = 1", k.key, sizes[i], k.feature,
                                       tasks, task, k.key)});

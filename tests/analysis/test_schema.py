@@ -15,6 +15,8 @@ def recorded_scalars():
     for path in glob.glob(os.path.join(REPO, "workloads", "**", "*.cpp"), recursive=True):
         text = open(path, encoding="utf-8").read()
         names |= set(re.findall(r'\.scalar\(\s*"([a-z0-9_]+)"', text))
+        # Serve records its summary as a map (serve/metrics.cpp summarize: m["name"] = ...).
+        names |= set(re.findall(r'\bm\["([a-z0-9_]+)"\]\s*=', text))
         # Infer records each family's eval metric under its name and with "_fp32".
         for m in re.findall(r'eval_metric = "([a-z0-9_]+)"', text):
             names |= {m, m + "_fp32"}
@@ -31,7 +33,7 @@ def read_scalars():
 
 def test_the_scan_finds_known_names():
     assert {"final_eval_loss", "model_bytes", "top1_agreement", "mlm_accuracy",
-            "perplexity_fp32"} <= recorded_scalars()
+            "perplexity_fp32", "output_tokens_per_s"} <= recorded_scalars()
     assert {"final_eval_loss", "model_bytes", "peak_gflops_per_rank"} <= read_scalars()
 
 

@@ -7,7 +7,7 @@
 # expert parallelism (mesh.ep = 2: each rank holds 2 of the 4 experts, tokens travel by
 # all-to-all) gives the same losses, routing and exported weights as mesh.ep = 1. Inference
 # at mesh.ep = 2 in both of ExFlow's forms, and with the placement, scores what mesh.ep = 1
-# does.
+# does; serving at mesh.ep = 2 in both forms serves every request.
 # Usage: moe.sh build/shardbench
 source "$(dirname "$0")/preamble.sh"
 cd "$d"
@@ -194,6 +194,65 @@ assert sorted(a) == sorted(b)
 worst = max(float(np.abs(a[k] - b[k]).max()) for k in a)
 assert worst < 2e-4, worst
 print(f"moe-ep: losses {l2[0]:.6f} -> {l2[-1]:.6f} equal at ep 1 and 2; exported weights within {worst:.1e}")
+PY
+# Serving at mesh.ep = 2 (docs/FSDP.md "Expert-parallel serving"): KV-cached prefill and decode
+# under continuous batching in both forms and with the placement, against mesh.ep = 1 (logits
+# equal within 1e-5, the forms bit for bit: tests/mpi/moe_ep_serve.cpp): every request served,
+# each form's collectives in the comm table (an ep_context per block and an ep_logits per step
+# in both), the per-layer series over the timed steps.
+cat > eps.toml <<TOML
+[suite]
+name = "moe-eps"
+[base]
+task = "serve"
+model = "gpt2-moe-tiny"
+checkpoint = "$d/exported"
+strategy = "full_shard"
+world = 2
+threads = 1
+batch = 4
+arrival = "poisson"
+request_rate = 400.0
+requests = 12
+prompt_len_min = 4
+prompt_len_max = 16
+output_len_min = 4
+output_len_max = 12
+serve_policy = "continuous"
+[[zip]]
+"mesh.ep" = [1, 2, 2, 2]
+"moe.ep_form" = ["dispatch_combine", "dispatch_combine", "coherent", "coherent"]
+"moe.expert_placement" = ["", "", "", "$d/results/moe/placement-ep2.json"]
+TOML
+"$sb" sweep eps.toml > eps.log 2>&1 || { cat eps.log; fail "expert-parallel serving"; }
+/usr/bin/python3 - results/moe-eps <<'PY'
+import glob, json, sys, h5py
+pts = {}
+for f in glob.glob(f"{sys.argv[1]}/points/*.h5"):
+    with h5py.File(f) as h:
+        assert h.attrs["status"] == "done", h.attrs["failure_reason"]
+        c = json.loads(h.attrs["config"])
+        kinds = [k.decode() for k in h["comm"]["kind"][:]] if "comm" in h else []
+        series = {k: h["series"][k][:] for k in h["series"] if k.startswith("ep_")} if "series" in h else {}
+        pts[(c["mesh.ep"], c["moe.ep_form"], bool(c["moe.expert_placement"]))] = (dict(h["scalars"].attrs), kinds, series)
+assert len(pts) == 4, pts.keys()
+one = pts[(1, "dispatch_combine", False)]
+assert not one[2] and "ep_context" not in one[1], one
+for key, (sc, kinds, s) in pts.items():
+    assert sc["requests_served"] == 12, (key, sc["requests_served"])
+    if key[0] == 1: continue
+    steps = sc["ep_steps"]
+    assert steps > 0 and list(s["ep_layer"]) == [1, 3], (key, steps, s)
+    # per rank and timed step: an ep_context per block (4), one ep_logits; per MoE layer (2) two
+    # all-to-alls, or one
+    assert kinds.count("ep_context") == 2 * 4 * steps and kinds.count("ep_logits") == 2 * steps, key
+    a2a = ("ep_route",) if key[1] == "coherent" else ("ep_dispatch", "ep_combine")
+    for k in ("ep_route", "ep_dispatch", "ep_combine"):
+        assert kinds.count(k) == (2 * 2 * steps if k in a2a else 0), (key, k, kinds.count(k))
+    assert (s["ep_layer_a2a_bytes"] > 0).all() and ((s["ep_layer_cross_rank_fraction"] >= 0) & (s["ep_layer_cross_rank_fraction"] <= 1)).all(), s
+print("moe-eps: 12 requests served at ep 1 and in both forms at ep 2; second MoE layer cross-rank fraction: "
+      "dispatch_combine {:.3f}, coherent {:.3f}, placed {:.3f}".format(
+      *(pts[k][2]["ep_layer_cross_rank_fraction"][1] for k in ((2, "dispatch_combine", False), (2, "coherent", False), (2, "coherent", True)))))
 PY
 cat place.log
 echo "moe: ok"

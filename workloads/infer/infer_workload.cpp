@@ -29,7 +29,6 @@
 #include "workloads/infer/loadgen.h"
 #include "workloads/infer/served_model.h"
 #include "workloads/models/params.h"
-#include "workloads/parallel/layer_stats.h"
 
 namespace sb::infer {
 namespace {
@@ -307,32 +306,9 @@ void InferWorkload::record_step(RunContext& ctx, I n, double s, bool warmup) {
   ++ep_forwards_;
 }
 
-// Per MoE layer, in order, over the timed forwards of every rank (docs/METRICS.md "Expert-
-// parallel inference"): the tokens routed to another rank's expert and the assignments over
-// capacity as fractions, and per forward the all-to-all bytes (all ranks) and the slowest
-// rank's all-to-all seconds.
+// Per MoE layer over the timed forwards (served_model.h record_ep_layers).
 void InferWorkload::record_ep_layers(RunContext& ctx) {
-  if (!m_.ep_form) return;
-  const std::size_t L = ep_sum_.size();
-  std::vector<double> sums, slowest;
-  for (const auto& a : ep_sum_) {
-    sums.insert(sums.end(), {static_cast<double>(a.tokens), static_cast<double>(a.cross_rank),
-                             static_cast<double>(a.received), static_cast<double>(a.dropped),
-                             static_cast<double>(a.a2a_bytes)});
-    slowest.push_back(a.a2a_s);
-  }
-  parallel::reduce_layer_stats(sums, slowest, ctx.world);
-  const double n = static_cast<double>(std::max<I>(ep_forwards_, 1));
-  auto& rec = ctx.recorder;
-  for (std::size_t i = 0; i < L; ++i) {
-    const double* c = &sums[5 * i];
-    rec.series("ep_layer", static_cast<double>(ep_sum_[i].layer));
-    rec.series("ep_layer_cross_rank_fraction", c[0] > 0 ? c[1] / c[0] : 0.0);
-    rec.series("ep_layer_dropped_fraction", c[2] > 0 ? c[3] / c[2] : 0.0);
-    rec.series("ep_layer_a2a_bytes", c[4] / n);
-    rec.series("ep_layer_a2a_s", slowest[i] / n);
-  }
-  rec.scalar("ep_forwards", n);
+  if (m_.ep_form) infer::record_ep_layers(ctx.recorder, ctx.world, ep_sum_, ep_forwards_, "ep_forwards");
 }
 
 void InferWorkload::record_latency(RunContext& ctx, const ScenarioResult& result) {

@@ -1,6 +1,8 @@
 // The model an inference point serves (served_model.h).
 #include "workloads/infer/served_model.h"
 
+#include "workloads/parallel/layer_stats.h"
+
 #include <torch/version.h>
 
 #include <algorithm>
@@ -227,6 +229,28 @@ void ServedModel::record(Recorder& rec, const Point& p, int rank) const {
     rec.text("ep_form", models::ep_form_name(*ep_form));
     rec.text("expert_placement", expert_placement.empty() ? "contiguous" : expert_placement);
   }
+}
+
+void record_ep_layers(Recorder& rec, MPI_Comm world, const std::vector<models::EpLayerStats>& sum,
+                      std::int64_t forwards, const char* count) {
+  std::vector<double> sums, slowest;
+  for (const auto& a : sum) {
+    sums.insert(sums.end(), {static_cast<double>(a.tokens), static_cast<double>(a.cross_rank),
+                             static_cast<double>(a.received), static_cast<double>(a.dropped),
+                             static_cast<double>(a.a2a_bytes)});
+    slowest.push_back(a.a2a_s);
+  }
+  parallel::reduce_layer_stats(sums, slowest, world);
+  const double n = static_cast<double>(std::max<std::int64_t>(forwards, 1));
+  for (std::size_t i = 0; i < sum.size(); ++i) {
+    const double* c = &sums[5 * i];
+    rec.series("ep_layer", static_cast<double>(sum[i].layer));
+    rec.series("ep_layer_cross_rank_fraction", c[0] > 0 ? c[1] / c[0] : 0.0);
+    rec.series("ep_layer_dropped_fraction", c[2] > 0 ? c[3] / c[2] : 0.0);
+    rec.series("ep_layer_a2a_bytes", c[4] / n);
+    rec.series("ep_layer_a2a_s", slowest[i] / n);
+  }
+  rec.scalar(count, n);
 }
 
 namespace {

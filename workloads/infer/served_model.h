@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "harness/trace/recorder.h"
 #include "harness/workload.h"
@@ -56,6 +57,13 @@ struct ServedModel {
   // (quantization, sharding, compute dtype and why, int8 engine, device, versions).
   void record(Recorder& rec, const Point& p, int rank) const;
 };
+
+// Per MoE layer, in order, over `forwards` forwards of every rank of `world` (collective;
+// docs/METRICS.md "Expert-parallel inference"): the tokens routed to another rank's expert and
+// the assignments over capacity as fractions, and per forward the all-to-all bytes (all
+// ranks) and the slowest rank's all-to-all seconds; `count` names the scalar of forwards.
+void record_ep_layers(Recorder& rec, MPI_Comm world, const std::vector<models::EpLayerStats>& sum,
+                      std::int64_t forwards, const char* count);
 
 // Builds everything; enters `inference` once the engine (whose buffers must be ordinary
 // tensors) exists. rows: input rows per forward, for pruning.kernel = "auto"'s timing.

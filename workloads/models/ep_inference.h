@@ -70,6 +70,21 @@ class EpInferer {
   // This rank's sequences ids (B, T), every rank of the ep group the same B and T; runs
   // without gradients.
   virtual EpInference ep_inference(ParamProvider& p, const torch::Tensor& ids, EpForm form) = 0;
+  // Serving under ep (serve's KV-cached prefill and decode, KvDecoder::forward_rows): every
+  // rank of the ep group is called with the whole step (serve's leader broadcasts it) and
+  // computes its share of the step's rows, [r S, (r+1) S) with S = ceil(B / ep), their MoE
+  // layers in `form`. The KV cache is replicated: every rank holds every row, because the
+  // server compacts rows between steps (a row's share moves) and, in the coherent form, a
+  // token's attention runs on its expert's rank. So each block's new keys and values are
+  // all-gathered ("ep_context": in decoding one token a row) and written to every rank's
+  // cache, and the rows' logits are all-gathered ("ep_logits") so that every rank returns
+  // the step's (B, V). Each token's rows pass the same row-blocked kernels as ep_inference,
+  // so the two forms return bitwise equal logits; against one process they differ only
+  // where a routing group's capacity drops tokens (a group is a rank's share of the step).
+  virtual void serve_expert_parallel(EpForm form) = 0;
+  // The MoE layers' traffic and routing of the steps since the last call (summed per layer),
+  // and how many steps: serve's per-layer series.
+  virtual std::vector<EpLayerStats> take_ep_serve_stats(std::int64_t* steps) = 0;
 };
 
 // Whole-model weights (units as before set_expert_parallel) cut to this rank's `units` (after

@@ -421,6 +421,7 @@ torch::Tensor Gpt2::forward_rows(ParamProvider& p, const torch::Tensor& ids, KVC
   SB_CHECK(longest <= cap, "KV cache rows hold {} tokens, {} needed", cap, longest);
   SB_CHECK(longest <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
            cfg_.preset, longest, cfg_.max_pos);
+  if (ep_serve_) return ep_forward_rows(p, ids, cache, first_row, past, last);
   const auto lopt = ids.options().dtype(torch::kLong);
   auto past_t = torch::tensor(past, torch::kLong).to(ids.device());  // (B)
   auto pos = past_t.unsqueeze(1) + torch::arange(T, lopt);           // (B, T)

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,8 @@ class Gpt2 final : public Model, public KvDecoder, public EpInferer {
   // ExFlow's two forms (ep_inference.h); every rank of the ep group calls with the same B
   // and T. Runs without gradients.
   EpInference ep_inference(ParamProvider& p, const torch::Tensor& ids, EpForm form) override;
+  void serve_expert_parallel(EpForm form) override;
+  std::vector<EpLayerStats> take_ep_serve_stats(std::int64_t* steps) override;
   void set_dropout(const DropoutConfig& d) override;
   void set_activation_checkpoint(const CheckpointConfig& c) override;
   // The gpt2-moe family: each MoE layer's routing in the last forward (empty for a dense
@@ -123,6 +126,19 @@ class Gpt2 final : public Model, public KvDecoder, public EpInferer {
                                        ParamProvider& p);
   TokenRows ep_moe_layer(ParamProvider& p, std::int64_t l, TokenRows held, const std::vector<torch::Tensor>& w,
                          std::int64_t BT, EpForm form, EpLayerStats& stats);
+  // forward_rows under serve_expert_parallel (gpt2_ep_serve.cpp): this rank's share of the
+  // step's rows, the replicated cache written from the all-gathered keys and values.
+  torch::Tensor ep_forward_rows(ParamProvider& p, const torch::Tensor& ids, KVCache& cache, std::int64_t first_row,
+                                const std::vector<std::int64_t>& past, const std::vector<std::int64_t>& last);
+  // Attention of the held tokens (ids b T + t of the step's rows) against rows first_row + b
+  // of the cache's layer l: prefill causal, decode each row's keys up to past[b].
+  torch::Tensor ep_cached_attention(ParamProvider& p, const TokenRows& held, const torch::Tensor& q, KVCache& cache,
+                                    std::int64_t l, std::int64_t first_row, std::int64_t T, const torch::Tensor& past,
+                                    bool prefill);
+  std::optional<EpForm> ep_serve_;        // set: forward_rows is ep_forward_rows
+  std::int64_t ep_block_ = kRowBlock;     // the row blocks of the ep forward running
+  std::vector<EpLayerStats> ep_serve_sum_;
+  std::int64_t ep_serve_steps_ = 0;
   ModelConfig cfg_;
   torch::Tensor moe_loss_;
   std::vector<MoeRouting> routing_;

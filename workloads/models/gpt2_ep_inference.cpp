@@ -62,7 +62,7 @@ TokenRows Gpt2::ep_moe_layer(ParamProvider& p, std::int64_t l, TokenRows held, c
   const auto h = norm(cfg_, held.x, w[kLn2W], w[kLn2B]);
   const auto rt = at::promote_types(h.scalar_type(), torch::kFloat32);
   const auto router = w[kRouterW].to(rt);
-  const auto probs = torch::softmax(row_blocks([&](const torch::Tensor& r) { return torch::matmul(r.to(rt), router.t()); }, h), -1);
+  const auto probs = torch::softmax(row_blocks([&](const torch::Tensor& r) { return torch::matmul(r.to(rt), router.t()); }, h, ep_block_), -1);
   const auto top = probs.topk(k, -1);
   // A token's k assignments in increasing expert order (the order the ordinary forward adds
   // their outputs in, experts_local), each with its router probability (capacity ranks by it)
@@ -140,6 +140,7 @@ EpInference Gpt2::ep_inference(ParamProvider& p, const torch::Tensor& ids, EpFor
            "expert-parallel inference: every rank of the ep group must run the same batch and sequence "
            "length (this ep rank {}: B {} x T {})", ep_.rank, B, T);
   const auto lopt = ids.options().dtype(torch::kLong);
+  ep_block_ = kRowBlock;
   TokenRows held;
   held.x = embed(p, ids, torch::arange(T, lopt));
   held.id = ep_.rank * BT + torch::arange(BT, lopt);

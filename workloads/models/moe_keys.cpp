@@ -26,11 +26,11 @@ struct MoeKeys {
 namespace {
 
 // Expert-parallel inference (ep_inference.h): top-1, and a placement file made for this
-// model, its experts and this mesh.ep. Other tasks never read the two keys (their tasks()).
+// model, its experts and this mesh.ep; infer and serve. Train never reads the two keys (their tasks()).
 void validate_ep_inference(const MoeKeys& k, const Point& p, const ModelConfig& m, std::vector<Diagnostic>& out) {
   const int ep = config<MeshConfig>(p).ep;
-  const bool infer = p.has("task") && base_config(p).task == "infer";
-  if (!infer) return;
+  const std::string task = p.has("task") ? base_config(p).task : "";
+  if (task != "infer" && task != "serve") return;
   if (ep <= 1) {
     if (k.ep_form != "dispatch_combine" || !k.expert_placement.empty())
       out.push_back({k.expert_placement.empty() ? "moe.ep_form" : "moe.expert_placement",
@@ -39,7 +39,7 @@ void validate_ep_inference(const MoeKeys& k, const Point& p, const ModelConfig& 
     return;
   }
   // The split itself (a dense model, experts not divisible by ep) and dp_replicate are
-  // train_mesh.cpp's validate_ep's, for train and infer alike.
+  // train_mesh.cpp's validate_ep's, for train, infer and serve alike.
   if (!expert_parallel_problem(m.moe, ep).empty()) return;
   if (k.top_k != 1 && k.ep_form == "coherent")
     out.push_back({"moe.top_k", fmt::format("moe.ep_form = \"coherent\" keeps a token on its one expert's "
@@ -104,13 +104,13 @@ void MoeKeys::declare(Fields<MoeKeys>& f) {
       .range(0, std::numeric_limits<int>::max())
       .tasks({"train"});
   f.name("moe.ep_form", &MoeKeys::ep_form, "moe_ep_form", "dispatch_combine",
-         "infer under mesh.ep > 1: dispatch_combine (two all-to-alls a MoE layer) or coherent (ExFlow's "
-         "one, the context all-gathered)")
-      .tasks({"infer"});
+         "infer and serve under mesh.ep > 1: dispatch_combine (two all-to-alls a MoE layer) or coherent "
+         "(ExFlow's one, the context all-gathered)")
+      .tasks({"infer", "serve"});
   f.add("moe.expert_placement", &MoeKeys::expert_placement, std::string(),
-        "infer under mesh.ep > 1: the placement file `shardbench moe-place` wrote (each MoE layer's "
-        "experts' ranks); \"\" = rank r holds experts [r E/ep, (r+1) E/ep)")
-      .tasks({"infer"});
+        "infer and serve under mesh.ep > 1: the placement file `shardbench moe-place` wrote (each MoE "
+        "layer's experts' ranks); \"\" = rank r holds experts [r E/ep, (r+1) E/ep)")
+      .tasks({"infer", "serve"});
   f.validate(validate);
 }
 SB_CONFIG_SECTION(MoeKeys);

@@ -90,7 +90,9 @@ class ServeWorkload final : public sb::Workload {
     };
     if (ctx.rank != 0) {  // rank 0's calls: the warm-up's, then the run's
       follow(*executor_, ctx.world, {});
+      start_ep_trace(ctx);
       follow(*executor_, ctx.world, on_step);
+      record_ep_layers(ctx);
       return;
     }
     Executor* ex = executor_.get();
@@ -98,6 +100,7 @@ class ServeWorkload final : public sb::Workload {
     if (ctx.size > 1) ex = &leader.emplace(*executor_, ctx.world);
     warm_up(*ex, base_config(ctx.point).warmup);
     if (leader) leader->finish();
+    start_ep_trace(ctx);
     ServerConfig sc;
     sc.context = m_.served->config().max_pos;
     sc.eos_token = config<ServeKeys>(ctx.point).eos_token;
@@ -107,6 +110,7 @@ class ServeWorkload final : public sb::Workload {
     });
     if (leader) leader->finish();
     sb::heartbeat::set_phase("record results");
+    record_ep_layers(ctx);
     record(ctx, result);
   }
 
@@ -115,6 +119,12 @@ class ServeWorkload final : public sb::Workload {
   void make_executor(RunContext& ctx);
   void warm_up(Executor& ex, I steps);
   void record(RunContext& ctx, const ServeResult& r);
+  // Serving under mesh.ep (models/ep_inference.h serve_expert_parallel): after the warm-up,
+  // the ep collectives into the comm table and the per-layer counts restarted; after the
+  // run, the per-layer series (every rank: collective).
+  void start_ep_trace(RunContext& ctx);
+  void record_ep_layers(RunContext& ctx);
+  models::EpInferer* ep_ = nullptr;
   std::vector<I> prompt(I request) const;
 
   ServedModel m_;
@@ -139,6 +149,11 @@ void ServeWorkload::build(RunContext& ctx) {
     decoder_ = m_.served->kv_decoder();
     SB_CHECK(decoder_, "family {} generates but its model has no KV-cache decoder "
              "(models/kv_decoder.h)", m_.served->config().family);
+  }
+  if (m_.ep_form) {
+    ep_ = dynamic_cast<models::EpInferer*>(m_.served.get());
+    SB_CHECK(ep_, "model {}: mesh.ep > 1 but it does not infer under expert parallelism", m_.served->config().preset);
+    ep_->serve_expert_parallel(*m_.ep_form);
   }
   requests_ = draw_requests(arrival_config(p));
   if (!generates_)  // classification: one result per request, at the end of its prefill
@@ -235,6 +250,20 @@ void ServeWorkload::record(RunContext& ctx, const ServeResult& r) {
   if (const std::string b = ex.prefill_batching(); !b.empty()) rec.text("prefill_batching", b);
   rec.text("clock", "virtual: arrivals from the request list, steps advance it by their measured "
                     "wall time, idle time skipped (docs/METRICS.md, Serving)");
+}
+
+void ServeWorkload::start_ep_trace(RunContext& ctx) {
+  if (!ep_) return;
+  ep_->take_ep_serve_stats(nullptr);
+  m_.comm->set_trace_hook([&ctx](const sb::CommEvent& e) { ctx.recorder.comm(e); }, MPI_Wtime());
+}
+
+void ServeWorkload::record_ep_layers(RunContext& ctx) {
+  if (!ep_) return;
+  m_.comm->set_trace_hook(nullptr, 0);
+  I steps = 0;
+  const auto sum = ep_->take_ep_serve_stats(&steps);
+  infer::record_ep_layers(ctx.recorder, ctx.world, sum, steps, "ep_steps");
 }
 
 // Whether the point sets `key` to anything but its registered default.

@@ -284,7 +284,7 @@ void validate_sp(const Point& p, std::vector<Diagnostic>& out) {
 void validate_ep(const Point& p, std::vector<Diagnostic>& out) {
   const MeshConfig& m = config<MeshConfig>(p);
   const std::string task = p.has("task") ? base_config(p).task : "";
-  if (m.ep <= 1 || (task != "train" && task != "infer")) return;
+  if (m.ep <= 1 || (task != "train" && task != "infer" && task != "serve")) return;
   const bool train = task == "train";
   if (m.dp_replicate > 1)
     out.push_back({"mesh.dp_replicate", fmt::format("expert parallelism (mesh.ep = {}) with "
