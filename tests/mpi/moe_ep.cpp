@@ -3,7 +3,8 @@
 // top-1 and top-2, capacity factor 1.25 so tokens are dropped), 6 steps of B 8 x T 16, each
 // rank's micro-batch its own routing group, against one process stepping the same micro-
 // batches in turn (gradient accumulation: each its own group). At ep 2 (2 and 4 ranks) and
-// ep 4 (4 ranks) under full_shard, shard_grad_op, zero1 and no_shard: losses and gradient
+// ep 4 (4 ranks) under full_shard, shard_grad_op, zero1 and no_shard, and at ep 2 under
+// hybrid_shard with 2 replicas of 2-rank shard groups (4 ranks): losses and gradient
 // norms within 1e-5 relative, final parameters (each rank's experts against their block of
 // the reference's) within 2e-5, the same dropped tokens per group and layer. Per MoE layer and
 // step the ep group runs one dispatch and one combine all-to-all forward and two backward;
@@ -29,10 +30,12 @@ struct Case {
   int ep = 2;
   std::string strategy = "full_shard";
   int top_k = 1;
+  int replicate = 1;  // mesh.dp_replicate (hybrid sharding): shard groups of n / replicate ranks
 };
 
 std::string describe(const Case& c, int n) {
-  return fmt::format("{} ranks, ep {}, {}, top-{}", n, c.ep, c.strategy, c.top_k);
+  return fmt::format("{} ranks, ep {}, {}, top-{}{}", n, c.ep, c.strategy, c.top_k,
+                     c.replicate > 1 ? fmt::format(", dp_replicate {}", c.replicate) : "");
 }
 
 sb::models::ModelConfig moe_config(int top_k) {
@@ -99,7 +102,7 @@ EpRun reference(int top_k, int n) {
 
 EpRun run(const Case& c) {
   sb::Mesh mesh;
-  mesh.dp_shard = world_size(), mesh.ep = c.ep;
+  mesh.dp_replicate = c.replicate, mesh.dp_shard = world_size() / c.replicate, mesh.ep = c.ep;
   Communicator comm(MPI_COMM_WORLD, mesh);
   EpRun out;
   std::mutex mu;
@@ -136,6 +139,10 @@ std::vector<Case> cases(int n) {
   if (n == 4) {
     for (const char* s : {"full_shard", "no_shard"}) out.push_back({4, s, 1});
     out.push_back({4, "zero1", 2});
+    // Hybrid sharding: 2 replicas of a 2-rank shard group, each split ep 2 (an expert's
+    // gradient summed over its replica's rank of the same ep index).
+    out.push_back({2, "hybrid_shard", 1, 2});
+    out.push_back({2, "hybrid_shard", 2, 2});
   }
   return out;
 }
@@ -182,7 +189,7 @@ TEST(ExpertParallel, MatchesOneProcessWithTheSameRoutingGroups) {
     in.strategy = c.strategy;
     in.world = n;
     in.ep = c.ep;
-    in.shard_group = n;
+    in.shard_group = n / c.replicate;
     const auto pm = sb::fsdp::predict_memory(in);
     EXPECT_EQ(got.memory.param, pm.param) << what;
     EXPECT_EQ(got.memory.optim, pm.optim) << what;

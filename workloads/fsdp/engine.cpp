@@ -106,10 +106,9 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
   const auto& specs = model_.units();
   if (!cfg_.forward_only && cfg_.offload_optimizer != "none") make_offload_store();
   // Expert parallelism: the experts' units live on the expert-data-parallel group, a split of
-  // the shard group (backend.h); replicas of it (dp_replicate) are not built.
-  SB_CHECK(comm_.size(comm::Group::Ep) == 1 || comm_.size(comm::Group::Replica) == 1,
-           "expert parallelism (mesh.ep = {}) with mesh.dp_replicate = {} is not built: set "
-           "mesh.dp_replicate = 1", comm_.size(comm::Group::Ep), comm_.size(comm::Group::Replica));
+  // the shard group (backend.h). Replicas (dp_replicate, hybrid sharding) hold the same split,
+  // so an experts unit's replica group is every replica's rank of its ep index: the
+  // Replica group itself (Collectives::group_of).
   for (std::size_t u = 0; u < specs.size(); ++u) {
     auto U = std::make_unique<Unit>();
     U->key = fmt::format("unit{}", u);

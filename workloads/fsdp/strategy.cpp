@@ -232,10 +232,13 @@ void Collectives::load_compression_state(const comm::StateDict& s) {
 }
 
 comm::Group Collectives::group_of(comm::Group g, bool expert) const {
-  if (!expert || comm_.size(comm::Group::Ep) == 1 || g == comm::Group::Replica) return g;  // replicas: 1 (Engine)
-  SB_CHECK(g == comm::Group::Shard || g == comm::Group::World, "an experts unit's collective over "
-           "the {} group: expert parallelism runs over the shard group's ranks only (set "
-           "mesh.dp_replicate = 1)", comm::group_name(g));
+  // Replica: every replica's rank at this one's place in its shard group, so of the same ep
+  // index: the ranks that hold the same experts across replicas.
+  if (!expert || comm_.size(comm::Group::Ep) == 1 || g == comm::Group::Replica) return g;
+  // World is the shard group only without replicas (the Edp group is a split of one shard group).
+  SB_CHECK(g == comm::Group::Shard || (g == comm::Group::World && comm_.size(comm::Group::Replica) == 1),
+           "an experts unit's collective over the {} group: expert parallelism runs over a shard "
+           "group's ranks (and its replicas' through the replica group)", comm::group_name(g));
   return comm::Group::Edp;
 }
 

@@ -286,9 +286,6 @@ void validate_ep(const Point& p, std::vector<Diagnostic>& out) {
   const std::string task = p.has("task") ? base_config(p).task : "";
   if (m.ep <= 1 || (task != "train" && task != "infer" && task != "serve")) return;
   const bool train = task == "train";
-  if (m.dp_replicate > 1)
-    out.push_back({"mesh.dp_replicate", fmt::format("expert parallelism (mesh.ep = {}) with "
-                   "mesh.dp_replicate = {} is not built; set mesh.dp_replicate = 1", m.ep, m.dp_replicate)});
   try {
     auto model = models::make_model(config<ModelKeys>(p).model);
     const std::string why = model->expert_parallel_problem(m.ep);
