@@ -115,8 +115,7 @@ void Gpt2::set_tensor_parallel(TensorParallel tp) {
 }
 
 std::string Gpt2::sequence_parallel_problem(int size, std::int64_t seq, int tp_size) const {
-  if (cfg_.moe.on() && size > 1)
-    return fmt::format("model '{}' (mixture of experts) does not run over mesh.sp yet; set mesh.sp = 1", cfg_.preset);
+  // A mixture of experts routes each sp rank's tokens as its own group (MoeConfig::sequence_groups).
   return models::sequence_parallel_problem(cfg_.n_head / std::max(tp_size, 1), seq, size);
 }
 
@@ -295,7 +294,7 @@ torch::Tensor Gpt2::block(ParamProvider& p, std::int64_t l, const torch::Tensor&
   a = a.reshape({B * T, H * Dh});  // (B*T, H Dh)
   x = x + rows.apply(row_linear(p, u, kProjW, a, w[kProjW], w[kProjB]), attn_site(l));
   h = norm(x, w[kLn2W], w[kLn2B]);
-  if (cfg_.moe.layer(l)) return x + rows.apply(moe(p, l, h, w), mlp_site(l));
+  if (cfg_.moe.layer(l)) return x + rows.apply(moe(p, l, h, w, T), mlp_site(l));
   h = tp_.rows_split() ? at::gelu(column(u, kFcW, h, w), "tanh")
                        : p.linear_gelu(u, kFcW, in_tp(h), w[kFcW], w[kFcB], "tanh");  // (B*T, 4d / tp)
   return x + rows.apply(row_linear(p, u, kMlpW, h, w[kMlpW], w[kMlpB]), mlp_site(l));
@@ -306,9 +305,9 @@ int Gpt2::experts_unit(std::int64_t l) const {
 }
 
 std::string Gpt2::expert_parallel_problem(int size) const {
-  if (size > 1 && (tp_.on() || sp_.on() || pp_.cut.on()))
-    return fmt::format("model '{}': expert parallelism (mesh.ep = {}) does not run with mesh.tp, "
-                       "mesh.sp or mesh.pp yet; set them to 1", cfg_.preset, size);
+  if (size > 1 && (tp_.on() || pp_.cut.on()))
+    return fmt::format("model '{}': expert parallelism (mesh.ep = {}) does not run with mesh.tp "
+                       "or mesh.pp yet; set them to 1", cfg_.preset, size);
   return models::expert_parallel_problem(cfg_.moe, size);
 }
 
@@ -325,14 +324,54 @@ void Gpt2::set_expert_parallel(ExpertParallel ep) {
   units_ = make_units(tp_.rank, tp_.size);
 }
 
-torch::Tensor Gpt2::moe(ParamProvider& p, std::int64_t l, const torch::Tensor& h, const std::vector<torch::Tensor>& w) {
+namespace {
+
+// moe_mlp over MoeConfig::sequence_groups column slices of h's rows of T tokens: each slice's
+// tokens (row by row) one routing group, the outputs back in place, the losses averaged, the
+// routings merged (slice by slice).
+MoeOutput moe_by_slices(const MoeConfig& c, const torch::Tensor& h, std::int64_t T, const torch::Tensor& router,
+                        const std::vector<torch::Tensor>& e, bool training) {
+  const std::int64_t g = c.sequence_groups, d = h.size(1), B = h.size(0) / T;
+  SB_CHECK(B * T == h.size(0) && T % g == 0, "moe: {} tokens are not rows of {} in {} equal slices", h.size(0), T, g);
+  const auto x = h.view({B, g, T / g, d});
+  std::vector<torch::Tensor> ys;
+  MoeOutput out;
+  MoeRouting& r = out.routing;
+  r.load.assign(static_cast<std::size_t>(c.experts), 0);
+  std::vector<torch::Tensor> choice, kept;
+  for (std::int64_t s = 0; s < g; ++s) {
+    auto o = moe_mlp(c, x.select(1, s).reshape({-1, d}), router, e[kExpFcW], e[kExpFcB], e[kExpProjW], e[kExpProjB],
+                     training);
+    ys.push_back(o.y.view({B, 1, T / g, d}));
+    out.aux = s == 0 ? o.aux : out.aux + o.aux;
+    out.z = s == 0 ? o.z : out.z + o.z;
+    choice.push_back(o.routing.choice), kept.push_back(o.routing.kept);
+    for (std::size_t i = 0; i < r.load.size(); ++i) r.load[i] += o.routing.load[i];
+    r.dropped_assignments += o.routing.dropped_assignments;
+    r.dropped_tokens += o.routing.dropped_tokens;
+  }
+  out.y = torch::cat(ys, 1).view({B * T, d});
+  out.aux = out.aux / static_cast<double>(g);
+  out.z = out.z / static_cast<double>(g);
+  r.choice = torch::cat(choice), r.kept = torch::cat(kept);
+  return out;
+}
+
+}  // namespace
+
+torch::Tensor Gpt2::moe(ParamProvider& p, std::int64_t l, const torch::Tensor& h, const std::vector<torch::Tensor>& w,
+                        std::int64_t T) {
   const bool training = torch::GradMode::is_enabled();
   SB_CHECK(ep_.placement.empty(), "model '{}': an expert placement applies to expert-parallel inference "
            "(ep_inference) alone; the ordinary forward holds experts in contiguous blocks", cfg_.preset);
+  SB_CHECK(cfg_.moe.sequence_groups == 1 || !ep_.on(), "model '{}': sequence routing groups emulate "
+           "Ulysses' in one process; an expert-parallel rank routes its own tokens", cfg_.preset);
   const int eu = experts_unit(l);
   const auto e = p.acquire(eu);
-  auto o = moe_mlp(cfg_.moe, h, w[kRouterW], e[kExpFcW], e[kExpFcB], e[kExpProjW], e[kExpProjB], training,
-                   ep_.on() ? &ep_ : nullptr);
+  auto o = cfg_.moe.sequence_groups > 1
+               ? moe_by_slices(cfg_.moe, h, T, w[kRouterW], e, training)
+               : moe_mlp(cfg_.moe, h, w[kRouterW], e[kExpFcW], e[kExpFcB], e[kExpProjW], e[kExpProjB], training,
+                         ep_.on() ? &ep_ : nullptr);
   p.release(eu, o.y);
   if (routing_.size() != static_cast<std::size_t>(cfg_.n_layer)) routing_.resize(static_cast<std::size_t>(cfg_.n_layer));
   routing_[static_cast<std::size_t>(l)] = std::move(o.routing);

@@ -116,7 +116,9 @@ class Gpt2 final : public Model, public KvDecoder, public EpInferer {
                            const torch::Tensor& w, const torch::Tensor& b);
   // An MoE block's MLP (moe.h): the experts' output; the aux and z losses of a forward with
   // gradients summed into moe_loss_, each layer's routing kept in routing_.
-  torch::Tensor moe(ParamProvider& p, std::int64_t l, const torch::Tensor& h, const std::vector<torch::Tensor>& w);
+  // h: (B T, d) of rows of T tokens (this sp rank's slice of each row under Ulysses).
+  torch::Tensor moe(ParamProvider& p, std::int64_t l, const torch::Tensor& h, const std::vector<torch::Tensor>& w,
+                    std::int64_t T);
   int experts_unit(std::int64_t l) const;  // MoE layer l's experts (after the head)
   // ep_inference's pieces (gpt2_ep_inference.cpp): attention for the held tokens' rows
   // (n, 3 d) of QKV, at home (B whole sequences in order) or scattered (coherent form);

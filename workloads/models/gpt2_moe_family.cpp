@@ -41,7 +41,7 @@ nlohmann::json write_config(const ModelConfig& c) {
 const sb::Registrar kRegister([] {
   register_family({.name = "gpt2-moe", .objective = Objective::CausalLm, .eval_metric = "perplexity",
                    .lower_is_better = true, .trains_on_token_files = true, .generates = true,
-                   .tensor_parallel = false, .sequence_parallel = false, .make = make_as<Gpt2>,
+                   .tensor_parallel = false, .sequence_parallel = true, .make = make_as<Gpt2>,
                    .hf_name = [](const std::string& n) { return n; },
                    .hf_skip = [](const std::string&) { return std::string(); },
                    .hf_model_types = {"shardbench-gpt2-moe"},

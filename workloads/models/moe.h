@@ -37,6 +37,12 @@ struct MoeConfig {
   std::int64_t top_k = 1;
   double capacity_factor = 1.25, eval_capacity_factor = 2.0;
   double aux_loss_coef = 0.01, z_loss_coef = 0.001;
+  // The routing groups of one forward's (B, T) tokens: 1, all of them; g > 1, the g column
+  // slices of the rows (slice s: columns [s T/g, (s+1) T/g) of every row), each routed with its
+  // own capacity and its aux and z losses averaged over the slices. Ulysses' routing groups
+  // (each sp rank routes its slice of every row) in one process: the reference the sp run is
+  // checked against (tests/mpi/moe_ep.cpp). Not a key: a run's groups follow its mesh.
+  std::int64_t sequence_groups = 1;
   bool on() const { return experts > 0; }
   bool layer(std::int64_t l) const { return on() && l % every == every - 1; }
   std::int64_t layers(std::int64_t n_layer) const { return on() ? n_layer / every : 0; }

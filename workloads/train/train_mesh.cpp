@@ -290,7 +290,7 @@ void validate_ep(const Point& p, std::vector<Diagnostic>& out) {
     auto model = models::make_model(config<ModelKeys>(p).model);
     const std::string why = model->expert_parallel_problem(m.ep);
     if (!why.empty()) out.push_back({"mesh.ep", why});
-    for (const auto& [size, key] : {std::pair{m.tp, "mesh.tp"}, {m.sp, "mesh.sp"}, {m.pp, "mesh.pp"}})
+    for (const auto& [size, key] : {std::pair{m.tp, "mesh.tp"}, {m.pp, "mesh.pp"}})
       if (train && why.empty() && size > 1)
         out.push_back({key, fmt::format("expert parallelism (mesh.ep = {}) does not run with {} = {} "
                        "yet; set {} = 1", m.ep, key, size, key)});
