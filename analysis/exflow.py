@@ -210,6 +210,65 @@ def place(results, ep, point=None):
             "affinity_by_step": by_step}
 
 
+# ExFlow at scale, modelled (the MoE issue's "modelled gain at ep 8 to 64"): this machine has
+# two cores, so the all-to-alls of 8 to 64 ranks are predicted with the network model of
+# analysis/network.py (a preset such as lassen: alpha and bandwidth within and between nodes)
+# from what the traces measured, the affinity. Per MoE layer, per rank and forward, with n
+# tokens a rank, row bytes r = d x 2 (bf16) + 24 (id, expert, gate), E = P experts (one a rank,
+# ExFlow's 8 to 64 experts on as many GPUs):
+#   an all-to-all sending S bytes a rank   t(S) = (P - 1) alpha + S / bw   (pairwise exchange)
+#   dispatch_combine, contiguous experts   2 t(n (1 - 1/P) r)   (routing spread evenly)
+#   coherent, affinity placement           t(n (1 - s) r),  s = a + (1 - a) (E/P - 1) / (E - 1)
+# s: the tokens that stay on their rank; a, the measured top-1 conditional share, is taken as
+# the share whose likeliest successor the placement puts beside it (optimistic: a placement
+# cannot always co-locate every expert's likeliest successor), the rest landing on the rank's
+# other experts by chance. Checked against the solver's measured shares where a placement
+# file of this folder exists (ep 2, 4 of the traced model's E experts). The coherent form's
+# context all-gather, per block between MoE layers (`every` of them), ring over P:
+#   (P - 1) alpha + (P - 1) n c / bw,  c = 2 d x 2 bytes (a token's key and value, bf16).
+MODEL_EPS = (8, 16, 32, 64)
+MODEL_TOKENS = {"prefill": 4096, "decode": 16}  # tokens a rank per forward (assumed)
+
+
+def stay_share(a, experts, ep):
+    """Modelled share of tokens that stay on their rank (above)."""
+    if experts <= 1:
+        return 1.0
+    return a + (1.0 - a) * (experts / ep - 1.0) / (experts - 1.0)
+
+
+def scale_model(a, d, net, every=2, eps=MODEL_EPS, tokens=MODEL_TOKENS):
+    """Rows of the modelled all-to-all and context seconds per MoE layer (above)."""
+    from analysis import network as netmod
+    net = netmod.load(net) if isinstance(net, str) else netmod.network(net)
+    r, c = 2.0 * d + 24.0, 4.0 * d
+    rows = []
+    for p in eps:
+        alpha, bw = netmod.level(net, p)
+        t = lambda nbytes: (p - 1) * alpha + nbytes / bw  # noqa: E731
+        s = stay_share(a, p, p)
+        for phase, n in tokens.items():
+            dc = 2 * t(n * (1 - 1 / p) * r)
+            coh = t(n * (1 - s) * r)
+            ctx = every * ((p - 1) * alpha + (p - 1) * n * c / bw)
+            rows.append({"ep": p, "experts": p, "phase": phase, "tokens_per_rank": n,
+                         "cross_rank_dispatch_combine": 1 - 1 / p, "cross_rank_coherent": 1 - s,
+                         "a2a_dispatch_combine_ms": 1e3 * dc, "a2a_coherent_ms": 1e3 * coh,
+                         "a2a_ratio": coh / dc, "context_ms": 1e3 * ctx,
+                         "with_context_ratio": (coh + ctx) / dc})
+    return pd.DataFrame(rows)
+
+
+def model_assumptions(a, d, net):
+    from analysis import network as netmod
+    net = netmod.load(net) if isinstance(net, str) else netmod.network(net)
+    return (f"network {net['name']} ({net.get('source', 'given')}): {net['ranks_per_node']} ranks a node, "
+            f"alpha {net['alpha_intra_us']} / {net['alpha_inter_us']} us and {net['bw_intra_GBps']} / "
+            f"{net['bw_inter_GBps']} GB/s within / between nodes; measured top-1 conditional a = {a:.3f}; "
+            f"d = {d}, bf16 rows; E = ep experts; tokens a rank a forward: "
+            + ", ".join(f"{k} {v}" for k, v in MODEL_TOKENS.items()))
+
+
 def _heatmap(c, a, b, title, path):
     """P(expert j at layer b | expert i at layer a) as an image, rows i, columns j."""
     import matplotlib
@@ -274,7 +333,26 @@ def section(res, plots_dir, results_dir, most_points=4):
         blocks += [("p", "Placements written by `shardbench moe-place` in this folder: tokens that change "
                          "rank between consecutive MoE layers under the solver's (HiGHS) placement, greedy "
                          "and round robin."), ("table", pd.DataFrame(places))]
+    modelled = [pl for pl in _placement_files(results_dir) if "modelled" in pl]
+    if modelled:
+        m = modelled[-1]["modelled"]
+        blocks += [("p", "ExFlow at scale, modelled (not measured: this machine has two cores): per MoE layer "
+                         "and rank, the all-to-all time of dispatch_combine with contiguous experts against the "
+                         "coherent form with an affinity placement, and the coherent form's context "
+                         "all-gathers (docs/METRICS.md \"ExFlow at scale\"). Assumptions: " + m["assumptions"]
+                         + f". At ep {m['stay_check']['ep']} the model's share of tokens staying on their rank is "
+                         f"{m['stay_check']['modelled']:.3f}, the solver's measured {m['stay_check']['measured_ilp']:.3f}."),
+                   ("table", pd.DataFrame(m["rows"]))]
     return blocks, table
+
+
+def _placement_files(results_dir):
+    out = []
+    for f in sorted(os.listdir(results_dir)) if os.path.isdir(results_dir) else []:
+        if f.startswith("placement-ep") and f.endswith(".json"):
+            with open(os.path.join(results_dir, f)) as fh:
+                out.append(json.load(fh))
+    return out
 
 
 def tokens_per_s(res, pid, prefix):
@@ -331,10 +409,23 @@ def main(argv=None):
     p.add_argument("--ep", type=int, required=True)
     p.add_argument("--out", default="")
     p.add_argument("--point", default=None)
+    p.add_argument("--network", default="lassen", help="the modelled scale's network (analysis/network.py: "
+                   "a preset, or a TOML file with a [network] table)")
+    p.add_argument("--d-model", type=int, default=0,
+                   help="the model's width, for the modelled scale's bytes (default: the point's moe_d_model)")
     a = ap.parse_args(argv)
     from analysis.load import load_results
     res = load_results(a.results)
     out = place(res, a.ep, a.point)
+    d = a.d_model or res.scalar(out["point_id"], "moe_d_model")
+    if d and np.isfinite(d):  # ExFlow at scale, modelled (above)
+        mean_a = float(np.mean([row["top1_conditional"] for row in out["affinity"]]))
+        every = res.scalar(out["point_id"], "moe_every")
+        every = int(every) if np.isfinite(every) else 2
+        out["modelled"] = {"assumptions": model_assumptions(mean_a, int(d), a.network) + f"; every {every}",
+                           "rows": scale_model(mean_a, int(d), a.network, every).to_dict("records"),
+                           "stay_check": {"ep": a.ep, "measured_ilp": 1 - out["cross_rank"]["ilp"] / max(out["transitions"], 1),
+                                          "modelled": stay_share(mean_a, out["experts"], a.ep)}}
     path = a.out or os.path.join(a.results, f"placement-ep{a.ep}.json")
     with open(path + ".tmp", "w") as fh:
         json.dump(out, fh, indent=2)
@@ -354,6 +445,13 @@ def main(argv=None):
         for step, g in steps:
             print(f"    step {step:>6}: top-1 conditional {g['top1_conditional'].mean():.3f}, "
                   f"entropy {g['entropy_bits'].mean():.2f} bits")
+    if "modelled" in out:
+        m = out["modelled"]
+        print(f"  modelled at scale ({m['assumptions']}); the modelled share staying on its rank at ep {a.ep}: "
+              f"{m['stay_check']['modelled']:.3f} against the solver's {m['stay_check']['measured_ilp']:.3f} here")
+        print(pd.DataFrame(m["rows"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    else:
+        print("  (no modelled scale: the point records no moe_d_model; pass --d-model)")
     print(f"placement written to {path}")
 
 

@@ -90,3 +90,24 @@ def test_routing_round_trips_through_hdf5(tmp_path):
     got = got[list(want.columns)].sort_values(["step", "rank", "layer", "token"]).reset_index(drop=True)
     want = want.sort_values(["step", "rank", "layer", "token"]).reset_index(drop=True)
     assert (got.astype(int).to_numpy() == want.astype(int).to_numpy()).all()
+
+
+def test_modelled_scale_by_hand():
+    # One node of 4 ranks (alpha 1 us, 10 GB/s), so P = 8 crosses nodes (alpha 2 us, 5 GB/s).
+    net = {"name": "toy", "ranks_per_node": 4, "alpha_intra_us": 1.0, "bw_intra_GBps": 10.0,
+           "alpha_inter_us": 2.0, "bw_inter_GBps": 5.0}
+    # No affinity (a = 1/E) is chance: E/P of the experts on a rank, so s = 1/P.
+    for e, p in ((8, 2), (8, 4), (16, 8)):
+        assert exflow.stay_share(1 / e, e, p) == pytest.approx(1 / p)
+    assert exflow.stay_share(1.0, 8, 8) == 1.0 and exflow.stay_share(0.3, 8, 8) == pytest.approx(0.3)
+    t = exflow.scale_model(0.5, 100, net, every=2, eps=(8,), tokens={"x": 10})
+    row = t.iloc[0]
+    r, bw, alpha = 2 * 100 + 24, 5e9, 2e-6
+    dc = 2 * (7 * alpha + 10 * (7 / 8) * r / bw)
+    coh = 7 * alpha + 10 * 0.5 * r / bw
+    ctx = 2 * (7 * alpha + 7 * 10 * 400 / bw)
+    assert row["a2a_dispatch_combine_ms"] == pytest.approx(1e3 * dc)
+    assert row["a2a_coherent_ms"] == pytest.approx(1e3 * coh)
+    assert row["context_ms"] == pytest.approx(1e3 * ctx)
+    assert row["with_context_ratio"] == pytest.approx((coh + ctx) / dc)
+    assert row["cross_rank_coherent"] == pytest.approx(0.5)

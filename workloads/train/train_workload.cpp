@@ -90,6 +90,9 @@ void record_routing(sb::Recorder& rec, const models::Model& m, int ep_rank, int 
   }
   if (layers == 0) return;
   rec.scalar("moe_experts", static_cast<double>(m.config().moe.experts));
+  // The widths moe-place's modelled scale sizes its rows by (analysis/exflow.py).
+  rec.scalar("moe_d_model", static_cast<double>(m.config().d_model));
+  rec.scalar("moe_every", static_cast<double>(m.config().moe.every));
   rec.series("moe_dropped_fraction", dropped / layers);
   rec.series("moe_load_imbalance", imbalance / layers);
   if (ep > 1) rec.series("moe_cross_rank_fraction", away / layers);
