@@ -321,19 +321,17 @@ def section(res, plots_dir, results_dir, most_points=4):
                     "\"Expert affinity and placement\")."),
               ("table", table)] + imgs
     places = []
-    for f in sorted(os.listdir(results_dir)) if os.path.isdir(results_dir) else []:
-        if f.startswith("placement-ep") and f.endswith(".json"):
-            with open(os.path.join(results_dir, f)) as fh:
-                pl = json.load(fh)
-            cr, t = pl["cross_rank"], max(pl["transitions"], 1)
-            places.append({"file": f, "ep": pl["ep"], "experts": pl["experts"], "transitions": pl["transitions"],
-                           "ilp": cr["ilp"], "greedy": cr["greedy"], "round_robin": cr["round_robin"],
-                           "ilp_share": cr["ilp"] / t, "ilp_vs_round_robin": cr["ilp"] / max(cr["round_robin"], 1)})
+    files = _placement_files(results_dir)
+    for f, pl in files:
+        cr, t = pl["cross_rank"], max(pl["transitions"], 1)
+        places.append({"file": f, "ep": pl["ep"], "experts": pl["experts"], "transitions": pl["transitions"],
+                       "ilp": cr["ilp"], "greedy": cr["greedy"], "round_robin": cr["round_robin"],
+                       "ilp_share": cr["ilp"] / t, "ilp_vs_round_robin": cr["ilp"] / max(cr["round_robin"], 1)})
     if places:
         blocks += [("p", "Placements written by `shardbench moe-place` in this folder: tokens that change "
                          "rank between consecutive MoE layers under the solver's (HiGHS) placement, greedy "
                          "and round robin."), ("table", pd.DataFrame(places))]
-    modelled = [pl for pl in _placement_files(results_dir) if "modelled" in pl]
+    modelled = [pl for _, pl in files if "modelled" in pl]
     if modelled:
         m = modelled[-1]["modelled"]
         blocks += [("p", "ExFlow at scale, modelled (not measured: this machine has two cores): per MoE layer "
@@ -347,11 +345,12 @@ def section(res, plots_dir, results_dir, most_points=4):
 
 
 def _placement_files(results_dir):
+    """[(file name, its JSON)] of the placement files moe-place wrote in results_dir."""
     out = []
     for f in sorted(os.listdir(results_dir)) if os.path.isdir(results_dir) else []:
         if f.startswith("placement-ep") and f.endswith(".json"):
             with open(os.path.join(results_dir, f)) as fh:
-                out.append(json.load(fh))
+                out.append((f, json.load(fh)))
     return out
 
 
@@ -417,10 +416,11 @@ def main(argv=None):
     from analysis.load import load_results
     res = load_results(a.results)
     out = place(res, a.ep, a.point)
-    d = a.d_model or res.scalar(out["point_id"], "moe_d_model")
+    pid = out["point_id"]
+    d = a.d_model or res.scalar(pid, "moe_d_model")
     if d and np.isfinite(d):  # ExFlow at scale, modelled (above)
         mean_a = float(np.mean([row["top1_conditional"] for row in out["affinity"]]))
-        every = res.scalar(out["point_id"], "moe_every")
+        every = res.scalar(pid, "moe_every")
         every = int(every) if np.isfinite(every) else 2
         out["modelled"] = {"assumptions": model_assumptions(mean_a, int(d), a.network) + f"; every {every}",
                            "rows": scale_model(mean_a, int(d), a.network, every).to_dict("records"),

@@ -4,7 +4,7 @@
 // rank's micro-batch its own routing group, against one process stepping the same micro-
 // batches in turn (gradient accumulation: each its own group). At ep 2 (2 and 4 ranks) and
 // ep 4 (4 ranks) under full_shard, shard_grad_op, zero1 and no_shard, and at ep 2 under
-// hybrid_shard with 2 replicas of 2-rank shard groups (4 ranks): losses and gradient
+// hybrid_shard with 2 replicas of 2-rank (4 ranks) and 4-rank (8 ranks) shard groups: losses and gradient
 // norms within 1e-5 relative, final parameters (each rank's experts against their block of
 // the reference's) within 2e-5, the same dropped tokens per group and layer. Per MoE layer and
 // step the ep group runs one dispatch and one combine all-to-all forward and two backward;
@@ -149,6 +149,9 @@ std::vector<Case> cases(int n) {
     out.push_back({2, "hybrid_shard", 1, 2});
     out.push_back({2, "hybrid_shard", 2, 2});
   }
+  // 8 ranks (mpi_moe_ep.np8): 2 replicas of 4-rank shard groups at ep 2, so an experts unit is
+  // sharded over its 2-rank expert-data-parallel group and reduced over the replica group.
+  if (n == 8) out = {{2, "hybrid_shard", 1, 2}, {2, "hybrid_shard", 2, 2}};
   return out;
 }
 

@@ -297,12 +297,7 @@ void InferWorkload::record_step(RunContext& ctx, I n, double s, bool warmup) {
   ctx.recorder.step(r);
   if (warmup || ep_last_.empty()) return;
   if (ep_sum_.empty()) ep_sum_.resize(ep_last_.size());
-  for (std::size_t i = 0; i < ep_last_.size(); ++i) {
-    auto& a = ep_sum_[i];
-    const auto& b = ep_last_[i];
-    a.layer = b.layer, a.tokens += b.tokens, a.cross_rank += b.cross_rank, a.received += b.received;
-    a.dropped += b.dropped, a.returned += b.returned, a.a2a_bytes += b.a2a_bytes, a.a2a_s += b.a2a_s;
-  }
+  for (std::size_t i = 0; i < ep_last_.size(); ++i) ep_sum_[i] += ep_last_[i];
   ++ep_forwards_;
 }
 

@@ -55,6 +55,12 @@ struct EpLayerStats {
   torch::Tensor routed;          // (tokens, 2) int64: each assignment's token id and expert
   std::int64_t a2a_bytes = 0;    // bytes that left this rank in the all-to-alls, padding included
   double a2a_s = 0;              // wall time in the layer's all-to-alls (and their max count)
+  // Sums the counts and seconds of another forward of the same layer (routed is not summed).
+  EpLayerStats& operator+=(const EpLayerStats& o) {
+    layer = o.layer, tokens += o.tokens, cross_rank += o.cross_rank, received += o.received;
+    dropped += o.dropped, returned += o.returned, a2a_bytes += o.a2a_bytes, a2a_s += o.a2a_s;
+    return *this;
+  }
 };
 
 struct EpInference {

@@ -39,7 +39,7 @@ torch::Tensor Gpt2::ep_cached_attention(ParamProvider& p, const TokenRows& held,
   const std::int64_t Tk = prefill ? T : past.max().item<std::int64_t>() + 1;
   // The rows' keys and values: a view where they are consecutive (dispatch_combine's share),
   // else a copy of those rows.
-  const bool consecutive = n > 0 && rows[n - 1].item<std::int64_t>() - rows[0].item<std::int64_t>() == n - 1;
+  const bool consecutive = rows[n - 1].item<std::int64_t>() - rows[0].item<std::int64_t>() == n - 1;
   const auto take = [&](const torch::Tensor& c) {
     return (consecutive ? c.narrow(0, first_row + rows[0].item<std::int64_t>(), n) : c.index_select(0, rows + first_row))
         .narrow(2, 0, Tk);
@@ -56,14 +56,19 @@ torch::Tensor Gpt2::ep_forward_rows(ParamProvider& p, const torch::Tensor& ids, 
                                     const std::vector<std::int64_t>& last) {
   const EpForm form = *ep_serve_;
   const std::int64_t B = ids.size(0), T = ids.size(1), H = cfg_.n_head, Dh = cfg_.dh(), A = H * Dh;
-  // One value of the three (B, T < 2^20, first_row < 2^23): equal on every rank iff its max and min are.
-  const std::int64_t step = B | T << 20 | first_row << 40;
-  SB_CHECK(B < (1 << 20) && T < (1 << 20) && first_row < (1 << 23) && ep_.max(step) == step && ep_.max(-step) == -step,
+  // One value of the three (B, T < 2^20, first_row < 2^23): equal on every rank iff its max and
+  // min are. Both maxes run on every rank whatever its values (a collective skipped hangs).
+  const bool fits = B < (1 << 20) && T < (1 << 20) && first_row < (1 << 23);
+  const std::int64_t step = fits ? (B | T << 20 | first_row << 40) : -1;
+  const bool highest = ep_.max(step) == step, lowest = ep_.max(-step) == -step;
+  SB_CHECK(fits && highest && lowest,
            "expert-parallel serving: every rank of the ep group must run the same step (this ep rank {}: rows "
            "[{}, {}) x T {})", ep_.rank, first_row, first_row + B, T);
   const bool prefill = std::all_of(past.begin(), past.end(), [](auto n) { return n == 0; });
   // This rank's share of the rows; a token's id is its row x T + its column, so a rank's
   // tokens are ids [rank BT, rank BT + n T) and id / BT is its home (ep_moe_layer's rule).
+  // A share's routing group is sized S T tokens for capacity on every rank (keep_at_expert),
+  // the last share's too when it holds fewer rows.
   const std::int64_t S = (B + ep_.size - 1) / ep_.size, BT = S * T;
   const std::int64_t r0 = std::min(B, ep_.rank * S), n = std::min(B, r0 + S) - r0;
   // Row blocks (ep_inference.h row_blocks) of the share's tokens, rounded up to a power of two
@@ -134,12 +139,7 @@ torch::Tensor Gpt2::ep_forward_rows(ParamProvider& p, const torch::Tensor& ids, 
   SB_CHECK(logits.size() == B, "expert-parallel serving: {} of the step's {} rows have logits", logits.size(), B);
   // Per layer, summed over steps (serve's series).
   if (ep_serve_sum_.empty()) ep_serve_sum_.resize(layers.size());
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    auto& s = ep_serve_sum_[i];
-    const auto& o = layers[i];
-    s.layer = o.layer, s.tokens += o.tokens, s.cross_rank += o.cross_rank, s.received += o.received;
-    s.dropped += o.dropped, s.returned += o.returned, s.a2a_bytes += o.a2a_bytes, s.a2a_s += o.a2a_s;
-  }
+  for (std::size_t i = 0; i < layers.size(); ++i) ep_serve_sum_[i] += layers[i];
   ++ep_serve_steps_;
   return logits.x;
 }

@@ -41,7 +41,9 @@ struct MoeConfig {
   // slices of the rows (slice s: columns [s T/g, (s+1) T/g) of every row), each routed with its
   // own capacity and its aux and z losses averaged over the slices. Ulysses' routing groups
   // (each sp rank routes its slice of every row) in one process: the reference the sp run is
-  // checked against (tests/mpi/moe_ep.cpp). Not a key: a run's groups follow its mesh.
+  // checked against (tests/mpi/moe_ep.cpp). The sp run weights each rank's aux and z losses
+  // by its share of the loss's counted targets, so the two agree where every slice counts as
+  // many targets (no -100 targets, as in that test). Not a key: a run's groups follow its mesh.
   std::int64_t sequence_groups = 1;
   bool on() const { return experts > 0; }
   bool layer(std::int64_t l) const { return on() && l % every == every - 1; }
