@@ -128,6 +128,15 @@ class Gpt2 final : public Model, public KvDecoder, public EpInferer {
                                        ParamProvider& p);
   TokenRows ep_moe_layer(ParamProvider& p, std::int64_t l, TokenRows held, const std::vector<torch::Tensor>& w,
                          std::int64_t BT, EpForm form, EpLayerStats& stats);
+  // The refusals of ep inference and serving (`what`): a whole model split over mesh.ep, top-1
+  // for the coherent form.
+  void check_ep_form(const char* what, EpForm form) const;
+  // One block of ep inference and serving on the held tokens, on row blocks of ep_block_: its
+  // attention from `attention` (block l's held rows and their QKV -> (n, A)), then the MoE layer
+  // (its stats appended to `layers`) or the dense MLP.
+  using EpAttention = std::function<torch::Tensor(std::int64_t l, const TokenRows& held, const torch::Tensor& qkv)>;
+  TokenRows ep_block(ParamProvider& p, std::int64_t l, TokenRows held, std::int64_t BT, EpForm form,
+                     const EpAttention& attention, std::vector<EpLayerStats>& layers);
   // forward_rows under serve_expert_parallel (gpt2_ep_serve.cpp): this rank's share of the
   // step's rows, the replicated cache written from the all-gathered keys and values.
   torch::Tensor ep_forward_rows(ParamProvider& p, const torch::Tensor& ids, KVCache& cache, std::int64_t first_row,

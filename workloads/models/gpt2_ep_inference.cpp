@@ -123,15 +123,42 @@ TokenRows Gpt2::ep_moe_layer(ParamProvider& p, std::int64_t l, TokenRows held, c
   return held;
 }
 
-EpInference Gpt2::ep_inference(ParamProvider& p, const torch::Tensor& ids, EpForm form) {
-  torch::NoGradGuard ng;
-  check_whole("expert-parallel inference");
-  pp_.check_uncut(cfg_.preset, "expert-parallel inference");
-  SB_CHECK(cfg_.moe.on() && ep_.on() && ep_.exchange && ep_.gather, "model '{}': expert-parallel "
-           "inference needs a mixture of experts split over mesh.ep > 1", cfg_.preset);
+void Gpt2::check_ep_form(const char* what, EpForm form) const {
+  check_whole(what);
+  pp_.check_uncut(cfg_.preset, what);
+  SB_CHECK(cfg_.moe.on() && ep_.on() && ep_.exchange && ep_.gather, "model '{}': {} needs a mixture of "
+           "experts split over mesh.ep > 1", cfg_.preset, what);
   SB_CHECK(cfg_.moe.top_k == 1 || form == EpForm::DispatchCombine, "model '{}': the context-coherent form "
            "keeps a token on its one expert's rank, so it routes top-1; moe.top_k = {} runs moe.ep_form = "
            "dispatch_combine (two all-to-alls a layer)", cfg_.preset, cfg_.moe.top_k);
+}
+
+TokenRows Gpt2::ep_block(ParamProvider& p, std::int64_t l, TokenRows held, std::int64_t BT, EpForm form,
+                         const EpAttention& attention, std::vector<EpLayerStats>& layers) {
+  const int u = static_cast<int>(l + 1);
+  const auto w = p.acquire(u);
+  const auto linear = [&](int i) {
+    return [&p, &w, u, i](const torch::Tensor& r) { return p.linear(u, i, r, w[i], w[i + 1]); };
+  };
+  const auto qkv = row_blocks(linear(kAttnW), norm(cfg_, held.x, w[kLn1W], w[kLn1B]), ep_block_);
+  held.x = held.x + row_blocks(linear(kProjW), attention(l, held, qkv), ep_block_);
+  if (cfg_.moe.layer(l)) {
+    EpLayerStats st;
+    held = ep_moe_layer(p, l, std::move(held), w, BT, form, st);
+    layers.push_back(std::move(st));
+  } else {
+    const auto mlp = row_blocks([&](const torch::Tensor& r) {
+      return p.linear_gelu(u, kFcW, r, w[kFcW], w[kFcB], "tanh");
+    }, norm(cfg_, held.x, w[kLn2W], w[kLn2B]), ep_block_);
+    held.x = held.x + row_blocks(linear(kMlpW), mlp, ep_block_);
+  }
+  p.release(u, held.x);
+  return held;
+}
+
+EpInference Gpt2::ep_inference(ParamProvider& p, const torch::Tensor& ids, EpForm form) {
+  torch::NoGradGuard ng;
+  check_ep_form("expert-parallel inference", form);
   SB_CHECK(ids.dim() == 2, "GPT-2 input_ids must be (B, T), got {} dims", ids.dim());
   const std::int64_t B = ids.size(0), T = ids.size(1), BT = B * T;
   SB_CHECK(T <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions", cfg_.preset, T,
@@ -148,27 +175,12 @@ EpInference Gpt2::ep_inference(ParamProvider& p, const torch::Tensor& ids, EpFor
   held.gate = torch::zeros({BT}, lopt.dtype(torch::kFloat64));
   EpInference out;
   bool home = true;  // tokens in their sequences' ranks, in order
+  const EpAttention attention = [&](std::int64_t, const TokenRows& h, const torch::Tensor& qkv) {
+    return home ? ep_attention_home(qkv, B, T, p) : ep_attention_scattered(h, qkv, T, p);
+  };
   for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
-    const int u = static_cast<int>(l + 1);
-    const auto w = p.acquire(u);
-    const auto linear = [&](int i) {
-      return [&p, &w, u, i](const torch::Tensor& r) { return p.linear(u, i, r, w[i], w[i + 1]); };
-    };
-    const auto qkv = row_blocks(linear(kAttnW), norm(cfg_, held.x, w[kLn1W], w[kLn1B]));
-    const auto a = home ? ep_attention_home(qkv, B, T, p) : ep_attention_scattered(held, qkv, T, p);
-    held.x = held.x + row_blocks(linear(kProjW), a);
-    if (cfg_.moe.layer(l)) {
-      EpLayerStats st;
-      held = ep_moe_layer(p, l, std::move(held), w, BT, form, st);
-      out.layers.push_back(st);
-      home = form == EpForm::DispatchCombine;
-    } else {
-      const auto mlp = row_blocks([&](const torch::Tensor& r) {
-        return p.linear_gelu(u, kFcW, r, w[kFcW], w[kFcB], "tanh");
-      }, norm(cfg_, held.x, w[kLn2W], w[kLn2B]));
-      held.x = held.x + row_blocks(linear(kMlpW), mlp);
-    }
-    p.release(u, held.x);
+    held = ep_block(p, l, std::move(held), BT, form, attention, out.layers);
+    if (cfg_.moe.layer(l)) home = form == EpForm::DispatchCombine;
   }
   if (!home) held = exchange_rows(ep_, held, held.id.div(BT, "floor"), "ep_home");
   SB_CHECK(held.size() == BT, "expert-parallel inference: {} of this rank's {} tokens came home", held.size(), BT);

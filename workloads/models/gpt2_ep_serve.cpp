@@ -1,20 +1,13 @@
 // GPT-2 MoE served under expert parallelism (ep_inference.h serve_expert_parallel): the KV-
 // cached prefill and decode steps of forward_rows, each rank computing its share of the
-// step's rows through ep_inference's pieces (gpt2_ep_inference.cpp).
+// step's rows through ep inference's blocks (gpt2_ep_inference.cpp ep_block).
 #include "harness/core/check.h"
 #include "workloads/models/gpt2.h"
-#include "workloads/models/gpt2_layout.h"
 
 namespace sb::models {
-using namespace gpt2_layout;
 
 void Gpt2::serve_expert_parallel(EpForm form) {
-  check_whole("expert-parallel serving");
-  pp_.check_uncut(cfg_.preset, "expert-parallel serving");
-  SB_CHECK(cfg_.moe.on() && ep_.on() && ep_.exchange && ep_.gather, "model '{}': expert-parallel "
-           "serving needs a mixture of experts split over mesh.ep > 1", cfg_.preset);
-  SB_CHECK(cfg_.moe.top_k == 1 || form == EpForm::DispatchCombine, "model '{}': the context-coherent form "
-           "routes top-1; moe.top_k = {} serves with moe.ep_form = dispatch_combine", cfg_.preset, cfg_.moe.top_k);
+  check_ep_form("expert-parallel serving", form);
   ep_serve_ = form;
 }
 
@@ -90,16 +83,10 @@ torch::Tensor Gpt2::ep_forward_rows(ParamProvider& p, const torch::Tensor& ids, 
   const auto step_rows = torch::arange(first_row, first_row + B, lopt);
   const auto slot = ((step_rows.view({B, 1, 1}) * H + torch::arange(H, lopt).view({1, H, 1})) * cap +
                      past_t.view({B, 1, 1}) + torch::arange(T, lopt).view({1, 1, T})).reshape({-1});  // (B H T)
-  std::vector<EpLayerStats> layers;
-  for (std::int64_t l = 0; l < cfg_.n_layer; ++l) {
-    const int u = static_cast<int>(l + 1);
-    const auto w = p.acquire(u);
-    const auto linear = [&](int i) {
-      return [&p, &w, u, i](const torch::Tensor& r) { return p.linear(u, i, r, w[i], w[i + 1]); };
-    };
-    const auto qkv = row_blocks(linear(kAttnW), at::layer_norm(held.x, {cfg_.d_model}, w[kLn1W], w[kLn1B], cfg_.ln_eps), ep_block_);
-    // The context: every token's new key and value into every rank's cache.
-    TokenRows kv = held;
+  // Each block's attention: every token's new key and value into every rank's cache (the
+  // context), then the held tokens' queries against their rows.
+  const EpAttention attention = [&](std::int64_t l, const TokenRows& h, const torch::Tensor& qkv) {
+    TokenRows kv = h;
     kv.x = qkv.narrow(1, A, 2 * A);
     const TokenRows all = gather_rows(ep_, kv, "ep_context");
     SB_CHECK(all.size() == B * T && all.id.equal(torch::arange(B * T, lopt)),
@@ -107,21 +94,10 @@ torch::Tensor Gpt2::ep_forward_rows(ParamProvider& p, const torch::Tensor& ids, 
     const auto kvs = all.x.view({B, T, 2, H, Dh}).permute({2, 0, 3, 1, 4});  // (2, B, H, T, Dh)
     cache.k[l].view({-1, Dh}).index_copy_(0, slot, kvs[0].reshape({-1, Dh}));
     cache.v[l].view({-1, Dh}).index_copy_(0, slot, kvs[1].reshape({-1, Dh}));
-    const auto a = ep_cached_attention(p, held, qkv.narrow(1, 0, A), cache, l, first_row, T, past_t, prefill);
-    held.x = held.x + row_blocks(linear(kProjW), a, ep_block_);
-    if (cfg_.moe.layer(l)) {
-      EpLayerStats st;
-      held = ep_moe_layer(p, l, std::move(held), w, BT, form, st);
-      st.routed = torch::Tensor();
-      layers.push_back(std::move(st));
-    } else {
-      const auto mlp = row_blocks([&](const torch::Tensor& r) {
-        return p.linear_gelu(u, kFcW, r, w[kFcW], w[kFcB], "tanh");
-      }, at::layer_norm(held.x, {cfg_.d_model}, w[kLn2W], w[kLn2B], cfg_.ln_eps), ep_block_);
-      held.x = held.x + row_blocks(linear(kMlpW), mlp, ep_block_);
-    }
-    p.release(u, held.x);
-  }
+    return ep_cached_attention(p, h, qkv.narrow(1, 0, A), cache, l, first_row, T, past_t, prefill);
+  };
+  std::vector<EpLayerStats> layers;
+  for (std::int64_t l = 0; l < cfg_.n_layer; ++l) held = ep_block(p, l, std::move(held), BT, form, attention, layers);
   // Each row's token at last[b], wherever it is, through the LM head; every rank gets them all.
   const auto b = held.id.div(T, "floor");
   const auto at_last = (held.id.remainder(T) == torch::tensor(last, torch::kLong).to(ids.device()).index_select(0, b))
