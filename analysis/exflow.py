@@ -237,10 +237,16 @@ def stay_share(a, experts, ep):
     return a + (1.0 - a) * (experts / ep - 1.0) / (experts - 1.0)
 
 
+def _network(net):
+    """--network's value (a preset name or a TOML file) or a [network] table, as a table."""
+    from analysis import network as netmod
+    return netmod.load(net) if isinstance(net, str) else netmod.network(net)
+
+
 def scale_model(a, d, net, every=2, eps=MODEL_EPS, tokens=MODEL_TOKENS):
     """Rows of the modelled all-to-all and context seconds per MoE layer (above)."""
     from analysis import network as netmod
-    net = netmod.load(net) if isinstance(net, str) else netmod.network(net)
+    net = _network(net)
     r, c = 2.0 * d + 24.0, 4.0 * d
     rows = []
     for p in eps:
@@ -259,14 +265,13 @@ def scale_model(a, d, net, every=2, eps=MODEL_EPS, tokens=MODEL_TOKENS):
     return pd.DataFrame(rows)
 
 
-def model_assumptions(a, d, net):
-    from analysis import network as netmod
-    net = netmod.load(net) if isinstance(net, str) else netmod.network(net)
+def model_assumptions(a, d, net, every=2):
+    net = _network(net)
     return (f"network {net['name']} ({net.get('source', 'given')}): {net['ranks_per_node']} ranks a node, "
             f"alpha {net['alpha_intra_us']} / {net['alpha_inter_us']} us and {net['bw_intra_GBps']} / "
             f"{net['bw_inter_GBps']} GB/s within / between nodes; measured top-1 conditional a = {a:.3f}; "
             f"d = {d}, bf16 rows; E = ep experts; tokens a rank a forward: "
-            + ", ".join(f"{k} {v}" for k, v in MODEL_TOKENS.items()))
+            + ", ".join(f"{k} {v}" for k, v in MODEL_TOKENS.items()) + f"; every {every}")
 
 
 def _heatmap(c, a, b, title, path):
@@ -422,8 +427,9 @@ def main(argv=None):
         mean_a = float(np.mean([row["top1_conditional"] for row in out["affinity"]]))
         every = res.scalar(pid, "moe_every")
         every = int(every) if np.isfinite(every) else 2
-        out["modelled"] = {"assumptions": model_assumptions(mean_a, int(d), a.network) + f"; every {every}",
-                           "rows": scale_model(mean_a, int(d), a.network, every).to_dict("records"),
+        net = _network(a.network)
+        out["modelled"] = {"assumptions": model_assumptions(mean_a, int(d), net, every),
+                           "rows": scale_model(mean_a, int(d), net, every).to_dict("records"),
                            "stay_check": {"ep": a.ep, "measured_ilp": 1 - out["cross_rank"]["ilp"] / max(out["transitions"], 1),
                                           "modelled": stay_share(mean_a, out["experts"], a.ep)}}
     path = a.out or os.path.join(a.results, f"placement-ep{a.ep}.json")
