@@ -13,7 +13,7 @@ MIB = 1024.0 * 1024.0
 # their sum is the predicted peak, as `shardbench fit` sums them.
 TERMS = ["param", "grad", "optim", "compression", "gathered", "activation_layers",
          "activation_attention", "activation_head", "offload"]
-KEYS = ["strategy", "attention", "activation_checkpoint", "offload_optimizer", "kv_offload"]
+KEYS = ["strategy", "attention", "activation_checkpoint", "seq_chunks", "offload_optimizer", "kv_offload"]
 COLUMNS = (["point_name", "rank"] + KEYS +
            ["state_mib", "state_predicted_mib", "step_tensors_mib", "activations_predicted_mib",
             "total_mib", "total_predicted_mib", "total_ratio", "peak_rss_mib",
@@ -70,6 +70,52 @@ def memory_table(res):
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+# The planner's accuracy (the Longctx issue's targets): a point's predicted peak is within
+# MEMORY_TOLERANCE of the measured one when |total / total_predicted - 1| <= it; a pair of
+# points counts for the step-time order when their measured median steps differ by more than
+# ORDER_MARGIN (slower / faster - 1), and agrees when fit's predicted steps order them alike.
+MEMORY_TOLERANCE = 0.10
+ORDER_MARGIN = 0.15
+
+
+def planner_accuracy(t):
+    """{memory_within, memory_points, worst_ratio, pairs, pairs_agree, pairs_tied} over
+    memory_table's rows (pairs: only rows with both a measured and a predicted step; a pair
+    whose predicted steps are equal is tied: the prediction orders it neither way, and it does
+    not count as agreeing)."""
+    ratios = t["total_ratio"].dropna()
+    out = {"memory_within": int((abs(ratios - 1.0) <= MEMORY_TOLERANCE).sum()),
+           "memory_points": int(len(ratios)),
+           "worst_ratio": float(ratios.iloc[int(abs(ratios - 1.0).values.argmax())]) if len(ratios) else np.nan,
+           "pairs": 0, "pairs_agree": 0, "pairs_tied": 0}
+    timed = t.dropna(subset=["step_s", "fit_step_s"])
+    steps, fits = list(timed["step_s"]), list(timed["fit_step_s"])
+    for i in range(len(steps)):
+        for j in range(i + 1, len(steps)):
+            lo, hi = sorted((steps[i], steps[j]))
+            if lo <= 0 or hi / lo - 1.0 <= ORDER_MARGIN:
+                continue
+            out["pairs"] += 1
+            out["pairs_agree"] += int((steps[i] - steps[j]) * (fits[i] - fits[j]) > 0)
+            out["pairs_tied"] += int(fits[i] == fits[j])
+    return out
+
+
+def _accuracy_text(a):
+    text = (f"Planner accuracy: {a['memory_within']} of {a['memory_points']} points' predicted "
+            f"totals within {MEMORY_TOLERANCE:.0%} of the measured (worst total_ratio "
+            f"{a['worst_ratio']:.3f}).")
+    if a["pairs"]:
+        text += (f" Step-time order: fit's predicted steps order {a['pairs_agree']} of the "
+                 f"{a['pairs']} pairs whose measured median steps differ by more than "
+                 f"{ORDER_MARGIN:.0%} as measured ({a['pairs_agree'] / a['pairs']:.0%}"
+                 + (f"; {a['pairs_tied']} tied in the prediction" if a["pairs_tied"] else "")
+                 + "; costs measured by `shardbench fit` on the machine its fit-costs.json names).")
+    else:
+        text += " Step-time order: no pair of points has both a measured and a predicted step."
+    return text
+
+
 def section(res):
     """(blocks, table); no blocks when no point carries a prediction."""
     t = memory_table(res)
@@ -77,11 +123,13 @@ def section(res):
         return [], t
     return [("h2", "Memory: predicted against measured"),
             ("p", "Each training point's fullest rank: model state measured (between steps) and "
-                  "predicted; the step's tensors above its start measured (peak_step_tensor_bytes; "
+                  "predicted; the step's tensors above its start and end measured (peak_step_tensor_bytes; "
                   "empty where not measured: a GPU or another allocator) beside the predicted "
                   "activations; total = model state + step tensors against the sum of every "
                   "predicted term (the peak `shardbench fit` compares with memory_budget); peak "
                   "resident memory, which also holds the runtime. fit_*: what `shardbench fit` "
-                  "predicted when it chose the point's \"auto\" keys, beside the measured median "
+                  "predicted for the point (its \"auto\" keys' choice, or its own settings when the "
+                  "suite's costs were measured), beside the measured median "
                   "step (docs/METRICS.md \"Memory model\", \"Fit\")."),
+            ("p", _accuracy_text(planner_accuracy(t))),
             ("table", t)], t

@@ -4,7 +4,9 @@
 // (harness/spec/fit.h; docs/SUITES.md "fit").
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <set>
 
@@ -35,20 +37,29 @@ Suite load_or_exit(const std::string& file) {
   }
 }
 
-// The costs of the points left "auto": those already in the file kept unless remeasure; the
-// missing ones measured here and the file rewritten.
+// The costs of the points whose task predicts (those left "auto" choose from them; the others
+// get their own prediction): those already in the file kept unless remeasure; the missing ones
+// measured here and the file rewritten.
 FitCosts costs_for(const Suite& collected, const std::string& path, bool remeasure) {
   FitCosts costs;
   if (!remeasure && std::filesystem::exists(path)) costs = read_fit_costs(path);
   bool measured = false;
   for (const Point& p : collected.points) {
-    if (!has_auto(p)) continue;
-    const FitTask* t = find_fit(base_config(p).task);
+    const FitTask* t = p.has("task") ? find_fit(base_config(p).task) : nullptr;
+    if (!t) continue;
+    const bool chooses = has_auto(p);
     for (const auto& name : t->costs_needed(p)) {
       if (costs.count(name)) continue;
       std::fprintf(stderr, "fit: measuring %s\n", name.c_str());
-      costs[name] = t->measure(name, p);
-      measured = true;
+      try {
+        costs[name] = t->measure(name, p);
+        measured = true;
+      } catch (const std::exception& e) {
+        if (chooses) throw;  // its choice needs it
+        // Only its own prediction does (a GPU point on a login node): left unpredicted.
+        std::fprintf(stderr, "fit: %s not measured here (%s); point '%s' gets no prediction\n",
+                     name.c_str(), e.what(), p.name.c_str());
+      }
     }
   }
   if (measured) {
@@ -66,6 +77,12 @@ FitCosts costs_for(const Suite& collected, const std::string& path, bool remeasu
 
 std::string format_result(const FitResult& r) {
   std::string out = fmt::format("point {}: budget {} a rank ({})\n", r.point, format_bytes(r.budget), r.budget_why);
+  if (r.candidates.size() == 1 && r.candidates[0].choice.empty()) {  // nothing "auto": its prediction
+    const auto& f = r.candidates[0].prediction;
+    return out + fmt::format("  nothing \"auto\": predicted peak {} a rank{}, step {:.3g} s ({})\n",
+                             format_bytes(f.peak_bytes), f.peak_bytes > r.budget ? " (over the budget)" : "",
+                             f.step_s, f.detail);
+  }
   std::vector<std::string> keys;
   if (!r.candidates.empty())
     for (const auto& [k, v] : r.candidates[0].choice) keys.push_back(k);
@@ -122,7 +139,10 @@ Registrar reg([] {
         throw;
       }
       if (last_fit_results().empty())
-        std::fprintf(stderr, "fit: no point of %s leaves a key \"auto\"; nothing to choose\n", file->c_str());
+        std::fprintf(stderr, "fit: no point of %s has a task that predicts its memory and step time\n", file->c_str());
+      else if (std::none_of(collected.points.begin(), collected.points.end(), [](const Point& p) { return has_auto(p); }))
+        std::fprintf(stderr, "fit: no point of %s leaves a key \"auto\"; each point's prediction is "
+                     "recorded beside its measurements (fit_peak_bytes, fit_step_s)\n", file->c_str());
       tables();
       std::fputs(format_plan(s).c_str(), stdout);
     });

@@ -21,8 +21,14 @@ namespace config_detail {
 void assign(bool& out, const Value& v) { out = std::get<bool>(v); }
 // Int keys are range-checked against the member's type when the suite is read (KeySpec's
 // default int range), so the narrowing is safe.
-void assign(int& out, const Value& v) { out = static_cast<int>(std::get<std::int64_t>(v)); }
-void assign(std::int64_t& out, const Value& v) { out = std::get<std::int64_t>(v); }
+// "auto": an integer key fit has yet to choose (kAutoInt; the suite reader accepts it only
+// for such keys).
+std::int64_t int_of(const Value& v) {
+  if (auto* s = std::get_if<std::string>(&v); s && *s == "auto") return kAutoInt;
+  return std::get<std::int64_t>(v);
+}
+void assign(int& out, const Value& v) { out = static_cast<int>(int_of(v)); }
+void assign(std::int64_t& out, const Value& v) { out = int_of(v); }
 void assign(double& out, const Value& v) {
   if (auto* i = std::get_if<std::int64_t>(&v)) out = double(*i);
   else out = std::get<double>(v);

@@ -32,6 +32,10 @@
 
 namespace sb {
 
+// What an integer key left "auto" reads as until `shardbench fit` chooses it (fit.h): only
+// keys a fit task varies accept "auto", and their points are validated after the choice.
+inline constexpr std::int64_t kAutoInt = -1;
+
 // One declared key, as its declaration is being written: chain the optional parts.
 class KeyDecl {
  public:

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <limits>
 
@@ -38,20 +39,31 @@ std::vector<std::string> auto_keys(const Point& p, const FitTask& t) {
   return out;
 }
 
-std::vector<std::string> candidates_of(const std::string& key) {
+std::vector<std::string> candidates_of(const FitTask& t, const std::string& key) {
   std::vector<std::string> out;
+  if (const auto it = t.int_candidates.find(key); it != t.int_candidates.end()) {
+    for (const std::int64_t v : it->second) out.push_back(std::to_string(v));
+    return out;
+  }
   for (const auto& [name, doc] : registered_names(key))
     if (name != "auto") out.push_back(name);
   return out;
 }
 
+// A candidate's value as the key's type: an integer key's is a number.
+Value fit_value(const FitTask& t, const std::string& key, const std::string& v) {
+  if (t.int_candidates.count(key)) return Value{static_cast<std::int64_t>(std::stoll(v))};
+  return Value{v};
+}
+
 // Every combination of the auto keys' names, the first key slowest.
-std::vector<std::vector<std::pair<std::string, std::string>>> combinations(const std::vector<std::string>& keys) {
+std::vector<std::vector<std::pair<std::string, std::string>>> combinations(const FitTask& t,
+                                                                           const std::vector<std::string>& keys) {
   std::vector<std::vector<std::pair<std::string, std::string>>> out{{}};
   for (const auto& k : keys) {
     std::vector<std::vector<std::pair<std::string, std::string>>> next;
     for (const auto& partial : out)
-      for (const auto& name : candidates_of(k)) {
+      for (const auto& name : candidates_of(t, k)) {
         auto c = partial;
         c.emplace_back(k, name);
         next.push_back(std::move(c));
@@ -66,11 +78,11 @@ FitResult fit_point(const Point& p, std::size_t index, const FitTask& task,
   FitResult r;
   r.point = fmt::format("{} {}", index, p.name);
   r.budget = fit_budget(p, &r.budget_why);
-  for (const auto& choice : combinations(keys)) {
+  for (const auto& choice : combinations(task, keys)) {
     FitCandidate c;
     c.choice = choice;
     Point q = p;
-    for (const auto& [k, v] : choice) q.set(k, Value(v), p.where(k));
+    for (const auto& [k, v] : choice) q.set(k, fit_value(task, k, v), p.where(k));
     canonicalize(q);
     const auto problems = point_problems(q);
     const auto error = std::find_if(problems.begin(), problems.end(), [](const Diagnostic& d) { return !d.warning; });
@@ -106,9 +118,16 @@ FitResult fit_point(const Point& p, std::size_t index, const FitTask& task,
 
 void register_fit(const std::string& task, FitTask t) {
   for (const auto& k : t.keys)
-    register_name(k, "auto", "chosen by `shardbench fit` among the other names: the fastest "
-                             "predicted step within memory_budget (docs/SUITES.md \"fit\")");
+    if (!t.int_candidates.count(k))
+      register_name(k, "auto", "chosen by `shardbench fit` among the other names: the fastest "
+                               "predicted step within memory_budget (docs/SUITES.md \"fit\")");
   SB_CHECK(fit_tasks().emplace(task, std::move(t)).second, "fit of task '{}' registered twice", task);
+}
+
+bool int_key_may_be_auto(const std::string& key) {
+  for (const auto& [task, t] : fit_tasks())
+    if (t.int_candidates.count(key)) return true;
+  return false;
 }
 
 const FitTask* find_fit(const std::string& task) {
@@ -176,6 +195,33 @@ double fit_budget(const Point& p, std::string* why) {
   return budget;
 }
 
+namespace {
+// A point that leaves nothing "auto" still gets the prediction of its own settings, as
+// reference figures beside its measured peak and step time (the planner's accuracy, docs/
+// METRICS.md "Fit"), when the suite's costs were measured (`shardbench fit`); none else.
+void predict_only(const std::string& suite_name, Point& p, std::size_t index, const FitTask& task,
+                  std::optional<FitCosts>& costs) {
+  if (!costs) {
+    const std::string path = fit_costs_path(suite_name);
+    if (!std::ifstream(path).good()) return;
+    costs = read_fit_costs(path);
+  }
+  FitResult r;
+  try {
+    r = fit_point(p, index, task, {}, *costs);
+  } catch (const std::exception&) {
+    return;  // a prediction is provenance: plan's own checks report what is wrong with the point
+  }
+  const FitCandidate& c = r.candidates.at(0);
+  const FitPrediction& f = c.prediction;
+  // A cost this point needs was not measured, or the point is invalid (plan says why).
+  if (!f.missing.empty() || (!c.rejected.empty() && f.peak_bytes <= 0)) return;
+  p.reference["fit_peak_bytes"] = f.peak_bytes;
+  p.reference["fit_step_s"] = f.step_s;
+  g_results.push_back(std::move(r));
+}
+}  // namespace
+
 bool resolve_auto(const std::string& suite_name, std::vector<Point>& points, Diagnostics& diags) {
   g_results.clear();
   bool failed = false;
@@ -186,7 +232,10 @@ bool resolve_auto(const std::string& suite_name, std::vector<Point>& points, Dia
     const FitTask* task = find_fit(base_config(p).task);
     if (!task) continue;
     const auto keys = auto_keys(p, *task);
-    if (keys.empty()) continue;
+    if (keys.empty()) {  // nothing to choose: its prediction only, where costs were measured
+      predict_only(suite_name, p, i, *task, costs);
+      continue;
+    }
     if (!costs) {
       const std::string path = fit_costs_path(suite_name);
       std::ifstream probe(path);
@@ -214,7 +263,7 @@ bool resolve_auto(const std::string& suite_name, std::vector<Point>& points, Dia
                             format_bytes(r.budget), r.budget_why, diags.file()));
     } else {
       const FitCandidate& c = r.candidates[static_cast<std::size_t>(r.chosen)];
-      for (const auto& [k, v] : c.choice) p.set(k, Value(v), p.where(k));
+      for (const auto& [k, v] : c.choice) p.set(k, fit_value(*task, k, v), p.where(k));
       canonicalize(p);
       p.reference["fit_peak_bytes"] = c.prediction.peak_bytes;
       p.reference["fit_step_s"] = c.prediction.step_s;

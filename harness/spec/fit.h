@@ -1,6 +1,7 @@
 // `shardbench fit` (docs/SUITES.md "fit"): a point may leave some keys as "auto" (the keys its
-// task registers: the train task's strategy, activation_checkpoint, offload_optimizer,
-// kv_offload); each combination of their registered names is a candidate, checked by plan's
+// task registers: the train task's strategy, activation_checkpoint, seq_chunks,
+// offload_optimizer, kv_offload); each combination of their candidates (a name key's
+// registered names, an integer key's listed values) is a candidate, checked by plan's
 // validators, its peak memory per rank and its step time predicted by the task from measured
 // costs (GEMM rate, copy and disk bandwidth; docs/METRICS.md "Fit"); the fastest candidate
 // within the point's memory_budget replaces the "auto"s. The harness knows the keys and names
@@ -10,8 +11,10 @@
 // read from $SB_FIT_COSTS), so every process that loads the suite (plan, sweep, each rank's
 // run, a Slurm job) resolves it to the same points. The point's id is its "auto" config's; the
 // choice and its prediction ride in its reference figures (fit_peak_bytes, fit_step_s), which
-// the result keeps as provenance beside the measured peak and step time.
+// the result keeps as provenance beside the measured peak and step time. A point with nothing
+// "auto" gets its own settings' prediction the same way once the costs file exists.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -41,8 +44,14 @@ struct FitTask {
   // The point's memory_budget key (bytes a rank; 0 = the default of fit_budget), declared by
   // the task that reads it.
   std::function<double(const Point&)> memory_budget;
+  // Of `keys`, the integer ones and their candidate values (a name key's candidates are its
+  // registered names); an integer key left "auto" reads as kAutoInt (config.h) until chosen.
+  std::map<std::string, std::vector<std::int64_t>> int_candidates;
 };
-void register_fit(const std::string& task, FitTask t);  // also registers "auto" for each key
+void register_fit(const std::string& task, FitTask t);  // also registers "auto" for each name key
+// Whether an integer key may be given as "auto" (a registered fit task varies it): the suite
+// reader accepts the string for it.
+bool int_key_may_be_auto(const std::string& key);
 const FitTask* find_fit(const std::string& task);
 
 struct FitCandidate {
@@ -71,8 +80,9 @@ void write_fit_costs(const std::string& path, const FitCosts& c, const std::stri
 
 // Called by expand(): each point with an "auto" key of its task's FitTask gets the chosen
 // names and the reference figures fit_peak_bytes and fit_step_s; a diagnostic at the key when
-// no costs are known or no candidate fits (then it returns true). The results stay readable
-// (last_fit_results()).
+// no costs are known or no candidate fits (then it returns true); a point with nothing "auto"
+// gets the reference figures of its own settings when the costs file exists (else nothing).
+// The results stay readable (last_fit_results()).
 bool resolve_auto(const std::string& suite_name, std::vector<Point>& points, Diagnostics& diags);
 const std::vector<FitResult>& last_fit_results();
 // Whether the point leaves any registered fit key "auto".

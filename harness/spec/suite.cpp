@@ -3,6 +3,8 @@
 // The format is documented in docs/SUITES.md; expansion itself is in expand.cpp.
 #include "harness/spec/suite.h"
 
+#include "harness/spec/fit.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -166,6 +168,8 @@ class Reader {
         break;
       case KeyType::Int:
         if (auto i = n.as_integer()) return in_range(ks, Value{std::int64_t(i->get())}, p);
+        if (auto s = n.as_string(); s && s->get() == "auto" && int_key_may_be_auto(ks.key))
+          return Value{s->get()};  // chosen by `shardbench fit` (fit.h)
         break;
       case KeyType::Float:  // an integer literal is a fine float ("time_limit = 600")
         if (auto f = n.as_floating_point()) return in_range(ks, Value{f->get()}, p);

@@ -137,8 +137,10 @@ struct Table<RankMemory> {
       field("mesh_sp", &R::mesh_sp, "", "the rank's sequence-parallel coordinate in the process mesh"),
       field("mesh_tp", &R::mesh_tp, "", "the rank's tensor-parallel coordinate in the process mesh"),
       field("peak_step_tensor_bytes", &R::peak_step_tensor_bytes, "bytes",
-            "most tensor bytes a training step held at once above those live when it began "
-            "(activations, the step's gradients, the loss's chunks, communication buffers): the "
+            "most tensor bytes a training step held at once above the larger of those live "
+            "when it began and when it ended, its model state (activations, the loss's chunks, "
+            "communication buffers, transient gradients; not the first step's new gradients, "
+            "which stay as state): the "
             "CPU caching allocator's blocks of 1 MiB and more (smaller ones, e.g. chunked "
             "attention's score tiles, are not counted); 0: not measured (a GPU run, another "
             "allocator, or no training)"),

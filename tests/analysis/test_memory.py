@@ -65,3 +65,25 @@ def test_report_has_the_section(results, tmp_path):
     md = open(os.path.join(out, "report.md")).read()
     assert "## Memory: predicted against measured" in md
     assert os.path.exists(os.path.join(out, "tables", "memory.csv"))
+
+
+def test_planner_accuracy_by_hand():
+    # Totals: 1.05 and 0.85 of the prediction (one within 10%). Steps 1.0, 1.1, 2.0, 4.0 s:
+    # the pairs differing by more than 15% are (1.0, 2.0), (1.0, 4.0), (1.1, 2.0), (1.1, 4.0)
+    # and (2.0, 4.0); (1.0, 1.1) differs by 10% and does not count. The predictions order all
+    # but (1.1, 2.0) alike (1.1 s predicted 3.0 s against 2.5 s).
+    t = memory.pd.DataFrame({"total_ratio": [1.05, 0.85, np.nan, np.nan],
+                             "step_s": [1.0, 1.1, 2.0, 4.0],
+                             "fit_step_s": [0.5, 3.0, 2.5, 9.0]})
+    a = memory.planner_accuracy(t)
+    assert (a["memory_within"], a["memory_points"]) == (1, 2)
+    assert a["worst_ratio"] == 0.85
+    assert (a["pairs"], a["pairs_agree"], a["pairs_tied"]) == (5, 4, 0)
+    assert "4 of the 5 pairs" in memory._accuracy_text(a)
+    # The 4.0 s point predicted at 2.5 s: (2.0, 4.0) tied (ordered neither way, not agreeing),
+    # (1.1, 4.0) now reversed (3.0 against 2.5 s).
+    t.loc[3, "fit_step_s"] = 2.5
+    a = memory.planner_accuracy(t)
+    assert (a["pairs"], a["pairs_agree"], a["pairs_tied"]) == (5, 2, 1)
+    assert "1 tied in the prediction" in memory._accuracy_text(a)
+    assert "1 of 2 points" in memory._accuracy_text(a)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `shardbench fit` (harness/spec/fit.h): on a fixture of costs the choice of the "auto" keys
 # is exactly data/fit/fit.expected (every candidate's predicted peak a rank, step time and
-# verdict: the fastest within memory_budget chosen, the others rejected with why); a budget
+# verdict: the fastest within memory_budget chosen, the others rejected with why), and so is
+# the choice of an integer key, seq_chunks (data/fit/fit_chunks.expected); a budget
 # nothing meets is refused naming the smallest need; plan refuses "auto" before any costs are
 # measured, naming the command; then fit measures this machine's costs, and a sweep of the
 # fitted suite runs the chosen point, whose result records the choice (its config) and the
@@ -20,6 +21,15 @@ fi
 grep -qF 'no combination of the "auto" keys (strategy, activation_checkpoint, offload_optimizer) fits point' none.err ||
   { cat none.err; fail "no-fit message"; }
 grep -qF 'the smallest valid one needs' none.err || { cat none.err; fail "no-fit message names no need"; }
+# An integer key (seq_chunks) chosen from its candidates; "auto" for an integer key no fit task
+# varies is a type error at the key.
+"$sb" fit "$data/fit_chunks.toml" --costs "$data/costs.json" > chunks.out 2> chunks.err || { cat chunks.err; fail "fit chunks"; }
+sed -n '/^point /,/^$/p' chunks.out | sed "s|$HOME|~|g" > chunks.tables
+diff chunks.tables "$data/fit_chunks.expected" || fail "fit's seq_chunks tables differ from fit_chunks.expected (above)"
+sed 's/^batch = 2$/batch = "auto"/' "$data/fit_chunks.toml" > batch_auto.toml
+if "$sb" plan batch_auto.toml > ba.out 2> ba.err; then fail "plan accepted batch = \"auto\""; fi
+grep -qF 'batch_auto.toml:15:9: batch: wrong type: expected an integer, got the string "auto"' ba.err ||
+  { cat ba.err; fail "batch = \"auto\" message"; }
 # Before any costs: plan names the command that measures them.
 if "$sb" plan "$data/fit.toml" > plan.out 2> plan.err; then fail "plan resolved \"auto\" without costs"; fi
 grep -qF "strategy = \"auto\" is chosen from this machine's measured costs, and results/fit-fixture/fit-costs.json does not exist yet: run \`shardbench fit $data/fit.toml\` first" plan.err ||

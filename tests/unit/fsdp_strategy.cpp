@@ -237,16 +237,18 @@ TEST(MemoryModel, ActivationTermsFollowTheFormula) {
   in.model.attention = "online";  // causal: half the key chunks
   EXPECT_EQ(sb::fsdp::predict_memory(in).activation_attention, scores);
   // What the variants keep of q, k, v and the output (Attention::kept_inputs) plus the output
-  // projection's input: sdpa its output too (5 a), fpdt with its chunks on disk q and the
-  // output (3 a), and then its chunk files on disk: both blocks' k and v, 16 tokens in 2
-  // chunks of 8 (seq_chunks 2), each padded to 4096 bytes at most.
+  // projection's input: sdpa's output is that input (4 a, as naive), fpdt with its chunks on
+  // disk q and the output (3 a), and then its chunk files on disk: both blocks' k and v, 16
+  // tokens in 2 chunks of 8 (seq_chunks 2), each padded to 4096 bytes at most.
   const std::uint64_t a = 32u * 64 * 4;  // one attention-width tensor of the 32 tokens
   in.model.attention = "sdpa";
-  EXPECT_EQ(sb::fsdp::predict_memory(in).activation_layers, 2 * (per_block + a));
+  EXPECT_EQ(sb::fsdp::predict_memory(in).activation_layers, 2 * per_block);
   in.model.attention = "fpdt", in.model.seq_chunks = 2, in.model.kv_offload = "disk";
   const auto f = sb::fsdp::predict_memory(in);
   EXPECT_EQ(f.activation_layers, 2 * (per_block - a));
-  EXPECT_EQ(f.activation_attention, 0u);
+  // No kept scores; at a block's backward one (8, 8) tile a row and head (fpdt's tile_bytes:
+  // 16 bytes a score in fp32), which makes the backward the larger moment.
+  EXPECT_EQ(f.activation_attention, 2u * 4 * 8 * 8 * 16);
   EXPECT_EQ(f.disk_kv, 2 * (2 * a + 2 * 4096));
   in.checkpoint = {CheckpointMode::Full, 1};  // the first forward stores nothing: one block's
   EXPECT_EQ(sb::fsdp::predict_memory(in).disk_kv, 2 * a + 2 * 4096);
@@ -255,11 +257,20 @@ TEST(MemoryModel, ActivationTermsFollowTheFormula) {
   EXPECT_EQ(sb::fsdp::predict_memory(in).activation_layers, 2 * (per_block + a));
   EXPECT_EQ(sb::fsdp::predict_memory(in).disk_kv, 0u);
   in.model.attention = "online", in.model.seq_chunks = 0;
-  // The chunked loss, 10-row chunks of the 32: its two input gradients, one chunk's logits
-  // (compute dtype, fp32 copy, gradient) and the fp32 sum of the weight's gradient.
+  // The chunked loss (models/loss.cpp), 10-row chunks of the 32: x's gradient, the fp32 sum
+  // of w's, and at a chunk's weight-gradient GEMM its logits and one block of the product
+  // (all 256 vocabulary rows here), in fp32 each once.
   in.loss_chunk_rows = 10;
   EXPECT_EQ(sb::fsdp::predict_memory(in).activation_head,
-            (32u * 64 + 256u * 64) * 4 + 10u * 256 * (4 + 2 * 4) + 256u * 64 * 4);
+            32u * 64 * 4 + 256u * 64 * 4 + 10u * 256 * 4 + 256u * 64 * 4);
+  // In bf16: the chunk's logits in fp32 and their bf16 gradient (6 bytes each), the product
+  // block in bf16 and its fp32 copy (6 bytes); x's gradient in bf16, the sum in fp32.
+  in.param_dtype = torch::kBFloat16;
+  EXPECT_EQ(sb::fsdp::predict_memory(in).activation_head,
+            32u * 64 * 2 + 256u * 64 * 4 + 10u * 256 * 6 + 256u * 64 * 6);
+  // One chunk (the rows fit it): no fp32 sum; the GEMM's whole product in bf16.
+  in.loss_chunk_rows = 64;
+  EXPECT_EQ(sb::fsdp::predict_memory(in).activation_head, 32u * 64 * 2 + 32u * 256 * 6 + 256u * 64 * 2);
 }
 
 }  // namespace

@@ -239,6 +239,7 @@ class Engine final : public models::ParamProvider {
   std::vector<torch::Tensor> views(Unit& U);  // U's parameters as views of W, spec shapes
   void on_grad(int u);
   void finish_grads();
+  void drop_grads();  // the last step's gradients, before this step's backward (step.cpp)
   void reduce_unit(Unit& U, const torch::Tensor& full);  // start the reduction of U's gradient
   // Drops the full-size gradient of each unit whose reduction has completed, oldest first.
   void release_reduced();

@@ -11,6 +11,7 @@
 #include "workloads/fsdp/strategy.h"
 #include "workloads/models/attention.h"
 #include "workloads/models/family.h"
+#include "workloads/models/loss.h"
 
 namespace sb::fsdp {
 namespace {
@@ -64,8 +65,8 @@ U64 gathered_bytes(const Layout& l, const std::vector<U64>& unit_bytes, bool fp3
 // Activations autograd keeps for the backward of one micro-batch of `rows` x `seq` tokens
 // (elt bytes per element in the compute dtype), per block: the inputs of both LayerNorms and
 // of the four linear layers (4 d), what the attention variant keeps of q, k, v and its output
-// plus the output projection's input (4 x the attention width a for naive: q, k, v and that
-// input; 5 for sdpa, which keeps its output as well), the MLP's hidden state before and after
+// plus the output projection's input (4 x the attention width a for naive and sdpa: q, k, v
+// and that input, which is sdpa's kept output itself), the MLP's hidden state before and after
 // GELU (2 f); GPT-2's and BERT's blocks alike.
 void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPrediction& p) {
   if (in.rows <= 0 || in.seq <= 0) return;
@@ -94,6 +95,9 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
                               static_cast<double>(elt * flight);
   const auto scores = static_cast<U64>(attn->kept_scores(causal) * whole_scores);  // one block's
   const auto grads = static_cast<U64>(attn->backward_scores() * whole_scores / static_cast<double>(flight));
+  // A tiled variant's largest tile at a block's backward (Attention::tile_bytes: fpdt's).
+  const auto tile = static_cast<U64>(attn->tile_bytes(in.seq, static_cast<std::int64_t>(elt)) *
+                                     static_cast<double>(in.rows * (c.n_head / tp / sp)));
   // Activation checkpointing: a recomputed block keeps only its input (d a token: the
   // sequence-parallel share under tp_sequence_parallel); selective recomputation keeps no
   // block's scores.
@@ -114,14 +118,25 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
     p.disk_kv = ((L - recomputed) + (recomputed > 0 ? 1 : 0)) * (kv + chunks * 4096) * flight;
   }
   // Cross-entropy keeps the fp32 log-softmax of the logits it is taken over (under tp, this
-  // rank's vocabulary columns: the largest range, vocab_range). The chunked loss keeps its two
-  // input gradients (rows x d and V x d, compute dtype) and, while a chunk runs, that chunk's
-  // logits, their fp32 copy and its gradient, plus an fp32 V x d sum over several chunks.
+  // rank's vocabulary columns: the largest range, vocab_range). The chunked loss
+  // (models/loss.cpp) forms both input gradients in its forward: x's (rows x d) and, over
+  // several chunks, w's as an fp32 V x d sum. Its largest moment is a chunk's weight-gradient
+  // GEMM (or the cast of its logits before it, the same bytes): the chunk's logits in fp32
+  // and their gradient in the compute dtype, and one block of the GEMM's V x d product
+  // (kLossGradBlockRows rows) with its fp32 copy; or, after the last chunk, the sum cast to
+  // the compute dtype. One chunk: the GEMM's whole product, in the compute dtype. In fp32 the
+  // casts are the tensors themselves. Earlier in-flight micro-batches (a pipeline) keep their
+  // two gradients, compute dtype.
   const auto V = static_cast<U64>((in.loss_classes + tp - 1) / tp), d = static_cast<U64>(c.d_model);
   U64 head = 0;
   if (in.last_stage && in.loss_chunk_rows > 0) {
     const auto rows = static_cast<U64>(in.loss_rows), ch = std::min(rows, static_cast<U64>(in.loss_chunk_rows));
-    head = (rows * d + V * d) * elt * flight + ch * V * (4 + 2 * elt) + (rows > ch ? V * d * 4 : 0);
+    const U64 wide = elt < 4 ? 4 + elt : 4;  // bytes a logit while a chunk runs
+    const auto block = static_cast<U64>(models::kLossGradBlockRows);
+    const U64 chunk = ch * V * wide;
+    const U64 now = rows > ch ? V * d * 4 + std::max(chunk + std::min(V, block) * d * wide, elt < 4 ? V * d * elt : 0)
+                              : chunk + V * d * elt;
+    head = (rows * d + V * d) * elt * (flight - 1) + rows * d * elt + now;
   } else if (in.last_stage) {
     head = static_cast<U64>(in.loss_rows) * V * 4 * flight;
   }
@@ -133,7 +148,7 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
   // embedding, whose backward comes last).
   const bool again = recomputed > 0 || selective;
   const U64 back_layers = kept_layers + (recomputed > 0 ? per_token * tokens * elt : 0);
-  const U64 back_scores = kept_scores + (again && L > 0 ? scores : 0) + (L > 0 ? grads : 0);
+  const U64 back_scores = kept_scores + (again && L > 0 ? scores : 0) + (L > 0 ? grads + tile : 0);
   const U64 back_head = in.last_stage && in.loss_classes > 0 ? V * d * elt : 0;
   if (back_layers + back_scores + back_head > kept_layers + kept_scores + head) {
     p.activation_layers = back_layers, p.activation_attention = back_scores, p.activation_head = back_head;

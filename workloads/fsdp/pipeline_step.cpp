@@ -36,6 +36,7 @@ parallel::PipelineStages stages_of(models::Model& model, models::ParamProvider& 
 
 StepStats Engine::pipeline_step(const std::vector<models::Batch>& micro, std::int64_t global_terms) {
   updates_.drain();  // a pipelined engine never overlaps (overlaps_update); to be sure
+  drop_grads();
   const auto& cut = model_.pipeline();
   for (std::size_t i = 0; i < micro.size(); ++i)
     SB_CHECK(loss_terms(micro[i]) > 0, "micro-batch {} on rank {} has no loss terms (every target "

@@ -66,13 +66,22 @@ class Attention {
   // How many (B, H, Tq, Tk)-sized gradients its backward forms at once, in the same units:
   // naive 2 (the probabilities' and the scores'); the others work in tiles (0).
   virtual double backward_scores() const { return 0.0; }
+  // Bytes per (row, head) that its backward holds at once for one (query chunk, key chunk)
+  // tile of a `seq`-token sequence in a dtype of `elt` bytes (the memory model adds it at a
+  // block's backward): fpdt's (its chunks are seq / seq_chunks tokens, its tiles hundreds of
+  // MiB at long sequences); 0 for the others (naive's whole scores are backward_scores; the
+  // chunked and online variants' 128 x 128 tiles are small).
+  virtual double tile_bytes(std::int64_t seq, std::int64_t elt) const { return 0.0; }
   // Whether it streams the sequence in chunks with the keys and values kept for backward in a
   // chunk store (seq_chunks, kv_offload; FPDT): the other variants refuse those options.
   virtual bool streams_chunks() const { return false; }
   // How many (B, H, T, Dh) tensors of q, k, v and its output its forward leaves in memory
-  // for backward (the memory model's activation term): q, k and v (3) for the variants built
-  // of LibTorch ops; sdpa keeps its output too (4); fpdt q and the output (2) when the keys
-  // and values wait in a chunk store.
+  // for backward besides the output projection's input, which the memory model counts
+  // anyway (its activation term): q, k and v (3) for the variants built of LibTorch ops, and
+  // for sdpa, whose kept output is that input itself (its kernels write the output
+  // (B, T, H, Dh)-contiguous, so merging the heads is a view; measured: one (T, A) tensor a
+  // block, docs/METRICS.md "Memory model"); fpdt keeps its output beside the merged copy
+  // (4), or q and the output (2) when the keys and values wait in a chunk store.
   virtual double kept_inputs() const { return 3.0; }
   // q: (B, H, Tq, Dh); k, v: (B, H, Tk, Dh) -> (B, H, Tq, Dh). Scale 1/sqrt(Dh).
   // Every query row must see at least one key (true for causal and for BERT padding,

@@ -12,6 +12,7 @@
 // gradients (tests/unit/models_attention.cpp) and offloaded against in memory bit for bit.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -320,6 +321,13 @@ class FpdtAttention final : public Attention {
   double executed_scores(bool causal) const override { return causal ? 0.5 : 1.0; }
   bool streams_chunks() const override { return true; }
   double kept_inputs() const override { return o_.kv_offload == "none" ? 4.0 : 2.0; }
+  // Backward's gradient of a tile's scores, ds = (p (dp - D)) in the compute dtype, formed
+  // while p, dp and both fp32 temporaries live: 4 fp32 (c, c) tensors and ds (the cast is
+  // the tensor itself in fp32).
+  double tile_bytes(std::int64_t seq, std::int64_t elt) const override {
+    const auto c = static_cast<double>(std::min(seq, o_.seq_chunks > 0 ? chunks_of(seq, o_.seq_chunks) : o_.chunk));
+    return c * c * static_cast<double>(elt < 4 ? 16 + elt : 16);
+  }
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const AttentionMask& mask) const override {
     SB_CHECK(!mask.dropout.on(), "attention = \"fpdt\" forms no probabilities to drop; set attention_dropout = 0");

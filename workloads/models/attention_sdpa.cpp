@@ -17,7 +17,6 @@ class SdpaAttention final : public Attention {
   // Measured: at gpt2-long B1 x T4096 bf16 the step's peak was 1.73 GiB with sdpa and 6.45 GiB
   // with naive (docs/PERFORMANCE.md "Activation checkpointing").
   double kept_scores(bool) const override { return 0.0; }
-  double kept_inputs() const override { return 4.0; }  // q, k, v and its output (for backward)
   double executed_scores(bool causal) const override { return causal ? 0.5 : 1.0; }
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const AttentionMask& mask) const override {

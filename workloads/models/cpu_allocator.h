@@ -13,6 +13,7 @@
 // RAM, the memory cgroup's limit and ulimit -v) divided by the ranks on its node;
 // SB_CPU_CACHE_LIMIT (bytes, or 512M, 2G) sets the cap instead.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 namespace sb::models {
@@ -44,6 +45,12 @@ class CpuPeakGrowth {
     base_ = cpu_cache_stats().live_bytes;
   }
   std::uint64_t bytes() const { return cpu_cache_stats().peak_live_bytes - base_; }
+  // Above the larger of the bytes live at the start and now: what a step holds beyond the
+  // state it starts from or leaves (its first run's new gradients are state, not the step's).
+  std::uint64_t bytes_above_ends() const {
+    const auto s = cpu_cache_stats();
+    return s.peak_live_bytes - std::max(base_, s.live_bytes);
+  }
 
  private:
   std::uint64_t base_ = 0;

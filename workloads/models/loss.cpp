@@ -18,6 +18,19 @@ torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& ta
 
 namespace {
 
+// gw (V, d), the fp32 sum over chunks, += gd^T xc in blocks of kLossGradBlockRows vocabulary rows:
+// adding a 16-bit product to an fp32 tensor makes an fp32 copy of it first, so one whole
+// (V, d) product held it twice more at once (16-bit and fp32: 221 MiB for GPT-2's head in
+// bf16, measured as the step's peak; docs/METRICS.md "Memory model"); a block's is 18 MiB.
+// Row blocks of gd^T are column blocks of gd, which the GEMM reads in place.
+void add_weight_grad(torch::Tensor& gw, const torch::Tensor& gd, const torch::Tensor& xc) {
+  const std::int64_t V = gw.size(0);
+  for (std::int64_t v = 0; v < V; v += kLossGradBlockRows) {
+    const std::int64_t b = std::min(kLossGradBlockRows, V - v);
+    gw.narrow(0, v, b).add_(at::mm(gd.narrow(1, v, b).t(), xc));
+  }
+}
+
 struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& w, const torch::Tensor& targets, std::int64_t chunk) {
@@ -61,7 +74,7 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
       const auto gd = g.to(x.scalar_type());
       gx.narrow(0, r, c).copy_(at::mm(gd, w));
       if (one_chunk) gw = at::mm(gd.t(), xc);
-      else gw.add_(at::mm(gd.t(), xc));
+      else add_weight_grad(gw, gd, xc);
     }
     if (grads) ctx->save_for_backward({gx, gw.to(w.scalar_type())});
     return loss.div_(terms);

@@ -26,6 +26,9 @@ torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& ta
 std::int64_t loss_chunk_rows(std::int64_t vocab);
 torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,
                                    std::int64_t chunk_rows = 0);  // 0: about 32 M logits a chunk
+// With several chunks, the vocabulary rows of w's gradient formed at once in 16 bits (and
+// widened to fp32 to be added to the sum): the memory model's loss term counts one such block.
+inline constexpr std::int64_t kLossGradBlockRows = 4096;
 
 // 16-bit floating tensors widened to fp32; others as they are.
 torch::Tensor widened(const torch::Tensor& t);

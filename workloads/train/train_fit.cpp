@@ -1,5 +1,5 @@
 // The train task's part of `shardbench fit` (harness/spec/fit.h; docs/METRICS.md "Fit"): the
-// keys it may choose (strategy, activation_checkpoint, offload_optimizer, kv_offload), the
+// keys it may choose (strategy, activation_checkpoint, seq_chunks, offload_optimizer, kv_offload), the
 // costs it measures here (the GEMM rate of the point's device, dtype and threads; memory copy
 // bandwidth; O_DIRECT disk bandwidth of offload_dir), and a candidate's prediction: its peak
 // per rank from the memory model, its step time from
@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -148,7 +149,8 @@ FitPrediction predict(const Point& p, const FitCosts& costs) {
     return it->second;
   };
   const fsdp::MemoryPrediction m = point_memory(p);
-  for (const auto& t : m.terms()) out.peak_bytes += static_cast<double>(t.bytes);
+  for (const auto& t : m.terms())  // model_state is the sum of some of the others
+    if (std::string_view(t.name) != "model_state") out.peak_bytes += static_cast<double>(t.bytes);
   const auto model = make_train_model(p);
   const double compute = rank_flops(p, *model) / (cost(gemm_cost(p)) * 1e9);
   double comm = 0;
@@ -198,9 +200,13 @@ SB_CONFIG_SECTION(FitBudgetKeys);
 namespace {
 
 const Registrar kRegister([] {
-  register_fit("train", {{"strategy", "activation_checkpoint", "offload_optimizer", "kv_offload"},
+  // seq_chunks: FPDT's chunks (fpdt only: the other variants take 0), the fewest first, so
+  // that among equal predicted steps the largest chunks that fit win (the larger GEMMs);
+  // 0 (chunks of attention_chunk tokens) last.
+  register_fit("train", {{"strategy", "activation_checkpoint", "seq_chunks", "offload_optimizer", "kv_offload"},
                          costs_needed, measure, predict,
-                         [](const Point& p) { return static_cast<double>(config<FitBudgetKeys>(p).memory_budget); }});
+                         [](const Point& p) { return static_cast<double>(config<FitBudgetKeys>(p).memory_budget); },
+                         {{"seq_chunks", {2, 4, 8, 16, 32, 64, 0}}}});
 });
 
 }  // namespace

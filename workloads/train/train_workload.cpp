@@ -465,7 +465,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
                                 m, distill_.hidden_weight > 0);
       ctx.recorder.series("teacher_forward_s", MPI_Wtime() - t0);
     }
-    // The step's own tensors: the allocator's peak above what was live when it began.
+    // The step's own tensors: the allocator's peak above what was live when it began or ended.
     std::optional<models::CpuPeakGrowth> window;
     if (device_.is_cpu() && models::cpu_cache_stats().installed) window.emplace();
     const auto st = engine_->step(micro, fsdp::loss_terms(global));
@@ -475,7 +475,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     // last when there was no warm-up step (the first timed step paid none).
     const bool evaluates = eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps;
     if (evaluates || (s + 1 == steps && base_config(p).warmup == 0)) engine_->finish_updates();
-    if (window) step_tensor_peak_ = std::max<std::uint64_t>(step_tensor_peak_, window->bytes());
+    if (window) step_tensor_peak_ = std::max<std::uint64_t>(step_tensor_peak_, window->bytes_above_ends());
     const double wall = MPI_Wtime() - t0;  // the teacher's forward included
     const double flops = step_flops(global);
     SB_REQUIRE(st.skipped || std::isfinite(st.loss), "step {}: the loss is {} (diverged); lower "
