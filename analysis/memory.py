@@ -10,9 +10,11 @@ from analysis.metrics import timed_steps
 
 MIB = 1024.0 * 1024.0
 # The memory model's terms, each a ranks column predicted_<term>_bytes (harness/trace/records.h);
-# their sum is the predicted peak, as `shardbench fit` sums them.
+# their sum less predicted_grad_unformed_bytes (gradients not alive at the peak's moment) is
+# the predicted peak, as `shardbench fit` takes it (MemoryPrediction::peak).
 TERMS = ["param", "grad", "optim", "compression", "gathered", "activation_layers",
          "activation_attention", "activation_head", "offload"]
+LESS = "predicted_grad_unformed_bytes"
 KEYS = ["strategy", "attention", "activation_checkpoint", "seq_chunks", "offload_optimizer", "kv_offload"]
 COLUMNS = (["point_name", "rank"] + KEYS +
            ["state_mib", "state_predicted_mib", "step_tensors_mib", "activations_predicted_mib",
@@ -28,8 +30,9 @@ def _num(row, col):
 def memory_table(res):
     """One row per done point with a prediction: its fullest rank (largest measured model state
     + step tensors). total = model_state_bytes + peak_step_tensor_bytes (the tensors the step
-    allocates above its start; NaN when not measured, 0 in the file); total_predicted = the
-    sum of the predicted terms; total_ratio = total / total_predicted."""
+    allocates above its start and end; NaN when not measured, 0 in the file); total_predicted =
+    the sum of the predicted terms less the unformed gradients (LESS); total_ratio = total /
+    total_predicted."""
     rows = []
     r_all = res.ranks
     if not len(r_all) or "predicted_model_state_bytes" not in r_all.columns:
@@ -45,6 +48,8 @@ def memory_table(res):
         state = pd.to_numeric(r.get("model_state_bytes"), errors="coerce")
         row = r.loc[(state + step).fillna(state).idxmax()]
         predicted = sum(_num(row, f"predicted_{t}_bytes") for t in TERMS if f"predicted_{t}_bytes" in r.columns)
+        if LESS in r.columns and pd.notna(row.get(LESS)):  # files from before it: nothing less
+            predicted -= _num(row, LESS)
         acts = sum(_num(row, f"predicted_{t}_bytes") for t in TERMS[5:8] if f"predicted_{t}_bytes" in r.columns)
         measured_step = _num(row, "peak_step_tensor_bytes")
         measured_step = measured_step if measured_step > 0 else np.nan
@@ -126,7 +131,8 @@ def section(res):
                   "predicted; the step's tensors above its start and end measured (peak_step_tensor_bytes; "
                   "empty where not measured: a GPU or another allocator) beside the predicted "
                   "activations; total = model state + step tensors against the sum of every "
-                  "predicted term (the peak `shardbench fit` compares with memory_budget); peak "
+                  "predicted term less the gradients not yet formed at its moment (the peak "
+                  "`shardbench fit` compares with memory_budget); peak "
                   "resident memory, which also holds the runtime. fit_*: what `shardbench fit` "
                   "predicted for the point (its \"auto\" keys' choice, or its own settings when the "
                   "suite's costs were measured), beside the measured median "

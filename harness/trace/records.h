@@ -83,6 +83,8 @@ struct RankMemory {  // per rank
   std::uint64_t comm_buffer_bytes = 0;
   // offload_overlap (appended, as above): the compute thread's waits for the update.
   double offload_update_wait_s = 0;
+  // The memory model's gradients not alive at its peak's moment (appended, as above).
+  std::uint64_t predicted_grad_unformed_bytes = 0;
 };
 
 template <>
@@ -175,7 +177,11 @@ struct Table<RankMemory> {
             "in flight (the all-gather's outputs are gathered_bytes; 0: no reduction, e.g. infer)"),
       field("offload_update_wait_s", &R::offload_update_wait_s, "s",
             "seconds the compute thread waited for the optimizer update overlapped with the next "
-            "forward (offload_overlap), over the run: what the forward did not hide"));
+            "forward (offload_overlap), over the run: what the forward did not hide"),
+      field("predicted_grad_unformed_bytes", &R::predicted_grad_unformed_bytes, "bytes",
+            "memory model: of predicted_grad_bytes, what is not alive at the predicted peak's "
+            "moment when that is the top block's backward (the last step's gradients dropped, "
+            "this step's not yet formed): the predicted peak is the other terms' sum less it"));
 };
 
 // This rank's identity (rank, host, its coordinates in the point's resolved mesh) and its

@@ -273,4 +273,26 @@ TEST(MemoryModel, ActivationTermsFollowTheFormula) {
   EXPECT_EQ(sb::fsdp::predict_memory(in).activation_head, 32u * 64 * 2 + 32u * 256 * 6 + 256u * 64 * 2);
 }
 
+// At the top block's backward the last step's gradients are dropped and this step's not yet
+// formed (Engine::drop_grads): when that moment is the peak, grad_unformed is the whole
+// reduce-dtype gradient and the peak is the terms' sum less it; at forward's end it is 0.
+TEST(MemoryModel, GradientsAreNotAliveAtTheTopBlocksBackward) {
+  sb::fsdp::MemoryInputs in;
+  in.model.family = "gpt2";
+  in.model.n_layer = 2, in.model.d_model = 64, in.model.n_head = 4, in.model.d_ff = 256;
+  in.model.vocab = 256;
+  in.rows = 2, in.seq = 16, in.loss_rows = 32, in.loss_classes = 256;
+  sb::models::UnitSpec u;
+  u.name = "w";
+  u.params.push_back({"w", {1000}});
+  in.units = {u};  // no_shard on one rank, fp32: 4000 bytes of gradient
+  const auto p = sb::fsdp::predict_memory(in);  // naive's score gradients: the backward wins
+  EXPECT_EQ(p.grad, 4000u);
+  EXPECT_EQ(p.grad_unformed, 4000u);
+  EXPECT_EQ(p.peak(), p.param + p.grad + p.optim + p.compression + p.gathered + p.activation_layers +
+                          p.activation_attention + p.activation_head + p.offload - 4000u);
+  in.loss_rows = 4096;  // the loss's log-softmax: forward's end wins, every gradient alive
+  EXPECT_EQ(sb::fsdp::predict_memory(in).grad_unformed, 0u);
+}
+
 }  // namespace

@@ -68,7 +68,9 @@ U64 gathered_bytes(const Layout& l, const std::vector<U64>& unit_bytes, bool fp3
 // plus the output projection's input (4 x the attention width a for naive and sdpa: q, k, v
 // and that input, which is sdpa's kept output itself), the MLP's hidden state before and after
 // GELU (2 f); GPT-2's and BERT's blocks alike.
-void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPrediction& p) {
+// grads: the step's gradient bytes that backward forms anew (Engine::drop_grads), absent at
+// the top block's backward.
+void activation_bytes(const MemoryInputs& in, std::uint64_t elt, std::uint64_t grads_formed, MemoryPrediction& p) {
   if (in.rows <= 0 || in.seq <= 0) return;
   const models::ModelConfig& c = in.model;
   // A pipeline rank: its blocks, a virtual stage's share of them per in-flight micro-batch.
@@ -141,17 +143,19 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, MemoryPredictio
     head = static_cast<U64>(in.loss_rows) * V * 4 * flight;
   }
   // Two moments bound the step; the terms are those of the larger. Forward's end: what every
-  // block keeps, and the loss's. The last block's backward: what the blocks keep, the block's
-  // activations and scores again when it is recomputed, the gradients its attention's backward
-  // forms (Attention::backward_scores), and of the loss's only the head weight's gradient
-  // (V x d), held until its unit's gradient is whole (GPT-2's and BERT's are tied to the
-  // embedding, whose backward comes last).
+  // block keeps, and the loss's. The last block's backward (the first backward runs): what the
+  // blocks keep, the block's activations and scores again when it is recomputed, the
+  // gradients its attention's backward forms (Attention::backward_scores, tile_bytes), and of
+  // the loss's only the head weight's gradient (V x d), held until its unit's gradient is
+  // whole (GPT-2's and BERT's are tied to the embedding, whose backward comes last); none of
+  // the step's parameter gradients yet (grad_unformed).
   const bool again = recomputed > 0 || selective;
   const U64 back_layers = kept_layers + (recomputed > 0 ? per_token * tokens * elt : 0);
   const U64 back_scores = kept_scores + (again && L > 0 ? scores : 0) + (L > 0 ? grads + tile : 0);
   const U64 back_head = in.last_stage && in.loss_classes > 0 ? V * d * elt : 0;
-  if (back_layers + back_scores + back_head > kept_layers + kept_scores + head) {
+  if (back_layers + back_scores + back_head > kept_layers + kept_scores + head + grads_formed) {
     p.activation_layers = back_layers, p.activation_attention = back_scores, p.activation_head = back_head;
+    p.grad_unformed = grads_formed;
   } else {
     p.activation_layers = kept_layers, p.activation_attention = kept_scores, p.activation_head = head;
   }
@@ -167,10 +171,12 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
   const U64 elt = c10::elementSize(in.param_dtype);
   MemoryPrediction p;
   std::vector<U64> unit_bytes;  // gathered, compute dtype
+  U64 formed = 0;               // the reduce-dtype gradients each step forms anew
   for (const auto& u : in.units) {
     const ShardRange r = shard_range(u.numel(), unit_shards(u, n, std::max(1, in.ep)), 0);
     const U64 padded = static_cast<U64>(r.padded), S = static_cast<U64>(r.size);
     p.param += 4 * (l.params_sharded ? S : padded);
+    formed += c10::elementSize(in.reduce_dtype) * (l.grads_sharded ? S : padded);
     p.grad += c10::elementSize(in.reduce_dtype) * (l.grads_sharded ? S : padded) +
               (in.grad_accum > 1 || in.pp > 1 ? 4 * padded : 0);
     if (in.offload_optimizer == "none") p.optim += 8 * (l.optim_sharded ? S : padded);
@@ -179,7 +185,7 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
   }
   p.compression = compression_bytes(s, in.units, mesh, in.policy, std::max(1, in.ep));
   p.gathered = gathered_bytes(l, unit_bytes, in.param_dtype == torch::kFloat32, in.prefetch, in.pp > 1);
-  activation_bytes(in, elt, p);
+  activation_bytes(in, elt, formed, p);
   if (in.offload_optimizer != "none") p.offload = OffloadStore::staging_bytes(in.offload_block);
   p.model_state = p.param + p.grad + p.optim + p.compression + p.offload + (l.params_sharded ? 0 : p.gathered);
   return p;
@@ -195,7 +201,13 @@ std::vector<MemoryPrediction::Term> MemoryPrediction::terms() const {
           {"activation_attention", activation_attention},
           {"activation_head", activation_head},
           {"offload", offload},
-          {"model_state", model_state}};
+          {"model_state", model_state},
+          {"grad_unformed", grad_unformed}};
+}
+
+std::uint64_t MemoryPrediction::peak() const {
+  return param + grad + optim + compression + gathered + activation_layers + activation_attention +
+         activation_head + offload - grad_unformed;
 }
 
 void add_predicted_memory(const MemoryPrediction& p, sb::RankMemory& m) {
@@ -209,6 +221,7 @@ void add_predicted_memory(const MemoryPrediction& p, sb::RankMemory& m) {
   m.predicted_activation_head_bytes = p.activation_head;
   m.predicted_offload_bytes = p.offload;
   m.predicted_model_state_bytes = p.model_state;
+  m.predicted_grad_unformed_bytes = p.grad_unformed;
 }
 
 namespace {

@@ -73,6 +73,10 @@ struct MemoryPrediction {
   std::uint64_t activation_attention = 0;  // attention probabilities (B, H, T, T) per block
   std::uint64_t activation_head = 0;       // the loss's fp32 log-probabilities
   std::uint64_t offload = 0;               // staging of offloaded optimizer state (2 x 3 blocks)
+  // Of grad, what is not alive when the activation terms are the top block's backward (the
+  // first: the last step's gradients dropped, Engine::drop_grads, this step's not yet formed;
+  // the fp32 accumulation buffer stays); 0 when they are forward's end.
+  std::uint64_t grad_unformed = 0;
   // Between steps: param + grad + optim + compression + offload (+ gathered for replicated
   // parameters): MemoryStats::model_state.
   std::uint64_t model_state = 0;
@@ -82,6 +86,9 @@ struct MemoryPrediction {
     std::uint64_t bytes;
   };
   std::vector<Term> terms() const;  // every term, in the order above
+  // The predicted peak a rank: param + grad + optim + compression + gathered + the activation
+  // terms + offload - grad_unformed.
+  std::uint64_t peak() const;
   // Disk, not memory (not in terms()): the bytes this rank's offload files reach. The
   // optimizer state's file (offload_optimizer = "disk": m, v and the decay mask, each unit's
   // 4 n bytes rounded up to 4096, exact: OffloadStore's layout) and FPDT's key/value chunk

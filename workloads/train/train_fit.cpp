@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -149,8 +148,7 @@ FitPrediction predict(const Point& p, const FitCosts& costs) {
     return it->second;
   };
   const fsdp::MemoryPrediction m = point_memory(p);
-  for (const auto& t : m.terms())  // model_state is the sum of some of the others
-    if (std::string_view(t.name) != "model_state") out.peak_bytes += static_cast<double>(t.bytes);
+  out.peak_bytes = static_cast<double>(m.peak());
   const auto model = make_train_model(p);
   const double compute = rank_flops(p, *model) / (cost(gemm_cost(p)) * 1e9);
   double comm = 0;
