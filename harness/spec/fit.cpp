@@ -196,16 +196,22 @@ double fit_budget(const Point& p, std::string* why) {
 }
 
 namespace {
+// The suite's costs, read once from its file into `costs` (unless given in-process); false
+// when the file does not exist yet.
+bool load_costs(const std::string& suite_name, std::optional<FitCosts>& costs) {
+  if (costs) return true;
+  const std::string path = fit_costs_path(suite_name);
+  if (!std::ifstream(path).good()) return false;
+  costs = read_fit_costs(path);
+  return true;
+}
+
 // A point that leaves nothing "auto" still gets the prediction of its own settings, as
 // reference figures beside its measured peak and step time (the planner's accuracy, docs/
 // METRICS.md "Fit"), when the suite's costs were measured (`shardbench fit`); none else.
 void predict_only(const std::string& suite_name, Point& p, std::size_t index, const FitTask& task,
                   std::optional<FitCosts>& costs) {
-  if (!costs) {
-    const std::string path = fit_costs_path(suite_name);
-    if (!std::ifstream(path).good()) return;
-    costs = read_fit_costs(path);
-  }
+  if (!load_costs(suite_name, costs)) return;
   FitResult r;
   try {
     r = fit_point(p, index, task, {}, *costs);
@@ -236,17 +242,12 @@ bool resolve_auto(const std::string& suite_name, std::vector<Point>& points, Dia
       predict_only(suite_name, p, i, *task, costs);
       continue;
     }
-    if (!costs) {
-      const std::string path = fit_costs_path(suite_name);
-      std::ifstream probe(path);
-      if (!probe.good()) {
-        diags.add(p.where(keys[0]), keys[0],
-                  fmt::format("{} = \"auto\" is chosen from this machine's measured costs, and "
-                              "{} does not exist yet: run `shardbench fit {}` first", keys[0], path,
-                              diags.file()));
-        return true;
-      }
-      costs = read_fit_costs(path);
+    if (!load_costs(suite_name, costs)) {
+      diags.add(p.where(keys[0]), keys[0],
+                fmt::format("{} = \"auto\" is chosen from this machine's measured costs, and "
+                            "{} does not exist yet: run `shardbench fit {}` first", keys[0],
+                            fit_costs_path(suite_name), diags.file()));
+      return true;
     }
     FitResult r = fit_point(p, i, *task, keys, *costs);
     if (r.chosen < 0) {

@@ -68,8 +68,8 @@ U64 gathered_bytes(const Layout& l, const std::vector<U64>& unit_bytes, bool fp3
 // plus the output projection's input (4 x the attention width a for naive and sdpa: q, k, v
 // and that input, which is sdpa's kept output itself), the MLP's hidden state before and after
 // GELU (2 f); GPT-2's and BERT's blocks alike.
-// grads: the step's gradient bytes that backward forms anew (Engine::drop_grads), absent at
-// the top block's backward.
+// grads_formed: the step's gradient bytes that backward forms anew (Engine::drop_grads),
+// absent at the top block's backward.
 void activation_bytes(const MemoryInputs& in, std::uint64_t elt, std::uint64_t grads_formed, MemoryPrediction& p) {
   if (in.rows <= 0 || in.seq <= 0) return;
   const models::ModelConfig& c = in.model;
@@ -176,9 +176,9 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
     const ShardRange r = shard_range(u.numel(), unit_shards(u, n, std::max(1, in.ep)), 0);
     const U64 padded = static_cast<U64>(r.padded), S = static_cast<U64>(r.size);
     p.param += 4 * (l.params_sharded ? S : padded);
-    formed += c10::elementSize(in.reduce_dtype) * (l.grads_sharded ? S : padded);
-    p.grad += c10::elementSize(in.reduce_dtype) * (l.grads_sharded ? S : padded) +
-              (in.grad_accum > 1 || in.pp > 1 ? 4 * padded : 0);
+    const U64 reduced = c10::elementSize(in.reduce_dtype) * (l.grads_sharded ? S : padded);
+    formed += reduced;
+    p.grad += reduced + (in.grad_accum > 1 || in.pp > 1 ? 4 * padded : 0);
     if (in.offload_optimizer == "none") p.optim += 8 * (l.optim_sharded ? S : padded);
     if (in.offload_optimizer == "disk") p.disk_optim += 3 * ((4 * (l.optim_sharded ? S : padded) + 4095) / 4096 * 4096);
     unit_bytes.push_back(elt * padded);
