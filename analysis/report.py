@@ -64,7 +64,7 @@ def build(results_dir, out_dir, network="lassen"):
     shape_blocks, shape_table = shapes.section(res)
 
     checks = reference_checks(res, summary)
-    metrics = with_config(summary.reset_index(), res, conds)
+    metrics = with_config(summary.reset_index(), res, conds).copy()  # one block: a frame built column by column warns on insert
     metrics.insert(1, "point_name", metrics["point_id"].map(names))
     queries.insert(1, "point_name", queries["point_id"].map(names))
     csv = {

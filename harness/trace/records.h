@@ -85,6 +85,9 @@ struct RankMemory {  // per rank
   double offload_update_wait_s = 0;
   // The memory model's gradients not alive at its peak's moment (appended, as above).
   std::uint64_t predicted_grad_unformed_bytes = 0;
+  // offload_master (appended, as above): the gathers' reads of the master shards from disk.
+  std::uint64_t offload_param_read_bytes = 0;
+  double offload_param_read_s = 0;
 };
 
 template <>
@@ -181,7 +184,14 @@ struct Table<RankMemory> {
       field("predicted_grad_unformed_bytes", &R::predicted_grad_unformed_bytes, "bytes",
             "memory model: of predicted_grad_bytes, what is not alive at the predicted peak's "
             "moment when that is the top block's backward (the last step's gradients dropped, "
-            "this step's not yet formed): the predicted peak is the other terms' sum less it"));
+            "this step's not yet formed): the predicted peak is the other terms' sum less it"),
+      field("offload_param_read_bytes", &R::offload_param_read_bytes, "bytes",
+            "bytes the gathers read of the master shards from the offload file over the run "
+            "(offload_master = true; 0 without): each gather reads its unit's shard"),
+      field("offload_param_read_s", &R::offload_param_read_s, "s",
+            "seconds the gathers' I/O threads spent reading master shards (bandwidth = "
+            "offload_param_read_bytes / offload_param_read_s; a prefetched unit's read overlaps "
+            "the compute before it, and what was not hidden is in the gathers' waits)"));
 };
 
 // This rank's identity (rank, host, its coordinates in the point's resolved mesh) and its

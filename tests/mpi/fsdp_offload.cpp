@@ -23,7 +23,7 @@ namespace {
 constexpr int kSteps = 5;
 constexpr std::int64_t kB = 12, kT = 16, kBlock = 1024;
 
-EngineConfig cfg_of(const std::string& strategy, torch::ScalarType dtype, bool disk) {
+EngineConfig cfg_of(const std::string& strategy, torch::ScalarType dtype, bool disk, bool master = false) {
   EngineConfig c = engine_config(strategy, kSteps);
   c.param_dtype = dtype;
   c.reduce_dtype = dtype;
@@ -31,6 +31,7 @@ EngineConfig cfg_of(const std::string& strategy, torch::ScalarType dtype, bool d
     c.offload_optimizer = "disk";
     c.offload_dir = shared_tmpdir("sb_offload", strategy);
     c.offload_block = kBlock;
+    c.offload_master = master;
   }
   return c;
 }
@@ -146,6 +147,117 @@ TEST(Offload, CheckpointsMoveBetweenDiskAndMemory) {
     for (int s = 0; s < kSteps - 2; ++s)
       EXPECT_EQ(got.losses[s], want.losses[s + 2]) << (save_disk ? "disk -> memory" : "memory -> disk") << " step " << s + 2;
     EXPECT_EQ(max_param_diff(got.params, want.params), 0.0) << (save_disk ? "disk -> memory" : "memory -> disk");
+  }
+}
+
+// offload_master: the master weights in the same file, streamed by the update and read by
+// each gather. The same losses, norms and parameters as the in-memory optimizer, overlapped
+// or not; no parameter bytes in memory; the file is exactly the predicted disk bytes (four
+// regions a unit); the update moved 4 x and 3 x each block's aligned bytes a step (read m, v,
+// decay, p; write m, v, p), and every gather read its unit's shard.
+TEST(Offload, MasterOnDiskEqualsMemoryBitForBit) {
+  for (const std::string strategy : {"full_shard", "shard_grad_op"})
+    for (const auto dtype : {torch::kFloat32, torch::kBFloat16})
+      for (const bool overlap : {true, false}) {
+        const std::string what = strategy + (dtype == torch::kFloat32 ? " fp32" : " bf16") +
+                                 (overlap ? " overlapped" : "");
+        auto model = sb::models::make_model("gpt2-tiny");
+        Communicator comm(MPI_COMM_WORLD, 0);
+        const RunResult want = run_engine(*model, comm, cfg_of(strategy, dtype, false), kB, kT, kSteps);
+        EngineConfig c = cfg_of(strategy, dtype, true, true);
+        c.offload_overlap = overlap;
+        Engine e(*model, comm, c, sb::models::init_params(model->units(), 1234));
+        EXPECT_EQ(e.overlaps_update(), overlap) << what;
+        const RunResult got = run_engine(*model, comm, {}, kB, kT, kSteps, 1, 0, &e);
+        for (int s = 0; s < kSteps; ++s) {
+          EXPECT_EQ(got.losses[s], want.losses[s]) << what << " step " << s;
+          EXPECT_EQ(got.norms[s], want.norms[s]) << what << " step " << s;
+        }
+        EXPECT_EQ(max_param_diff(got.params, want.params), 0.0) << what;
+        const auto m = e.memory();
+        EXPECT_EQ(m.param, 0u) << what;
+        EXPECT_EQ(m.optim, 0u) << what;
+        EXPECT_EQ(m.offload, sb::fsdp::OffloadStore::staging_bytes(kBlock, true)) << what;
+        sb::fsdp::MemoryInputs in;
+        in.units = model->units();
+        in.model = model->config();
+        in.strategy = strategy;
+        in.world = world_size();
+        in.param_dtype = dtype;
+        in.reduce_dtype = dtype;
+        in.offload_optimizer = "disk";
+        in.offload_block = kBlock;
+        in.offload_master = true;
+        const auto pm = sb::fsdp::predict_memory(in);
+        EXPECT_EQ(pm.param, 0u) << what;
+        EXPECT_EQ(pm.offload, m.offload) << what;
+        EXPECT_EQ(pm.model_state, m.model_state) << what;
+        const auto* store = e.offload_store();
+        ASSERT_NE(store, nullptr);
+        EXPECT_TRUE(store->holds_master()) << what;
+        EXPECT_EQ(std::filesystem::file_size(store->path()), pm.disk_optim) << what;
+        std::uint64_t read = 0, written = 0, shards = 0;
+        for (const auto& u : model->units()) {
+          const std::int64_t n = sb::fsdp::shard_range(u.numel(), world_size(), comm.rank()).size;
+          shards += aligned(n);
+          for (std::int64_t off = 0; off < n; off += kBlock) {
+            read += 4 * aligned(std::min(kBlock, n - off));
+            written += 3 * aligned(std::min(kBlock, n - off));
+          }
+        }
+        EXPECT_EQ(store->stats().read_bytes, read * kSteps) << what;
+        EXPECT_EQ(store->stats().written_bytes, written * kSteps) << what;
+        // Each step gathers every unit at least once (full_shard: again in backward); the
+        // final parameters' read (full_params) once more.
+        EXPECT_GE(store->stats().param_read_bytes, shards * (kSteps + 1)) << what;
+        EXPECT_EQ(store->stats().param_read_bytes % 4096, 0u) << what;
+      }
+}
+
+// A checkpoint saved with the master on disk resumes in an in-memory optimizer and back,
+// exactly as the uninterrupted run.
+TEST(Offload, CheckpointsMoveBetweenMasterOnDiskAndMemory) {
+  auto model = sb::models::make_model("gpt2-tiny");
+  Communicator comm(MPI_COMM_WORLD, 0);
+  const RunResult want = run_engine(*model, comm, cfg_of("full_shard", torch::kFloat32, false), kB, kT, kSteps);
+  for (const bool save_disk : {true, false}) {
+    const std::string dir = shared_tmpdir("sb_offload_master_ckpt", save_disk ? "from_disk" : "from_memory");
+    {
+      Engine a(*model, comm, cfg_of("full_shard", torch::kFloat32, true, save_disk), sb::models::init_params(model->units(), 1234));
+      run_engine(*model, comm, {}, kB, kT, 2, 1, 0, &a);
+      a.save(dir);
+    }
+    // The rank file: the memory model's disk_checkpoint (the tensors) and a small header.
+    sb::fsdp::MemoryInputs in;
+    in.units = model->units();
+    in.model = model->config();
+    in.strategy = "full_shard";
+    in.world = world_size();
+    const std::uint64_t tensors = sb::fsdp::predict_memory(in).disk_checkpoint;
+    std::uint64_t file = 0;
+    for (const auto& f : std::filesystem::recursive_directory_iterator(dir))
+      if (f.path().filename() == "rank" + std::to_string(comm.rank()) + ".sbck") file = f.file_size();
+    EXPECT_GE(file, tensors);
+    EXPECT_LT(file, tensors + 65536) << "a rank file of " << file << " bytes for " << tensors << " of tensors";
+    Engine b(*model, comm, cfg_of("full_shard", torch::kFloat32, true, !save_disk), sb::models::init_params(model->units(), 7));
+    b.load(dir);
+    const RunResult got = run_engine(*model, comm, {}, kB, kT, kSteps - 2, 1, 2, &b);
+    const char* how = save_disk ? "master on disk -> in memory" : "in memory -> master on disk";
+    for (int s = 0; s < kSteps - 2; ++s) EXPECT_EQ(got.losses[s], want.losses[s + 2]) << how << " step " << s + 2;
+    EXPECT_EQ(max_param_diff(got.params, want.params), 0.0) << how;
+  }
+}
+
+// Where nothing is gathered there is nothing to read the master into: refused, with the fix.
+TEST(Offload, MasterOnDiskNeedsShardedParameters) {
+  auto model = sb::models::make_model("gpt2-tiny");
+  Communicator comm(MPI_COMM_WORLD, 0);
+  for (const std::string strategy : {"no_shard", "zero1"}) {
+    const std::string msg = error_of([&] {
+      Engine e(*model, comm, cfg_of(strategy, torch::kFloat32, true, true), sb::models::init_params(model->units(), 1234));
+    });
+    EXPECT_NE(msg.find("strategy " + strategy + " does not shard the parameters"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("or set offload_master = false"), std::string::npos) << msg;
   }
 }
 

@@ -56,7 +56,7 @@ Header run_header(comm::Communicator& c, comm::Group shard_group, const EngineCo
     L.whole = spec.whole(static_cast<int>(u));
     L.pp_copy = spec.pp_copy;
     L.master_begin = params_sharded ? U.range.offset : 0;
-    L.master_n = U.master.numel();
+    L.master_n = U.master_n;
     for (const models::ParamSpec& p : spec.params)
       L.params.push_back({p.name, static_cast<std::int32_t>(p.tp), p.tp_rank, p.tp_size, p.shape,
                           p.full_shape.empty() ? p.shape : p.full_shape});
@@ -70,16 +70,21 @@ Header run_header(comm::Communicator& c, comm::Group shard_group, const EngineCo
 std::vector<const torch::Tensor*> payload_tensors(const Units& units, OffloadStore* store,
                                                   std::vector<torch::Tensor>& held) {
   std::vector<const torch::Tensor*> out;
-  held.reserve(2 * units.size());  // no reallocation: out points into it
+  held.reserve(3 * units.size());  // no reallocation: out points into it
   for (std::size_t u = 0; u < units.size(); ++u) {
     const auto& U = units[u];
     if (!store) {
       for (const torch::Tensor* t : {&U->master, &U->exp_avg, &U->exp_avg_sq}) out.push_back(t);
       continue;
     }
+    const torch::Tensor* p = &U->master;
+    if (!U->master.defined()) {  // offload_master
+      held.push_back(store->read_master(static_cast<int>(u)));
+      p = &held.back();
+    }
     auto [m, v] = store->moments(static_cast<int>(u));
     held.push_back(m), held.push_back(v);
-    out.insert(out.end(), {&U->master, &held[held.size() - 2], &held.back()});
+    out.insert(out.end(), {p, &held[held.size() - 2], &held.back()});
   }
   return out;
 }
@@ -283,13 +288,15 @@ void Engine::load_same_layout(const ckpt::RankFile& rf, comm::StateDict& state) 
   std::size_t pos = rf.payload_pos;
   for (std::size_t u = 0; u < units_.size(); ++u) {
     Unit& U = *units_[u];
-    torch::Tensor m = U.exp_avg, v = U.exp_avg_sq;
+    torch::Tensor p = U.master, m = U.exp_avg, v = U.exp_avg_sq;
     if (store_) m = torch::empty({U.opt_n}), v = torch::empty({U.opt_n});
-    for (torch::Tensor* t : {&U.master, &m, &v}) {
+    if (!p.defined()) p = torch::empty({U.master_n});  // offload_master
+    for (torch::Tensor* t : {&p, &m, &v}) {
       std::memcpy(t->data_ptr(), rf.buf.data() + pos, t->nbytes());
       pos += t->nbytes();
     }
     if (store_) store_->set_moments(static_cast<int>(u), m, v);
+    if (!U.master.defined()) store_->set_master(static_cast<int>(u), p);
   }
   restore_learned(state, units_, last_acquire_order_, rf.path);
   restore_loss_scale(state, rf.path);
@@ -319,8 +326,11 @@ Engine::Loaded Engine::load_resharded(const std::string& set, const ckpt::Marker
       Unit& U = *units_[u];
       const int whole = specs[u].whole(static_cast<int>(u));
       const std::int64_t begin = layout_.params_sharded ? U.range.offset : 0;
-      U.master.copy_(ckpt::unit_flat(lg, whole, specs[u], 0, U.range.padded, set)
-                         .narrow(0, begin, U.master.numel()));
+      const auto p = ckpt::unit_flat(lg, whole, specs[u], 0, U.range.padded, set).narrow(0, begin, U.master_n);
+      if (U.master.defined())
+        U.master.copy_(p);
+      else  // offload_master
+        store_->set_master(static_cast<int>(u), p);
       auto m = ckpt::unit_flat(lg, whole, specs[u], 1, U.range.padded, set).narrow(0, begin + U.opt_off, U.opt_n);
       auto v = ckpt::unit_flat(lg, whole, specs[u], 2, U.range.padded, set).narrow(0, begin + U.opt_off, U.opt_n);
       if (store_) {

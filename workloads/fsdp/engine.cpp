@@ -156,9 +156,11 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     }
     U->decay = decay.narrow(0, layout_.params_sharded ? U->range.offset : U->opt_off, U->opt_n)
                    .clone();
-    if (store_) {  // on disk from here: the mask is not kept
-      store_->add(U->decay);
+    U->master_n = n;
+    if (store_) {  // on disk from here: the mask (and with offload_master the master) is not kept
+      store_->add(U->decay, store_->holds_master() ? U->master : torch::Tensor());
       U->decay = torch::Tensor();
+      if (store_->holds_master()) U->master = torch::Tensor();
     }
     if (comm_.size(comm::Group::Tp) > 1)  // the gradient norm counts split parameters per tp rank
       U->tp_split = torch::cat(split_parts).to(cfg_.device)
@@ -197,8 +199,12 @@ void Engine::make_offload_store() {
            "and disk", cfg_.offload_optimizer);
   SB_CHECK(cfg_.device.is_cpu(), "offload_optimizer = \"disk\" streams the update on the CPU; "
            "this run's device is {}: set offload_optimizer = \"none\"", cfg_.device.str());
+  SB_CHECK(!cfg_.offload_master || layout_.params_sharded, "offload_master = true reads each "
+           "unit's master shard from disk as it gathers it, and strategy {} does not shard the "
+           "parameters (nothing is gathered): use full_shard, shard_grad_op or hybrid_shard, or set "
+           "offload_master = false", cfg_.strategy);
   store_ = std::make_unique<OffloadStore>(cfg_.offload_dir, fmt::format("rank{}", comm_.rank()),
-                                          cfg_.offload_block);
+                                          cfg_.offload_block, cfg_.offload_master);
 }
 
 Engine::~Engine() {
@@ -206,8 +212,10 @@ Engine::~Engine() {
   // sb::abort_if_unwinding). Otherwise nothing may still write into our buffers.
   sb::abort_if_unwinding("the FSDP engine");
   for (auto& r : pending_grads_) r.wait();
-  for (auto& U : units_)
-    if (U->gather_pending) U->gather_req.wait();
+  for (auto& U : units_) {
+    if (U->reading.valid()) U->reading.wait();  // a master read not yet gathered: no request
+    else if (U->gather_pending) U->gather_req.wait();
+  }
 }
 
 // ---- gathering ---------------------------------------------------------------------------
@@ -217,16 +225,26 @@ void Engine::gather(int u, bool wait) {
     updates_.await(u);  // an overlapped update writes the master shard this gathers
     alloc_storage(U.W);
     U.gathered = true;
-    // The fp32 master shard (S): Collectives casts it once, to what goes on the wire.
-    U.gather_req = coll_->all_gather_params(U.master, U.W_raw, U.group);
+    // The fp32 master shard (S): Collectives casts it once, to what goes on the wire. On disk
+    // (offload_master) it is read first, on an I/O thread, and gathered when it is waited for:
+    // a prefetch's read overlaps the compute of the unit before.
+    if (U.master.defined())
+      U.gather_req = coll_->all_gather_params(U.master, U.W_raw, U.group);
+    else
+      U.reading = std::async(std::launch::async, [this, u] { return store_->read_master(u); });
     U.gather_pending = true;
     note_memory();
   }
   if (wait && U.gather_pending) {
     const double t0 = MPI_Wtime();
+    if (U.reading.valid()) {  // the request holds the buffer until the gather is done
+      U.stage = U.reading.get();  // rethrows the read's error
+      U.gather_req = coll_->all_gather_params(U.stage, U.W_raw, U.group);
+    }
     U.gather_req.wait();
     gather_wait_s_ += MPI_Wtime() - t0;
     U.gather_pending = false;
+    U.stage = torch::Tensor();
   }
 }
 
@@ -411,7 +429,10 @@ void Engine::set_masks(const models::UnitTensors& masks) {
     const std::int64_t off = layout_.params_sharded ? U.range.offset : 0;
     const std::int64_t n = layout_.params_sharded ? U.range.size : U.range.padded;
     U.mask = slice(static_cast<int>(u), off, n).to(cfg_.device, torch::kFloat32);
-    U.master.mul_(U.mask);
+    if (U.master.defined())
+      U.master.mul_(U.mask);
+    else  // on disk: read, masked, written back
+      store_->set_master(static_cast<int>(u), store_->read_master(static_cast<int>(u)).mul_(U.mask));
   }
   refresh_replicas();  // replicated low-precision copies see the zeros before the next forward
 }
@@ -443,10 +464,11 @@ std::vector<std::vector<torch::Tensor>> Engine::full_params() {
   updates_.drain();
   std::vector<std::vector<torch::Tensor>> out;
   for (auto& U : units_) {
-    torch::Tensor full = U->master;
+    torch::Tensor mine = master_of(static_cast<int>(&U - units_.data()));
+    torch::Tensor full = mine;
     if (layout_.params_sharded) {
-      full = torch::empty({U->range.padded}, U->master.options());
-      comm_.all_gather(U->master, full, U->group);
+      full = torch::empty({U->range.padded}, mine.options());
+      comm_.all_gather(mine, full, U->group);
     }
     auto parts = full.to(torch::kCPU).split_with_sizes(U->split_sizes);  // host copies
     std::vector<torch::Tensor> ps;
@@ -460,19 +482,26 @@ std::vector<std::vector<torch::Tensor>> Engine::full_params() {
 MemoryStats Engine::memory() const {
   MemoryStats m;
   for (const auto& U : units_) {
-    m.param += U->master.nbytes();
+    if (U->master.defined()) m.param += U->master.nbytes();
+    if (U->stage.defined() || U->reading.valid()) m.offload += OffloadStore::master_read_bytes(U->master_n);
     if (U->grad.defined()) m.grad += U->grad.nbytes();
     if (U->acc.defined()) m.grad += U->acc.nbytes();
     if (U->exp_avg.defined()) m.optim += U->exp_avg.nbytes() + U->exp_avg_sq.nbytes();
     if (U->gathered && !U->alias) m.gathered += U->W.numel() * U->W.element_size();
   }
   m.compression = static_cast<std::uint64_t>(coll_->state_bytes());
-  if (store_) m.offload = OffloadStore::staging_bytes(store_->block());
+  if (store_) m.offload += OffloadStore::staging_bytes(store_->block(), store_->holds_master());
   m.model_state = m.param + m.grad + m.optim + m.compression + m.gathered + m.offload;
   m.peak_model_state = std::max<std::uint64_t>(peak_, m.model_state);
   m.peak_gathered = std::max<std::uint64_t>(peak_gathered_, m.gathered);
   m.peak_comm_buffer = peak_inflight_;
   return m;
+}
+
+// Unit u's fp32 master (what this rank holds): the tensor itself, or read from disk.
+torch::Tensor Engine::master_of(int u) const {
+  const Unit& U = *units_[static_cast<std::size_t>(u)];
+  return U.master.defined() ? U.master : store_->read_master(u);
 }
 
 // Replicated low-precision copies follow the fp32 replica (after every optimizer step).

@@ -72,6 +72,10 @@ struct EngineConfig {
   // after the step returns, and the next forward waits for each unit's before gathering it
   // (update_thread.h); the same results, bit for bit.
   bool offload_overlap = true;
+  // With the moments on disk and parameters sharded: the fp32 master weights in the same file
+  // (offload_store.h), streamed by the update; each gather reads its unit's shard from disk.
+  // In fp32 training the master is the compute copy: parameter offload.
+  bool offload_master = false;
 };
 
 struct StepStats {
@@ -237,6 +241,7 @@ class Engine final : public models::ParamProvider {
   void prefetch(int u);
   void on_backward(int u, int k);
   std::vector<torch::Tensor> views(Unit& U);  // U's parameters as views of W, spec shapes
+  torch::Tensor master_of(int u) const;       // the fp32 master this rank holds, from disk or not
   void on_grad(int u);
   void finish_grads();
   void drop_grads();  // the last step's gradients, before this step's backward (step.cpp)

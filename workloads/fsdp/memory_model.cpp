@@ -172,21 +172,30 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
   MemoryPrediction p;
   std::vector<U64> unit_bytes;  // gathered, compute dtype
   U64 formed = 0;               // the reduce-dtype gradients each step forms anew
+  U64 largest_shard = 0;
+  // Where the engine puts the master on disk (Engine::make_offload_store refuses the rest).
+  const bool master_on_disk = in.offload_master && in.offload_optimizer == "disk" && l.params_sharded;
   for (const auto& u : in.units) {
     const ShardRange r = shard_range(u.numel(), unit_shards(u, n, std::max(1, in.ep)), 0);
     const U64 padded = static_cast<U64>(r.padded), S = static_cast<U64>(r.size);
-    p.param += 4 * (l.params_sharded ? S : padded);
+    if (!master_on_disk) p.param += 4 * (l.params_sharded ? S : padded);
+    largest_shard = std::max(largest_shard, S);
     const U64 reduced = c10::elementSize(in.reduce_dtype) * (l.grads_sharded ? S : padded);
     formed += reduced;
     p.grad += reduced + (in.grad_accum > 1 || in.pp > 1 ? 4 * padded : 0);
     if (in.offload_optimizer == "none") p.optim += 8 * (l.optim_sharded ? S : padded);
-    if (in.offload_optimizer == "disk") p.disk_optim += 3 * ((4 * (l.optim_sharded ? S : padded) + 4095) / 4096 * 4096);
+    p.disk_checkpoint += 4 * ((l.params_sharded ? S : padded) + 2 * (l.optim_sharded ? S : padded));
+    if (in.offload_optimizer == "disk")
+      p.disk_optim += (master_on_disk ? 4 : 3) * ((4 * (l.optim_sharded ? S : padded) + 4095) / 4096 * 4096);
     unit_bytes.push_back(elt * padded);
   }
   p.compression = compression_bytes(s, in.units, mesh, in.policy, std::max(1, in.ep));
   p.gathered = gathered_bytes(l, unit_bytes, in.param_dtype == torch::kFloat32, in.prefetch, in.pp > 1);
+  // offload_master: a gather's shard read from disk lives until the gather completes; while a
+  // unit computes, the prefetched one's is in flight.
+  if (master_on_disk && in.prefetch) p.gathered += OffloadStore::master_read_bytes(static_cast<std::int64_t>(largest_shard));
   activation_bytes(in, elt, formed, p);
-  if (in.offload_optimizer != "none") p.offload = OffloadStore::staging_bytes(in.offload_block);
+  if (in.offload_optimizer != "none") p.offload = OffloadStore::staging_bytes(in.offload_block, master_on_disk);
   p.model_state = p.param + p.grad + p.optim + p.compression + p.offload + (l.params_sharded ? 0 : p.gathered);
   return p;
 }

@@ -47,6 +47,7 @@ struct MemoryInputs {
   // offload_block elements instead.
   std::string offload_optimizer = "none";
   std::int64_t offload_block = std::int64_t{1} << 20;
+  bool offload_master = false;  // the fp32 master in the same file (EngineConfig::offload_master)
   // Activations of one micro-batch on this rank: rows of `seq` tokens; the loss is taken
   // over loss_rows rows of loss_classes logits (causal LM: rows x seq x vocab).
   std::int64_t rows = 0, seq = 0, loss_rows = 0, loss_classes = 0;
@@ -60,7 +61,7 @@ struct MemoryInputs {
 // strategies that replicate parameters. Estimates: gathered for sharded parameters and the
 // activation terms. docs/METRICS.md "Memory model" has every formula.
 struct MemoryPrediction {
-  std::uint64_t param = 0;        // fp32 master parameters
+  std::uint64_t param = 0;        // fp32 master parameters (0 on disk: offload_master)
   std::uint64_t grad = 0;         // reduced gradients, reduce dtype (+ the fp32 accumulation buffer)
   std::uint64_t optim = 0;        // Adam's two moments
   std::uint64_t compression = 0;  // error-feedback residuals, PowerSGD's matrices
@@ -72,7 +73,7 @@ struct MemoryPrediction {
   std::uint64_t activation_layers = 0;     // the blocks' saved inputs (LayerNorm, linear, GELU)
   std::uint64_t activation_attention = 0;  // attention probabilities (B, H, T, T) per block
   std::uint64_t activation_head = 0;       // the loss's fp32 log-probabilities
-  std::uint64_t offload = 0;               // staging of offloaded optimizer state (2 x 3 blocks)
+  std::uint64_t offload = 0;  // staging of offloaded optimizer state (2 x 3 blocks, 2 x 4 with the master)
   // Of grad, what is not alive when the activation terms are the top block's backward (the
   // first: the last step's gradients dropped, Engine::drop_grads, this step's not yet formed;
   // the fp32 accumulation buffer stays); 0 when they are forward's end.
@@ -90,11 +91,16 @@ struct MemoryPrediction {
   // terms + offload - grad_unformed.
   std::uint64_t peak() const;
   // Disk, not memory (not in terms()): the bytes this rank's offload files reach. The
-  // optimizer state's file (offload_optimizer = "disk": m, v and the decay mask, each unit's
-  // 4 n bytes rounded up to 4096, exact: OffloadStore's layout) and FPDT's key/value chunk
+  // optimizer state's file (offload_optimizer = "disk": m, v, the decay mask and with
+  // offload_master the master, each unit's 4 n bytes rounded up to 4096, exact: OffloadStore's
+  // layout) and FPDT's key/value chunk
   // files at their largest (kv_offload = "disk": every kept block's k and v, each chunk padded
   // to 4096; under full checkpointing one recomputed block's).
   std::uint64_t disk_optim = 0, disk_kv = 0;
+  // A checkpoint set's rank file, its tensors (the fp32 master and Adam's m and v as the rank
+  // holds them; the header and the small state beside them not counted): what `plan` adds for
+  // checkpoint_dir when it shares offload_dir's file system.
+  std::uint64_t disk_checkpoint = 0;
 };
 
 MemoryPrediction predict_memory(const MemoryInputs& in);

@@ -27,8 +27,9 @@ double now() {
 
 }  // namespace
 
-OffloadStore::OffloadStore(const std::string& dir, const std::string& tag, std::int64_t block)
-    : block_(block) {
+OffloadStore::OffloadStore(const std::string& dir, const std::string& tag, std::int64_t block,
+                           bool master)
+    : block_(block), master_(master) {
   SB_CHECK(block_ > 0 && block_ % 1024 == 0, "offload block of {} elements: a positive multiple "
            "of 1024 (O_DIRECT's 4096-byte alignment)", block_);
   file_ = std::make_unique<DirectFile>(
@@ -36,7 +37,8 @@ OffloadStore::OffloadStore(const std::string& dir, const std::string& tag, std::
       "offload_optimizer = \"disk\"",
       "set offload_dir to a writable folder with room for the optimizer state", /*unlink_now=*/false);
   for (auto& slot : slots_)
-    for (auto*& a : slot) {
+    for (int i = 0; i < arrays(); ++i) {
+      float*& a = slot[i];
       void* p = nullptr;
       SB_CHECK(::posix_memalign(&p, kAlign, 4 * static_cast<std::size_t>(block_)) == 0,
                "offload: cannot allocate a {}-byte staging buffer", 4 * block_);
@@ -63,15 +65,20 @@ void OffloadStore::io(bool write, void* buf, std::uint64_t bytes, std::uint64_t 
   *seconds += now() - t0;
 }
 
-int OffloadStore::add(const torch::Tensor& decay) {
+int OffloadStore::add(const torch::Tensor& decay, const torch::Tensor& master) {
   const int unit = static_cast<int>(sizes_.size());
   const std::int64_t n = decay.numel();
-  const std::uint64_t at0 = bases_.empty() ? 0 : bases_.back() + 3 * cap(unit - 1);
+  SB_CHECK(master.defined() == master_ && (!master_ || master.numel() == n),
+           "offload: unit {} of {} elements given {} master weights (the store {} them)", unit, n,
+           master.defined() ? master.numel() : 0, master_ ? "holds" : "does not hold");
+  const std::uint64_t at0 = bases_.empty() ? 0 : bases_.back() + arrays() * cap(unit - 1);
   sizes_.push_back(n);
   bases_.push_back(at0);
   // Reserved now, so a full disk fails here, at start, and not in the middle of a step.
-  file_->reserve(at0 + 3 * cap(unit));
-  write_unit(unit, nullptr, nullptr, decay.to(torch::kCPU, torch::kFloat32).contiguous().data_ptr<float>());
+  file_->reserve(at0 + arrays() * cap(unit));
+  torch::Tensor pc = master_ ? master.to(torch::kCPU, torch::kFloat32).contiguous() : torch::Tensor();
+  write_unit(unit, nullptr, nullptr, decay.to(torch::kCPU, torch::kFloat32).contiguous().data_ptr<float>(),
+             master_ ? pc.data_ptr<float>() : nullptr);
   return unit;
 }
 
@@ -82,8 +89,9 @@ void OffloadStore::stream(int unit, const std::function<void(std::int64_t, std::
   const auto bytes_of = [&](std::int64_t i) {
     return round_up(4 * static_cast<std::uint64_t>(std::min(block_, n - i * block_)));
   };
-  // A block's read (m, v, decay) or write (m, v) on its own thread; its seconds land in
-  // secs[write][slot], read after .get().
+  // A block's read (m, v, decay[, p]) or write (m, v[, p]) on its own thread; its seconds
+  // land in secs[write][slot], read after .get().
+  const int reads_n = arrays(), writes_n = arrays() - 1;
   double secs[2][2] = {};
   const auto transfer = [&](std::int64_t i, bool write) {
     const int s = static_cast<int>(i % 2);
@@ -91,8 +99,9 @@ void OffloadStore::stream(int unit, const std::function<void(std::int64_t, std::
     t = 0;
     return std::async(std::launch::async, [this, i, s, b, c, write, &t, bytes = bytes_of(i)] {
       const std::uint64_t at = b + 4 * static_cast<std::uint64_t>(i * block_);
-      for (int a = 0; a < (write ? 2 : 3); ++a)
-        io(write, slots_[s][a], bytes, at + static_cast<std::uint64_t>(a) * c, &t);
+      for (int a = 0; a < arrays(); ++a)
+        if (!(write && a == 2))  // the decay mask is only read
+          io(write, slots_[s][a], bytes, at + static_cast<std::uint64_t>(a) * c, &t);
     });
   };
   const auto wait = [&](std::future<void>& fut) {
@@ -106,21 +115,21 @@ void OffloadStore::stream(int unit, const std::function<void(std::int64_t, std::
   for (std::int64_t i = 0; i < blocks; ++i) {
     const int s = static_cast<int>(i % 2), o = 1 - s;
     wait(reads[s]);
-    stats_.read_bytes += 3 * bytes_of(i), stats_.read_s += secs[0][s];
+    stats_.read_bytes += reads_n * bytes_of(i), stats_.read_s += secs[0][s];
     if (i + 1 < blocks) {  // the other slot is free once block i - 1's write is done
       wait(writes[o]);
-      if (i >= 1) stats_.written_bytes += 2 * bytes_of(i - 1), stats_.write_s += secs[1][o];
+      if (i >= 1) stats_.written_bytes += writes_n * bytes_of(i - 1), stats_.write_s += secs[1][o];
       reads[o] = transfer(i + 1, false);
     }
     const std::int64_t off = i * block_;
-    f(off, std::min(block_, n - off), Block{slots_[s][0], slots_[s][1], slots_[s][2]});
+    f(off, std::min(block_, n - off), Block{slots_[s][0], slots_[s][1], slots_[s][2], slots_[s][3]});
     writes[s] = transfer(i, true);
   }
   for (std::int64_t i = std::max<std::int64_t>(0, blocks - 2); i < blocks; ++i) {
     const int s = static_cast<int>(i % 2);
     if (!writes[s].valid()) continue;
     wait(writes[s]);
-    stats_.written_bytes += 2 * bytes_of(i), stats_.write_s += secs[1][s];
+    stats_.written_bytes += writes_n * bytes_of(i), stats_.write_s += secs[1][s];
   }
 }
 
@@ -144,17 +153,42 @@ void OffloadStore::set_moments(int unit, const torch::Tensor& m, const torch::Te
   SB_CHECK(m.numel() == n && v.numel() == n, "offload: unit {} holds {} moments, got {} and {}",
            unit, n, m.numel(), v.numel());
   const auto mc = m.to(torch::kCPU, torch::kFloat32).contiguous(), vc = v.to(torch::kCPU, torch::kFloat32).contiguous();
-  write_unit(unit, mc.data_ptr<float>(), vc.data_ptr<float>(), nullptr);
+  write_unit(unit, mc.data_ptr<float>(), vc.data_ptr<float>(), nullptr, nullptr);
 }
 
-void OffloadStore::write_unit(int unit, const float* m, const float* v, const float* decay) {
+torch::Tensor OffloadStore::read_master(int unit) {
+  SB_CHECK(master_, "offload: read_master on a store without the master weights");
+  const auto n = sizes_.at(static_cast<std::size_t>(unit));
+  const std::uint64_t bytes = cap(unit);
+  // Over-allocated by kAlign so an aligned start exists inside; the view keeps it alive.
+  auto buf = torch::empty({static_cast<std::int64_t>(master_read_bytes(n) / 4)});
+  const auto addr = reinterpret_cast<std::uintptr_t>(buf.data_ptr<float>());
+  const std::int64_t shift = static_cast<std::int64_t>((kAlign - addr % kAlign) % kAlign / 4);
+  auto p = buf.narrow(0, shift, n);
+  const double t0 = now();
+  file_->read(p.data_ptr<float>(), bytes, base(unit) + 3 * cap(unit));
+  const std::lock_guard<std::mutex> lock(param_stats_mu_);
+  stats_.param_read_s += now() - t0;
+  stats_.param_read_bytes += bytes;
+  return p;
+}
+
+void OffloadStore::set_master(int unit, const torch::Tensor& p) {
+  const auto n = sizes_.at(static_cast<std::size_t>(unit));
+  SB_CHECK(master_ && p.numel() == n, "offload: unit {} holds {} master weights{}, got {}", unit, n,
+           master_ ? "" : " (none: the store does not hold the master)", p.numel());
+  const auto pc = p.to(torch::kCPU, torch::kFloat32).contiguous();
+  write_unit(unit, nullptr, nullptr, nullptr, pc.data_ptr<float>());
+}
+
+void OffloadStore::write_unit(int unit, const float* m, const float* v, const float* decay, const float* p) {
   const auto n = sizes_.at(static_cast<std::size_t>(unit));
   for (std::int64_t off = 0; off < n; off += block_) {
     const std::int64_t k = std::min(block_, n - off);
     const std::uint64_t bytes = round_up(4 * static_cast<std::uint64_t>(k)), at = 4 * static_cast<std::uint64_t>(off);
-    const float* src[3] = {m, v, decay};
-    for (int a = 0; a < 3; ++a) {
-      const bool written = a == 2 ? decay != nullptr : (src[a] != nullptr || decay != nullptr);
+    const float* src[4] = {m, v, decay, p};
+    for (int a = 0; a < arrays(); ++a) {
+      const bool written = a >= 2 ? src[a] != nullptr : (src[a] != nullptr || decay != nullptr);
       if (!written) continue;
       // Zeros where no values are given (a new unit's moments) and in the aligned tail.
       std::memset(slots_[0][a], 0, bytes);

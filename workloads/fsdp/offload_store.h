@@ -6,12 +6,19 @@
 // staging slots: while block i updates, block i + 1 is read and block i - 1 written on I/O
 // threads. The file is removed when the store is destroyed: it holds no checkpoint.
 //
-// Layout: per unit u (n_u elements), three regions of cap_u = n_u x 4 bytes rounded up to
-// 4096 (O_DIRECT's alignment): exp_avg, exp_avg_sq, decay (fp32), units in order.
+// With master = true (offload_master) the fp32 master weights live there too: the update
+// streams them with the moments, and a gather reads the unit's shard (read_master) into a
+// buffer that lives until the all-gather is done. In fp32 training the master is the compute
+// copy, so this is parameter offload as well.
+//
+// Layout: per unit u (n_u elements), three regions (four with the master) of cap_u = n_u x 4
+// bytes rounded up to 4096 (O_DIRECT's alignment): exp_avg, exp_avg_sq, decay[, master]
+// (fp32), units in order.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,38 +30,60 @@ namespace sb::fsdp {
 
 class OffloadStore {
  public:
-  // One block of a unit's state in the staging slot: m and v are written back, decay is not.
+  // One block of a unit's state in the staging slot: m, v (and p) are written back, decay is
+  // not. p: the master weights' block, null unless the store holds them.
   struct Block {
     float* m;
     float* v;
     const float* decay;
+    float* p;
   };
   struct Stats {
     std::uint64_t read_bytes = 0, written_bytes = 0;
     double read_s = 0, write_s = 0;  // time inside pread / pwrite (I/O threads)
     double wait_s = 0;               // time the updating thread waited for a read or write
+    // Reads of the master for gathers (read_master; the caller's thread, apart from the above).
+    std::uint64_t param_read_bytes = 0;
+    double param_read_s = 0;
   };
   // Elements of a staging block by default: 1 Mi (4 MiB an array).
   static constexpr std::int64_t kDefaultBlock = std::int64_t{1} << 20;
-  // The staging memory a store with this block size holds: 2 slots x 3 arrays.
-  static std::uint64_t staging_bytes(std::int64_t block) { return 2 * 3 * 4 * static_cast<std::uint64_t>(block); }
+  // The staging memory a store with this block size holds: 2 slots x 3 arrays (4 with the
+  // master).
+  static std::uint64_t staging_bytes(std::int64_t block, bool master = false) {
+    return 2 * (master ? 4 : 3) * 4 * static_cast<std::uint64_t>(block);
+  }
+  // The bytes read_master's buffer for n elements holds: n x 4 rounded up to 4096, plus up to
+  // 4096 to align it.
+  static std::uint64_t master_read_bytes(std::int64_t n) {
+    return models::DirectFile::round_up(4 * static_cast<std::uint64_t>(n)) + models::DirectFile::kAlign;
+  }
 
   // Creates the file (dir must exist; tag names it: "rank<r>"); block: elements per staging
-  // block, a multiple of 1024.
-  OffloadStore(const std::string& dir, const std::string& tag, std::int64_t block = kDefaultBlock);
+  // block, a multiple of 1024; master: the store holds the master weights too.
+  OffloadStore(const std::string& dir, const std::string& tag, std::int64_t block = kDefaultBlock,
+               bool master = false);
   ~OffloadStore();
   OffloadStore(const OffloadStore&) = delete;
   OffloadStore& operator=(const OffloadStore&) = delete;
 
-  // Appends a unit of decay.numel() elements (its index: the units so far): zero moments and
-  // this decay mask, written as the file grows, so a caller drops each mask as it goes.
-  int add(const torch::Tensor& decay);
+  // Appends a unit of decay.numel() elements (its index: the units so far): zero moments, this
+  // decay mask and (a store of the master) these master weights, written as the file grows,
+  // so a caller drops each as it goes.
+  int add(const torch::Tensor& decay, const torch::Tensor& master = {});
   // f on consecutive blocks [off, off + n) of unit u (n <= block), the read of the next and
   // the write of the last overlapping it; returns when every write is done.
   void stream(int unit, const std::function<void(std::int64_t off, std::int64_t n, const Block&)>& f);
   // Unit u's moments as tensors (n_u fp32 each; tests and checkpoints).
   std::pair<torch::Tensor, torch::Tensor> moments(int unit);
   void set_moments(int unit, const torch::Tensor& m, const torch::Tensor& v);
+  // A store of the master: unit u's master weights (n_u fp32), read into a tensor whose storage
+  // is 4096-aligned (master_read_bytes of memory, from the caching allocator, so the step's
+  // tensor bytes count it). Reads straight from the file, never through the staging slots: a
+  // gather calls it (on its own I/O thread) while the overlapped update streams another unit.
+  torch::Tensor read_master(int unit);
+  void set_master(int unit, const torch::Tensor& p);
+  bool holds_master() const { return master_; }
 
   const std::string& path() const { return file_->path(); }
   bool direct() const { return file_->direct(); }
@@ -65,16 +94,19 @@ class OffloadStore {
   std::uint64_t cap(int unit) const;   // one region's bytes
   std::uint64_t base(int unit) const;  // the unit's first region's offset
   void io(bool write, void* buf, std::uint64_t bytes, std::uint64_t offset, double* seconds);
+  int arrays() const { return master_ ? 4 : 3; }
   // Writes unit's arrays from these n-element buffers: m and v (null: zeros, when decay is
-  // given: a new unit) and decay (null: left as it is).
-  void write_unit(int unit, const float* m, const float* v, const float* decay);
+  // given: a new unit), decay and p (null: left as it is).
+  void write_unit(int unit, const float* m, const float* v, const float* decay, const float* p);
 
   std::unique_ptr<models::DirectFile> file_;
   std::vector<std::int64_t> sizes_;
   std::vector<std::uint64_t> bases_;
   std::int64_t block_;
-  float* slots_[2][3] = {};  // [slot][m, v, decay], 4096-aligned
+  bool master_ = false;
+  float* slots_[2][4] = {};  // [slot][m, v, decay, p], 4096-aligned (p: a store of the master)
   Stats stats_;
+  std::mutex param_stats_mu_;  // read_master runs on gathers' I/O threads
 };
 
 }  // namespace sb::fsdp

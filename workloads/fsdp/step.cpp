@@ -181,18 +181,20 @@ void Engine::optimizer_step(StepStats& s) {
     } else if (coef < 1.0) {
       g.mul_(coef);
     }
-    auto p = U.master.narrow(0, U.opt_off, U.opt_n);
-    if (store_) {  // the moments stream from disk block by block: the same elementwise update
+    if (store_) {  // the moments (and master) stream from disk block by block: the same
+                   // elementwise update
       store_->stream(u, [&](std::int64_t off, std::int64_t n, const OffloadStore::Block& b) {
-        auto pb = p.narrow(0, off, n);
+        auto pb = b.p ? torch::from_blob(b.p, {n}) : U.master.narrow(0, U.opt_off + off, n);
         auto m = torch::from_blob(b.m, {n}), v = torch::from_blob(b.v, {n});
         const auto d = torch::from_blob(const_cast<float*>(b.decay), {n});
         optim::adamw_update(pb, g.narrow(0, off, n), m, v, t, lr, cfg_.adamw, d, x);
+        if (b.p && U.mask.defined()) pb.mul_(U.mask.narrow(0, off, n));  // opt_off is 0: sharded
       });
     } else {
+      auto p = U.master.narrow(0, U.opt_off, U.opt_n);
       optim::adamw_update(p, g, U.exp_avg, U.exp_avg_sq, t, lr, cfg_.adamw, U.decay, x);
     }
-    if (U.mask.defined()) U.master.mul_(U.mask);
+    if (U.mask.defined() && U.master.defined()) U.master.mul_(U.mask);
   };
   if (overlaps_update()) {  // in the order the next forward will gather the units
     std::vector<int> order;

@@ -2,6 +2,7 @@
 // Shapes: P = the unit's parameter count, padded = P rounded up to a multiple of the
 // sharding group size N, S = padded / N; opt_n = the elements this rank's optimizer updates.
 #pragma once
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,7 +27,14 @@ struct Engine::Unit {
   comm::Group group = comm::Group::Shard;
   bool expert = false;
 
-  torch::Tensor master;  // fp32: (S) when params are sharded, else (padded) replica
+  // fp32: (S) when params are sharded, else (padded) replica; master_n elements. Undefined
+  // when the master is on disk (offload_master): OffloadStore::read_master reads it.
+  torch::Tensor master;
+  std::int64_t master_n = 0;
+  // offload_master: the shard read for a gather (on an I/O thread), then the buffer the
+  // all-gather reads, until it completes.
+  std::future<torch::Tensor> reading;
+  torch::Tensor stage;
   // The reduced gradient of the last step in the reduce dtype, as the reduction left it (no
   // fp32 copy: adamw_update widens as it reads): (S) when grads are sharded, else (padded);
   // undefined before the first step.

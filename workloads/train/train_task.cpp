@@ -1,8 +1,10 @@
 // The "train" task's registration: its workload and the memory model `shardbench plan` shows
 // (its keys and their rules are train_keys.cpp's).
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "harness/core/check.h"
 #include "harness/spec/base_config.h"
@@ -138,11 +140,23 @@ void validate_offload_space(const Point& p, std::vector<Diagnostic>& out) {
   }
   const std::string dir = offload_folder(s.offload_dir);
   struct statvfs fs{};
-  if (::statvfs(dir.c_str(), &fs) != 0) return;  // validate_step names a missing folder
+  struct stat st{};
+  if (::statvfs(dir.c_str(), &fs) != 0 || ::stat(dir.c_str(), &st) != 0) return;  // validate_step names a missing folder
   const auto ranks = static_cast<std::uint64_t>(base_config(p).world);
-  const std::uint64_t need = (m.disk_optim + m.disk_kv) * ranks;
+  // Checkpoints on the same file system: two sets while a new one commits (the older is
+  // removed after, checkpoint_set.cpp remove_other_sets).
+  std::uint64_t ckpt = 0;
+  const std::string& cdir = config<RunKeys>(p).checkpoint_dir;
+  if (!cdir.empty()) {
+    std::filesystem::path at = std::filesystem::absolute(cdir);  // created at run: its nearest existing folder
+    std::error_code ec;
+    while (at.has_parent_path() && at != at.root_path() && !std::filesystem::exists(at, ec)) at = at.parent_path();
+    struct stat cst{};
+    if (::stat(at.c_str(), &cst) == 0 && cst.st_dev == st.st_dev) ckpt = 2 * m.disk_checkpoint;
+  }
+  const std::uint64_t need = (m.disk_optim + m.disk_kv + ckpt) * ranks;
   const std::uint64_t free = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
-  if (const std::string why = offload_space_problem(dir, need, free, m.disk_optim, m.disk_kv, ranks); !why.empty())
+  if (const std::string why = offload_space_problem(dir, need, free, m.disk_optim, m.disk_kv, ckpt, ranks); !why.empty())
     out.push_back({s.offload_dir.empty() ? (s.offload_optimizer == "disk" ? "offload_optimizer" : "kv_offload")
                                          : "offload_dir", why});
 }
@@ -169,14 +183,17 @@ fsdp::MemoryPrediction point_memory(const Point& p) { return planned_memory(p); 
 torch::ScalarType point_dtype(const Point& p) { return planned_dtype(p); }
 
 std::string offload_space_problem(const std::string& dir, std::uint64_t need, std::uint64_t free,
-                                  std::uint64_t optim, std::uint64_t kv, std::uint64_t ranks) {
+                                  std::uint64_t optim, std::uint64_t kv, std::uint64_t ckpt,
+                                  std::uint64_t ranks) {
   if (need <= free) return "";
   const auto gib = [](std::uint64_t b) { return static_cast<double>(b) / (1 << 30); };
+  const std::string sets = ckpt == 0 ? "" : fmt::format(" + {:.2f} GiB of two checkpoint sets in "
+                                                        "checkpoint_dir, on the same file system", gib(ckpt));
   return fmt::format("offload to '{}' needs {:.2f} GiB of free disk ({} ranks x ({:.2f} GiB of "
-                     "optimizer state + {:.2f} GiB of key/value chunks), as if every rank were on "
+                     "optimizer state + {:.2f} GiB of key/value chunks{}), as if every rank were on "
                      "this node) and it has {:.2f} GiB free; set offload_dir to a larger file "
                      "system, or shard more (strategy, mesh.dp_shard)",
-                     dir, gib(need), ranks, gib(optim), gib(kv), gib(free));
+                     dir, gib(need), ranks, gib(optim), gib(kv), sets, gib(free));
 }
 
 std::unique_ptr<models::Model> make_train_model(const Point& p) {
@@ -215,6 +232,7 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   in.reduce_dtype = models::dtype_from_name(config<StepKeys>(p).reduce_dtype);
   in.checkpoint = checkpoint_config(p);
   in.offload_optimizer = config<StepKeys>(p).offload_optimizer;
+  in.offload_master = config<StepKeys>(p).offload_master;
   in.grad_accum = static_cast<int>(config<OptimKeys>(p).microbatches);
   in.policy = comm::policy_from_point(p);
   in.prefetch = config<StepKeys>(p).prefetch;

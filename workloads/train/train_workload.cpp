@@ -221,6 +221,7 @@ fsdp::EngineConfig engine_config(const Point& p, const torch::Device& device,
   cfg.offload_optimizer = step.offload_optimizer;
   cfg.offload_dir = offload_folder(step.offload_dir);
   cfg.offload_overlap = step.offload_overlap;
+  cfg.offload_master = step.offload_master;
   cfg.compression = comm::policy_from_point(p);
   cfg.adamw = adamw_config(p);
   // fp16 anywhere in the step: dynamic loss scaling (EngineConfig::loss_scaling).
@@ -670,6 +671,7 @@ void TrainWorkload::record_results(RunContext& ctx) {
     m.offload_read_bytes = io.read_bytes, m.offload_written_bytes = io.written_bytes;
     m.offload_read_s = io.read_s, m.offload_write_s = io.write_s, m.offload_wait_s = io.wait_s;
     m.offload_update_wait_s = engine_->update_wait_s();
+    m.offload_param_read_bytes = io.param_read_bytes, m.offload_param_read_s = io.param_read_s;
     rec.text("offload_file", fmt::format("{} ({})", store->path(), store->direct()
                  ? "O_DIRECT" : "no O_DIRECT on this file system: written pages dropped with posix_fadvise"));
   }

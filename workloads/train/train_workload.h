@@ -25,10 +25,12 @@ std::string init_weights_path(const Point& p);
 optim::AdamWConfig adamw_config(const Point& p);
 // A train point's activation checkpointing (activation_checkpoint, activation_checkpoint_every).
 models::CheckpointConfig checkpoint_config(const Point& p);
-// What is wrong when `need` bytes of offload files (optim + kv a rank, x ranks) do not fit the
-// `free` bytes of dir, with the fix; "" when they fit.
+// What is wrong when `need` bytes of offload files (optim + kv + ckpt a rank, x ranks; ckpt:
+// checkpoint sets on the same file system, 0 when not) do not fit the `free` bytes of dir,
+// with the fix; "" when they fit.
 std::string offload_space_problem(const std::string& dir, std::uint64_t need, std::uint64_t free,
-                                  std::uint64_t optim, std::uint64_t kv, std::uint64_t ranks);
+                                  std::uint64_t optim, std::uint64_t kv, std::uint64_t ckpt,
+                                  std::uint64_t ranks);
 // The memory model of a point as `plan` sees it (its planned dtype; a pipeline's fullest rank).
 fsdp::MemoryPrediction point_memory(const Point& p);
 torch::ScalarType point_dtype(const Point& p);  // the compute dtype `plan` assumes ("auto" resolved)
