@@ -85,7 +85,7 @@ struct RankMemory {  // per rank
   double offload_update_wait_s = 0;
   // The memory model's gradients not alive at its peak's moment (appended, as above).
   std::uint64_t predicted_grad_unformed_bytes = 0;
-  // offload_master (appended, as above): the gathers' reads of the master shards from disk.
+  // offload_param = "disk" (appended, as above): the gathers' reads of the master shards from disk.
   std::uint64_t offload_param_read_bytes = 0;
   double offload_param_read_s = 0;
 };
@@ -187,7 +187,7 @@ struct Table<RankMemory> {
             "this step's not yet formed): the predicted peak is the other terms' sum less it"),
       field("offload_param_read_bytes", &R::offload_param_read_bytes, "bytes",
             "bytes the gathers read of the master shards from the offload file over the run "
-            "(offload_master = true; 0 without): each gather reads its unit's shard"),
+            "(offload_param = \"disk\"; 0 without): each gather reads its unit's shard"),
       field("offload_param_read_s", &R::offload_param_read_s, "s",
             "seconds the gathers' I/O threads spent reading master shards (bandwidth = "
             "offload_param_read_bytes / offload_param_read_s; a prefetched unit's read overlaps "

@@ -2,7 +2,8 @@
 # `shardbench fit` (harness/spec/fit.h): on a fixture of costs the choice of the "auto" keys
 # is exactly data/fit/fit.expected (every candidate's predicted peak a rank, step time and
 # verdict: the fastest within memory_budget chosen, the others rejected with why), and so is
-# the choice of an integer key, seq_chunks (data/fit/fit_chunks.expected); a budget
+# the choice of an integer key, seq_chunks (data/fit/fit_chunks.expected), and of where the
+# master lives, offload_param (data/fit/fit_param.expected); a budget
 # nothing meets is refused naming the smallest need; plan refuses "auto" before any costs are
 # measured, naming the command; then fit measures this machine's costs, and a sweep of the
 # fitted suite runs the chosen point, whose result records the choice (its config) and the
@@ -26,6 +27,10 @@ grep -qF 'the smallest valid one needs' none.err || { cat none.err; fail "no-fit
 "$sb" fit "$data/fit_chunks.toml" --costs "$data/costs.json" > chunks.out 2> chunks.err || { cat chunks.err; fail "fit chunks"; }
 sed -n '/^point /,/^$/p' chunks.out | sed "s|$HOME|~|g" > chunks.tables
 diff chunks.tables "$data/fit_chunks.expected" || fail "fit's seq_chunks tables differ from fit_chunks.expected (above)"
+# Where the master lives (offload_param): in memory when it fits, on disk when only that does.
+"$sb" fit "$data/fit_param.toml" --costs "$data/costs.json" > param.out 2> param.err || { cat param.err; fail "fit param"; }
+sed -n '/^point /,/^$/p' param.out | sed "s|$HOME|~|g" > param.tables
+diff param.tables "$data/fit_param.expected" || fail "fit's offload_param tables differ from fit_param.expected (above)"
 sed 's/^batch = .*/batch = "auto"/' "$data/fit_chunks.toml" > batch_auto.toml
 if "$sb" plan batch_auto.toml > ba.out 2> ba.err; then fail "plan accepted batch = \"auto\""; fi
 grep -qF 'batch_auto.toml:15:9: batch: wrong type: expected an integer, got the string "auto"' ba.err ||

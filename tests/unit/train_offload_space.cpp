@@ -28,4 +28,6 @@ TEST(OffloadSpace, CountsCheckpointSetsOnTheSameFileSystem) {
   EXPECT_NE(m.find("needs 18.00 GiB of free disk (2 ranks x (4.00 GiB of optimizer state + 0.00 "
                    "GiB of key/value chunks + 5.00 GiB of two checkpoint sets in checkpoint_dir, "
                    "on the same file system)"), std::string::npos) << m;
+  EXPECT_NE(m.find("set offload_dir to a larger file system or checkpoint_dir to another one, or "
+                   "shard more"), std::string::npos) << m;
 }

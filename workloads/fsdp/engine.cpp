@@ -104,6 +104,10 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     scale_ = cfg_.loss_scale_init;
   }
   const auto& specs = model_.units();
+  SB_CHECK(!cfg_.offload_master || cfg_.forward_only || cfg_.offload_optimizer == "disk",
+           "offload_param = \"disk\" keeps the master weights in the optimizer state's file, and "
+           "offload_optimizer = \"{}\" makes none: set offload_optimizer = \"disk\" or "
+           "offload_param = \"none\"", cfg_.offload_optimizer);
   if (!cfg_.forward_only && cfg_.offload_optimizer != "none") make_offload_store();
   // Expert parallelism: the experts' units live on the expert-data-parallel group, a split of
   // the shard group (backend.h). Replicas (dp_replicate, hybrid sharding) hold the same split,
@@ -199,10 +203,10 @@ void Engine::make_offload_store() {
            "and disk", cfg_.offload_optimizer);
   SB_CHECK(cfg_.device.is_cpu(), "offload_optimizer = \"disk\" streams the update on the CPU; "
            "this run's device is {}: set offload_optimizer = \"none\"", cfg_.device.str());
-  SB_CHECK(!cfg_.offload_master || layout_.params_sharded, "offload_master = true reads each "
-           "unit's master shard from disk as it gathers it, and strategy {} does not shard the "
+  SB_CHECK(!cfg_.offload_master || layout_.params_sharded, "offload_param = \"disk\" reads "
+           "each unit's master shard from disk as it gathers it, and strategy {} does not shard the "
            "parameters (nothing is gathered): use full_shard, shard_grad_op or hybrid_shard, or set "
-           "offload_master = false", cfg_.strategy);
+           "offload_param = \"none\"", cfg_.strategy);
   store_ = std::make_unique<OffloadStore>(cfg_.offload_dir, fmt::format("rank{}", comm_.rank()),
                                           cfg_.offload_block, cfg_.offload_master);
 }
@@ -238,7 +242,9 @@ void Engine::gather(int u, bool wait) {
   if (wait && U.gather_pending) {
     const double t0 = MPI_Wtime();
     if (U.reading.valid()) {  // the request holds the buffer until the gather is done
+      U.gather_pending = false;   // no request yet: nothing to wait for if the read failed
       U.stage = U.reading.get();  // rethrows the read's error
+      U.gather_pending = true;
       U.gather_req = coll_->all_gather_params(U.stage, U.W_raw, U.group);
     }
     U.gather_req.wait();
@@ -483,7 +489,8 @@ MemoryStats Engine::memory() const {
   MemoryStats m;
   for (const auto& U : units_) {
     if (U->master.defined()) m.param += U->master.nbytes();
-    if (U->stage.defined() || U->reading.valid()) m.offload += OffloadStore::master_read_bytes(U->master_n);
+    // A gather's master read (offload_param = "disk"): a communication buffer, as the model counts it.
+    if (U->stage.defined() || U->reading.valid()) m.gathered += OffloadStore::master_read_bytes(U->master_n);
     if (U->grad.defined()) m.grad += U->grad.nbytes();
     if (U->acc.defined()) m.grad += U->acc.nbytes();
     if (U->exp_avg.defined()) m.optim += U->exp_avg.nbytes() + U->exp_avg_sq.nbytes();

@@ -46,7 +46,7 @@ struct StepKeys {
   std::string offload_optimizer;  // none or disk (fsdp/offload_store.h)
   std::string offload_dir;        // the offloaded state's folder; "" = $TMPDIR or /tmp
   bool offload_overlap = true;    // the disk update overlapped with the next forward
-  bool offload_master = false;    // the fp32 master in the optimizer's file (parameter offload)
+  std::string offload_param;      // none or disk: the fp32 master in the optimizer's file
   std::int64_t seq_chunks = 0;    // FPDT: chunks of each sequence (0: attention_chunk tokens)
   std::string kv_offload;         // FPDT: where the key/value chunks wait (none, host, disk)
   static void declare(Fields<StepKeys>& f);

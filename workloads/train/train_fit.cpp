@@ -1,11 +1,14 @@
 // The train task's part of `shardbench fit` (harness/spec/fit.h; docs/METRICS.md "Fit"): the
-// keys it may choose (strategy, activation_checkpoint, seq_chunks, offload_optimizer, kv_offload), the
+// keys it may choose (strategy, activation_checkpoint, seq_chunks, offload_optimizer,
+// offload_param, kv_offload), the
 // costs it measures here (the GEMM rate of the point's device, dtype and threads; memory copy
 // bandwidth; O_DIRECT disk bandwidth of offload_dir), and a candidate's prediction: its peak
 // per rank from the memory model, its step time from
 //   compute = executed FLOPs a rank x (1 + recomputation) / GEMM rate
 //   comm    = the strategy's wire bytes a rank (fsdp::step_wire_bytes) x 2 / copy bandwidth
-//   disk    = offload file bytes read / read bandwidth + written / write bandwidth
+//   disk    = offload file bytes read / read bandwidth + written / write bandwidth (the
+//             optimizer's file read whole and written but for the decay mask; with the
+//             master on disk each gather's shard read besides)
 // summed (no overlap assumed: an upper bound of each part's share).
 #include <unistd.h>
 
@@ -52,7 +55,7 @@ int threads_of(const Point& p) {
 }
 bool may_use_disk(const Point& p) {
   const StepKeys& s = config<StepKeys>(p);
-  for (const std::string& v : {s.offload_optimizer, s.kv_offload})
+  for (const std::string& v : {s.offload_optimizer, s.offload_param, s.kv_offload})
     if (v == "auto" || v == "disk") return true;
   return false;
 }
@@ -168,10 +171,20 @@ FitPrediction predict(const Point& p, const FitCosts& costs) {
   double disk = 0;
   const double optim = static_cast<double>(m.disk_optim), kv = static_cast<double>(m.disk_kv);
   if (optim + kv > 0) {
-    // The optimizer reads m, v and the mask (optim) and writes m and v back (2/3 of it); the
-    // key/value chunks go out and come back once.
-    disk = (optim + kv) / (cost(disk_cost("read", p)) * 1e9) +
-           (optim * 2 / 3 + kv) / (cost(disk_cost("write", p)) * 1e9);
+    // The optimizer reads its regions (m, v, the mask and with the master on disk p) and
+    // writes all but the mask back; the key/value chunks go out and come back once. The
+    // master on disk: each gather reads the unit's shard, twice a step where parameters are
+    // re-gathered for backward.
+    const StepKeys& s = config<StepKeys>(p);
+    const bool master = s.offload_param == "disk" && s.offload_optimizer == "disk";
+    const double regions = master ? 4 : 3;
+    double gathers = 0;
+    if (master) {
+      const auto& layout = fsdp::strategy_info(config<ModelKeys>(p).strategy).layout;
+      gathers = optim / regions * (layout.reshard_after_forward ? 2 : 1);
+    }
+    disk = (optim + kv + gathers) / (cost(disk_cost("read", p)) * 1e9) +
+           (optim * (regions - 1) / regions + kv) / (cost(disk_cost("write", p)) * 1e9);
   }
   out.step_s = compute + comm + disk;
   out.detail = fmt::format("compute {:.3g} s + comm {:.3g} s + disk {:.3g} s", compute, comm, disk);
@@ -201,7 +214,8 @@ const Registrar kRegister([] {
   // seq_chunks: FPDT's chunks (fpdt only: the other variants take 0), the fewest first, so
   // that among equal predicted steps the largest chunks that fit win (the larger GEMMs);
   // 0 (chunks of attention_chunk tokens) last.
-  register_fit("train", {{"strategy", "activation_checkpoint", "seq_chunks", "offload_optimizer", "kv_offload"},
+  register_fit("train", {{"strategy", "activation_checkpoint", "seq_chunks", "offload_optimizer", "offload_param",
+                          "kv_offload"},
                          costs_needed, measure, predict,
                          [](const Point& p) { return static_cast<double>(config<FitBudgetKeys>(p).memory_budget); },
                          {{"seq_chunks", {2, 4, 8, 16, 32, 64, 0}}}});

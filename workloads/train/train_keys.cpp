@@ -115,12 +115,12 @@ void validate_moe(const StepKeys& c, const Point& p, std::vector<Diagnostic>& ou
 
 // The master goes to the optimizer's file, and is read back by gathers: only where there are
 // both.
-void validate_offload_master(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
-  if (!c.offload_master) return;
+void validate_offload_param(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  if (c.offload_param != "disk") return;
   if (c.offload_optimizer != "disk" && c.offload_optimizer != "auto") {
-    out.push_back({"offload_master", fmt::format("offload_master = true keeps the master weights "
+    out.push_back({"offload_param", fmt::format("offload_param = \"disk\" keeps the master weights "
                    "in the optimizer state's file, and offload_optimizer = \"{}\" makes none: set "
-                   "offload_optimizer = \"disk\" or offload_master = false", c.offload_optimizer)});
+                   "offload_optimizer = \"disk\" or offload_param = \"none\"", c.offload_optimizer)});
     return;
   }
   const std::string& strategy = config<ModelKeys>(p).strategy;
@@ -130,10 +130,10 @@ void validate_offload_master(const StepKeys& c, const Point& p, std::vector<Diag
   } catch (const std::exception&) {
     return;  // an unknown strategy: the strategy key's check names it
   }
-  out.push_back({"offload_master", fmt::format("offload_master = true reads each unit's master "
+  out.push_back({"offload_param", fmt::format("offload_param = \"disk\" reads each unit's master "
                  "shard from disk as it gathers it, and strategy '{}' does not shard the parameters "
                  "(nothing is gathered): use full_shard, shard_grad_op or hybrid_shard, or set "
-                 "offload_master = false", strategy)});
+                 "offload_param = \"none\"", strategy)});
 }
 
 void validate_step(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
@@ -153,7 +153,7 @@ void validate_step(const StepKeys& c, const Point& p, std::vector<Diagnostic>& o
                    "set offload_optimizer or kv_offload = \"disk\", or drop offload_dir",
                    c.offload_dir, c.kv_offload)});
   validate_fpdt(c, p, out);
-  validate_offload_master(c, p, out);
+  validate_offload_param(c, p, out);
   if (c.offload_optimizer == "disk" || c.kv_offload == "disk") {
     const std::string dir = offload_folder(c.offload_dir);
     std::error_code ec;
@@ -326,11 +326,15 @@ void StepKeys::declare(Fields<StepKeys>& f) {
         "update runs on a thread after the step and the next forward waits for it before "
         "gathering the unit (false: the update finishes inside the step) (docs/FSDP.md "
         "\"Optimizer state on disk\")");
-  f.add("offload_master", &StepKeys::offload_master, false,
-        "with offload_optimizer = \"disk\" and a strategy that shards parameters: the fp32 "
-        "master weights in the same file, streamed by the update; each gather reads its unit's "
-        "shard from disk (in fp32 training the master is the compute copy: parameter offload) "
-        "(docs/FSDP.md \"Optimizer state on disk\")");
+  register_name("offload_param", "none", "the fp32 master weights stay in memory");
+  register_name("offload_param", "disk",
+                "the fp32 master weights in the optimizer state's file (offload_optimizer = "
+                "\"disk\"), streamed by the update; each gather reads its unit's shard from disk "
+                "(in fp32 training the master is the compute copy: parameter offload)");
+  f.name("offload_param", &StepKeys::offload_param, "offload_param", "none",
+         "where the fp32 master weights live: none (memory) or disk (with offload_optimizer = "
+         "\"disk\" and a strategy that shards parameters) (docs/FSDP.md \"Optimizer state on "
+         "disk\")");
   f.add("offload_dir", &StepKeys::offload_dir, std::string(""),
         "folder of the offloaded optimizer state (offload_optimizer = \"disk\": one file a "
         "rank, removed at exit) and key/value chunks (kv_offload = \"disk\"); empty = $TMPDIR or /tmp");

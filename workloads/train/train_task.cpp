@@ -192,8 +192,9 @@ std::string offload_space_problem(const std::string& dir, std::uint64_t need, st
   return fmt::format("offload to '{}' needs {:.2f} GiB of free disk ({} ranks x ({:.2f} GiB of "
                      "optimizer state + {:.2f} GiB of key/value chunks{}), as if every rank were on "
                      "this node) and it has {:.2f} GiB free; set offload_dir to a larger file "
-                     "system, or shard more (strategy, mesh.dp_shard)",
-                     dir, gib(need), ranks, gib(optim), gib(kv), sets, gib(free));
+                     "system{}, or shard more (strategy, mesh.dp_shard)",
+                     dir, gib(need), ranks, gib(optim), gib(kv), sets, gib(free),
+                     ckpt == 0 ? "" : " or checkpoint_dir to another one");
 }
 
 std::unique_ptr<models::Model> make_train_model(const Point& p) {
@@ -232,7 +233,7 @@ fsdp::MemoryInputs memory_inputs(const Point& p, const models::Model& model,
   in.reduce_dtype = models::dtype_from_name(config<StepKeys>(p).reduce_dtype);
   in.checkpoint = checkpoint_config(p);
   in.offload_optimizer = config<StepKeys>(p).offload_optimizer;
-  in.offload_master = config<StepKeys>(p).offload_master;
+  in.offload_master = config<StepKeys>(p).offload_param == "disk";
   in.grad_accum = static_cast<int>(config<OptimKeys>(p).microbatches);
   in.policy = comm::policy_from_point(p);
   in.prefetch = config<StepKeys>(p).prefetch;

@@ -221,7 +221,7 @@ fsdp::EngineConfig engine_config(const Point& p, const torch::Device& device,
   cfg.offload_optimizer = step.offload_optimizer;
   cfg.offload_dir = offload_folder(step.offload_dir);
   cfg.offload_overlap = step.offload_overlap;
-  cfg.offload_master = step.offload_master;
+  cfg.offload_master = step.offload_param == "disk";
   cfg.compression = comm::policy_from_point(p);
   cfg.adamw = adamw_config(p);
   // fp16 anywhere in the step: dynamic loss scaling (EngineConfig::loss_scaling).
