@@ -65,26 +65,37 @@ Header run_header(comm::Communicator& c, comm::Group shard_group, const EngineCo
   return h;
 }
 
-// The tensors a rank file holds, in payload order. Offloaded moments are read back from the
-// store into `held` (the file is assembled in memory either way).
-std::vector<const torch::Tensor*> payload_tensors(const Units& units, OffloadStore* store,
-                                                  std::vector<torch::Tensor>& held) {
-  std::vector<const torch::Tensor*> out;
-  held.reserve(3 * units.size());  // no reallocation: out points into it
-  for (std::size_t u = 0; u < units.size(); ++u) {
-    const auto& U = units[u];
-    if (!store) {
-      for (const torch::Tensor* t : {&U->master, &U->exp_avg, &U->exp_avg_sq}) out.push_back(t);
-      continue;
-    }
-    const torch::Tensor* p = &U->master;
-    if (!U->master.defined()) {  // offload_master
-      held.push_back(store->read_master(static_cast<int>(u)));
-      p = &held.back();
-    }
-    auto [m, v] = store->moments(static_cast<int>(u));
-    held.push_back(m), held.push_back(v);
-    out.insert(out.end(), {p, &held[held.size() - 2], &held.back()});
+// The tensors a rank file holds, in payload order (per unit master, m, v), as parts that
+// stream between the file and where they live: the engine's tensors, or the optimizer's
+// offload file (straight from file to file, never a copy of the state in memory). save:
+// the parts fill the file's pieces; else they take them.
+std::vector<ckpt::PayloadPart> payload_parts(const Units& units, OffloadStore* store, bool save) {
+  std::vector<ckpt::PayloadPart> out;
+  const auto in_memory = [&](const torch::Tensor& t) {
+    char* p = static_cast<char*>(t.data_ptr());
+    return ckpt::PayloadPart{t.nbytes(), [p, save](std::uint64_t off, std::uint64_t n, char* buf) {
+                               if (save)
+                                 std::memcpy(buf, p + off, n);
+                               else
+                                 std::memcpy(p + off, buf, n);
+                             }};
+  };
+  const auto on_disk = [&](int u, int array) {
+    return ckpt::PayloadPart{4 * static_cast<std::uint64_t>(store->size(u)),
+                             [store, u, array, save](std::uint64_t off, std::uint64_t n, char* buf) {
+                               const auto e = static_cast<std::int64_t>(off / 4), k = static_cast<std::int64_t>(n / 4);
+                               if (save)
+                                 store->read_array(u, array, e, k, buf);
+                               else
+                                 store->write_array(u, array, e, k, buf);
+                             }};
+  };
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    const auto& U = units[i];
+    const int u = static_cast<int>(i);
+    out.push_back(U->master.defined() ? in_memory(U->master) : on_disk(u, OffloadStore::kP));
+    out.push_back(store ? on_disk(u, OffloadStore::kM) : in_memory(U->exp_avg));
+    out.push_back(store ? on_disk(u, OffloadStore::kV) : in_memory(U->exp_avg_sq));
   }
   return out;
 }
@@ -106,7 +117,8 @@ std::vector<std::string> run_diffs(const ckpt::Marker& m, const Header& run) {
 // checked against the marker.
 bool same_layout(const std::string& set, const ckpt::Marker& m, const Header& run, RankFile& rf) {
   if (m.world != run.world || m.strategy != run.strategy || m.group != run.group) return false;
-  rf = ckpt::read_rank_file(ckpt::rank_file(set, run.rank),
+  // Its header only: the payload streams into the engine once every rank agrees.
+  rf = ckpt::read_rank_head(ckpt::rank_file(set, run.rank),
                             fmt::format("the commit marker lists it for rank {}", run.rank));
   ckpt::check_in_set(rf, m, run.rank, set);
   return rf.h.units == run.units && rf.h.layouts == run.layouts;
@@ -191,7 +203,7 @@ void Engine::save(const std::string& dir) const {
   // Every rank's file, durable before anything is committed.
   Header h = run_header(comm_, shard_group_, cfg_, cfg_.strategy, units_, model_.units(),
                         layout_.params_sharded, step_);
-  std::string file;
+  std::uint64_t file_bytes = 0;
   const std::string err = attempt([&] {
     comm::StateDict state = coll_->compression_state();
     // What the engine learned about the model's use of its units (which are used twice per
@@ -211,12 +223,11 @@ void Engine::save(const std::string& dir) const {
           {scale_, static_cast<double>(good_steps_), static_cast<double>(skipped_)},
           torch::kDouble);
     h.n_state = static_cast<std::uint32_t>(state.size());
-    std::vector<torch::Tensor> held;
-    file = ckpt::encode_file(h, ckpt::encode_payload(payload_tensors(units_, store_.get(), held), state));
-    ckpt::write_durably(ckpt::rank_file(set, comm_.rank()), file);
+    file_bytes = ckpt::write_rank_file(ckpt::rank_file(set, comm_.rank()), h,
+                                       payload_parts(units_, store_.get(), /*save=*/true), state);
   });
   const auto entries =
-      exchange(comm_, what, err, fmt::format("{:016x} {}", h.checksum, file.size()));
+      exchange(comm_, what, err, fmt::format("{:016x} {}", h.checksum, file_bytes));
   // Rank 0 commits: the marker, written last and atomically, lists every file.
   std::string warning;
   const std::string commit_err = !root ? "" : attempt([&] {
@@ -255,7 +266,6 @@ Engine::Loaded Engine::load(const std::string& dir) {
     SB_CHECK(diffs.empty(), "checkpoint {} does not match this run: it has {}; resume with the "
              "configuration it was written with", set, fmt::join(diffs, ", "));
     same = same_layout(set, m, run, rf);
-    if (same) state = ckpt::decode_state(rf);
   });
   // One exchange: every rank's verdict (its own file as it is, or resharding) and the save it
   // read, which must be the same on every rank (the marker makes this so on a shared file
@@ -274,30 +284,21 @@ Engine::Loaded Engine::load(const std::string& dir) {
   Loaded loaded;
   if (reshard) {
     loaded = load_resharded(set, m);
-  } else {
-    load_same_layout(rf, state);
+  } else {  // a rank's unreadable file fails every rank
+    exchange(comm_, fmt::format("resuming from {}", set), attempt([&] { load_same_layout(rf.path, state); }));
   }
   step_ = m.step;
   refresh_replicas();
   return loaded;
 }
 
-// The set was written by this mesh: this rank's file (rf, its state decoded) is copied as it
-// is. Not collective: every rank agreed before.
-void Engine::load_same_layout(const ckpt::RankFile& rf, comm::StateDict& state) {
-  std::size_t pos = rf.payload_pos;
-  for (std::size_t u = 0; u < units_.size(); ++u) {
-    Unit& U = *units_[u];
-    torch::Tensor p = U.master, m = U.exp_avg, v = U.exp_avg_sq;
-    if (store_) m = torch::empty({U.opt_n}), v = torch::empty({U.opt_n});
-    if (!p.defined()) p = torch::empty({U.master_n});  // offload_master
-    for (torch::Tensor* t : {&p, &m, &v}) {
-      std::memcpy(t->data_ptr(), rf.buf.data() + pos, t->nbytes());
-      pos += t->nbytes();
-    }
-    if (store_) store_->set_moments(static_cast<int>(u), m, v);
-    if (!U.master.defined()) store_->set_master(static_cast<int>(u), p);
-  }
+// The set was written by this mesh: this rank's file streams into the engine as it is (its
+// master and moments into the tensors or the offload file, piece by piece), then its state
+// is decoded. Not collective: every rank agreed before.
+void Engine::load_same_layout(const std::string& path, comm::StateDict& state) {
+  const RankFile rf = ckpt::read_rank_file_streamed(path, "the commit marker lists it",
+                                                    payload_parts(units_, store_.get(), /*save=*/false));
+  state = ckpt::decode_state(rf);
   restore_learned(state, units_, last_acquire_order_, rf.path);
   restore_loss_scale(state, rf.path);
   coll_->load_compression_state(state);

@@ -1,11 +1,19 @@
 // Encoding and checked reading of one rank file (checkpoint_file.h).
 #include "workloads/fsdp/checkpoint_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 
 #include "harness/core/check.h"
+#include "harness/core/heartbeat.h"
 #include "workloads/models/model.h"
 
 namespace sb::fsdp::ckpt {
@@ -127,7 +135,9 @@ std::string encode_payload(const std::vector<const torch::Tensor*>& tensors,
   return p;
 }
 
-std::string encode_file(Header& h, const std::string& payload) {
+namespace {
+// The header's bytes up to the checksum (h.payload_bytes as given).
+std::string encode_header(const Header& h) {
   std::string out(kMagic, sizeof kMagic);
   put(out, h.version);
   put(out, h.world);
@@ -141,15 +151,53 @@ std::string encode_file(Header& h, const std::string& payload) {
   for (const auto& u : h.units) put(out, u);
   for (const auto& l : h.layouts) put_layout(out, l);
   put(out, h.n_state);
-  h.payload_bytes = payload.size();
   put(out, h.payload_bytes);
+  return out;
+}
+}  // namespace
+
+std::string encode_file(Header& h, const std::string& payload) {
+  h.payload_bytes = payload.size();
+  std::string out = encode_header(h);
   h.checksum = fnv1a(payload.data(), payload.size(), fnv1a(out.data(), out.size()));
   put(out, h.checksum);
   return out + payload;
 }
 
+std::uint64_t write_rank_file(const std::string& path, Header& h, const std::vector<PayloadPart>& parts,
+                              const comm::StateDict& state) {
+  const std::string tail = encode_payload({}, state);  // the state entries
+  std::vector<PayloadPart> all = parts;
+  all.push_back({tail.size(), [&](std::uint64_t off, std::uint64_t n, char* buf) {
+                   std::memcpy(buf, tail.data() + off, n);
+                 }});
+  h.payload_bytes = 0;
+  for (const auto& p : all) h.payload_bytes += p.bytes;
+  const std::string head = encode_header(h);
+  std::uint64_t sum = fnv1a(head.data(), head.size());
+  std::size_t part = 0;
+  std::uint64_t off = 0;
+  // Each piece starts at the buffer's start, so a part's pieces stay aligned for O_DIRECT.
+  const auto next = [&](char* buf, std::size_t cap) -> std::size_t {
+    while (part < all.size() && off == all[part].bytes) ++part, off = 0;
+    if (part == all.size()) return 0;
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(cap, all[part].bytes - off));
+    all[part].io(off, n, buf);
+    sum = fnv1a(buf, n, sum);
+    off += n;
+    return n;
+  };
+  return write_durably_streamed(path, head.size() + sizeof(std::uint64_t), next, [&] {
+    h.checksum = sum;
+    std::string out = head;
+    put(out, h.checksum);
+    return out;
+  });
+}
+
 std::size_t RankFile::state_pos() const {
   std::size_t pos = payload_pos;
+  if (tensors_elided) return pos;
   for (std::size_t u = 0; u < h.units.size(); ++u)
     pos += (h.layouts[u].master_n + 2 * h.units[u].opt_n) * sizeof(float);
   return pos;
@@ -209,7 +257,14 @@ RankFile read_rank_file(const std::string& path, const std::string& missing_hint
   return rf;
 }
 
-Header read_rank_header(const std::string& path, const std::string& missing_hint) {
+namespace {
+struct Head {
+  Header h;
+  std::string bytes;         // the file's bytes before the payload
+  std::uint64_t sum = 0;     // their checksum before the checksum field (parse_header's)
+};
+
+Head read_head(const std::string& path, const std::string& missing_hint) {
   std::ifstream f(path, std::ios::binary);
   SB_CHECK(f.good(), "no checkpoint file {} ({})", path, missing_hint);
   // Prefixes of 64 KiB, 256 KiB, ... until the header fits (a header is about 100 bytes a
@@ -222,13 +277,84 @@ Header read_rank_header(const std::string& path, const std::string& missing_hint
     buf.resize(static_cast<std::size_t>(f.gcount()));
     const bool whole = buf.size() < n;
     Reader rd{buf, 0, path, /*prefix=*/!whole};
-    Header h;
+    Head out;
     try {
-      parse_header(rd, h);
-      return h;
+      out.sum = parse_header(rd, out.h);
+      out.bytes = buf.substr(0, rd.pos);
+      return out;
     } catch (const PrefixTooShort&) {
     }
   }
+}
+
+// n bytes at offset `at` of fd into p, whole (EINTR and short reads retried).
+void read_at(int fd, char* p, std::size_t n, std::uint64_t at, const std::string& path) {
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t k = ::pread(fd, p + done, n - done, static_cast<off_t>(at + done));
+    if (k < 0 && errno == EINTR) continue;
+    SB_CHECK(k > 0, "checkpoint {}: reading {} bytes at {}: {}", path, n, at,
+             k == 0 ? "the file ends" : std::strerror(errno));
+    done += static_cast<std::size_t>(k);
+  }
+}
+}  // namespace
+
+Header read_rank_header(const std::string& path, const std::string& missing_hint) {
+  return read_head(path, missing_hint).h;
+}
+
+RankFile read_rank_head(const std::string& path, const std::string& missing_hint) {
+  Head head = read_head(path, missing_hint);
+  RankFile rf;
+  rf.path = path;
+  rf.h = head.h;
+  rf.buf = std::move(head.bytes);
+  rf.payload_pos = rf.buf.size();
+  rf.tensors_elided = true;
+  return rf;
+}
+
+RankFile read_rank_file_streamed(const std::string& path, const std::string& missing_hint,
+                                 const std::vector<PayloadPart>& parts) {
+  Head head = read_head(path, missing_hint);
+  RankFile rf;
+  rf.path = path;
+  rf.h = head.h;
+  rf.buf = std::move(head.bytes);
+  rf.payload_pos = rf.buf.size();
+  rf.tensors_elided = true;
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  SB_CHECK(fd >= 0, "cannot open checkpoint {}: {}", path, std::strerror(errno));
+  const std::shared_ptr<int> closer(new int(fd), [](int* f) { ::close(*f); delete f; });
+  struct stat st{};
+  SB_CHECK(::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) == rf.payload_pos + rf.h.payload_bytes,
+           "checkpoint {} is truncated: {} payload bytes expected, {} present", path,
+           rf.h.payload_bytes, static_cast<std::uint64_t>(st.st_size) - rf.payload_pos);
+  std::uint64_t tensors = 0;
+  for (const auto& p : parts) tensors += p.bytes;
+  SB_CHECK(tensors <= rf.h.payload_bytes, "checkpoint {}: {} payload bytes, its units' tensors "
+           "take {}", path, rf.h.payload_bytes, tensors);
+  const auto buf = std::shared_ptr<char>(static_cast<char*>(std::aligned_alloc(4096, kStreamPiece)), std::free);
+  SB_CHECK(buf != nullptr, "cannot allocate the {}-byte buffer to read {}", kStreamPiece, path);
+  std::uint64_t sum = head.sum, at = rf.payload_pos;
+  for (const auto& p : parts)
+    for (std::uint64_t off = 0; off < p.bytes; off += kStreamPiece) {
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kStreamPiece, p.bytes - off));
+      read_at(fd, buf.get(), n, at, path);
+      ::posix_fadvise(fd, static_cast<off_t>(at), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
+      sum = fnv1a(buf.get(), n, sum);
+      p.io(off, n, buf.get());
+      at += n;
+      sb::heartbeat::tick();
+    }
+  std::string tail(rf.h.payload_bytes - tensors, '\0');
+  read_at(fd, tail.data(), tail.size(), at, path);
+  sum = fnv1a(tail.data(), tail.size(), sum);
+  SB_CHECK(sum == rf.h.checksum, "checkpoint {} is corrupt: checksum {:016x}, header says {:016x}",
+           path, sum, rf.h.checksum);
+  rf.buf += tail;
+  return rf;
 }
 
 comm::StateDict decode_state(const RankFile& rf) {
@@ -262,7 +388,16 @@ void check_in_set(const RankFile& rf, const Marker& m, int rank, const std::stri
   const bool listed = h.rank == rank && h.step == m.step && h.world == m.world &&
                       h.group == m.group && h.strategy == m.strategy && h.dtype == m.dtype &&
                       h.compression == m.compression && h.checksum == e.checksum &&
-                      rf.buf.size() == e.bytes;
+                      rf.payload_pos + h.payload_bytes == e.bytes;
+  if (!listed && rf.tensors_elided) {
+    // Only the header was read: an edited or damaged file says so (its checksum) before it is
+    // called another save's. The units' tensors stream past without being kept.
+    std::uint64_t tensors = 0;
+    for (std::size_t u = 0; u < h.units.size(); ++u)
+      tensors += (h.layouts[u].master_n + 2 * h.units[u].opt_n) * sizeof(float);
+    read_rank_file_streamed(rf.path, "the commit marker lists it",
+                            {{tensors, [](std::uint64_t, std::uint64_t, char*) {}}});
+  }
   if (!listed)
     SB_FAIL("{} is not the rank-{} file the commit marker of {} lists: the file is rank {} of "
             "step {} ({} ranks, {}, checksum {:016x}), the marker lists step {} ({} ranks, {}, "

@@ -13,6 +13,7 @@
 // without the model that wrote them, and so to resume on another mesh (checkpoint_reshard.cpp).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -83,16 +84,41 @@ std::string encode_payload(const std::vector<const torch::Tensor*>& tensors,
 // The whole file; sets h.payload_bytes and h.checksum.
 std::string encode_file(Header& h, const std::string& payload);
 
+// A part of the payload that streams rather than sits in memory (a unit's master or moments,
+// in memory or in the optimizer's offload file): `bytes` bytes moved by io(off, n, buf) in
+// consecutive pieces, off a multiple of kStreamPiece, buf 4096-aligned with room for n rounded
+// up to 4096. Saving, io fills buf; loading, it takes buf's bytes.
+struct PayloadPart {
+  std::uint64_t bytes = 0;
+  std::function<void(std::uint64_t off, std::uint64_t n, char* buf)> io;
+};
+// The file of encode_file(h, encode_payload(parts' bytes, state)), written durably piece by
+// piece (write_durably_streamed): memory holds one piece, never the file. Sets
+// h.payload_bytes and h.checksum; returns the file's size.
+std::uint64_t write_rank_file(const std::string& path, Header& h, const std::vector<PayloadPart>& parts,
+                              const comm::StateDict& state);
+
 // One rank's file, checked on its own (magic, version, size, checksum); payload_pos is where
 // the payload starts in buf.
 struct RankFile {
   std::string path, buf;
   Header h;
   std::size_t payload_pos = 0;
-  // Where the state entries start (after every unit's master and moments).
+  bool tensors_elided = false;  // read_rank_file_streamed: buf lacks the units' tensors
+  // Where the state entries start in buf (after every unit's master and moments).
   std::size_t state_pos() const;
 };
 RankFile read_rank_file(const std::string& path, const std::string& missing_hint);
+// read_rank_file without the units' tensors in memory: the payload's first bytes go to parts
+// (the file's master and moments, in order) piece by piece, and buf keeps the header and the
+// state entries only (decode_state reads them). The size and the checksum are checked at the
+// end, after the parts have taken their bytes: a caller that writes them into live state
+// treats a failure as fatal to that state.
+RankFile read_rank_file_streamed(const std::string& path, const std::string& missing_hint,
+                                 const std::vector<PayloadPart>& parts);
+// Its header only, as a RankFile with nothing of the payload (tensors_elided; check_in_set
+// works on it, decode_state does not): nothing past the header is read or checked.
+RankFile read_rank_head(const std::string& path, const std::string& missing_hint);
 // Only the header (layouts included) of a rank file, from the file's first bytes: what a
 // loader reads to skip files that hold none of its units. Nothing beyond the header is
 // checked (no checksum): a file that is then used is read with read_rank_file.

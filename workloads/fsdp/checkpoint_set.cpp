@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <fmt/ranges.h>  // fmt::join
 
@@ -95,6 +97,56 @@ void write_durably(const std::string& path, const std::string& bytes) {
             "checkpoint_dir", path, done, bytes.size(), std::strerror(err));
   }
   fsync_dir(fs::path(path).parent_path().string());
+}
+
+std::uint64_t write_durably_streamed(const std::string& path, std::size_t head_bytes,
+                                     const std::function<std::size_t(char*, std::size_t)>& next,
+                                     const std::function<std::string()>& head) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  SB_CHECK(fd >= 0, "cannot create {}: {}; check that the checkpoint directory is writable",
+           tmp, std::strerror(errno));
+  std::uint64_t pos = head_bytes;
+  int err = 0;
+  const auto put = [&](const char* p, std::size_t n, std::uint64_t at) {
+    std::size_t done = 0;
+    while (done < n && err == 0) {
+      const ssize_t k = ::pwrite(fd, p + done, n - done, static_cast<off_t>(at + done));
+      if (k < 0 && errno != EINTR) err = errno;
+      if (k > 0) done += static_cast<std::size_t>(k);
+    }
+  };
+  std::string why;  // an error of next() or head(), after the file is closed and removed
+  try {
+    const auto buf = std::shared_ptr<char>(static_cast<char*>(std::aligned_alloc(4096, kStreamPiece)), std::free);
+    SB_CHECK(buf != nullptr, "cannot allocate the {}-byte buffer to write {}", kStreamPiece, path);
+    for (std::size_t n; err == 0 && (n = next(buf.get(), kStreamPiece)) > 0; pos += n) {
+      put(buf.get(), n, pos);
+      // Written back and dropped now: a file larger than memory must not become page cache
+      // (under a memory cgroup the cache is charged to the run).
+      if (err == 0 && ::sync_file_range(fd, static_cast<off_t>(pos), static_cast<off_t>(n),
+                                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                            SYNC_FILE_RANGE_WAIT_AFTER) == 0)
+        ::posix_fadvise(fd, static_cast<off_t>(pos), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
+      sb::heartbeat::tick();
+    }
+    const std::string h = head();
+    SB_CHECK(h.size() == head_bytes, "checkpoint header of {} bytes, {} reserved", h.size(), head_bytes);
+    if (err == 0) put(h.data(), h.size(), 0);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (why.empty() && err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (why.empty() && err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (!why.empty() || err != 0) {
+    ::unlink(tmp.c_str());
+    SB_CHECK(why.empty(), "writing {}: {}", path, why);
+    SB_FAIL("writing {} failed after {} bytes: {}; free space or choose another checkpoint_dir",
+            path, pos, std::strerror(err));
+  }
+  fsync_dir(fs::path(path).parent_path().string());
+  return pos;
 }
 
 std::string encode_marker(const Marker& m) {

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,15 @@ std::string marker_file(const std::string& set_dir);             // set_dir/COMM
 // exists under its final name only complete and durable. Errors name the path and the reason
 // ("No space left on device") and remove the temporary file.
 void write_durably(const std::string& path, const std::string& bytes);
+// write_durably for a file larger than memory should hold: the body comes from next(buf, cap),
+// which fills up to cap bytes of a 4096-aligned buffer and returns how many (0: the end), and
+// is written after head_bytes reserved bytes; then head(), exactly head_bytes bytes computed
+// once the body is written (its checksum), at offset 0. Memory: one buffer of kStreamPiece
+// bytes; the written pages leave the page cache as they go. Returns the file's size.
+constexpr std::size_t kStreamPiece = std::size_t{64} << 20;
+std::uint64_t write_durably_streamed(const std::string& path, std::size_t head_bytes,
+                                     const std::function<std::size_t(char*, std::size_t)>& next,
+                                     const std::function<std::string()>& head);
 
 std::string encode_marker(const Marker& m);
 // Reads and checks set_dir/COMMIT; a missing marker says the save was interrupted.

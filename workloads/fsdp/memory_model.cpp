@@ -172,14 +172,14 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
   MemoryPrediction p;
   std::vector<U64> unit_bytes;  // gathered, compute dtype
   U64 formed = 0;               // the reduce-dtype gradients each step forms anew
-  U64 largest_shard = 0;
+  std::vector<U64> shards;      // each unit's shard, elements
   // Where the engine puts the master on disk (Engine::make_offload_store refuses the rest).
   const bool master_on_disk = in.offload_master && in.offload_optimizer == "disk" && l.params_sharded;
   for (const auto& u : in.units) {
     const ShardRange r = shard_range(u.numel(), unit_shards(u, n, std::max(1, in.ep)), 0);
     const U64 padded = static_cast<U64>(r.padded), S = static_cast<U64>(r.size);
     if (!master_on_disk) p.param += 4 * (l.params_sharded ? S : padded);
-    largest_shard = std::max(largest_shard, S);
+    shards.push_back(S);
     const U64 reduced = c10::elementSize(in.reduce_dtype) * (l.grads_sharded ? S : padded);
     formed += reduced;
     p.grad += reduced + (in.grad_accum > 1 || in.pp > 1 ? 4 * padded : 0);
@@ -191,9 +191,16 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
   }
   p.compression = compression_bytes(s, in.units, mesh, in.policy, std::max(1, in.ep));
   p.gathered = gathered_bytes(l, unit_bytes, in.param_dtype == torch::kFloat32, in.prefetch, in.pp > 1);
-  // offload_master: a gather's shard read from disk lives until the gather completes; while a
-  // unit computes, the prefetched one's is in flight.
-  if (master_on_disk && in.prefetch) p.gathered += OffloadStore::master_read_bytes(static_cast<std::int64_t>(largest_shard));
+  // offload_param = "disk": a gather's shard read from disk lives until the gather completes;
+  // while a unit computes, the prefetched one's is in flight. Of the units gathered_bytes
+  // holds at once (the largest ones: the unit computing, the prefetched one, the tied
+  // embedding held from forward to backward), the prefetched one is taken as the smallest
+  // (the embedding is the largest and is not prefetched at the peak, the top block's backward).
+  if (master_on_disk && in.prefetch && !shards.empty()) {
+    std::sort(shards.begin(), shards.end(), std::greater<U64>());
+    const U64 prefetched = shards[std::min<std::size_t>(shards.size(), 3) - 1];
+    p.gathered += OffloadStore::master_read_bytes(static_cast<std::int64_t>(prefetched));
+  }
   activation_bytes(in, elt, formed, p);
   if (in.offload_optimizer != "none") p.offload = OffloadStore::staging_bytes(in.offload_block, master_on_disk);
   p.model_state = p.param + p.grad + p.optim + p.compression + p.offload + (l.params_sharded ? 0 : p.gathered);

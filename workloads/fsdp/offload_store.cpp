@@ -173,6 +173,31 @@ torch::Tensor OffloadStore::read_master(int unit) {
   return p;
 }
 
+namespace {
+void check_range(int unit, int array, std::int64_t off, std::int64_t n, std::int64_t size, int arrays) {
+  SB_CHECK(array >= 0 && array < arrays && array != 2 && off >= 0 && off % 1024 == 0 && n >= 0 &&
+               off + n <= size,
+           "offload: unit {} array {} elements [{}, {}) of {} (array 0, 1 or 3 the store holds; "
+           "off a multiple of 1024)", unit, array, off, off + n, size);
+}
+}  // namespace
+
+void OffloadStore::read_array(int unit, int array, std::int64_t off, std::int64_t n, void* buf) {
+  check_range(unit, array, off, n, size(unit), arrays());
+  if (n == 0) return;
+  double s = 0;
+  io(false, buf, round_up(4 * static_cast<std::uint64_t>(n)),
+     base(unit) + static_cast<std::uint64_t>(array) * cap(unit) + 4 * static_cast<std::uint64_t>(off), &s);
+}
+
+void OffloadStore::write_array(int unit, int array, std::int64_t off, std::int64_t n, const void* buf) {
+  check_range(unit, array, off, n, size(unit), arrays());
+  if (n == 0) return;
+  double s = 0;
+  io(true, const_cast<void*>(buf), round_up(4 * static_cast<std::uint64_t>(n)),
+     base(unit) + static_cast<std::uint64_t>(array) * cap(unit) + 4 * static_cast<std::uint64_t>(off), &s);
+}
+
 void OffloadStore::set_master(int unit, const torch::Tensor& p) {
   const auto n = sizes_.at(static_cast<std::size_t>(unit));
   SB_CHECK(master_ && p.numel() == n, "offload: unit {} holds {} master weights{}, got {}", unit, n,

@@ -82,6 +82,14 @@ class OffloadStore {
   // tensor bytes count it). Reads straight from the file, never through the staging slots: a
   // gather calls it (on its own I/O thread) while the overlapped update streams another unit.
   torch::Tensor read_master(int unit);
+  // Elements [off, off + n) of one of unit u's arrays (kM, kV, kP), straight between the file
+  // and buf (checkpoints: no copy of the unit in memory). off a multiple of 1024, buf
+  // 4096-aligned with room for 4 n bytes rounded up to 4096; a write's bytes past n land in
+  // the region's padding.
+  static constexpr int kM = 0, kV = 1, kP = 3;
+  void read_array(int unit, int array, std::int64_t off, std::int64_t n, void* buf);
+  void write_array(int unit, int array, std::int64_t off, std::int64_t n, const void* buf);
+  std::int64_t size(int unit) const { return sizes_.at(static_cast<std::size_t>(unit)); }
   void set_master(int unit, const torch::Tensor& p);
   bool holds_master() const { return master_; }
 
