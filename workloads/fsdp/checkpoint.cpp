@@ -84,10 +84,12 @@ std::vector<ckpt::PayloadPart> payload_parts(const Units& units, OffloadStore* s
     return ckpt::PayloadPart{4 * static_cast<std::uint64_t>(store->size(u)),
                              [store, u, array, save](std::uint64_t off, std::uint64_t n, char* buf) {
                                const auto e = static_cast<std::int64_t>(off / 4), k = static_cast<std::int64_t>(n / 4);
-                               if (save)
+                               if (save) {
                                  store->read_array(u, array, e, k, buf);
-                               else
+                               } else {  // the region's padding past n gets zeros, not stale bytes
+                                 std::memset(buf + n, 0, models::DirectFile::round_up(n) - n);
                                  store->write_array(u, array, e, k, buf);
+                               }
                              }};
   };
   for (std::size_t i = 0; i < units.size(); ++i) {
@@ -285,7 +287,7 @@ Engine::Loaded Engine::load(const std::string& dir) {
   if (reshard) {
     loaded = load_resharded(set, m);
   } else {  // a rank's unreadable file fails every rank
-    exchange(comm_, fmt::format("resuming from {}", set), attempt([&] { load_same_layout(rf.path, state); }));
+    exchange(comm_, fmt::format("resuming from {}", set), attempt([&] { load_same_layout(rf, state); }));
   }
   step_ = m.step;
   refresh_replicas();
@@ -295,9 +297,15 @@ Engine::Loaded Engine::load(const std::string& dir) {
 // The set was written by this mesh: this rank's file streams into the engine as it is (its
 // master and moments into the tensors or the offload file, piece by piece), then its state
 // is decoded. Not collective: every rank agreed before.
-void Engine::load_same_layout(const std::string& path, comm::StateDict& state) {
-  const RankFile rf = ckpt::read_rank_file_streamed(path, "the commit marker lists it",
+void Engine::load_same_layout(const ckpt::RankFile& agreed, comm::StateDict& state) {
+  const RankFile rf = ckpt::read_rank_file_streamed(agreed.path, "the commit marker lists it",
                                                     payload_parts(units_, store_.get(), /*save=*/false));
+  // The file the ranks agreed on (its header read first), not one put in its place since.
+  SB_CHECK(rf.h.checksum == agreed.h.checksum && rf.h.step == agreed.h.step &&
+               rf.h.layouts == agreed.h.layouts,
+           "checkpoint {} changed while it was being resumed (checksum {:016x}, then {:016x}); "
+           "nothing may write checkpoint_dir during a resume: rerun", agreed.path,
+           agreed.h.checksum, rf.h.checksum);
   state = ckpt::decode_state(rf);
   restore_learned(state, units_, last_acquire_order_, rf.path);
   restore_loss_scale(state, rf.path);

@@ -113,6 +113,7 @@ std::uint64_t write_durably_streamed(const std::string& path, std::size_t head_b
     while (done < n && err == 0) {
       const ssize_t k = ::pwrite(fd, p + done, n - done, static_cast<off_t>(at + done));
       if (k < 0 && errno != EINTR) err = errno;
+      if (k == 0) err = ENOSPC;  // nothing written and no error: never loop on it
       if (k > 0) done += static_cast<std::size_t>(k);
     }
   };
@@ -124,10 +125,15 @@ std::uint64_t write_durably_streamed(const std::string& path, std::size_t head_b
       put(buf.get(), n, pos);
       // Written back and dropped now: a file larger than memory must not become page cache
       // (under a memory cgroup the cache is charged to the run).
-      if (err == 0 && ::sync_file_range(fd, static_cast<off_t>(pos), static_cast<off_t>(n),
-                                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-                                            SYNC_FILE_RANGE_WAIT_AFTER) == 0)
-        ::posix_fadvise(fd, static_cast<off_t>(pos), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
+      // A write-back error is reported here once (a later fsync would not see it again).
+      if (err == 0) {
+        if (::sync_file_range(fd, static_cast<off_t>(pos), static_cast<off_t>(n),
+                              SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                  SYNC_FILE_RANGE_WAIT_AFTER) == 0)
+          ::posix_fadvise(fd, static_cast<off_t>(pos), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
+        else if (errno != EINVAL && errno != ENOSYS && errno != ESPIPE)  // not refused as unsupported
+          err = errno;
+      }
       sb::heartbeat::tick();
     }
     const std::string h = head();

@@ -259,7 +259,7 @@ class Engine final : public models::ParamProvider {
   void note_memory();
   void refresh_replicas();
   void make_offload_store();
-  void load_same_layout(const std::string& path, comm::StateDict& state);  // checkpoint.cpp
+  void load_same_layout(const ckpt::RankFile& agreed, comm::StateDict& state);  // checkpoint.cpp
   Loaded load_resharded(const std::string& set, const ckpt::Marker& m);
   void restore_loss_scale(comm::StateDict& state, const std::string& path);
 
