@@ -38,6 +38,48 @@ EngineConfig cfg_of(const std::string& strategy, torch::ScalarType dtype, bool d
 
 std::uint64_t aligned(std::int64_t n) { return (4 * static_cast<std::uint64_t>(n) + 4095) / 4096 * 4096; }
 
+// The same losses, gradient norms and final parameters, bit for bit.
+void expect_equal_runs(const RunResult& got, const RunResult& want, const std::string& what) {
+  for (int s = 0; s < kSteps; ++s) {
+    EXPECT_EQ(got.losses[s], want.losses[s]) << what << " step " << s;
+    EXPECT_EQ(got.norms[s], want.norms[s]) << what << " step " << s;
+  }
+  EXPECT_EQ(max_param_diff(got.params, want.params), 0.0) << what;
+}
+
+// What one update moves through the file: every block of every unit's optimizer slice (the
+// shard, or the whole unit where nothing is sharded), `reads` and `writes` arrays of it.
+std::pair<std::uint64_t, std::uint64_t> update_bytes(const sb::models::Model& model, int rank, bool sharded,
+                                                     int reads, int writes) {
+  std::uint64_t read = 0, written = 0;
+  for (const auto& u : model.units()) {
+    const auto r = sb::fsdp::shard_range(u.numel(), world_size(), rank);
+    const std::int64_t n = sharded ? r.size : r.padded;
+    for (std::int64_t off = 0; off < n; off += kBlock) {
+      read += reads * aligned(std::min(kBlock, n - off));
+      written += writes * aligned(std::min(kBlock, n - off));
+    }
+  }
+  return {read, written};
+}
+
+// The memory model's prediction for these engines (disk: the moments on disk, master: and the
+// master).
+sb::fsdp::MemoryPrediction predicted(const sb::models::Model& model, const std::string& strategy,
+                                     torch::ScalarType dtype, bool disk, bool master) {
+  sb::fsdp::MemoryInputs in;
+  in.units = model.units();
+  in.model = model.config();
+  in.strategy = strategy;
+  in.world = world_size();
+  in.param_dtype = dtype;
+  in.reduce_dtype = dtype;
+  if (disk) in.offload_optimizer = "disk";
+  in.offload_block = kBlock;
+  in.offload_master = master;
+  return sb::fsdp::predict_memory(in);
+}
+
 TEST(Offload, DiskEqualsMemoryBitForBit) {
   for (const std::string strategy : {"full_shard", "zero1", "shard_grad_op", "no_shard"})
     for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
@@ -49,42 +91,19 @@ TEST(Offload, DiskEqualsMemoryBitForBit) {
       {
         Engine e(*model, comm, cfg_of(strategy, dtype, true), sb::models::init_params(model->units(), 1234));
         const RunResult got = run_engine(*model, comm, {}, kB, kT, kSteps, 1, 0, &e);
-        for (int s = 0; s < kSteps; ++s) {
-          EXPECT_EQ(got.losses[s], want.losses[s]) << what << " step " << s;
-          EXPECT_EQ(got.norms[s], want.norms[s]) << what << " step " << s;
-        }
-        EXPECT_EQ(max_param_diff(got.params, want.params), 0.0) << what;
+        expect_equal_runs(got, want, what);
         // Memory: no moments here, the staging blocks instead, as predicted.
         const auto m = e.memory();
         EXPECT_EQ(m.optim, 0u) << what;
         EXPECT_EQ(m.offload, sb::fsdp::OffloadStore::staging_bytes(kBlock)) << what;
-        sb::fsdp::MemoryInputs in;
-        in.units = model->units();
-        in.model = model->config();
-        in.strategy = strategy;
-        in.world = world_size();
-        in.param_dtype = dtype;
-        in.reduce_dtype = dtype;
-        in.offload_optimizer = "disk";
-        in.offload_block = kBlock;
-        const auto pm = sb::fsdp::predict_memory(in);
+        const auto pm = predicted(*model, strategy, dtype, true, false);
         EXPECT_EQ(pm.optim, 0u) << what;
         EXPECT_EQ(pm.offload, m.offload) << what;
         EXPECT_EQ(pm.model_state, m.model_state) << what;
         // The bytes moved: every block of every unit, each step.
         const auto* store = e.offload_store();
         ASSERT_NE(store, nullptr);
-        std::uint64_t read = 0, written = 0;
-        const auto& u0 = model->units();
-        for (std::size_t u = 0; u < u0.size(); ++u) {
-          const auto& r = sb::fsdp::shard_range(u0[u].numel(), world_size(), comm.rank());
-          const bool sharded = strategy != "no_shard";
-          const std::int64_t n = sharded ? r.size : r.padded;
-          for (std::int64_t off = 0; off < n; off += kBlock) {
-            read += 3 * aligned(std::min(kBlock, n - off));
-            written += 2 * aligned(std::min(kBlock, n - off));
-          }
-        }
+        const auto [read, written] = update_bytes(*model, comm.rank(), strategy != "no_shard", 3, 2);
         EXPECT_EQ(store->stats().read_bytes, read * kSteps) << what;
         EXPECT_EQ(store->stats().written_bytes, written * kSteps) << what;
         path = store->path();
@@ -119,11 +138,7 @@ TEST(Offload, OverlappedUpdateEqualsTheUpdateInsideTheStep) {
       Engine e(*model, comm, cfg_of(strategy, dtype, true), sb::models::init_params(model->units(), 1234));
       EXPECT_EQ(e.overlaps_update(), strategy == "full_shard" || strategy == "shard_grad_op") << what;
       const RunResult got = run_engine(*model, comm, {}, kB, kT, kSteps, 1, 0, &e);
-      for (int s = 0; s < kSteps; ++s) {
-        EXPECT_EQ(got.losses[s], want.losses[s]) << what << " step " << s;
-        EXPECT_EQ(got.norms[s], want.norms[s]) << what << " step " << s;
-      }
-      EXPECT_EQ(max_param_diff(got.params, want.params), 0.0) << what;
+      expect_equal_runs(got, want, what);
       EXPECT_GE(e.update_wait_s(), 0.0) << what;
     }
 }
@@ -169,26 +184,12 @@ TEST(Offload, MasterOnDiskEqualsMemoryBitForBit) {
         Engine e(*model, comm, c, sb::models::init_params(model->units(), 1234));
         EXPECT_EQ(e.overlaps_update(), overlap) << what;
         const RunResult got = run_engine(*model, comm, {}, kB, kT, kSteps, 1, 0, &e);
-        for (int s = 0; s < kSteps; ++s) {
-          EXPECT_EQ(got.losses[s], want.losses[s]) << what << " step " << s;
-          EXPECT_EQ(got.norms[s], want.norms[s]) << what << " step " << s;
-        }
-        EXPECT_EQ(max_param_diff(got.params, want.params), 0.0) << what;
+        expect_equal_runs(got, want, what);
         const auto m = e.memory();
         EXPECT_EQ(m.param, 0u) << what;
         EXPECT_EQ(m.optim, 0u) << what;
         EXPECT_EQ(m.offload, sb::fsdp::OffloadStore::staging_bytes(kBlock, true)) << what;
-        sb::fsdp::MemoryInputs in;
-        in.units = model->units();
-        in.model = model->config();
-        in.strategy = strategy;
-        in.world = world_size();
-        in.param_dtype = dtype;
-        in.reduce_dtype = dtype;
-        in.offload_optimizer = "disk";
-        in.offload_block = kBlock;
-        in.offload_master = true;
-        const auto pm = sb::fsdp::predict_memory(in);
+        const auto pm = predicted(*model, strategy, dtype, true, true);
         EXPECT_EQ(pm.param, 0u) << what;
         EXPECT_EQ(pm.offload, m.offload) << what;
         EXPECT_EQ(pm.model_state, m.model_state) << what;
@@ -196,15 +197,10 @@ TEST(Offload, MasterOnDiskEqualsMemoryBitForBit) {
         ASSERT_NE(store, nullptr);
         EXPECT_TRUE(store->holds_master()) << what;
         EXPECT_EQ(std::filesystem::file_size(store->path()), pm.disk_optim) << what;
-        std::uint64_t read = 0, written = 0, shards = 0;
-        for (const auto& u : model->units()) {
-          const std::int64_t n = sb::fsdp::shard_range(u.numel(), world_size(), comm.rank()).size;
-          shards += aligned(n);
-          for (std::int64_t off = 0; off < n; off += kBlock) {
-            read += 4 * aligned(std::min(kBlock, n - off));
-            written += 3 * aligned(std::min(kBlock, n - off));
-          }
-        }
+        const auto [read, written] = update_bytes(*model, comm.rank(), true, 4, 3);
+        std::uint64_t shards = 0;
+        for (const auto& u : model->units())
+          shards += aligned(sb::fsdp::shard_range(u.numel(), world_size(), comm.rank()).size);
         EXPECT_EQ(store->stats().read_bytes, read * kSteps) << what;
         EXPECT_EQ(store->stats().written_bytes, written * kSteps) << what;
         // Each step gathers every unit at least once (full_shard: again in backward); the
@@ -228,12 +224,7 @@ TEST(Offload, CheckpointsMoveBetweenMasterOnDiskAndMemory) {
       a.save(dir);
     }
     // The rank file: the memory model's disk_checkpoint (the tensors) and a small header.
-    sb::fsdp::MemoryInputs in;
-    in.units = model->units();
-    in.model = model->config();
-    in.strategy = "full_shard";
-    in.world = world_size();
-    const std::uint64_t tensors = sb::fsdp::predict_memory(in).disk_checkpoint;
+    const std::uint64_t tensors = predicted(*model, "full_shard", torch::kFloat32, false, false).disk_checkpoint;
     std::uint64_t file = 0;
     for (const auto& f : std::filesystem::recursive_directory_iterator(dir))
       if (f.path().filename() == "rank" + std::to_string(comm.rank()) + ".sbck") file = f.file_size();

@@ -93,9 +93,13 @@ inline std::string error_of(const std::function<void()>& f) {
   return "no error";
 }
 
-// A directory all ranks agree on (rank 0 creates it; the name travels by broadcast).
+// A directory all ranks agree on (rank 0 creates it; the name travels by broadcast). The
+// barrier first: a test that asks for the same name again (an engine a loop iteration, each
+// with its offload file there) must not have rank 0 empty the folder while another rank's
+// last engine still removes its own file in it (remove_all then throws, now and then).
 inline std::string shared_tmpdir(const std::string& prefix, const std::string& tag) {
   char buf[256] = {0};
+  MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) {
     std::string d = fmt::format("{}/{}_{}_{}_{}", std::filesystem::temp_directory_path().string(),
                                 prefix, tag, getpid(), world_size());

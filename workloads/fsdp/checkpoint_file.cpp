@@ -298,14 +298,8 @@ void read_at(int fd, char* p, std::size_t n, std::uint64_t at, const std::string
     done += static_cast<std::size_t>(k);
   }
 }
-}  // namespace
-
-Header read_rank_header(const std::string& path, const std::string& missing_hint) {
-  return read_head(path, missing_hint).h;
-}
-
-RankFile read_rank_head(const std::string& path, const std::string& missing_hint) {
-  Head head = read_head(path, missing_hint);
+// A RankFile of the header alone (its bytes taken from head).
+RankFile header_only(const std::string& path, Head& head) {
   RankFile rf;
   rf.path = path;
   rf.h = head.h;
@@ -314,16 +308,21 @@ RankFile read_rank_head(const std::string& path, const std::string& missing_hint
   rf.tensors_elided = true;
   return rf;
 }
+}  // namespace
+
+Header read_rank_header(const std::string& path, const std::string& missing_hint) {
+  return read_head(path, missing_hint).h;
+}
+
+RankFile read_rank_head(const std::string& path, const std::string& missing_hint) {
+  Head head = read_head(path, missing_hint);
+  return header_only(path, head);
+}
 
 RankFile read_rank_file_streamed(const std::string& path, const std::string& missing_hint,
                                  const std::vector<PayloadPart>& parts) {
   Head head = read_head(path, missing_hint);
-  RankFile rf;
-  rf.path = path;
-  rf.h = head.h;
-  rf.buf = std::move(head.bytes);
-  rf.payload_pos = rf.buf.size();
-  rf.tensors_elided = true;
+  RankFile rf = header_only(path, head);
   const int fd = ::open(path.c_str(), O_RDONLY);
   SB_CHECK(fd >= 0, "cannot open checkpoint {}: {}", path, std::strerror(errno));
   const std::shared_ptr<int> closer(new int(fd), [](int* f) { ::close(*f); delete f; });
