@@ -247,7 +247,7 @@ TEST(Offload, MasterOnDiskNeedsShardedParameters) {
     const std::string msg = error_of([&] {
       Engine e(*model, comm, cfg_of(strategy, torch::kFloat32, true, true), sb::models::init_params(model->units(), 1234));
     });
-    EXPECT_NE(msg.find("strategy " + strategy + " does not shard the parameters"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("strategy '" + strategy + "' does not shard the parameters"), std::string::npos) << msg;
     EXPECT_NE(msg.find("or set offload_param = \"none\""), std::string::npos) << msg;
   }
 }

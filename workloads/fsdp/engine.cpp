@@ -104,10 +104,10 @@ Engine::Engine(models::Model& model, comm::Communicator& comm, EngineConfig cfg,
     scale_ = cfg_.loss_scale_init;
   }
   const auto& specs = model_.units();
-  SB_CHECK(!cfg_.offload_master || cfg_.forward_only || cfg_.offload_optimizer == "disk",
-           "offload_param = \"disk\" keeps the master weights in the optimizer state's file, and "
-           "offload_optimizer = \"{}\" makes none: set offload_optimizer = \"disk\" or "
-           "offload_param = \"none\"", cfg_.offload_optimizer);
+  if (cfg_.offload_master && !cfg_.forward_only) {
+    const std::string why = master_on_disk_problem(cfg_.offload_optimizer, cfg_.strategy);
+    SB_CHECK(why.empty(), "{}", why);
+  }
   if (!cfg_.forward_only && cfg_.offload_optimizer != "none") make_offload_store();
   // Expert parallelism: the experts' units live on the expert-data-parallel group, a split of
   // the shard group (backend.h). Replicas (dp_replicate, hybrid sharding) hold the same split,
@@ -203,10 +203,6 @@ void Engine::make_offload_store() {
            "and disk", cfg_.offload_optimizer);
   SB_CHECK(cfg_.device.is_cpu(), "offload_optimizer = \"disk\" streams the update on the CPU; "
            "this run's device is {}: set offload_optimizer = \"none\"", cfg_.device.str());
-  SB_CHECK(!cfg_.offload_master || layout_.params_sharded, "offload_param = \"disk\" reads "
-           "each unit's master shard from disk as it gathers it, and strategy {} does not shard the "
-           "parameters (nothing is gathered): use full_shard, shard_grad_op or hybrid_shard, or set "
-           "offload_param = \"none\"", cfg_.strategy);
   store_ = std::make_unique<OffloadStore>(cfg_.offload_dir, fmt::format("rank{}", comm_.rank()),
                                           cfg_.offload_block, cfg_.offload_master);
 }
@@ -469,8 +465,9 @@ torch::Tensor Engine::forward_loss(const models::Batch& b) {
 std::vector<std::vector<torch::Tensor>> Engine::full_params() {
   updates_.drain();
   std::vector<std::vector<torch::Tensor>> out;
-  for (auto& U : units_) {
-    torch::Tensor mine = master_of(static_cast<int>(&U - units_.data()));
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    const auto& U = units_[u];
+    torch::Tensor mine = master_of(static_cast<int>(u));
     torch::Tensor full = mine;
     if (layout_.params_sharded) {
       full = torch::empty({U->range.padded}, mine.options());

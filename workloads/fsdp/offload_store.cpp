@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "harness/core/check.h"
+#include "workloads/fsdp/strategy.h"
 
 namespace sb::fsdp {
 namespace {
@@ -26,6 +27,18 @@ double now() {
 }
 
 }  // namespace
+
+std::string master_on_disk_problem(const std::string& offload_optimizer, const std::string& strategy) {
+  if (offload_optimizer != "disk" && offload_optimizer != "auto")
+    return fmt::format("offload_param = \"disk\" keeps the master weights in the optimizer state's "
+                       "file, and offload_optimizer = \"{}\" makes none: set offload_optimizer = "
+                       "\"disk\" or offload_param = \"none\"", offload_optimizer);
+  if (strategy == "auto" || strategy_info(strategy).layout.params_sharded) return "";
+  return fmt::format("offload_param = \"disk\" reads each unit's master shard from disk as it "
+                     "gathers it, and strategy '{}' does not shard the parameters (nothing is "
+                     "gathered): use full_shard, shard_grad_op or hybrid_shard, or set "
+                     "offload_param = \"none\"", strategy);
+}
 
 OffloadStore::OffloadStore(const std::string& dir, const std::string& tag, std::int64_t block,
                            bool master)
@@ -55,6 +68,9 @@ std::uint64_t OffloadStore::cap(int unit) const {
   return round_up(4 * static_cast<std::uint64_t>(sizes_.at(static_cast<std::size_t>(unit))));
 }
 std::uint64_t OffloadStore::base(int unit) const { return bases_.at(static_cast<std::size_t>(unit)); }
+std::uint64_t OffloadStore::at(int unit, int array, std::int64_t off) const {
+  return base(unit) + static_cast<std::uint64_t>(array) * cap(unit) + 4 * static_cast<std::uint64_t>(off);
+}
 
 void OffloadStore::io(bool write, void* buf, std::uint64_t bytes, std::uint64_t offset, double* seconds) {
   const double t0 = now();
@@ -84,7 +100,6 @@ int OffloadStore::add(const torch::Tensor& decay, const torch::Tensor& master) {
 
 void OffloadStore::stream(int unit, const std::function<void(std::int64_t, std::int64_t, const Block&)>& f) {
   const auto n = sizes_.at(static_cast<std::size_t>(unit));
-  const std::uint64_t c = cap(unit), b = base(unit);
   const std::int64_t blocks = (n + block_ - 1) / block_;
   const auto bytes_of = [&](std::int64_t i) {
     return round_up(4 * static_cast<std::uint64_t>(std::min(block_, n - i * block_)));
@@ -97,11 +112,10 @@ void OffloadStore::stream(int unit, const std::function<void(std::int64_t, std::
     const int s = static_cast<int>(i % 2);
     double& t = secs[write][s];
     t = 0;
-    return std::async(std::launch::async, [this, i, s, b, c, write, &t, bytes = bytes_of(i)] {
-      const std::uint64_t at = b + 4 * static_cast<std::uint64_t>(i * block_);
+    return std::async(std::launch::async, [this, unit, i, s, write, &t, bytes = bytes_of(i)] {
       for (int a = 0; a < arrays(); ++a)
         if (!(write && a == 2))  // the decay mask is only read
-          io(write, slots_[s][a], bytes, at + static_cast<std::uint64_t>(a) * c, &t);
+          io(write, slots_[s][a], bytes, at(unit, a, i * block_), &t);
     });
   };
   const auto wait = [&](std::future<void>& fut) {
@@ -133,21 +147,6 @@ void OffloadStore::stream(int unit, const std::function<void(std::int64_t, std::
   }
 }
 
-std::pair<torch::Tensor, torch::Tensor> OffloadStore::moments(int unit) {
-  const auto n = sizes_.at(static_cast<std::size_t>(unit));
-  auto m = torch::empty({n}), v = torch::empty({n});
-  for (std::int64_t off = 0; off < n; off += block_) {
-    const std::int64_t k = std::min(block_, n - off);
-    const std::uint64_t bytes = round_up(4 * static_cast<std::uint64_t>(k)), at = 4 * static_cast<std::uint64_t>(off);
-    double s = 0;
-    io(false, slots_[0][0], bytes, base(unit) + at, &s);
-    io(false, slots_[0][1], bytes, base(unit) + cap(unit) + at, &s);
-    std::memcpy(m.data_ptr<float>() + off, slots_[0][0], 4 * static_cast<std::size_t>(k));
-    std::memcpy(v.data_ptr<float>() + off, slots_[0][1], 4 * static_cast<std::size_t>(k));
-  }
-  return {m, v};
-}
-
 void OffloadStore::set_moments(int unit, const torch::Tensor& m, const torch::Tensor& v) {
   const auto n = sizes_.at(static_cast<std::size_t>(unit));
   SB_CHECK(m.numel() == n && v.numel() == n, "offload: unit {} holds {} moments, got {} and {}",
@@ -166,7 +165,7 @@ torch::Tensor OffloadStore::read_master(int unit) {
   const std::int64_t shift = static_cast<std::int64_t>((kAlign - addr % kAlign) % kAlign / 4);
   auto p = buf.narrow(0, shift, n);
   const double t0 = now();
-  file_->read(p.data_ptr<float>(), bytes, base(unit) + 3 * cap(unit));
+  file_->read(p.data_ptr<float>(), bytes, at(unit, kP, 0));
   const std::lock_guard<std::mutex> lock(param_stats_mu_);
   stats_.param_read_s += now() - t0;
   stats_.param_read_bytes += bytes;
@@ -186,16 +185,14 @@ void OffloadStore::read_array(int unit, int array, std::int64_t off, std::int64_
   check_range(unit, array, off, n, size(unit), arrays());
   if (n == 0) return;
   double s = 0;
-  io(false, buf, round_up(4 * static_cast<std::uint64_t>(n)),
-     base(unit) + static_cast<std::uint64_t>(array) * cap(unit) + 4 * static_cast<std::uint64_t>(off), &s);
+  io(false, buf, round_up(4 * static_cast<std::uint64_t>(n)), at(unit, array, off), &s);
 }
 
 void OffloadStore::write_array(int unit, int array, std::int64_t off, std::int64_t n, const void* buf) {
   check_range(unit, array, off, n, size(unit), arrays());
   if (n == 0) return;
   double s = 0;
-  io(true, const_cast<void*>(buf), round_up(4 * static_cast<std::uint64_t>(n)),
-     base(unit) + static_cast<std::uint64_t>(array) * cap(unit) + 4 * static_cast<std::uint64_t>(off), &s);
+  io(true, const_cast<void*>(buf), round_up(4 * static_cast<std::uint64_t>(n)), at(unit, array, off), &s);
 }
 
 void OffloadStore::set_master(int unit, const torch::Tensor& p) {
@@ -210,7 +207,7 @@ void OffloadStore::write_unit(int unit, const float* m, const float* v, const fl
   const auto n = sizes_.at(static_cast<std::size_t>(unit));
   for (std::int64_t off = 0; off < n; off += block_) {
     const std::int64_t k = std::min(block_, n - off);
-    const std::uint64_t bytes = round_up(4 * static_cast<std::uint64_t>(k)), at = 4 * static_cast<std::uint64_t>(off);
+    const std::uint64_t bytes = round_up(4 * static_cast<std::uint64_t>(k));
     const float* src[4] = {m, v, decay, p};
     for (int a = 0; a < arrays(); ++a) {
       const bool written = a >= 2 ? src[a] != nullptr : (src[a] != nullptr || decay != nullptr);
@@ -219,7 +216,7 @@ void OffloadStore::write_unit(int unit, const float* m, const float* v, const fl
       std::memset(slots_[0][a], 0, bytes);
       if (src[a]) std::memcpy(slots_[0][a], src[a] + off, 4 * static_cast<std::size_t>(k));
       double s = 0;
-      io(true, slots_[0][a], bytes, base(unit) + static_cast<std::uint64_t>(a) * cap(unit) + at, &s);
+      io(true, slots_[0][a], bytes, at(unit, a, off), &s);
     }
   }
 }

@@ -28,6 +28,12 @@
 
 namespace sb::fsdp {
 
+// Why the fp32 master cannot go to the optimizer's file with these settings (offload_param =
+// "disk"), with the fix; "" when it can. It needs that file (offload_optimizer = "disk") and a
+// strategy that shards parameters (a gather reads the shard); "auto" passes (fit chooses).
+// The one check of plan (train_keys.cpp) and of the engine. Throws on an unknown strategy.
+std::string master_on_disk_problem(const std::string& offload_optimizer, const std::string& strategy);
+
 class OffloadStore {
  public:
   // One block of a unit's state in the staging slot: m, v (and p) are written back, decay is
@@ -74,8 +80,7 @@ class OffloadStore {
   // f on consecutive blocks [off, off + n) of unit u (n <= block), the read of the next and
   // the write of the last overlapping it; returns when every write is done.
   void stream(int unit, const std::function<void(std::int64_t off, std::int64_t n, const Block&)>& f);
-  // Unit u's moments as tensors (n_u fp32 each; tests and checkpoints).
-  std::pair<torch::Tensor, torch::Tensor> moments(int unit);
+  // Writes unit u's moments (n_u fp32 each; a resume on another mesh).
   void set_moments(int unit, const torch::Tensor& m, const torch::Tensor& v);
   // A store of the master: unit u's master weights (n_u fp32), read into a tensor whose storage
   // is 4096-aligned (master_read_bytes of memory, from the caching allocator, so the step's
@@ -101,6 +106,7 @@ class OffloadStore {
  private:
   std::uint64_t cap(int unit) const;   // one region's bytes
   std::uint64_t base(int unit) const;  // the unit's first region's offset
+  std::uint64_t at(int unit, int array, std::int64_t off) const;  // element off of an array
   void io(bool write, void* buf, std::uint64_t bytes, std::uint64_t offset, double* seconds);
   int arrays() const { return master_ ? 4 : 3; }
   // Writes unit's arrays from these n-element buffers: m and v (null: zeros, when decay is

@@ -15,7 +15,7 @@
 #include "workloads/data/safetensors.h"
 #include "workloads/data/text_corpus.h"
 #include "workloads/distill/distill_config.h"
-#include "workloads/fsdp/strategy.h"
+#include "workloads/fsdp/offload_store.h"
 #include "workloads/data/data_config.h"
 #include "workloads/models/attention.h"
 #include "workloads/models/device_config.h"
@@ -117,23 +117,13 @@ void validate_moe(const StepKeys& c, const Point& p, std::vector<Diagnostic>& ou
 // both.
 void validate_offload_param(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   if (c.offload_param != "disk") return;
-  if (c.offload_optimizer != "disk" && c.offload_optimizer != "auto") {
-    out.push_back({"offload_param", fmt::format("offload_param = \"disk\" keeps the master weights "
-                   "in the optimizer state's file, and offload_optimizer = \"{}\" makes none: set "
-                   "offload_optimizer = \"disk\" or offload_param = \"none\"", c.offload_optimizer)});
-    return;
-  }
-  const std::string& strategy = config<ModelKeys>(p).strategy;
-  if (strategy == "auto") return;
+  std::string why;
   try {
-    if (fsdp::strategy_info(strategy).layout.params_sharded) return;
+    why = fsdp::master_on_disk_problem(c.offload_optimizer, config<ModelKeys>(p).strategy);
   } catch (const std::exception&) {
     return;  // an unknown strategy: the strategy key's check names it
   }
-  out.push_back({"offload_param", fmt::format("offload_param = \"disk\" reads each unit's master "
-                 "shard from disk as it gathers it, and strategy '{}' does not shard the parameters "
-                 "(nothing is gathered): use full_shard, shard_grad_op or hybrid_shard, or set "
-                 "offload_param = \"none\"", strategy)});
+  if (!why.empty()) out.push_back({"offload_param", why});
 }
 
 void validate_step(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
