@@ -3,7 +3,8 @@
 # is exactly data/fit/fit.expected (every candidate's predicted peak a rank, step time and
 # verdict: the fastest within memory_budget chosen, the others rejected with why), and so is
 # the choice of an integer key, seq_chunks (data/fit/fit_chunks.expected), and of where the
-# master lives, offload_param (data/fit/fit_param.expected); a budget
+# master lives, offload_param (data/fit/fit_param.expected), and of FPDT's chunked blocks
+# (data/fit/fit_chunked.expected); a budget
 # nothing meets is refused naming the smallest need; plan refuses "auto" before any costs are
 # measured, naming the command; then fit measures this machine's costs, and a sweep of the
 # fitted suite runs the chosen point, whose result records the choice (its config) and the
@@ -31,6 +32,11 @@ diff chunks.tables "$data/fit_chunks.expected" || fail "fit's seq_chunks tables 
 "$sb" fit "$data/fit_param.toml" --costs "$data/costs.json" > param.out 2> param.err || { cat param.err; fail "fit param"; }
 sed -n '/^point /,/^$/p' param.out | sed "s|$HOME|~|g" > param.tables
 diff param.tables "$data/fit_param.expected" || fail "fit's offload_param tables differ from fit_param.expected (above)"
+# FPDT's chunked blocks: plain training when it fits, 8 chunks with everything on disk when only
+# chunked blocks do.
+"$sb" fit "$data/fit_chunked.toml" --costs "$data/costs.json" > chunked.out 2> chunked.err || { cat chunked.err; fail "fit chunked"; }
+sed -n '/^point /,/^$/p' chunked.out | sed "s|$HOME|~|g" > chunked.tables
+diff chunked.tables "$data/fit_chunked.expected" || fail "fit's chunked tables differ from fit_chunked.expected (above)"
 sed 's/^batch = .*/batch = "auto"/' "$data/fit_chunks.toml" > batch_auto.toml
 if "$sb" plan batch_auto.toml > ba.out 2> ba.err; then fail "plan accepted batch = \"auto\""; fi
 grep -qF 'batch_auto.toml:15:9: batch: wrong type: expected an integer, got the string "auto"' ba.err ||

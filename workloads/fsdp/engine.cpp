@@ -335,6 +335,12 @@ void Engine::on_grad(int u) {
   torch::Tensor g = U.W.grad();
   U.W.mutable_grad() = torch::Tensor();  // never accumulate full gradients in W
   if (!g.defined()) return;
+  if (partial_grads_ > 0) {  // more of this backward's gradient follows: the unit stays gathered
+    U.part = U.part.defined() ? U.part.add_(g) : g;
+    note_memory();
+    return;
+  }
+  if (U.part.defined()) g = U.part.add_(g), U.part = torch::Tensor();
   if (!final_micro_) {  // gradient accumulation: no communication on non-final micro-steps
     if (!U.acc.defined())
       U.acc = torch::zeros({U.range.padded}, torch::TensorOptions().device(cfg_.device));

@@ -226,6 +226,8 @@ class Engine final : public models::ParamProvider {
   void release(int unit, const torch::Tensor& out) override;
   void begin_recompute() override { ++recomputing_; }
   void end_recompute() override { --recomputing_; }
+  void begin_partial_grads() override { ++partial_grads_; }
+  void end_partial_grads() override { --partial_grads_; }
   // The engine's weights are plain tensors: the chunked LM-head loss (models/loss.h).
   torch::Tensor linear_cross_entropy(int unit, int w_index, const torch::Tensor& x, const torch::Tensor& w,
                                      const torch::Tensor& targets) override;
@@ -294,6 +296,9 @@ class Engine final : public models::ParamProvider {
   // Inside a checkpointed block's recomputation in backward (models/checkpoint.h): acquires
   // gather and hand out views but count no use and learn no order; releases do nothing.
   int recomputing_ = 0;
+  // Inside a chunked block's backward of one chunk (models/checkpoint.h, chunked_block): a
+  // unit's gradient is a part, summed in Unit::part until the last chunk's completes it.
+  int partial_grads_ = 0;
   std::vector<comm::Request> pending_grads_;
   // The units whose reductions are in pending_grads_, in issue order, each with the end of its
   // requests there; [0, released_) have dropped their full-size input (release_reduced).

@@ -62,6 +62,43 @@ U64 gathered_bytes(const Layout& l, const std::vector<U64>& unit_bytes, bool fp3
   return total;
 }
 
+// FPDT's pipeline (activation_checkpoint = "chunked", models/checkpoint.h chunked_block): with
+// kv_offload = "none" every block keeps its input (d a token) and its keys and values (2 a);
+// offloaded, both wait in the block's stores and no block keeps anything in memory. Forward's
+// end adds the loss's (head). The top block's backward, the first to run, adds what
+// the pipeline holds at its first chunk (the last one): every chunk's keys and values brought
+// back from a store (2 a; in memory they are the kept ones) and joined again for the chunk's
+// queries (2 a), the gradients of the earlier chunks' leaves (2 a) and their fp32 sums (2 a x
+// 4 bytes), and one chunk's recomputed
+// activations: per_token and its attention's scores at the chunk's tokens (`scores`, a whole
+// block's at T, scaled by chunk / T) with what its backward forms (`formed`).
+void chunked_moments(const MemoryInputs& in, U64 elt, U64 flight, U64 tokens, U64 L, U64 per_token, U64 input,
+                     U64 scores, U64 formed, U64 head, U64 grads_formed, MemoryPrediction& p) {
+  const models::ModelConfig& c = in.model;
+  const auto C = static_cast<U64>(std::max<std::int64_t>(1, c.seq_chunks));
+  const auto seq = static_cast<U64>(in.seq), chunk = (seq + C - 1) / C;
+  const auto chunk_tokens = static_cast<U64>(in.rows) * chunk * flight;
+  const auto a2 = static_cast<U64>(2 * c.attn_width());  // k and v, elements a token
+  const bool in_memory = c.kv_offload == "none";
+  const U64 kept = in_memory ? L * (input + a2) * tokens * elt : 0;
+  if (c.kv_offload == "disk")  // every block's chunk files: k and v, and the input, each padded to 4096
+    p.disk_kv = L * ((a2 + input) * tokens * elt + 2 * C * 4096);
+  // ... and the input's gradient, filled chunk by chunk (d).
+  const U64 pipe = a2 * tokens * ((in_memory ? 2 : 3) * elt + std::max<U64>(elt, 4)) + input * tokens * elt;
+  const U64 back_layers = kept + pipe + chunk_tokens * per_token * elt;
+  const U64 back_scores = scores * chunk / seq + formed;
+  const U64 back_head = in.last_stage && in.loss_classes > 0
+                            ? static_cast<U64>((in.loss_classes + std::max(1, in.tp) - 1) / std::max(1, in.tp)) *
+                                  static_cast<U64>(c.d_model) * elt
+                            : 0;
+  if (back_layers + back_scores + back_head > kept + head + grads_formed) {
+    p.activation_layers = back_layers, p.activation_attention = back_scores, p.activation_head = back_head;
+    p.grad_unformed = grads_formed;
+  } else {
+    p.activation_layers = kept, p.activation_head = head;
+  }
+}
+
 // Activations autograd keeps for the backward of one micro-batch of `rows` x `seq` tokens
 // (elt bytes per element in the compute dtype), per block: the inputs of both LayerNorms and
 // of the four linear layers (4 d), what the attention variant keeps of q, k, v and its output
@@ -87,7 +124,11 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, std::uint64_t g
   const std::int64_t whole = in.sequence_parallel ? 4 * c.d_model / tp : 4 * c.d_model;
   // Of q, k, v and the attention output, what the variant keeps (Attention::kept_inputs), and
   // the output projection's own input.
-  const auto attn = models::make_attention(c.attention, c.attention_options());
+  const auto& ac = in.checkpoint;
+  const bool chunked = ac.mode == models::CheckpointMode::Chunked;
+  models::AttentionOptions ao = c.attention_options();
+  if (chunked) ao.seq_chunks = 0, ao.kv_offload = "none";  // what Gpt2 runs inside chunked blocks
+  const auto attn = models::make_attention(c.attention, ao);
   const auto qkvo = static_cast<std::int64_t>((1.0 + attn->kept_inputs()) * static_cast<double>(c.attn_width()));
   const auto per_token = static_cast<U64>(whole + (qkvo + 2 * c.d_ff) / tp);
   // The softmax output (B, H, T, T), kept for the softmax's and probs x V's backward: how much
@@ -103,7 +144,6 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, std::uint64_t g
   // Activation checkpointing: a recomputed block keeps only its input (d a token: the
   // sequence-parallel share under tp_sequence_parallel); selective recomputation keeps no
   // block's scores.
-  const auto& ac = in.checkpoint;
   const U64 recomputed = ac.mode == models::CheckpointMode::Full
                              ? (L + static_cast<U64>(ac.every) - 1) / static_cast<U64>(ac.every)
                              : 0;
@@ -141,6 +181,10 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, std::uint64_t g
     head = (rows * d + V * d) * elt * (flight - 1) + rows * d * elt + now;
   } else if (in.last_stage) {
     head = static_cast<U64>(in.loss_rows) * V * 4 * flight;
+  }
+  if (chunked) {
+    chunked_moments(in, elt, flight, tokens, L, per_token, input, scores, grads + tile, head, grads_formed, p);
+    return;
   }
   // Two moments bound the step; the terms are those of the larger. Forward's end: what every
   // block keeps, and the loss's. The last block's backward (the first backward runs): what the

@@ -70,7 +70,7 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
 // (measured: gpt2-long in bf16 under full recomputation, no_shard, 1 rank: 284 MiB more,
 // the step's peak; docs/METRICS.md "Memory model"). Between steps they stay for inspection.
 void Engine::drop_grads() {
-  for (auto& U : units_) U->grad = torch::Tensor();
+  for (auto& U : units_) U->grad = U->part = torch::Tensor();  // part: a backward that failed
 }
 
 StepStats Engine::finish_step(StepStats& s, double local_loss) {

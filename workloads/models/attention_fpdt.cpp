@@ -5,175 +5,27 @@
 // exists and causal chunks above the diagonal are never formed. Its own backward (flash
 // attention's, from the saved row log-sum-exp) walks the key/value chunks in reverse, reading
 // each once, so the forward keeps q, the output and the log-sum-exp in memory while every
-// chunk's keys and values wait in a chunk store (kv_offload): "none" keeps them in memory,
+// chunk's keys and values wait in a chunk store (kv_store.h, kv_offload): "none" keeps them in memory,
 // "host" in CPU memory (a GPU run's host offload), "disk" in an O_DIRECT file under
 // offload_dir. Writes run on an I/O thread while later chunks compute; backward reads chunk
 // j - 1 while chunk j computes (double-buffered). Checked against naive in outputs and
 // gradients (tests/unit/models_attention.cpp) and offloaded against in memory bit for bit.
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <chrono>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
-#include <future>
 #include <memory>
-#include <mutex>
 
 #include <torch/autograd.h>
-#include <fmt/format.h>
 
 #include "harness/core/check.h"
 #include "harness/workload.h"
 #include "workloads/models/attention.h"
-#include "workloads/models/direct_file.h"
+#include "workloads/models/kv_store.h"
 
 namespace sb::models {
 namespace {
 
 using torch::Tensor;
 constexpr double kMasked = -1e30;  // finite: a fully masked chunk gives exp() = 0, not NaN
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::mutex g_stats_mu;
-KvOffloadStats g_stats;
-void count(bool write, std::uint64_t bytes, double seconds) {
-  std::lock_guard<std::mutex> lock(g_stats_mu);
-  (write ? g_stats.written_bytes : g_stats.read_bytes) += bytes;
-  (write ? g_stats.write_s : g_stats.read_s) += seconds;
-}
-void count_wait(double seconds) {
-  std::lock_guard<std::mutex> lock(g_stats_mu);
-  g_stats.wait_s += seconds;
-}
-
-// One attention call's key/value chunks, kept until its backward (or until its graph is
-// dropped: the store lives as long as the autograd node that holds it).
-class KvStore {
- public:
-  using Chunk = std::pair<Tensor, Tensor>;  // k, v: (B, H, n, Dh)
-
-  KvStore(const std::string& mode, const std::string& dir) : mode_(mode) {
-    SB_CHECK(mode_ == "none" || mode_ == "host" || mode_ == "disk",
-             "kv_offload = \"{}\": use none, host or disk", mode_);
-    if (mode_ == "disk") open_file(dir);
-  }
-  ~KvStore() {
-    if (pending_.valid()) pending_.wait();
-  }
-  KvStore(const KvStore&) = delete;
-  KvStore& operator=(const KvStore&) = delete;
-
-  // Appends the next chunk; on disk its write overlaps what the caller computes next.
-  void put(const Tensor& k, const Tensor& v) {
-    Entry e{k.sizes().vec(), k.options(), 0, 0, {}, {}};
-    if (mode_ == "none") {
-      e.k = k, e.v = v;
-    } else if (mode_ == "host") {
-      const auto host = torch::TensorOptions().dtype(k.scalar_type()).device(torch::kCPU).pinned_memory(k.is_cuda());
-      e.k = torch::empty(k.sizes(), host).copy_(k), e.v = torch::empty(v.sizes(), host).copy_(v);
-    } else {
-      write(k, v, e);
-    }
-    entries_.push_back(std::move(e));
-  }
-  std::int64_t size() const { return static_cast<std::int64_t>(entries_.size()); }
-  // Starts bringing chunk j back (disk: read on an I/O thread); get() on the result waits.
-  std::future<Chunk> fetch(std::int64_t j) {
-    const Entry& e = entries_.at(static_cast<std::size_t>(j));
-    if (mode_ != "disk") {
-      std::promise<Chunk> ready;
-      ready.set_value({e.k.to(e.opts.device()), e.v.to(e.opts.device())});
-      return ready.get_future();
-    }
-    if (pending_.valid()) wait(pending_);  // the last write lands before any read
-    return std::async(std::launch::async, [this, e] { return read(e); });
-  }
-  Chunk take(std::future<Chunk>& f) {
-    const double t0 = now();
-    Chunk c = f.get();
-    count_wait(now() - t0);
-    return c;
-  }
-
- private:
-  struct Entry {
-    std::vector<std::int64_t> shape;
-    torch::TensorOptions opts;
-    std::uint64_t offset = 0, bytes = 0;  // disk: where k then v start, and k's bytes
-    Tensor k, v;                          // none, host
-  };
-
-  void open_file(std::string dir) {
-    if (dir.empty()) dir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
-    static std::atomic<int> serial{0};
-    // Gone from the folder at once; the space is freed when the store (the node) goes.
-    file_ = std::make_unique<DirectFile>(fmt::format("{}/shardbench-kv-{}-{}.bin", dir, ::getpid(), serial++),
-                                         "kv_offload = \"disk\"",
-                                         "set offload_dir to a writable folder with room for two bytes a key "
-                                         "and value element", /*unlink_now=*/true);
-  }
-
-  void wait(std::future<void>& f) {
-    const double t0 = now();
-    f.get();  // rethrows an I/O error
-    count_wait(now() - t0);
-  }
-
-  void io(bool write, char* p, std::uint64_t bytes, std::uint64_t offset) const {
-    const double t0 = now();
-    if (write)
-      file_->write(p, bytes, offset);
-    else
-      file_->read(p, bytes, offset);
-    count(write, bytes, now() - t0);
-  }
-
-  // k and v copied side by side into an aligned buffer (on the caller's thread: the copy is
-  // LibTorch's), then written on the I/O thread once the previous write is done.
-  void write(const Tensor& k, const Tensor& v, Entry& e) {
-    e.bytes = static_cast<std::uint64_t>(k.numel() * k.element_size());
-    const std::uint64_t cap = DirectFile::round_up(2 * e.bytes);
-    auto buf = DirectFile::aligned(cap);
-    const auto cpu = torch::TensorOptions().dtype(k.scalar_type());
-    torch::from_blob(buf.get(), k.sizes(), cpu).copy_(k);
-    torch::from_blob(buf.get() + e.bytes, v.sizes(), cpu).copy_(v);
-    e.offset = end_;
-    end_ += cap;
-    if (pending_.valid()) wait(pending_);
-    pending_ = std::async(std::launch::async, [this, buf, cap, off = e.offset] { io(true, buf.get(), cap, off); });
-  }
-  Chunk read(const Entry& e) const {
-    const std::uint64_t cap = DirectFile::round_up(2 * e.bytes);
-    auto buf = DirectFile::aligned(cap);
-    io(false, buf.get(), cap, e.offset);
-    const auto cpu = torch::TensorOptions().dtype(e.opts.dtype());
-    auto k = torch::from_blob(buf.get(), e.shape, [buf](void*) {}, cpu);
-    auto v = torch::from_blob(buf.get() + e.bytes, e.shape, [buf](void*) {}, cpu);
-    return {k.to(e.opts.device()), v.to(e.opts.device())};
-  }
-
-  std::string mode_;
-  std::unique_ptr<DirectFile> file_;  // disk
-  std::uint64_t end_ = 0;
-  std::vector<Entry> entries_;
-  std::future<void> pending_;  // the write in flight
-};
-
-// A store owned by a tensor, so the autograd context's saved_data frees it with the node
-// (a graph dropped without backward closes its file too).
-Tensor hold(std::shared_ptr<KvStore> s) {
-  auto* owner = new std::shared_ptr<KvStore>(std::move(s));
-  return torch::from_blob(owner, {1}, [](void* p) { delete static_cast<std::shared_ptr<KvStore>*>(p); },
-                          torch::kUInt8);
-}
-KvStore& held(const Tensor& t) { return **static_cast<std::shared_ptr<KvStore>*>(t.data_ptr()); }
 
 std::int64_t chunks_of(std::int64_t t, std::int64_t chunk) { return (t + chunk - 1) / chunk; }
 // The softmax statistics' and accumulators' dtype: fp32, or double for double inputs.
@@ -354,10 +206,5 @@ const sb::Registrar kRegister([] {
 });
 
 }  // namespace
-
-KvOffloadStats kv_offload_stats() {
-  std::lock_guard<std::mutex> lock(g_stats_mu);
-  return g_stats;
-}
 
 }  // namespace sb::models

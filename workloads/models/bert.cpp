@@ -369,4 +369,12 @@ torch::Tensor Bert::classify(ParamProvider& p, const Batch& b) {
   return out;
 }
 
+void Bert::set_activation_checkpoint(const CheckpointConfig& c) {
+  // FPDT's chunk pipeline walks a causal sequence's chunks once each way; a bidirectional
+  // encoder's every chunk needs every later one's keys.
+  SB_CHECK(!c.chunked(), "model '{}': activation_checkpoint = \"chunked\" pipelines a causal model's "
+           "chunks; BERT attends both ways: use \"full\" or \"selective\"", cfg_.preset);
+  ac_ = c;
+}
+
 }  // namespace sb::models

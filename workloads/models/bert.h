@@ -42,7 +42,7 @@ class Bert final : public Model {
   // Training's loss only (classify and MLM logits refuse a cut model).
   std::string pipeline_problem(int stages) const override;
   void set_dropout(const DropoutConfig& d) override;
-  void set_activation_checkpoint(const CheckpointConfig& c) override { ac_ = c; }
+  void set_activation_checkpoint(const CheckpointConfig& c) override;
   void set_pipeline(int pp, int v, int rank, const std::vector<std::int64_t>& stage_layers = {}) override;
   const PipelineCut& pipeline() const override { return pp_.cut; }
   torch::Tensor stage_forward(ParamProvider& p, int chunk, const Batch& b,

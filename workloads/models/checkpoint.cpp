@@ -4,9 +4,13 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <future>
+#include <optional>
+
 #include "harness/core/check.h"
 #include "harness/workload.h"
 #include "workloads/models/attention.h"
+#include "workloads/models/kv_store.h"
 #include "workloads/models/model.h"
 
 namespace sb::models {
@@ -26,6 +30,9 @@ constexpr ModeName kModes[] = {
      "keeping only their inputs"},
     {"selective", CheckpointMode::Selective,
      "recompute each block's attention core (scores, softmax, dropout, x V) in backward"},
+    {"chunked", CheckpointMode::Chunked,
+     "FPDT's pipeline: run and recompute every block on seq_chunks chunks of the sequence, its "
+     "keys and values kept in the chunk store (kv_offload) until backward"},
 };
 
 const sb::Registrar kRegister([] {
@@ -38,7 +45,8 @@ CheckpointMode checkpoint_mode_from_name(const std::string& name) {
   for (const auto& m : kModes)
     if (name == m.name) return m.mode;
   SB_FAIL("activation_checkpoint = \"{}\": use \"none\", \"full\" (whole blocks, every "
-          "activation_checkpoint_every-th) or \"selective\" (the attention core of every block)", name);
+          "activation_checkpoint_every-th), \"selective\" (the attention core of every block) or "
+          "\"chunked\" (whole blocks on seq_chunks chunks of the sequence)", name);
 }
 
 RecomputeScope::RecomputeScope(ParamProvider& p) : p_(p) { p_.begin_recompute(); }
@@ -95,6 +103,180 @@ torch::Tensor checkpointed(ParamProvider& p, RecomputeFn f, const std::vector<to
   recipe->p = &p;
   recipe->f = std::move(f);
   return Recompute::apply(torch::TensorList(inputs), recipe);
+}
+
+namespace {
+
+// Rows [begin, begin + n) of each of x's B sequences of T: (B n, d).
+torch::Tensor chunk_rows(const torch::Tensor& x, std::int64_t B, std::int64_t T, std::int64_t begin,
+                         std::int64_t n) {
+  return x.reshape({B, T, -1}).narrow(1, begin, n).reshape({B * n, -1});
+}
+
+struct ChunkRecipe : torch::CustomClassHolder {
+  ParamProvider* p = nullptr;
+  ChunkedBlock b;
+  std::int64_t n0() const { return (b.T + b.chunks - 1) / b.chunks; }
+};
+
+// The keys (or values) a chunk's recomputation attends to: the earlier chunks' (a leaf
+// collecting their gradients) joined with its own.
+torch::Tensor joined(const torch::Tensor& earlier, const torch::Tensor& own) {
+  return earlier.defined() ? torch::cat({earlier, own}, 2) : own;
+}
+
+// Each chunk's rows of the block's input, kept for backward: the input itself in memory, or
+// chunk by chunk in a store (read back in reverse, one ahead of its use).
+struct Inputs {
+  torch::Tensor x;
+  KvStore* store = nullptr;
+  std::future<KvStore::Chunk> next;
+};
+
+struct ChunkedFunction : torch::autograd::Function<ChunkedFunction> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               c10::intrusive_ptr<ChunkRecipe> r) {
+    const ChunkedBlock& b = r->b;
+    const std::int64_t n0 = r->n0();
+    const bool offload = b.kv_offload != "none";
+    // Offloading: each chunk's keys and values, and (a second store) its rows of x.
+    auto store = std::make_shared<KvStore>(b.kv_offload, b.dir);
+    auto inputs = std::make_shared<KvStore>(b.kv_offload, b.dir);
+    torch::Tensor K, V;  // (B, H, T, Dh): the keys and values so far
+    std::vector<torch::Tensor> ys;
+    for (std::int64_t s = 0; s < b.T; s += n0) {
+      const std::int64_t n = std::min(n0, b.T - s);
+      const ChunkedBlock::Kv kv = [&](const torch::Tensor& k, const torch::Tensor& v) {
+        if (!K.defined()) {
+          auto shape = k.sizes().vec();
+          shape[2] = b.T;
+          K = torch::empty(shape, k.options()), V = torch::empty(shape, v.options());
+        }
+        K.narrow(2, s, n).copy_(k), V.narrow(2, s, n).copy_(v);
+        if (offload) store->put(K.narrow(2, s, n), V.narrow(2, s, n));
+        return std::make_pair(K.narrow(2, 0, s + n), V.narrow(2, 0, s + n));
+      };
+      const auto xc = chunk_rows(x, b.B, b.T, s, n);
+      if (offload) inputs->put(xc, torch::Tensor());
+      // The first chunk's acquire is the forward's; the later ones' are the same unit again,
+      // which an engine must not learn as a second use (it would pin the unit).
+      std::optional<RecomputeScope> again;
+      if (s > 0) again.emplace(*r->p);
+      ys.push_back(b.f(xc, s, n, kv).view({b.B, n, -1}));
+    }
+    // In memory x and the key/value buffer wait for backward; offloaded, the stores' copies.
+    ctx->save_for_backward({offload ? torch::Tensor() : x, offload ? torch::Tensor() : K,
+                            offload ? torch::Tensor() : V});
+    ctx->saved_data["store"] = hold(std::move(store));
+    ctx->saved_data["inputs"] = hold(std::move(inputs));
+    ctx->saved_data["recipe"] = c10::IValue::make_capsule(r);
+    return (ys.size() == 1 ? ys[0] : torch::cat(ys, 1)).view({b.B * b.T, -1});
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto r = c10::static_intrusive_pointer_cast<ChunkRecipe>(ctx->saved_data["recipe"].toCapsule());
+    const ChunkedBlock& b = r->b;
+    ParamProvider& p = *r->p;
+    const auto saved = ctx->get_saved_variables();
+    const std::int64_t n0 = r->n0(), C = (b.T + n0 - 1) / n0;
+    Inputs in{saved[0], nullptr, {}};
+    if (!in.x.defined()) {
+      in.store = &held(ctx->saved_data["inputs"].toTensor());
+      SB_CHECK(in.store->size() == C, "chunked block: {} input chunks stored, {} expected", in.store->size(), C);
+      in.next = in.store->fetch(C - 1);  // the first one backward needs: its read overlaps the keys'
+    }
+    torch::Tensor K = saved[1], V = saved[2];
+    if (!K.defined()) {  // every chunk's keys and values back in order, each read issued one ahead
+      KvStore& store = held(ctx->saved_data["store"].toTensor());
+      SB_CHECK(store.size() == C, "chunked block: {} key/value chunks stored, {} expected", store.size(), C);
+      auto next = store.fetch(0);
+      for (std::int64_t j = 0; j < C; ++j) {
+        auto [k, v] = store.take(next);
+        if (j + 1 < C) next = store.fetch(j + 1);
+        if (!K.defined()) {
+          auto shape = k.sizes().vec();
+          shape[2] = b.T;
+          K = torch::empty(shape, k.options()), V = torch::empty(shape, v.options());
+        }
+        K.narrow(2, j * n0, k.size(2)).copy_(k), V.narrow(2, j * n0, v.size(2)).copy_(v);
+      }
+    }
+    // What later chunks' queries gave each chunk's keys and values (fp32 sums).
+    const auto f32 = at::promote_types(K.scalar_type(), torch::kFloat32);
+    auto dK = torch::zeros(K.sizes(), K.options().dtype(f32)), dV = torch::zeros(V.sizes(), V.options().dtype(f32));
+    const torch::Tensor g = grad_out[0];
+    torch::Tensor dx;  // (B, T, d): filled chunk by chunk
+    for (std::int64_t i = C - 1; i >= 0; --i) {
+      const std::int64_t s = i * n0, n = std::min(n0, b.T - s);
+      torch::Tensor xc;
+      if (in.store) {
+        xc = in.store->take(in.next).first;
+        if (i > 0) in.next = in.store->fetch(i - 1);  // read while this chunk computes
+      } else {
+        xc = chunk_rows(in.x, b.B, b.T, s, n);
+      }
+      auto xi = xc.detach().requires_grad_(true);
+      if (!dx.defined()) dx = torch::zeros({b.B, b.T, xc.size(-1)}, xc.options());
+      torch::Tensor Ke, Ve;  // the earlier chunks' keys and values: leaves collecting their gradients
+      if (s > 0) Ke = K.narrow(2, 0, s).detach().requires_grad_(true), Ve = V.narrow(2, 0, s).detach().requires_grad_(true);
+      torch::Tensor ki, vi, y;
+      const ChunkedBlock::Kv kv = [&](const torch::Tensor& k, const torch::Tensor& v) {
+        ki = k, vi = v;
+        return std::make_pair(joined(Ke, k), joined(Ve, v));
+      };
+      {
+        torch::AutoGradMode on(true);
+        RecomputeScope scope(p);
+        y = b.f(xi, s, n, kv);
+      }
+      std::vector<torch::Tensor> roots{y}, grads{chunk_rows(g, b.B, b.T, s, n)};
+      if (i + 1 < C && ki.requires_grad()) roots.push_back(ki), grads.push_back(dK.narrow(2, s, n).to(ki.scalar_type()));
+      if (i + 1 < C && vi.requires_grad()) roots.push_back(vi), grads.push_back(dV.narrow(2, s, n).to(vi.scalar_type()));
+      if (y.requires_grad()) {
+        if (i > 0) p.begin_partial_grads();
+        try {
+          torch::autograd::backward(roots, grads);
+        } catch (...) {
+          if (i > 0) p.end_partial_grads();
+          throw;
+        }
+        if (i > 0) p.end_partial_grads();
+      }
+      if (xi.grad().defined()) dx.narrow(1, s, n).copy_(xi.grad().view({b.B, n, -1}));
+      if (Ke.defined() && Ke.grad().defined()) dK.narrow(2, 0, s) += Ke.grad();
+      if (Ve.defined() && Ve.grad().defined()) dV.narrow(2, 0, s) += Ve.grad();
+    }
+    return {dx.view({b.B * b.T, -1}), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor chunked_block(ParamProvider& p, ChunkedBlock block, const torch::Tensor& x) {
+  SB_CHECK(block.chunks >= 1 && block.chunks <= block.T, "activation_checkpoint = \"chunked\": seq_chunks = {} "
+           "must be between 1 and the sequence's {} tokens", block.chunks, block.T);
+  SB_CHECK(x.dim() == 2 && x.size(0) == block.B * block.T, "chunked_block: x is {} rows, not {} x {}", x.size(0),
+           block.B, block.T);
+  auto recipe = c10::make_intrusive<ChunkRecipe>();
+  recipe->p = &p;
+  recipe->b = std::move(block);
+  if (torch::GradMode::is_enabled() && x.requires_grad()) return ChunkedFunction::apply(x, recipe);
+  // Evaluation, or an input without a gradient: the same chunks in order, each attending to
+  // the keys and values so far, nothing stored (autograd, if on, records the chunks' graphs).
+  const ChunkedBlock& b = recipe->b;
+  std::vector<torch::Tensor> ks, vs, ys;
+  for (std::int64_t s = 0; s < b.T; s += recipe->n0()) {
+    const std::int64_t n = std::min(recipe->n0(), b.T - s);
+    const ChunkedBlock::Kv kv = [&](const torch::Tensor& k, const torch::Tensor& v) {
+      ks.push_back(k), vs.push_back(v);
+      return std::make_pair(torch::cat(ks, 2), torch::cat(vs, 2));
+    };
+    std::optional<RecomputeScope> again;
+    if (s > 0) again.emplace(p);
+    ys.push_back(b.f(chunk_rows(x, b.B, b.T, s, n), s, n, kv).view({b.B, n, -1}));
+  }
+  return torch::cat(ys, 1).view({b.B * b.T, -1});
 }
 
 torch::Tensor attend(const Attention& attn, ParamProvider& p, const torch::Tensor& q, const torch::Tensor& k,

@@ -248,7 +248,9 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
   const DropoutRows rows = dropout_.rows;
   for (std::int64_t l = first; l < (last < 0 ? cfg_.n_layer : last); ++l) {
     const AttentionMask m = with_dropout(mask, dropout_.attn, l);
-    if (ac_.block(l) && !kv) {
+    if (ac_.chunked() && !kv) {
+      x = chunked_block(p, in_chunks(p, l, B, T, m, rows), x);
+    } else if (ac_.block(l) && !kv) {
       x = checkpointed(p, [this, &p, l, B, T, m, rows](const std::vector<torch::Tensor>& in) {
         return block(p, l, in[0], B, T, {}, m, rows);
       }, {x});
@@ -258,6 +260,28 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
     p.release(static_cast<int>(l + 1), x);
   }
   return x;
+}
+
+ChunkedBlock Gpt2::in_chunks(ParamProvider& p, std::int64_t l, std::int64_t B, std::int64_t T,
+                             const AttentionMask& m, const DropoutRows& rows) {
+  SB_CHECK(!sp_.on() && !tp_.on() && !pp_.cut.on() && !cfg_.moe.on(),
+           "model '{}': activation_checkpoint = \"chunked\" runs whole blocks of a dense model on one "
+           "rank's whole sequences; set mesh.sp, mesh.tp and mesh.pp to 1 (or use \"full\")", cfg_.preset);
+  SB_CHECK(m.causal && m.q_offset == 0 && !m.segment_ids.defined(), "model '{}': activation_checkpoint = "
+           "\"chunked\" needs causal attention over unpacked rows", cfg_.preset);
+  ChunkedBlock c;
+  c.B = B, c.T = T, c.chunks = cfg_.seq_chunks, c.kv_offload = cfg_.kv_offload, c.dir = cfg_.kv_offload_dir;
+  c.f = [this, &p, l, B, T, m, rows](const torch::Tensor& x, std::int64_t s, std::int64_t n,
+                                     const ChunkedBlock::Kv& kv) {
+    AttentionMask mc = m;  // queries s.. see keys 0 .. s + their index
+    mc.q_offset = s;
+    if (m.key_keep.defined()) mc.key_keep = m.key_keep.narrow(1, 0, s + n);
+    DropoutRows rc = rows;  // the chunk's tokens keep their numbers, so their masks
+    if (rows.token.defined()) rc.token = rows.token.view({B, T}).narrow(1, s, n).reshape({-1});
+    const KeysValues join = [&kv](std::int64_t, const torch::Tensor& k, const torch::Tensor& v) { return kv(k, v); };
+    return block(p, l, x, B, n, join, mc, rc);
+  };
+  return c;
 }
 
 torch::Tensor Gpt2::block(ParamProvider& p, std::int64_t l, const torch::Tensor& x_in, std::int64_t B,
@@ -385,7 +409,14 @@ void Gpt2::set_activation_checkpoint(const CheckpointConfig& c) {
   SB_CHECK(!cfg_.moe.on() || c.mode == CheckpointMode::None, "model '{}' (mixture of experts): "
            "activation checkpointing is not supported yet; set activation_checkpoint = \"none\"",
            cfg_.preset);
+  SB_CHECK(!c.chunked() || cfg_.seq_chunks >= 1, "model '{}': activation_checkpoint = \"chunked\" runs "
+           "each block on seq_chunks chunks of the sequence; set seq_chunks (2 or more)", cfg_.preset);
   ac_ = c;
+  // Chunked blocks keep their keys and values in their own store and attend one chunk's
+  // queries at a time: a variant that streams chunks (fpdt) does so in plain tiles inside.
+  AttentionOptions o = cfg_.attention_options();
+  if (c.chunked()) o.seq_chunks = 0, o.kv_offload = "none";
+  attn_ = make_attention(cfg_.attention, o);
 }
 
 torch::Tensor Gpt2::final_norm(ParamProvider& p, const torch::Tensor& x) {

@@ -95,6 +95,10 @@ class Gpt2 final : public Model, public KvDecoder, public EpInferer {
   torch::Tensor blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, std::int64_t T,
                        const KeysValues& kv, const AttentionMask& mask, std::int64_t first = 0,
                        std::int64_t last = -1);
+  // Block l as FPDT's pipeline runs it (activation_checkpoint = "chunked", checkpoint.h): on
+  // seq_chunks chunks of the B sequences of T, masks and dropout per chunk.
+  ChunkedBlock in_chunks(ParamProvider& p, std::int64_t l, std::int64_t B, std::int64_t T, const AttentionMask& m,
+                         const DropoutRows& rows);
   // Block l on x (no release): its attention masked by m, its residual dropout by rows.
   torch::Tensor block(ParamProvider& p, std::int64_t l, const torch::Tensor& x, std::int64_t B,
                       std::int64_t T, const KeysValues& kv, const AttentionMask& m,

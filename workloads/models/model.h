@@ -100,6 +100,13 @@ class ParamProvider {
   // frees nothing on their release. Nested calls count. Default: nothing to do.
   virtual void begin_recompute() {}
   virtual void end_recompute() {}
+  // A chunked block's backward (checkpoint.h, chunked_block) back-propagates one chunk at a
+  // time, so a unit's gradient arrives in parts: those arriving between these two calls are
+  // parts, the first one after them completes the sum. A provider that acts on a gradient as
+  // it arrives (the FSDP engine reduces it) sums the parts first. Default: nothing to do (a
+  // leaf's .grad accumulates the parts).
+  virtual void begin_partial_grads() {}
+  virtual void end_partial_grads() {}
 };
 
 struct Batch {

@@ -22,6 +22,8 @@ class StageProvider final : public ParamProvider {
   }
   void begin_recompute() override { p_.begin_recompute(); }
   void end_recompute() override { p_.end_recompute(); }
+  void begin_partial_grads() override { p_.begin_partial_grads(); }
+  void end_partial_grads() override { p_.end_partial_grads(); }
   torch::Tensor linear_gelu(int u, int i, const torch::Tensor& x, const torch::Tensor& w,
                             const torch::Tensor& b, c10::string_view approximate) override {
     return p_.linear_gelu(at(u), i, x, w, b, approximate);

@@ -41,7 +41,7 @@ struct StepKeys {
   std::string pp_schedule;            // pipeline schedule over mesh.pp (parallel/pp_schedule.h)
   std::int64_t pp_virtual_stages = 1;  // stages per pp rank (interleaved schedules)
   std::string pp_layers;              // layers per stage, "9,3"; "" = balanced by FLOPs
-  std::string activation_checkpoint;  // none, full or selective (models/checkpoint.h)
+  std::string activation_checkpoint;  // none, full, selective or chunked (models/checkpoint.h)
   std::int64_t activation_checkpoint_every = 1;  // full: every k-th block
   std::string offload_optimizer;  // none or disk (fsdp/offload_store.h)
   std::string offload_dir;        // the offloaded state's folder; "" = $TMPDIR or /tmp

@@ -122,8 +122,8 @@ double measure(const std::string& cost, const Point& p) {
 }
 
 // FLOPs of one step a rank, attention as executed, with what checkpointing recomputes: full
-// recomputes the forward (a third of the step) of ceil(L / k) of L blocks, selective the
-// attention's forward.
+// recomputes the forward (a third of the step) of ceil(L / k) of L blocks, chunked of every
+// block, selective the attention's forward.
 double rank_flops(const Point& p, const models::Model& m) {
   const ModelKeys& mk = config<ModelKeys>(p);
   models::Batch b;
@@ -135,6 +135,8 @@ double rank_flops(const Point& p, const models::Model& m) {
   double again = 0;
   if (ac.mode == models::CheckpointMode::Full)
     again = std::ceil(L / ac.every) / L * f.executed() / 3.0;
+  else if (ac.mode == models::CheckpointMode::Chunked)  // every block, chunk by chunk
+    again = f.executed() / 3.0;
   else if (ac.mode == models::CheckpointMode::Selective)
     again = f.attention_executed / 3.0;
   return (f.executed() + again) / std::max(1, base_config(p).world);
@@ -211,7 +213,7 @@ SB_CONFIG_SECTION(FitBudgetKeys);
 namespace {
 
 const Registrar kRegister([] {
-  // seq_chunks: FPDT's chunks (fpdt only: the other variants take 0), the fewest first, so
+  // seq_chunks: FPDT's chunks (fpdt or chunked blocks: the others take 0), the fewest first, so
   // that among equal predicted steps the largest chunks that fit win (the larger GEMMs);
   // 0 (chunks of attention_chunk tokens) last.
   register_fit("train", {{"strategy", "activation_checkpoint", "seq_chunks", "offload_optimizer", "offload_param",

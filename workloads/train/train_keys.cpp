@@ -77,20 +77,52 @@ std::string offload_folder(const std::string& offload_dir) {
 
 namespace {
 
-// seq_chunks and kv_offload ask for a variant that streams chunks (its record says).
+// FPDT's pipeline over whole blocks (models/checkpoint.h, chunked_block): a dense causal model
+// on one rank's whole sequences, in seq_chunks chunks, no attention dropout (its masks are
+// keyed by a query's place among the rows it is computed with).
+void validate_chunked(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  if (c.activation_checkpoint != "chunked") return;
+  const std::string& model = config<ModelKeys>(p).model;
+  if (c.seq_chunks < 1)
+    out.push_back({"seq_chunks", "activation_checkpoint = \"chunked\" runs each block on seq_chunks "
+                   "chunks of the sequence; set seq_chunks (2 or more)"});
+  try {
+    if (models::family(models::preset_config(model).family).objective != models::Objective::CausalLm)
+      out.push_back({"activation_checkpoint", fmt::format("activation_checkpoint = \"chunked\" pipelines "
+                     "a causal model's chunks; model '{}' attends both ways: use \"full\" or "
+                     "\"selective\"", model)});
+  } catch (const sb::Error&) {  // an unknown model: the model key's check names it
+  }
+  if (p.has("mesh.tp")) {
+    const MeshConfig& m = config<MeshConfig>(p);
+    if (m.tp > 1 || m.pp > 1 || m.sp > 1)
+      out.push_back({"activation_checkpoint", fmt::format("activation_checkpoint = \"chunked\" runs "
+                     "whole blocks on one rank's whole sequences; mesh.tp = {}, mesh.pp = {}, mesh.sp "
+                     "= {}: set them to 1, or use \"full\" (with attention = \"fpdt\" under "
+                     "mesh.sp)", m.tp, m.pp, m.sp)});
+  }
+  if (const double pa = config<OptimKeys>(p).attention_dropout; pa > 0)
+    out.push_back({"attention_dropout", fmt::format("attention_dropout = {} with activation_checkpoint "
+                   "= \"chunked\": the probabilities' masks would depend on the chunks; set "
+                   "attention_dropout = 0 (dropout, the residual one, is independent of them)", pa)});
+}
+
+// seq_chunks and kv_offload ask for a variant that streams chunks (its record says), or for
+// chunked blocks, whose pipeline they drive.
 void validate_fpdt(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   if (c.seq_chunks == 0 && c.kv_offload == "none") return;
   const std::string& name = config<ModelKeys>(p).attention;
-  bool streams = false;
+  bool streams = c.activation_checkpoint == "chunked";
   try {
-    streams = models::make_attention(name, 128)->streams_chunks();
+    streams = streams || models::make_attention(name, 128)->streams_chunks();
   } catch (const std::exception&) {  // an unknown variant: the attention key's check names it
     return;
   }
   const std::string key = c.seq_chunks != 0 ? "seq_chunks" : "kv_offload";
   if (!streams)
     out.push_back({key, fmt::format("{} streams a sequence's chunks, which attention = \"{}\" does "
-                   "not; set attention = \"fpdt\", or drop {}", key, name, key)});
+                   "not; set attention = \"fpdt\" or activation_checkpoint = \"chunked\", or "
+                   "drop {}", key, name, key)});
   if (c.seq_chunks > config<ModelKeys>(p).seq)
     out.push_back({"seq_chunks", fmt::format("seq_chunks {} exceeds seq {}: a chunk needs a token; "
                    "use at most {}", c.seq_chunks, config<ModelKeys>(p).seq, config<ModelKeys>(p).seq)});
@@ -143,6 +175,7 @@ void validate_step(const StepKeys& c, const Point& p, std::vector<Diagnostic>& o
                    "set offload_optimizer or kv_offload = \"disk\", or drop offload_dir",
                    c.offload_dir, c.kv_offload)});
   validate_fpdt(c, p, out);
+  validate_chunked(c, p, out);
   validate_offload_param(c, p, out);
   if (c.offload_optimizer == "disk" || c.kv_offload == "disk") {
     const std::string dir = offload_folder(c.offload_dir);
@@ -299,8 +332,8 @@ void StepKeys::declare(Fields<StepKeys>& f) {
          "how overlapped collectives progress: auto, thread, poll or inline (docs/FSDP.md)");
   // The names: models/checkpoint.cpp registers them beside their parser.
   f.name("activation_checkpoint", &StepKeys::activation_checkpoint, "activation_checkpoint", "none",
-         "activation checkpointing: none, full or selective (docs/FSDP.md \"Activation "
-         "checkpointing\")");
+         "activation checkpointing: none, full, selective or chunked (FPDT's pipeline of whole "
+         "blocks over seq_chunks chunks; docs/FSDP.md \"Activation checkpointing\", \"FPDT\")");
   f.add("activation_checkpoint_every", &StepKeys::activation_checkpoint_every, 1,
         "with activation_checkpoint = \"full\": recompute block l when l % k == 0 (1: every block)")
       .range(1, 1 << 16);
@@ -330,7 +363,8 @@ void StepKeys::declare(Fields<StepKeys>& f) {
         "rank, removed at exit) and key/value chunks (kv_offload = \"disk\"); empty = $TMPDIR or /tmp");
   f.add("seq_chunks", &StepKeys::seq_chunks, 0,
         "with attention = \"fpdt\": chunks each sequence's attention streams through (0: "
-        "chunks of attention_chunk = 128 tokens) (docs/FSDP.md \"FPDT\")")
+        "chunks of attention_chunk = 128 tokens); with activation_checkpoint = \"chunked\": the "
+        "chunks whole blocks run on (docs/FSDP.md \"FPDT\")")
       .range(0, 1 << 20);
   register_name("kv_offload", "none", "FPDT's key/value chunks stay in memory until backward");
   register_name("kv_offload", "host", "FPDT's key/value chunks in host memory (GPU runs)");
