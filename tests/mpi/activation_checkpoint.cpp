@@ -7,8 +7,9 @@
 // without it (the recomputation's acquires pin nothing: the gathered bytes after the step and
 // at their peak are equal). Even worlds for tp and pp. FPDT's chunked blocks (3 chunks of the
 // 16 tokens, their keys and values in memory or on disk, residual dropout) give the same losses
-// within 1e-5 relative on dp N with 2 micro-batches: each chunk's gradient part is summed
-// before the unit's one reduction (Engine::partial_grads_), and the engine gathers no more.
+// within 1e-5 relative on dp N with 2 micro-batches, tp 2 (no row split) and pp 2: each
+// chunk's gradient part is summed before the unit's one reduction (Engine::partial_grads_),
+// and the engine gathers no more.
 #include "tests/mpi/fsdp_testlib.h"
 #include "tests/mpi/mpi_main.h"
 #include "workloads/models/checkpoint.h"
@@ -89,17 +90,24 @@ TEST(ActivationCheckpointMesh, EveryDimensionEqualsNoCheckpointing) {
 
 
 TEST(ActivationCheckpointMesh, ChunkedBlocksEqualNoCheckpointing) {
-  const Case dp{1, 1, 2, false};
+  std::vector<std::pair<std::string, Case>> cases = {{"dp", {1, 1, 2, false}}};
+  if (world_size() % 2 == 0) {
+    cases.push_back({"tp 2", {2, 1, 1, false}});
+    cases.push_back({"pp 2", {1, 2, 2, false}});
+  }
   const sb::models::DropoutConfig residual{0.1, 0, 5};  // chunked refuses attention dropout
-  auto cfg = sb::models::preset_config("gpt2-tiny-8l");
-  cfg.attention = "sdpa";
-  const Result want = train(sb::models::make_model(cfg), dp, {}, residual);
-  for (const char* kv : {"none", "disk"}) {
-    cfg.seq_chunks = 3, cfg.kv_offload = kv, cfg.kv_offload_dir = ::testing::TempDir();
-    const Result got = train(sb::models::make_model(cfg), dp, {CheckpointMode::Chunked, 1}, residual);
-    for (int s = 0; s < kSteps; ++s)
-      EXPECT_NEAR(got.losses[s], want.losses[s], 1e-5 * std::abs(want.losses[s])) << kv << " step " << s;
-    EXPECT_EQ(got.gathered, want.gathered) << kv;
-    EXPECT_EQ(got.peak_gathered, want.peak_gathered) << kv;
+  for (const auto& [name, c] : cases) {
+    auto cfg = sb::models::preset_config("gpt2-tiny-8l");
+    cfg.attention = "sdpa";
+    const Result want = train(sb::models::make_model(cfg), c, {}, residual);
+    for (const char* kv : {"none", "disk"}) {
+      cfg.seq_chunks = 3, cfg.kv_offload = kv, cfg.kv_offload_dir = ::testing::TempDir();
+      const Result got = train(sb::models::make_model(cfg), c, {CheckpointMode::Chunked, 1}, residual);
+      const std::string what = name + ", chunks " + kv;
+      for (int s = 0; s < kSteps; ++s)
+        EXPECT_NEAR(got.losses[s], want.losses[s], 1e-5 * std::abs(want.losses[s])) << what << " step " << s;
+      EXPECT_EQ(got.gathered, want.gathered) << what;
+      EXPECT_EQ(got.peak_gathered, want.peak_gathered) << what;
+    }
   }
 }

@@ -273,6 +273,38 @@ TEST(MemoryModel, ActivationTermsFollowTheFormula) {
   EXPECT_EQ(sb::fsdp::predict_memory(in).activation_head, 32u * 64 * 2 + 32u * 256 * 6 + 256u * 64 * 2);
 }
 
+// FPDT's chunked blocks (activation_checkpoint = "chunked", docs/METRICS.md "Memory model"):
+// gpt2-tiny's shapes, sdpa, 2 rows of 16 tokens in 2 chunks of 8, fp32. In memory every block
+// keeps its input and its keys and values; on disk none, so the top block's backward (its
+// pipeline and one chunk's recomputed block) is the same whatever the depth, and the files
+// hold every block's k, v and input, each chunk's padded to 4096 bytes.
+TEST(MemoryModel, ChunkedBlocksFollowTheFormula) {
+  sb::fsdp::MemoryInputs in;
+  in.model.family = "gpt2";
+  in.model.n_layer = 2, in.model.d_model = 64, in.model.n_head = 4, in.model.d_ff = 256;
+  in.model.vocab = 256, in.model.attention = "sdpa", in.model.seq_chunks = 2;
+  in.rows = 2, in.seq = 16, in.loss_rows = 32, in.loss_classes = 256;
+  in.checkpoint = {sb::models::CheckpointMode::Chunked, 1};
+  const std::uint64_t tokens = 32, input = tokens * 64 * 4, kv = tokens * 128 * 4;
+  const std::uint64_t chunk_block = 16u * (4 * 64 + 4 * 64 + 2 * 256) * 4;  // one chunk's recomputed block
+  // In memory: 2 blocks' inputs and k, v kept; at the top block's backward its k and v joined
+  // again, the leaves' gradients and their fp32 sums (three k/v-sized tensors in fp32) and the
+  // input's gradient.
+  in.model.kv_offload = "none";
+  auto m = sb::fsdp::predict_memory(in);
+  EXPECT_EQ(m.activation_layers, 2 * (input + kv) + kv * 3 + input + chunk_block);
+  EXPECT_EQ(m.activation_attention, 0u);  // sdpa keeps no scores
+  EXPECT_EQ(m.disk_kv, 0u);
+  in.model.kv_offload = "disk";
+  m = sb::fsdp::predict_memory(in);
+  EXPECT_EQ(m.activation_layers, kv * 4 + input + chunk_block);  // the keys and values brought back too
+  EXPECT_EQ(m.disk_kv, 2 * (kv + input + 2 * 2 * 4096));
+  in.model.n_layer = 4;
+  const auto deeper = sb::fsdp::predict_memory(in);
+  EXPECT_EQ(deeper.activation_layers, m.activation_layers);
+  EXPECT_EQ(deeper.disk_kv, 2 * m.disk_kv);
+}
+
 // At the top block's backward the last step's gradients are dropped and this step's not yet
 // formed (Engine::drop_grads): when that moment is the peak, grad_unformed is the whole
 // reduce-dtype gradient and the peak is the terms' sum less it; at forward's end it is 0.

@@ -77,16 +77,18 @@ void chunked_moments(const MemoryInputs& in, U64 elt, U64 flight, U64 tokens, U6
   const models::ModelConfig& c = in.model;
   const auto C = static_cast<U64>(std::max<std::int64_t>(1, c.seq_chunks));
   const auto seq = static_cast<U64>(in.seq), chunk = (seq + C - 1) / C;
-  const auto chunk_tokens = static_cast<U64>(in.rows) * chunk * flight;
-  const auto a2 = static_cast<U64>(2 * c.attn_width());  // k and v, elements a token
+  // tokens: every in-flight micro-batch's (a pipeline's); the backward pipeline runs one.
+  const U64 one = tokens / flight, chunk_tokens = static_cast<U64>(in.rows) * chunk;
+  // k and v, elements a token: this tp rank's heads.
+  const auto a2 = static_cast<U64>(2 * c.attn_width() / std::max(1, in.tp));
   const bool in_memory = c.kv_offload == "none";
   const U64 kept = in_memory ? L * (input + a2) * tokens * elt : 0;
   if (c.kv_offload == "disk")  // every block's chunk files: k and v, and the input, each padded to 4096
-    p.disk_kv = L * ((a2 + input) * tokens * elt + 2 * C * 4096);
+    p.disk_kv = L * ((a2 + input) * tokens * elt + 2 * C * 4096 * flight);
   // ... and the input's gradient, filled chunk by chunk (d).
-  const U64 pipe = a2 * tokens * ((in_memory ? 2 : 3) * elt + std::max<U64>(elt, 4)) + input * tokens * elt;
+  const U64 pipe = a2 * one * ((in_memory ? 2 : 3) * elt + std::max<U64>(elt, 4)) + input * one * elt;
   const U64 back_layers = kept + pipe + chunk_tokens * per_token * elt;
-  const U64 back_scores = scores * chunk / seq + formed;
+  const U64 back_scores = scores / flight * chunk / seq + formed;
   const U64 back_head = in.last_stage && in.loss_classes > 0
                             ? static_cast<U64>((in.loss_classes + std::max(1, in.tp) - 1) / std::max(1, in.tp)) *
                                   static_cast<U64>(c.d_model) * elt

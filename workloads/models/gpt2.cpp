@@ -264,9 +264,9 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
 
 ChunkedBlock Gpt2::in_chunks(ParamProvider& p, std::int64_t l, std::int64_t B, std::int64_t T,
                              const AttentionMask& m, const DropoutRows& rows) {
-  SB_CHECK(!sp_.on() && !tp_.on() && !pp_.cut.on() && !cfg_.moe.on(),
-           "model '{}': activation_checkpoint = \"chunked\" runs whole blocks of a dense model on one "
-           "rank's whole sequences; set mesh.sp, mesh.tp and mesh.pp to 1 (or use \"full\")", cfg_.preset);
+  SB_CHECK(!sp_.on() && !tp_.rows_split() && !cfg_.moe.on(),
+           "model '{}': activation_checkpoint = \"chunked\" runs whole blocks of a dense model on whole "
+           "sequences; set mesh.sp to 1 and tp_sequence_parallel = false (or use \"full\")", cfg_.preset);
   SB_CHECK(m.causal && m.q_offset == 0 && !m.segment_ids.defined(), "model '{}': activation_checkpoint = "
            "\"chunked\" needs causal attention over unpacked rows", cfg_.preset);
   ChunkedBlock c;

@@ -78,8 +78,8 @@ std::string offload_folder(const std::string& offload_dir) {
 namespace {
 
 // FPDT's pipeline over whole blocks (models/checkpoint.h, chunked_block): a dense causal model
-// on one rank's whole sequences, in seq_chunks chunks, no attention dropout (its masks are
-// keyed by a query's place among the rows it is computed with).
+// on whole sequences (no Ulysses, no row split over tp), in seq_chunks chunks, no attention
+// dropout (its masks are keyed by a query's place among the rows it is computed with).
 void validate_chunked(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   if (c.activation_checkpoint != "chunked") return;
   const std::string& model = config<ModelKeys>(p).model;
@@ -93,14 +93,15 @@ void validate_chunked(const StepKeys& c, const Point& p, std::vector<Diagnostic>
                      "\"selective\"", model)});
   } catch (const sb::Error&) {  // an unknown model: the model key's check names it
   }
-  if (p.has("mesh.tp")) {
-    const MeshConfig& m = config<MeshConfig>(p);
-    if (m.tp > 1 || m.pp > 1 || m.sp > 1)
-      out.push_back({"activation_checkpoint", fmt::format("activation_checkpoint = \"chunked\" runs "
-                     "whole blocks on one rank's whole sequences; mesh.tp = {}, mesh.pp = {}, mesh.sp "
-                     "= {}: set them to 1, or use \"full\" (with attention = \"fpdt\" under "
-                     "mesh.sp)", m.tp, m.pp, m.sp)});
-  }
+  if (p.has("mesh.sp") && config<MeshConfig>(p).sp > 1)
+    out.push_back({"activation_checkpoint", fmt::format("activation_checkpoint = \"chunked\" runs "
+                   "whole blocks on whole sequences; mesh.sp = {} splits them: set mesh.sp = 1, or use "
+                   "\"full\" with attention = \"fpdt\" (FPDT's chunked attention inside Ulysses)",
+                   config<MeshConfig>(p).sp)});
+  if (c.tp_sequence_parallel && p.has("mesh.tp") && config<MeshConfig>(p).tp > 1)
+    out.push_back({"tp_sequence_parallel", "activation_checkpoint = \"chunked\" runs whole blocks on "
+                   "whole sequences; tp_sequence_parallel = true splits their rows over mesh.tp: set it "
+                   "to false, or use \"full\""});
   if (const double pa = config<OptimKeys>(p).attention_dropout; pa > 0)
     out.push_back({"attention_dropout", fmt::format("attention_dropout = {} with activation_checkpoint "
                    "= \"chunked\": the probabilities' masks would depend on the chunks; set "
