@@ -9,6 +9,7 @@
 #include "workloads/models/checkpoint.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
+#include "tests/unit/counting_params.h"
 
 using namespace sb;
 
@@ -25,29 +26,7 @@ models::Batch batch(const models::ModelConfig& c, std::int64_t B, std::int64_t T
   return b;
 }
 
-// Counts the acquires made inside a recompute scope (what the FSDP engine keeps out of its
-// learned order and pinning).
-class CountingParams final : public models::ParamProvider {
- public:
-  explicit CountingParams(models::UnitTensors v) : inner_(std::move(v), true) {}
-  std::vector<torch::Tensor> acquire(int u) override {
-    if (depth_ > 0) ++recomputed_acquires;
-    return inner_.acquire(u);
-  }
-  void release(int, const torch::Tensor&) override {}
-  torch::Tensor linear_cross_entropy(int u, int i, const torch::Tensor& x, const torch::Tensor& w,
-                                     const torch::Tensor& t) override {
-    return inner_.linear_cross_entropy(u, i, x, w, t);
-  }
-  void begin_recompute() override { ++depth_; }
-  void end_recompute() override { --depth_; }
-  models::PersistentParams& inner() { return inner_; }
-  int recomputed_acquires = 0;
-
- private:
-  models::PersistentParams inner_;
-  int depth_ = 0;
-};
+using sbtest::CountingParams;
 
 struct Outcome {
   double loss = 0;
@@ -67,7 +46,7 @@ Outcome run(const std::string& preset, const models::CheckpointConfig& ac) {
   r.loss = loss.item<double>();
   for (auto& unit : p.inner().tensors())
     for (auto& t : unit) r.grads.push_back(t.grad().defined() ? t.grad().clone() : torch::Tensor());
-  r.recomputed_acquires = p.recomputed_acquires;
+  r.recomputed_acquires = p.scoped_acquires;
   return r;
 }
 

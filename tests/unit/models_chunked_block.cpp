@@ -5,7 +5,8 @@
 // the chunks' keys, values and inputs in a file equal them in memory bit for bit and move
 // exactly each chunk's padded bytes out once and back once; evaluation stores nothing; the provider sees
 // each block's forward acquire once outside a recompute scope and one gradient part per chunk
-// but the last; and BERT and a missing seq_chunks are refused.
+// but the last; a sequence shorter than seq_chunks runs; and BERT, attention dropout and a
+// missing seq_chunks are refused.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -15,6 +16,7 @@
 #include "workloads/models/gpt2.h"
 #include "workloads/models/model.h"
 #include "workloads/models/params.h"
+#include "tests/unit/counting_params.h"
 
 using namespace sb;
 using namespace sb::models;
@@ -23,30 +25,7 @@ namespace {
 
 constexpr std::int64_t kB = 2, kT = 18;
 
-// Counts what a chunked block asks of its provider.
-class CountingParams final : public ParamProvider {
- public:
-  explicit CountingParams(UnitTensors v) : inner_(std::move(v), true) {}
-  std::vector<torch::Tensor> acquire(int u) override {
-    ++(depth_ > 0 ? scoped_acquires : plain_acquires);
-    return inner_.acquire(u);
-  }
-  void release(int, const torch::Tensor&) override {}
-  torch::Tensor linear_cross_entropy(int u, int i, const torch::Tensor& x, const torch::Tensor& w,
-                                     const torch::Tensor& t) override {
-    return inner_.linear_cross_entropy(u, i, x, w, t);
-  }
-  void begin_recompute() override { ++depth_; }
-  void end_recompute() override { --depth_; }
-  void begin_partial_grads() override { ++partial_parts, ++partial_; }
-  void end_partial_grads() override { --partial_; }
-  PersistentParams& inner() { return inner_; }
-  int plain_acquires = 0, scoped_acquires = 0, partial_parts = 0;
-
- private:
-  PersistentParams inner_;
-  int depth_ = 0, partial_ = 0;
-};
+using sbtest::CountingParams;
 
 struct Step {
   torch::Tensor loss;
@@ -145,6 +124,19 @@ TEST(ChunkedBlock, EvaluationStoresNothingAndEqualsThePlainForward) {
   EXPECT_LE(max_abs(got - want), 1e-5 * std::max(1.0, max_abs(want)));
 }
 
+// A sequence shorter than seq_chunks (a short prompt) runs in chunks of one token.
+TEST(ChunkedBlock, ShortSequencesRunInChunksOfOneToken) {
+  Gpt2 plain(config("sdpa", 0, "none"));
+  Gpt2 chunked(config("sdpa", 8, "none"));
+  chunked.set_activation_checkpoint({CheckpointMode::Chunked, 1});
+  PersistentParams p(init_params(plain.units(), 3));
+  Batch b = batch();
+  b.input_ids = b.input_ids.narrow(1, 0, 3).contiguous(), b.targets = b.targets.narrow(1, 0, 3).contiguous();
+  torch::NoGradGuard off;
+  const auto want = plain.logits(p, b), got = chunked.logits(p, b);
+  EXPECT_LE(max_abs(got - want), 1e-5 * std::max(1.0, max_abs(want)));
+}
+
 TEST(ChunkedBlock, RefusedWithoutChunksAndForBert) {
   Gpt2 m(config("sdpa", 0, "none"));
   try {
@@ -152,6 +144,18 @@ TEST(ChunkedBlock, RefusedWithoutChunksAndForBert) {
     FAIL() << "accepted seq_chunks = 0";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("runs each block on seq_chunks chunks of the sequence; set seq_chunks"),
+              std::string::npos) << e.what();
+  }
+  // Attention dropout: its masks would be keyed by a probability's place in its chunk.
+  Gpt2 dropping(config("naive", 2, "none"));
+  dropping.set_dropout({0, 0.1, 7});
+  dropping.set_activation_checkpoint({CheckpointMode::Chunked, 1});
+  PersistentParams p(init_params(dropping.units(), 3));
+  try {
+    dropping.loss(p, batch());
+    FAIL() << "accepted attention dropout";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("attention_dropout with activation_checkpoint = \"chunked\""),
               std::string::npos) << e.what();
   }
   auto bert = make_model("bert-tiny");

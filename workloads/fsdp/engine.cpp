@@ -326,7 +326,8 @@ void Engine::on_backward(int u, int k) {
   if (k > 0) prefetch(release_seq_[k - 1]);
 }
 
-// Fires after W's AccumulateGrad: W.grad() holds the unit's full (padded) gradient.
+// Fires after W's AccumulateGrad: W.grad() holds the unit's full (padded) gradient, or one
+// part of it inside a chunked block's backward (partial_grads_).
 void Engine::on_grad(int u) {
   sb::fault_point("backward");  // tests/mpi/failure_paths.sh
   comm_.progress();
@@ -336,7 +337,8 @@ void Engine::on_grad(int u) {
   U.W.mutable_grad() = torch::Tensor();  // never accumulate full gradients in W
   if (!g.defined()) return;
   if (partial_grads_ > 0) {  // more of this backward's gradient follows: the unit stays gathered
-    U.part = U.part.defined() ? U.part.add_(g) : g;
+    // Summed in fp32 (as acc): a bf16 sum would round once more per chunk.
+    U.part = U.part.defined() ? U.part.add_(g) : g.to(torch::kFloat32);
     note_memory();
     return;
   }

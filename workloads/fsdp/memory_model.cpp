@@ -71,9 +71,12 @@ U64 gathered_bytes(const Layout& l, const std::vector<U64>& unit_bytes, bool fp3
 // queries (2 a), the gradients of the earlier chunks' leaves (2 a) and their fp32 sums (2 a x
 // 4 bytes), and one chunk's recomputed
 // activations: per_token and its attention's scores at the chunk's tokens (`scores`, a whole
-// block's at T, scaled by chunk / T) with what its backward forms (`formed`).
+// block's at T, and the score gradients its backward forms, `grads`, both scaled by chunk / T)
+// and its tile (`tile`); with more than one chunk, the fp32 sum of the block's gradient parts
+// (block_part).
 void chunked_moments(const MemoryInputs& in, U64 elt, U64 flight, U64 tokens, U64 L, U64 per_token, U64 input,
-                     U64 scores, U64 formed, U64 head, U64 grads_formed, MemoryPrediction& p) {
+                     U64 scores, U64 grads, U64 tile, U64 head, U64 grads_formed, U64 block_part,
+                     MemoryPrediction& p) {
   const models::ModelConfig& c = in.model;
   const auto C = static_cast<U64>(std::max<std::int64_t>(1, c.seq_chunks));
   const auto seq = static_cast<U64>(in.seq), chunk = (seq + C - 1) / C;
@@ -87,8 +90,9 @@ void chunked_moments(const MemoryInputs& in, U64 elt, U64 flight, U64 tokens, U6
     p.disk_kv = L * ((a2 + input) * tokens * elt + 2 * C * 4096 * flight);
   // ... and the input's gradient, filled chunk by chunk (d).
   const U64 pipe = a2 * one * ((in_memory ? 2 : 3) * elt + std::max<U64>(elt, 4)) + input * one * elt;
-  const U64 back_layers = kept + pipe + chunk_tokens * per_token * elt;
-  const U64 back_scores = scores / flight * chunk / seq + formed;
+  // With more than one chunk, the sum of the block's gradient parts (fp32) while the next forms.
+  const U64 back_layers = kept + pipe + chunk_tokens * per_token * elt + (C > 1 ? block_part : 0);
+  const U64 back_scores = (scores / flight + grads) * chunk / seq + tile;
   const U64 back_head = in.last_stage && in.loss_classes > 0
                             ? static_cast<U64>((in.loss_classes + std::max(1, in.tp) - 1) / std::max(1, in.tp)) *
                                   static_cast<U64>(c.d_model) * elt
@@ -109,7 +113,10 @@ void chunked_moments(const MemoryInputs& in, U64 elt, U64 flight, U64 tokens, U6
 // GELU (2 f); GPT-2's and BERT's blocks alike.
 // grads_formed: the step's gradient bytes that backward forms anew (Engine::drop_grads),
 // absent at the top block's backward.
-void activation_bytes(const MemoryInputs& in, std::uint64_t elt, std::uint64_t grads_formed, MemoryPrediction& p) {
+// block_part: the fp32 sum of a block's gradient parts a chunked block's backward keeps
+// (Engine's Unit::part).
+void activation_bytes(const MemoryInputs& in, std::uint64_t elt, std::uint64_t grads_formed, std::uint64_t block_part,
+                      MemoryPrediction& p) {
   if (in.rows <= 0 || in.seq <= 0) return;
   const models::ModelConfig& c = in.model;
   // A pipeline rank: its blocks, a virtual stage's share of them per in-flight micro-batch.
@@ -185,7 +192,8 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, std::uint64_t g
     head = static_cast<U64>(in.loss_rows) * V * 4 * flight;
   }
   if (chunked) {
-    chunked_moments(in, elt, flight, tokens, L, per_token, input, scores, grads + tile, head, grads_formed, p);
+    chunked_moments(in, elt, flight, tokens, L, per_token, input, scores, grads, tile, head, grads_formed,
+                    block_part, p);
     return;
   }
   // Two moments bound the step; the terms are those of the larger. Forward's end: what every
@@ -219,6 +227,7 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
   std::vector<U64> unit_bytes;  // gathered, compute dtype
   U64 formed = 0;               // the reduce-dtype gradients each step forms anew
   std::vector<U64> shards;      // each unit's shard, elements
+  U64 block_part = 0;           // a block's (padded) gradient in fp32: a chunked block's parts' sum
   // Where the engine puts the master on disk (Engine::make_offload_store refuses the rest).
   const bool master_on_disk = in.offload_master && in.offload_optimizer == "disk" && l.params_sharded;
   for (const auto& u : in.units) {
@@ -234,6 +243,7 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
     if (in.offload_optimizer == "disk")
       p.disk_optim += (master_on_disk ? 4 : 3) * ((4 * (l.optim_sharded ? S : padded) + 4095) / 4096 * 4096);
     unit_bytes.push_back(elt * padded);
+    if (u.name.rfind("block.", 0) == 0) block_part = std::max(block_part, 4 * padded);
   }
   p.compression = compression_bytes(s, in.units, mesh, in.policy, std::max(1, in.ep));
   p.gathered = gathered_bytes(l, unit_bytes, in.param_dtype == torch::kFloat32, in.prefetch, in.pp > 1);
@@ -247,7 +257,7 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
     const U64 prefetched = shards[std::min<std::size_t>(shards.size(), 3) - 1];
     p.gathered += OffloadStore::master_read_bytes(static_cast<std::int64_t>(prefetched));
   }
-  activation_bytes(in, elt, formed, p);
+  activation_bytes(in, elt, formed, block_part, p);
   if (in.offload_optimizer != "none") p.offload = OffloadStore::staging_bytes(in.offload_block, master_on_disk);
   p.model_state = p.param + p.grad + p.optim + p.compression + p.offload + (l.params_sharded ? 0 : p.gathered);
   return p;

@@ -56,7 +56,7 @@ struct Engine::Unit {
   comm::Request gather_req;
 
   torch::Tensor acc;        // (padded) fp32 gradient of the non-final micro-steps
-  torch::Tensor part;       // (padded) the parts of this backward's gradient so far (a chunked block's)
+  torch::Tensor part;       // (padded) fp32 sum of this backward's gradient parts so far (a chunked block's)
   torch::Tensor red;        // reduction output in flight (reduce dtype)
   torch::Tensor inflight;   // the full gradient being reduced (reduce dtype)
   bool reduced = false;     // a reduction ran this step

@@ -30,7 +30,7 @@ struct KvOffloadStats {
   double write_s = 0, read_s = 0;  // inside pwrite / pread (I/O threads)
   double wait_s = 0;               // the compute thread waiting for a read or write
 };
-KvOffloadStats kv_offload_stats();  // attention_fpdt.cpp
+KvOffloadStats kv_offload_stats();  // kv_store.cpp
 
 struct AttentionMask {
   // Causal: query i (absolute position q_offset + i) sees keys 0 .. q_offset + i.

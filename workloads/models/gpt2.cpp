@@ -269,8 +269,13 @@ ChunkedBlock Gpt2::in_chunks(ParamProvider& p, std::int64_t l, std::int64_t B, s
            "sequences; set mesh.sp to 1 and tp_sequence_parallel = false (or use \"full\")", cfg_.preset);
   SB_CHECK(m.causal && m.q_offset == 0 && !m.segment_ids.defined(), "model '{}': activation_checkpoint = "
            "\"chunked\" needs causal attention over unpacked rows", cfg_.preset);
+  // A chunk's probabilities would be keyed by their place in the chunk (dropout.h), not the token's.
+  SB_CHECK(!m.dropout.on(), "model '{}': attention_dropout with activation_checkpoint = \"chunked\": the "
+           "probabilities' masks would depend on the chunks; set attention_dropout = 0", cfg_.preset);
   ChunkedBlock c;
-  c.B = B, c.T = T, c.chunks = cfg_.seq_chunks, c.kv_offload = cfg_.kv_offload, c.dir = cfg_.kv_offload_dir;
+  // A sequence shorter than seq_chunks (a short evaluation or prompt) runs in chunks of one token.
+  c.B = B, c.T = T, c.chunks = std::min(cfg_.seq_chunks, T), c.kv_offload = cfg_.kv_offload;
+  c.dir = cfg_.kv_offload_dir;
   c.f = [this, &p, l, B, T, m, rows](const torch::Tensor& x, std::int64_t s, std::int64_t n,
                                      const ChunkedBlock::Kv& kv) {
     AttentionMask mc = m;  // queries s.. see keys 0 .. s + their index
@@ -410,7 +415,8 @@ void Gpt2::set_activation_checkpoint(const CheckpointConfig& c) {
            "activation checkpointing is not supported yet; set activation_checkpoint = \"none\"",
            cfg_.preset);
   SB_CHECK(!c.chunked() || cfg_.seq_chunks >= 1, "model '{}': activation_checkpoint = \"chunked\" runs "
-           "each block on seq_chunks chunks of the sequence; set seq_chunks (2 or more)", cfg_.preset);
+           "each block on seq_chunks chunks of the sequence; set seq_chunks (1 or more; 1 keeps the "
+           "block's keys and values, 2 and more chunk it)", cfg_.preset);
   ac_ = c;
   // Chunked blocks keep their keys and values in their own store and attend one chunk's
   // queries at a time: a variant that streams chunks (fpdt) does so in plain tiles inside.

@@ -85,8 +85,8 @@ void KvStore::open_file(std::string dir) {
   // Gone from the folder at once; the space is freed when the store (the node) goes.
   file_ = std::make_unique<DirectFile>(fmt::format("{}/shardbench-kv-{}-{}.bin", dir, ::getpid(), serial++),
                                        "kv_offload = \"disk\"",
-                                       "set offload_dir to a writable folder with room for two bytes a key "
-                                       "and value element", /*unlink_now=*/true);
+                                       "set offload_dir to a writable folder with room for every stored "
+                                       "key, value (and chunked block input) element", /*unlink_now=*/true);
 }
 
 void KvStore::wait(std::future<void>& f) {

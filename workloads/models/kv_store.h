@@ -20,7 +20,8 @@ class DirectFile;
 
 class KvStore {
  public:
-  using Chunk = std::pair<torch::Tensor, torch::Tensor>;  // k, v: (B, H, n, Dh)
+  // k, v: (B, H, n, Dh); or a chunked block's input rows (B n, d) and an undefined v.
+  using Chunk = std::pair<torch::Tensor, torch::Tensor>;
 
   KvStore(const std::string& mode, const std::string& dir);
   ~KvStore();

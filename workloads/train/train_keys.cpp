@@ -85,7 +85,8 @@ void validate_chunked(const StepKeys& c, const Point& p, std::vector<Diagnostic>
   const std::string& model = config<ModelKeys>(p).model;
   if (c.seq_chunks < 1)
     out.push_back({"seq_chunks", "activation_checkpoint = \"chunked\" runs each block on seq_chunks "
-                   "chunks of the sequence; set seq_chunks (2 or more)"});
+                   "chunks of the sequence; set seq_chunks (1 or more; 1 keeps the block's keys and "
+                   "values, 2 and more chunk it)"});
   try {
     if (models::family(models::preset_config(model).family).objective != models::Objective::CausalLm)
       out.push_back({"activation_checkpoint", fmt::format("activation_checkpoint = \"chunked\" pipelines "
