@@ -125,6 +125,26 @@ torch::Tensor joined(const torch::Tensor& earlier, const torch::Tensor& own) {
   return earlier.defined() ? torch::cat({earlier, own}, 2) : own;
 }
 
+// An empty (B, H, T, Dh) buffer for a sequence's keys or values, shaped and typed as one
+// chunk's (B, H, n, Dh).
+torch::Tensor sequence_buffer(const torch::Tensor& chunk, std::int64_t T) {
+  auto shape = chunk.sizes().vec();
+  shape[2] = T;
+  return torch::empty(shape, chunk.options());
+}
+
+// RAII: the gradients arriving inside are parts of a unit's (ParamProvider::begin_partial_grads).
+class PartialGrads {
+ public:
+  explicit PartialGrads(ParamProvider& p) : p_(p) { p_.begin_partial_grads(); }
+  ~PartialGrads() { p_.end_partial_grads(); }
+  PartialGrads(const PartialGrads&) = delete;
+  PartialGrads& operator=(const PartialGrads&) = delete;
+
+ private:
+  ParamProvider& p_;
+};
+
 // Each chunk's rows of the block's input, kept for backward: the input itself in memory, or
 // chunk by chunk in a store (read back in reverse, one ahead of its use).
 struct Inputs {
@@ -147,11 +167,7 @@ struct ChunkedFunction : torch::autograd::Function<ChunkedFunction> {
     for (std::int64_t s = 0; s < b.T; s += n0) {
       const std::int64_t n = std::min(n0, b.T - s);
       const ChunkedBlock::Kv kv = [&](const torch::Tensor& k, const torch::Tensor& v) {
-        if (!K.defined()) {
-          auto shape = k.sizes().vec();
-          shape[2] = b.T;
-          K = torch::empty(shape, k.options()), V = torch::empty(shape, v.options());
-        }
+        if (!K.defined()) K = sequence_buffer(k, b.T), V = sequence_buffer(v, b.T);
         K.narrow(2, s, n).copy_(k), V.narrow(2, s, n).copy_(v);
         if (offload) store->put(K.narrow(2, s, n), V.narrow(2, s, n));
         return std::make_pair(K.narrow(2, 0, s + n), V.narrow(2, 0, s + n));
@@ -194,11 +210,7 @@ struct ChunkedFunction : torch::autograd::Function<ChunkedFunction> {
       for (std::int64_t j = 0; j < C; ++j) {
         auto [k, v] = store.take(next);
         if (j + 1 < C) next = store.fetch(j + 1);
-        if (!K.defined()) {
-          auto shape = k.sizes().vec();
-          shape[2] = b.T;
-          K = torch::empty(shape, k.options()), V = torch::empty(shape, v.options());
-        }
+        if (!K.defined()) K = sequence_buffer(k, b.T), V = sequence_buffer(v, b.T);
         K.narrow(2, j * n0, k.size(2)).copy_(k), V.narrow(2, j * n0, v.size(2)).copy_(v);
       }
     }
@@ -234,14 +246,9 @@ struct ChunkedFunction : torch::autograd::Function<ChunkedFunction> {
       if (i + 1 < C && ki.requires_grad()) roots.push_back(ki), grads.push_back(dK.narrow(2, s, n).to(ki.scalar_type()));
       if (i + 1 < C && vi.requires_grad()) roots.push_back(vi), grads.push_back(dV.narrow(2, s, n).to(vi.scalar_type()));
       if (y.requires_grad()) {
-        if (i > 0) p.begin_partial_grads();
-        try {
-          torch::autograd::backward(roots, grads);
-        } catch (...) {
-          if (i > 0) p.end_partial_grads();
-          throw;
-        }
-        if (i > 0) p.end_partial_grads();
+        std::optional<PartialGrads> part;  // chunk 0, the last backward reaches, completes each gradient
+        if (i > 0) part.emplace(p);
+        torch::autograd::backward(roots, grads);
       }
       if (xi.grad().defined()) dx.narrow(1, s, n).copy_(xi.grad().view({b.B, n, -1}));
       if (Ke.defined() && Ke.grad().defined()) dK.narrow(2, 0, s) += Ke.grad();
