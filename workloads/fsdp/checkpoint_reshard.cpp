@@ -107,7 +107,10 @@ Logical assemble(const std::string& set, const Marker& m, const std::set<int>& w
     if (r == 0 && state0) *state0 = decode_state(rf);
   }
   Logical out;
-  for (auto& [key, B] : blocks) {
+  // Each block is freed once placed: the blocks and the whole parameters (12 bytes a parameter
+  // each) are never both whole.
+  for (auto it = blocks.begin(); it != blocks.end(); it = blocks.erase(it)) {
+    auto& [key, B] = *it;
     LogicalParam& L = out[{std::get<0>(key), std::get<1>(key)}];
     if (!L.t[0].defined()) {
       L.shape = B.p.full_shape;
