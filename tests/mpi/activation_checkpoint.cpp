@@ -7,12 +7,16 @@
 // without it (the recomputation's acquires pin nothing: the gathered bytes after the step and
 // at their peak are equal). Even worlds for tp and pp. FPDT's chunked blocks (3 chunks of the
 // 16 tokens, their keys and values in memory or on disk, residual dropout) give the same losses
-// within 1e-5 relative on dp N with 2 micro-batches, tp 2 (no row split) and pp 2: each
-// chunk's gradient part is summed before the unit's one reduction (Engine::partial_grads_),
-// and the engine gathers no more.
+// within 1e-5 relative on dp N with 2 micro-batches, tp 2 (no row split), pp 2 and inside
+// Ulysses at sp 2 (4 chunks: each rank's slice in stripes, Model::sequence_stripe, against sp 2
+// without checkpointing on contiguous slices, so positions and dropout masks must follow the
+// striped tokens): each chunk's gradient part is summed before the unit's one reduction
+// (Engine::partial_grads_), and the engine gathers no more.
 #include "tests/mpi/fsdp_testlib.h"
 #include "tests/mpi/mpi_main.h"
+#include "workloads/data/batches.h"
 #include "workloads/models/checkpoint.h"
+#include "workloads/parallel/sp_layers.h"
 #include "workloads/parallel/tp_layers.h"
 
 using namespace sbtest;
@@ -28,7 +32,8 @@ constexpr std::int64_t kB = 24, kT = 16;  // divides over 2, 3 and 4 ranks x 2 m
 
 struct Case {
   int tp = 1, pp = 1, micro = 1;
-  bool sp = false;
+  bool sp = false;  // tp's sequence parallelism
+  int ulysses = 1;  // mesh.sp
 };
 
 struct Result {
@@ -39,9 +44,10 @@ struct Result {
 Result train(std::unique_ptr<sb::models::Model> model, const Case& c, const CheckpointConfig& ac,
              const sb::models::DropoutConfig& dropout = {0.1, 0.1, 5}) {
   sb::Mesh mesh;
-  mesh.tp = c.tp, mesh.pp = c.pp, mesh.dp_shard = world_size() / (c.tp * c.pp);
+  mesh.tp = c.tp, mesh.pp = c.pp, mesh.sp = c.ulysses, mesh.dp_shard = world_size() / (c.tp * c.pp * c.ulysses);
   Communicator comm(MPI_COMM_WORLD, mesh);
   if (c.tp > 1) model->set_tensor_parallel(sb::parallel::tensor_parallel(comm, c.sp));
+  if (c.ulysses > 1) model->set_sequence_parallel(sb::parallel::sequence_parallel(comm));
   if (c.pp > 1) model->set_pipeline(c.pp, 1, comm.rank(Group::Pp));
   model->set_dropout(dropout);
   model->set_activation_checkpoint(ac);
@@ -52,7 +58,8 @@ Result train(std::unique_ptr<sb::models::Model> model, const Case& c, const Chec
   for (int s = 0; s < kSteps; ++s) {
     auto g = global_batch(model->config(), kB, kT, s);
     g.dropout_step = s;
-    const auto mine = slice(g, mesh.dp_rank(comm.rank()), mesh.dp_size());
+    const auto mine = sb::data::sequence_slice(slice(g, mesh.dp_rank(comm.rank()), mesh.dp_size()),
+                                               comm.rank(Group::Sp), c.ulysses, model->sequence_stripe(kT));
     std::vector<sb::models::Batch> micro;
     for (int m = 0; m < c.micro; ++m) micro.push_back(slice(mine, m, c.micro));
     r.losses.push_back(e.step(micro, sb::fsdp::loss_terms(g)).loss);
@@ -94,6 +101,7 @@ TEST(ActivationCheckpointMesh, ChunkedBlocksEqualNoCheckpointing) {
   if (world_size() % 2 == 0) {
     cases.push_back({"tp 2", {2, 1, 1, false}});
     cases.push_back({"pp 2", {1, 2, 2, false}});
+    cases.push_back({"sp 2", {1, 1, 1, false, 2}});
   }
   const sb::models::DropoutConfig residual{0.1, 0, 5};  // chunked refuses attention dropout
   for (const auto& [name, c] : cases) {
@@ -101,7 +109,8 @@ TEST(ActivationCheckpointMesh, ChunkedBlocksEqualNoCheckpointing) {
     cfg.attention = "sdpa";
     const Result want = train(sb::models::make_model(cfg), c, {}, residual);
     for (const char* kv : {"none", "disk"}) {
-      cfg.seq_chunks = 3, cfg.kv_offload = kv, cfg.kv_offload_dir = ::testing::TempDir();
+      // Under sp 2 each rank's 8 tokens in 4 stripes of 2, chunk i the 4 tokens [4 i, 4 i + 4).
+      cfg.seq_chunks = c.ulysses > 1 ? 4 : 3, cfg.kv_offload = kv, cfg.kv_offload_dir = ::testing::TempDir();
       const Result got = train(sb::models::make_model(cfg), c, {CheckpointMode::Chunked, 1}, residual);
       const std::string what = name + ", chunks " + kv;
       for (int s = 0; s < kSteps; ++s)

@@ -69,6 +69,7 @@ inline sb::models::Batch slice(const sb::models::Batch& g, int r, int n) {
   b.labels = cut(g.labels);
   b.row0 = g.row0 + r * rows;  // dropout masks follow the rows
   b.dropout_step = g.dropout_step;
+  b.seq_begin = g.seq_begin, b.seq_full = g.seq_full, b.seq_stripe = g.seq_stripe;  // a sequence slice's
   return b;
 }
 

@@ -1,11 +1,15 @@
 // DeepSpeed-Ulysses sequence parallelism (models/sequence_parallel.h) under the FSDP engine
 // equals the one-process trainer: gpt2-tiny (4 heads), 10 steps of B 8 x T 16, at sp = 2 and
 // sp = 4 alone, sp 2 x dp_shard 2 (full_shard, zero1, no_shard), sp 2 x tp 2, and FPDT inside
-// Ulysses at sp 2 and 4 (attention = "fpdt", 4 chunks, keys and values on disk); losses and
+// Ulysses at sp 2 and 4: its attention (attention = "fpdt", 4 chunks, keys and values on disk)
+// and its pipeline of whole blocks (activation_checkpoint = "chunked", 4 chunks, each rank's
+// slice in stripes, keys, values and block inputs on disk; also sp 2 x dp_shard 2 and sp 2 x
+// tp 2); losses and
 // gradient norms within 1e-5 relative, final parameters within 2e-5. Per layer and micro-step
 // the sp group runs two all-to-alls forward ("sp_act": q, k, v to heads; the output back) and
 // two backward ("sp_grad"), of exactly (sp - 1) / sp of 4 R A x 4 bytes each way (R this rank's
-// tokens, A the attention width per tp rank). The engine's model state equals the memory
+// tokens, A the attention width per tp rank); chunked blocks run them per chunk and forward's
+// twice (the recomputation), the same bytes in all. The engine's model state equals the memory
 // model's with the shard group spanning dp_shard x sp. Dropout (residual and attention) gives
 // the one-process losses on any sp (masks follow the token), and splits that cannot run are
 // refused naming the fix. A suite point with mesh.sp = 2, run by the registered train task
@@ -18,6 +22,7 @@
 #include "tests/mpi/train_point.h"
 #include "workloads/data/batches.h"
 #include "workloads/fsdp/memory_model.h"
+#include "workloads/models/checkpoint.h"
 #include "workloads/parallel/sp_layers.h"
 #include "workloads/parallel/tp_layers.h"
 
@@ -39,6 +44,8 @@ struct Case {
   // FPDT inside Ulysses (as in the paper): each rank's whole-sequence heads in 4 chunks, their
   // keys and values in a file until backward.
   bool fpdt = false;
+  // FPDT's pipeline of whole blocks inside Ulysses: 4 chunks, everything on disk.
+  bool chunked = false;
 };
 
 sb::Mesh mesh_of(const Case& c) {
@@ -48,8 +55,9 @@ sb::Mesh mesh_of(const Case& c) {
 }
 
 std::string describe(const Case& c) {
-  return fmt::format("sp {} tp {} dp_shard {} {}{}{}", c.sp, c.tp, c.dp_shard, c.strategy,
-                     c.dropout > 0 ? " dropout" : "", c.fpdt ? " fpdt (kv on disk)" : "");
+  return fmt::format("sp {} tp {} dp_shard {} {}{}{}{}", c.sp, c.tp, c.dp_shard, c.strategy,
+                     c.dropout > 0 ? " dropout" : "", c.fpdt ? " fpdt (kv on disk)" : "",
+                     c.chunked ? " chunked blocks (on disk)" : "");
 }
 
 struct SpRun {
@@ -60,10 +68,12 @@ struct SpRun {
   std::vector<sb::models::UnitSpec> units;
 };
 
-// This rank's micro-batch of global batch g: its data-parallel rows, then its sequence slice.
-sb::models::Batch mine(const sb::models::Batch& g, const sb::Mesh& mesh, const Communicator& comm) {
+// This rank's micro-batch of global batch g: its data-parallel rows, then its sequence slice
+// (in stripes of `stripe` tokens when > 0).
+sb::models::Batch mine(const sb::models::Batch& g, const sb::Mesh& mesh, const Communicator& comm,
+                       std::int64_t stripe = 0) {
   return sb::data::sequence_slice(slice(g, mesh.dp_rank(comm.rank()), mesh.dp_size()),
-                                  comm.rank(Group::Sp), comm.size(Group::Sp));
+                                  comm.rank(Group::Sp), comm.size(Group::Sp), stripe);
 }
 
 SpRun run(const Case& c, int steps = kSteps) {
@@ -78,7 +88,9 @@ SpRun run(const Case& c, int steps = kSteps) {
   }, MPI_Wtime());
   auto cfg = sb::models::preset_config("gpt2-tiny");
   if (c.fpdt) cfg.attention = "fpdt", cfg.seq_chunks = 4, cfg.kv_offload = "disk";
+  if (c.chunked) cfg.seq_chunks = 4, cfg.kv_offload = "disk", cfg.kv_offload_dir = ::testing::TempDir();
   auto model = sb::models::make_model(cfg);
+  if (c.chunked) model->set_activation_checkpoint({sb::models::CheckpointMode::Chunked, 1});
   if (c.tp > 1) model->set_tensor_parallel(sb::parallel::tensor_parallel(comm));
   model->set_sequence_parallel(sb::parallel::sequence_parallel(comm));
   if (c.dropout > 0) model->set_dropout({c.dropout, c.dropout, 5});
@@ -87,7 +99,7 @@ SpRun run(const Case& c, int steps = kSteps) {
   for (int s = 0; s < steps; ++s) {
     auto g = global_batch(model->config(), kB, kT, s);
     if (c.dropout > 0) g.dropout_step = s;
-    const auto st = engine.step({mine(g, mesh, comm)}, sb::fsdp::loss_terms(g));
+    const auto st = engine.step({mine(g, mesh, comm, model->sequence_stripe(kT))}, sb::fsdp::loss_terms(g));
     out.r.losses.push_back(st.loss);
     out.r.norms.push_back(st.grad_norm);
   }
@@ -101,10 +113,12 @@ std::vector<Case> cases(int n) {
   std::vector<Case> out;
   if (n == 2)
     out = {{2, 1, 1, "full_shard"}, {2, 1, 1, "zero1"}, {2, 1, 1, "no_shard"},
-           {2, 1, 1, "full_shard", 0, true}};
+           {2, 1, 1, "full_shard", 0, true}, {2, 1, 1, "full_shard", 0, false, true}};
   if (n == 4)
     out = {{4, 1, 1, "full_shard"}, {2, 1, 2, "full_shard"}, {2, 1, 2, "zero1"},
-           {2, 1, 2, "no_shard"}, {2, 2, 1, "full_shard"}, {4, 1, 1, "full_shard", 0, true}};
+           {2, 1, 2, "no_shard"}, {2, 2, 1, "full_shard"}, {4, 1, 1, "full_shard", 0, true},
+           {4, 1, 1, "full_shard", 0, false, true}, {2, 1, 2, "full_shard", 0, false, true},
+           {2, 2, 1, "full_shard", 0, false, true}};
   return out;
 }
 
@@ -127,14 +141,15 @@ TEST(Ulysses, MatchesOneProcessTrainer) {
         d = std::max(d, (got.r.params[u][i] - want).abs().max().item<double>());
       }
     EXPECT_LT(d, 2e-5) << what << ": final parameters differ by " << d;
-    // Traffic: 2 all-to-alls a layer each way, (sp - 1) / sp of their buffers.
+    // Traffic: 2 all-to-alls a layer (a chunk) each way, (sp - 1) / sp of their buffers;
+    // chunked blocks run forward's again in backward.
     const auto cfg = sb::models::preset_config("gpt2-tiny");
-    const std::size_t L = static_cast<std::size_t>(cfg.n_layer);
-    EXPECT_EQ(got.act, 2 * L * kSteps) << what;
-    EXPECT_EQ(got.grad, 2 * L * kSteps) << what;
+    const std::size_t L = static_cast<std::size_t>(cfg.n_layer), C = c.chunked ? 4 : 1, again = c.chunked ? 2 : 1;
+    EXPECT_EQ(got.act, 2 * L * C * again * kSteps) << what;
+    EXPECT_EQ(got.grad, 2 * L * C * kSteps) << what;
     const std::int64_t R = kB / c.dp_shard * kT / c.sp, A = cfg.attn_width() / c.tp;
     const std::uint64_t per_layer = static_cast<std::uint64_t>(4 * R * A * 4 * (c.sp - 1) / c.sp);
-    EXPECT_EQ(got.act_bytes, per_layer * L * kSteps) << what;
+    EXPECT_EQ(got.act_bytes, per_layer * L * again * kSteps) << what;
     EXPECT_EQ(got.grad_bytes, per_layer * L * kSteps) << what;
     // The memory model: FSDP spans dp_shard x sp.
     sb::fsdp::MemoryInputs in;
@@ -238,6 +253,24 @@ TEST(Ulysses, RefusesWhatCannotSplit) {
   EXPECT_TRUE(torch::equal(s.targets, g.targets.narrow(1, 4, 4)));
   EXPECT_NE(error_of([&] { sb::data::sequence_slice(g, 0, 3); }).find("seq must divide by sp"),
             std::string::npos);
+  EXPECT_TRUE(torch::equal(s.positions(), torch::arange(4, 8, torch::kLong)));
+  // In stripes (FPDT's chunks inside Ulysses): rank 1 of 2 with stripes of 2 holds tokens
+  // 2, 3, 6, 7, 10, 11, 14, 15, whose positions it reports.
+  const auto st = sb::data::sequence_slice(g, 1, 2, 2);
+  const auto cols = torch::tensor({2, 3, 6, 7, 10, 11, 14, 15}, torch::kLong);
+  EXPECT_TRUE(torch::equal(st.input_ids, g.input_ids.index_select(1, cols)));
+  EXPECT_TRUE(torch::equal(st.targets, g.targets.index_select(1, cols)));
+  EXPECT_TRUE(torch::equal(st.positions(), cols));
+  EXPECT_NE(error_of([&] { sb::data::sequence_slice(g, 0, 2, 3); }).find("is not stripes of 3"),
+            std::string::npos);
+  // The model asks for stripes only when it runs chunked blocks inside Ulysses.
+  auto chunked_cfg = sb::models::preset_config("gpt2-tiny");
+  chunked_cfg.seq_chunks = 4;
+  auto chunked = sb::models::make_model(chunked_cfg);
+  chunked->set_sequence_parallel({.rank = 0, .size = 2, .all_to_all = [](const torch::Tensor& t) { return t; }});
+  EXPECT_EQ(chunked->sequence_stripe(kT), 0);
+  chunked->set_activation_checkpoint({sb::models::CheckpointMode::Chunked, 1});
+  EXPECT_EQ(chunked->sequence_stripe(kT), 2);
 }
 
 }  // namespace

@@ -305,6 +305,32 @@ TEST(MemoryModel, ChunkedBlocksFollowTheFormula) {
   EXPECT_EQ(deeper.disk_kv, 2 * m.disk_kv);
 }
 
+// Inside Ulysses (sp 2) a rank holds 8 of the 16 tokens, in 2 stripes of 4: per local token
+// the same kept bytes (its keys and values are 2x the tokens at half the heads), one stripe's
+// recomputed block, and a chunk's scores over the 8 queries the all-to-all gathers for half
+// of the heads: half of sp 1's at the same chunk of 8.
+TEST(MemoryModel, ChunkedBlocksInsideUlyssesCountAStripe) {
+  sb::fsdp::MemoryInputs in;
+  in.model.family = "gpt2";
+  in.model.n_layer = 2, in.model.d_model = 64, in.model.n_head = 4, in.model.d_ff = 256;
+  in.model.vocab = 256, in.model.attention = "sdpa", in.model.seq_chunks = 2, in.model.kv_offload = "none";
+  in.rows = 2, in.seq = 16, in.loss_rows = 16, in.loss_classes = 256, in.sp = 2;
+  in.checkpoint = {sb::models::CheckpointMode::Chunked, 1};
+  const std::uint64_t tokens = 16, input = tokens * 64 * 4, kv = tokens * 128 * 4;
+  const std::uint64_t stripe_block = 8u * (4 * 64 + 4 * 64 + 2 * 256) * 4;  // 2 rows x a stripe of 4
+  auto m = sb::fsdp::predict_memory(in);
+  EXPECT_EQ(m.activation_layers, 2 * (input + kv) + kv * 3 + input + stripe_block);
+  in.model.kv_offload = "disk";
+  m = sb::fsdp::predict_memory(in);
+  EXPECT_EQ(m.disk_kv, 2 * (kv + input + 2 * 2 * 4096));
+  in.model.attention = "naive", in.model.kv_offload = "none";
+  const auto sp2 = sb::fsdp::predict_memory(in);
+  in.sp = 1, in.model.seq_chunks = 2, in.loss_rows = 32;
+  const auto sp1 = sb::fsdp::predict_memory(in);
+  ASSERT_GT(sp2.activation_attention, 0u);
+  EXPECT_EQ(2 * sp2.activation_attention, sp1.activation_attention);
+}
+
 // At the top block's backward the last step's gradients are dropped and this step's not yet
 // formed (Engine::drop_grads): when that moment is the peak, grad_unformed is the whole
 // reduce-dtype gradient and the peak is the terms' sum less it; at forward's end it is 0.

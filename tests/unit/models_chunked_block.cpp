@@ -5,8 +5,9 @@
 // the chunks' keys, values and inputs in a file equal them in memory bit for bit and move
 // exactly each chunk's padded bytes out once and back once; evaluation stores nothing; the provider sees
 // each block's forward acquire once outside a recompute scope and one gradient part per chunk
-// but the last; a sequence shorter than seq_chunks runs; and BERT, attention dropout and a
-// missing seq_chunks are refused.
+// but the last; each block's two stores are freed by its backward, not with the graph; a
+// sequence shorter than seq_chunks runs; and BERT, attention dropout and a missing seq_chunks
+// are refused.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -31,6 +32,9 @@ struct Step {
   torch::Tensor loss;
   std::vector<torch::Tensor> grads;
   int plain_acquires = 0, scoped_acquires = 0, partial_parts = 0;
+  // KvStores alive (beyond those before the step) after forward, and after backward with the
+  // loss and its graph still held.
+  std::int64_t stores_forward = 0, stores_backward = 0;
 };
 
 ModelConfig config(const std::string& attention, std::int64_t chunks, const std::string& kv) {
@@ -54,9 +58,12 @@ Step step(const ModelConfig& cfg, CheckpointMode mode) {
   m.set_dropout({0.1, 0, 7});
   m.set_activation_checkpoint({mode, 1});
   CountingParams p(init_params(m.units(), 3));
+  const std::int64_t live = kv_offload_stats().live_stores;
   auto loss = m.loss(p, batch());
+  const std::int64_t after_forward = kv_offload_stats().live_stores - live;
   loss.backward();
-  Step s{loss.detach(), {}, p.plain_acquires, p.scoped_acquires, p.partial_parts};
+  Step s{loss.detach(), {}, p.plain_acquires, p.scoped_acquires, p.partial_parts, after_forward,
+         kv_offload_stats().live_stores - live};
   for (auto& u : p.inner().tensors())
     for (auto& t : u) s.grads.push_back(t.grad());
   return s;
@@ -109,6 +116,15 @@ TEST(ChunkedBlock, OffloadedChunksEqualInMemoryBitForBit) {
                DirectFile::round_up(static_cast<std::uint64_t>(kB * n * cfg.d_model * 4));
     EXPECT_EQ(after.written_bytes - before.written_bytes, bytes * cfg.n_layer) << attention;
     EXPECT_EQ(after.read_bytes - before.read_bytes, bytes * cfg.n_layer) << attention;
+  }
+}
+
+TEST(ChunkedBlock, EachBlocksBackwardFreesItsStores) {
+  const std::int64_t L = preset_config("gpt2-tiny").n_layer;
+  for (const char* kv : {"none", "disk"}) {
+    const Step s = step(config("sdpa", 4, kv), CheckpointMode::Chunked);
+    EXPECT_EQ(s.stores_forward, 2 * L) << kv << ": a block's keys and values, and its inputs";
+    EXPECT_EQ(s.stores_backward, 0) << kv << ": the graph still exists; the stores must not";
   }
 }
 

@@ -21,23 +21,31 @@ Batch slice_rows(const Batch& b, std::int64_t begin, std::int64_t end) {
             rows(b.token_type_ids, begin, end), rows(b.labels, begin, end)};
   out.row0 = b.row0 + begin;  // dropout masks follow the rows (models/dropout.h)
   out.dropout_step = b.dropout_step;
-  out.seq_begin = b.seq_begin, out.seq_full = b.seq_full;
+  out.seq_begin = b.seq_begin, out.seq_full = b.seq_full, out.seq_stripe = b.seq_stripe;
   return out;
 }
 
-Batch sequence_slice(const Batch& b, int rank, int ranks) {
+Batch sequence_slice(const Batch& b, int rank, int ranks, std::int64_t stripe) {
   if (ranks == 1) return b;
-  const std::int64_t T = b.input_ids.size(1);
+  const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
   SB_CHECK(ranks > 0 && T % ranks == 0 && b.seq_full == 0,
            "sequence parallelism splits rows of {} tokens into mesh.sp = {} equal slices: seq must "
            "divide by sp", T, ranks);
   SB_CHECK(!b.labels.defined() && !b.position_ids.defined() && !b.segment_ids.defined(),
            "sequence parallelism splits token-level batches only (no labels, packed rows)");
-  const std::int64_t n = T / ranks, begin = rank * n;
-  const auto cols = [&](const torch::Tensor& t) { return t.defined() ? t.narrow(1, begin, n).contiguous() : t; };
+  const std::int64_t n = T / ranks;
+  if (stripe >= n) stripe = 0;  // one stripe: the contiguous slice
+  SB_CHECK(stripe >= 0 && (stripe == 0 || n % stripe == 0), "sequence parallelism: a slice of {} tokens "
+           "(seq {} / mesh.sp {}) is not stripes of {} (seq_chunks must divide it)", n, T, ranks, stripe);
+  const auto cols = [&](const torch::Tensor& t) {
+    if (!t.defined()) return t;
+    if (stripe == 0) return t.narrow(1, rank * n, n).contiguous();
+    // (B, T) -> (B, T / (ranks stripe), ranks, stripe): this rank's stripe of each chunk.
+    return t.reshape({B, T / (ranks * stripe), ranks, stripe}).select(2, rank).reshape({B, n}).contiguous();
+  };
   Batch out{cols(b.input_ids), cols(b.targets), cols(b.attention_mask), cols(b.token_type_ids)};
   out.row0 = b.row0, out.dropout_step = b.dropout_step;
-  out.seq_begin = begin, out.seq_full = T;
+  out.seq_begin = rank * (stripe == 0 ? n : stripe), out.seq_full = T, out.seq_stripe = stripe;
   return out;
 }
 
@@ -62,7 +70,7 @@ Batch to_device(const Batch& b, const torch::Device& device) {
   auto mv = [&](const torch::Tensor& t) { return t.defined() ? t.to(device) : t; };
   Batch out{mv(b.input_ids), mv(b.targets), mv(b.attention_mask), mv(b.token_type_ids), mv(b.labels)};
   out.row0 = b.row0, out.dropout_step = b.dropout_step;
-  out.seq_begin = b.seq_begin, out.seq_full = b.seq_full;
+  out.seq_begin = b.seq_begin, out.seq_full = b.seq_full, out.seq_stripe = b.seq_stripe;
   return out;
 }
 

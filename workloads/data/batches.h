@@ -34,7 +34,10 @@ Batch rank_rows(const Batch& b, int rank, int ranks);
 // Ulysses sequence parallelism (models/sequence_parallel.h): tokens [rank T/ranks, (rank+1)
 // T/ranks) of every row, which keeps where they sit in the whole row (Batch::seq_begin,
 // seq_full: positions and dropout masks follow the tokens). T must divide evenly.
-Batch sequence_slice(const Batch& b, int rank, int ranks);
+// stripe > 0 (FPDT's chunks inside Ulysses, Model::sequence_stripe): the row is cut into
+// chunks of ranks x stripe tokens and the rank takes its stripe of each (Batch::seq_stripe),
+// so that the i-th stripes of all ranks, gathered by attention's all-to-all, are chunk i.
+Batch sequence_slice(const Batch& b, int rank, int ranks, std::int64_t stripe = 0);
 // n equal micro-batches in row order; B must divide evenly.
 std::vector<Batch> split_rows(const Batch& b, std::int64_t n);
 // Every tensor moved to `device`.

@@ -78,11 +78,16 @@ void chunked_moments(const MemoryInputs& in, U64 elt, U64 flight, U64 tokens, U6
                      U64 scores, U64 grads, U64 tile, U64 head, U64 grads_formed, U64 block_part,
                      MemoryPrediction& p) {
   const models::ModelConfig& c = in.model;
-  const auto C = static_cast<U64>(std::max<std::int64_t>(1, c.seq_chunks));
-  const auto seq = static_cast<U64>(in.seq), chunk = (seq + C - 1) / C;
+  // Under Ulysses a rank's seq / sp tokens are its stripes of the C chunks: a chunk's
+  // recomputation holds its local stripe's activations (per_token) and, over the sp stripes
+  // gathered, its heads' scores: the fraction chunk / seq of the whole sequence's.
+  const auto sp = static_cast<U64>(std::max(1, in.sp)), seq = static_cast<U64>(in.seq);
+  const auto C = std::max<U64>(1, std::min(static_cast<U64>(std::max<std::int64_t>(1, c.seq_chunks)), seq / sp));
+  const U64 stripe = (seq / sp + C - 1) / C, chunk = stripe * sp;
   // tokens: every in-flight micro-batch's (a pipeline's); the backward pipeline runs one.
-  const U64 one = tokens / flight, chunk_tokens = static_cast<U64>(in.rows) * chunk;
-  // k and v, elements a token: this tp rank's heads.
+  const U64 one = tokens / flight, chunk_tokens = static_cast<U64>(in.rows) * stripe;
+  // k and v, elements a local token (the buffer's sp x more tokens of 1 / sp of the heads
+  // under Ulysses): this tp rank's heads.
   const auto a2 = static_cast<U64>(2 * c.attn_width() / std::max(1, in.tp));
   const bool in_memory = c.kv_offload == "none";
   const U64 kept = in_memory ? L * (input + a2) * tokens * elt : 0;

@@ -29,6 +29,7 @@ struct KvOffloadStats {
   std::uint64_t written_bytes = 0, read_bytes = 0;
   double write_s = 0, read_s = 0;  // inside pwrite / pread (I/O threads)
   double wait_s = 0;               // the compute thread waiting for a read or write
+  std::int64_t live_stores = 0;    // KvStores that exist now (each frees its chunks when it goes)
 };
 KvOffloadStats kv_offload_stats();  // kv_store.cpp
 

@@ -119,6 +119,8 @@ struct FpdtFunction : torch::autograd::Function<FpdtFunction> {
                                                torch::autograd::tensor_list g) {
     const auto saved = ctx->get_saved_variables();
     const Tensor &q = saved[0], &out = saved[1], &lse = saved[2];
+    SB_CHECK(ctx->saved_data.count("store") == 1, "fpdt: a second backward through one forward (retain_graph); "
+             "its key/value chunks were freed after the first");
     KvStore& store = held(ctx->saved_data["store"].toTensor());
     const std::int64_t chunk = ctx->saved_data["chunk"].toInt(), tk = ctx->saved_data["tk"].toInt();
     AttentionMask mask;
@@ -156,6 +158,8 @@ struct FpdtFunction : torch::autograd::Function<FpdtFunction> {
       dk[static_cast<std::size_t>(j)] = dkj.to(dt), dv[static_cast<std::size_t>(j)] = dvj.to(dt);
     }
     SB_CHECK(nkv * chunk >= tk, "fpdt: {} chunks of {} cover fewer than {} keys", nkv, chunk, tk);
+    // Free the chunks (close the file) now, not when the whole graph goes after backward.
+    ctx->saved_data.erase("store");
     return {dq.to(dt), nkv == 1 ? dk[0] : torch::cat(dk, 2), nkv == 1 ? dv[0] : torch::cat(dv, 2), Tensor()};
   }
 };

@@ -157,20 +157,21 @@ struct ChunkedFunction : torch::autograd::Function<ChunkedFunction> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                c10::intrusive_ptr<ChunkRecipe> r) {
     const ChunkedBlock& b = r->b;
-    const std::int64_t n0 = r->n0();
+    const std::int64_t n0 = r->n0(), f = b.kv_scale;  // keys a token
     const bool offload = b.kv_offload != "none";
     // Offloading: each chunk's keys and values, and (a second store) its rows of x.
     auto store = std::make_shared<KvStore>(b.kv_offload, b.dir);
     auto inputs = std::make_shared<KvStore>(b.kv_offload, b.dir);
-    torch::Tensor K, V;  // (B, H, T, Dh): the keys and values so far
+    torch::Tensor K, V;  // (B, H, T f, Dh): the keys and values so far
     std::vector<torch::Tensor> ys;
     for (std::int64_t s = 0; s < b.T; s += n0) {
       const std::int64_t n = std::min(n0, b.T - s);
       const ChunkedBlock::Kv kv = [&](const torch::Tensor& k, const torch::Tensor& v) {
-        if (!K.defined()) K = sequence_buffer(k, b.T), V = sequence_buffer(v, b.T);
-        K.narrow(2, s, n).copy_(k), V.narrow(2, s, n).copy_(v);
-        if (offload) store->put(K.narrow(2, s, n), V.narrow(2, s, n));
-        return std::make_pair(K.narrow(2, 0, s + n), V.narrow(2, 0, s + n));
+        SB_CHECK(k.size(2) == n * f, "chunked block: a chunk of {} tokens gave {} keys, not {}", n, k.size(2), n * f);
+        if (!K.defined()) K = sequence_buffer(k, b.T * f), V = sequence_buffer(v, b.T * f);
+        K.narrow(2, s * f, n * f).copy_(k), V.narrow(2, s * f, n * f).copy_(v);
+        if (offload) store->put(K.narrow(2, s * f, n * f), V.narrow(2, s * f, n * f));
+        return std::make_pair(K.narrow(2, 0, (s + n) * f), V.narrow(2, 0, (s + n) * f));
       };
       const auto xc = chunk_rows(x, b.B, b.T, s, n);
       if (offload) inputs->put(xc, torch::Tensor());
@@ -195,7 +196,9 @@ struct ChunkedFunction : torch::autograd::Function<ChunkedFunction> {
     const ChunkedBlock& b = r->b;
     ParamProvider& p = *r->p;
     const auto saved = ctx->get_saved_variables();
-    const std::int64_t n0 = r->n0(), C = (b.T + n0 - 1) / n0;
+    SB_CHECK(ctx->saved_data.count("store") == 1, "chunked block: a second backward through one forward "
+             "(retain_graph); its stored chunks were freed after the first");
+    const std::int64_t n0 = r->n0(), C = (b.T + n0 - 1) / n0, f = b.kv_scale;
     Inputs in{saved[0], nullptr, {}};
     if (!in.x.defined()) {
       in.store = &held(ctx->saved_data["inputs"].toTensor());
@@ -210,8 +213,8 @@ struct ChunkedFunction : torch::autograd::Function<ChunkedFunction> {
       for (std::int64_t j = 0; j < C; ++j) {
         auto [k, v] = store.take(next);
         if (j + 1 < C) next = store.fetch(j + 1);
-        if (!K.defined()) K = sequence_buffer(k, b.T), V = sequence_buffer(v, b.T);
-        K.narrow(2, j * n0, k.size(2)).copy_(k), V.narrow(2, j * n0, v.size(2)).copy_(v);
+        if (!K.defined()) K = sequence_buffer(k, b.T * f), V = sequence_buffer(v, b.T * f);
+        K.narrow(2, j * n0 * f, k.size(2)).copy_(k), V.narrow(2, j * n0 * f, v.size(2)).copy_(v);
       }
     }
     // What later chunks' queries gave each chunk's keys and values (fp32 sums).
@@ -231,7 +234,8 @@ struct ChunkedFunction : torch::autograd::Function<ChunkedFunction> {
       auto xi = xc.detach().requires_grad_(true);
       if (!dx.defined()) dx = torch::zeros({b.B, b.T, xc.size(-1)}, xc.options());
       torch::Tensor Ke, Ve;  // the earlier chunks' keys and values: leaves collecting their gradients
-      if (s > 0) Ke = K.narrow(2, 0, s).detach().requires_grad_(true), Ve = V.narrow(2, 0, s).detach().requires_grad_(true);
+      if (s > 0)
+        Ke = K.narrow(2, 0, s * f).detach().requires_grad_(true), Ve = V.narrow(2, 0, s * f).detach().requires_grad_(true);
       torch::Tensor ki, vi, y;
       const ChunkedBlock::Kv kv = [&](const torch::Tensor& k, const torch::Tensor& v) {
         ki = k, vi = v;
@@ -243,17 +247,21 @@ struct ChunkedFunction : torch::autograd::Function<ChunkedFunction> {
         y = b.f(xi, s, n, kv);
       }
       std::vector<torch::Tensor> roots{y}, grads{chunk_rows(g, b.B, b.T, s, n)};
-      if (i + 1 < C && ki.requires_grad()) roots.push_back(ki), grads.push_back(dK.narrow(2, s, n).to(ki.scalar_type()));
-      if (i + 1 < C && vi.requires_grad()) roots.push_back(vi), grads.push_back(dV.narrow(2, s, n).to(vi.scalar_type()));
+      if (i + 1 < C && ki.requires_grad()) roots.push_back(ki), grads.push_back(dK.narrow(2, s * f, n * f).to(ki.scalar_type()));
+      if (i + 1 < C && vi.requires_grad()) roots.push_back(vi), grads.push_back(dV.narrow(2, s * f, n * f).to(vi.scalar_type()));
       if (y.requires_grad()) {
         std::optional<PartialGrads> part;  // chunk 0, the last backward reaches, completes each gradient
         if (i > 0) part.emplace(p);
         torch::autograd::backward(roots, grads);
       }
       if (xi.grad().defined()) dx.narrow(1, s, n).copy_(xi.grad().view({b.B, n, -1}));
-      if (Ke.defined() && Ke.grad().defined()) dK.narrow(2, 0, s) += Ke.grad();
-      if (Ve.defined() && Ve.grad().defined()) dV.narrow(2, 0, s) += Ve.grad();
+      if (Ke.defined() && Ke.grad().defined()) dK.narrow(2, 0, s * f) += Ke.grad();
+      if (Ve.defined() && Ve.grad().defined()) dV.narrow(2, 0, s * f) += Ve.grad();
     }
+    // The stores (their host memory, their files) go now, block by block, not with the graph
+    // after the whole backward: a deep model's would otherwise all stay open until its end.
+    ctx->saved_data.erase("store");
+    ctx->saved_data.erase("inputs");
     return {dx.view({b.B * b.T, -1}), torch::Tensor()};
   }
 };

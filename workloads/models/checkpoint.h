@@ -70,6 +70,9 @@ struct ChunkedBlock {
   std::function<torch::Tensor(const torch::Tensor& x, std::int64_t begin, std::int64_t n, const Kv& kv)> f;
   std::int64_t B = 1, T = 1;  // x is (B T, d)
   std::int64_t chunks = 1;    // of ceil(T / chunks) tokens (the last may be shorter)
+  // Keys and values a token of x gives: 1, or sp inside Ulysses, where f's all-to-all gathers
+  // every sp rank's stripe of the chunk (Gpt2::in_chunks), so Kv sees n x kv_scale of them.
+  std::int64_t kv_scale = 1;
   std::string kv_offload = "none", dir;  // the KvStore's
 };
 torch::Tensor chunked_block(ParamProvider& p, ChunkedBlock block, const torch::Tensor& x);

@@ -104,8 +104,8 @@ DropoutRows dropout_rows(double p, std::uint64_t seed, const Batch& b, std::int6
   d.key = dropout_key(seed, b.dropout_step);
   // Token g = row x full + position: a sequence slice (Ulysses) keeps its tokens' numbers.
   const auto opt = torch::TensorOptions().dtype(torch::kLong).device(b.input_ids.device());
-  auto token = ((torch::arange(b.row0, b.row0 + B, opt) * full + b.seq_begin).unsqueeze(1) +
-                torch::arange(T, opt).unsqueeze(0)).reshape({-1});
+  auto token = ((torch::arange(b.row0, b.row0 + B, opt) * full).unsqueeze(1) + b.positions().unsqueeze(0))
+                   .reshape({-1});
   d.token = count < 0 ? token : token.narrow(0, first, count);
   return d;
 }

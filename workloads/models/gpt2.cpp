@@ -163,10 +163,7 @@ torch::Tensor Gpt2::stage_forward(ParamProvider& p0, int chunk, const Batch& b, 
   const std::int64_t B = b.input_ids.size(0), T = b.input_ids.size(1);
   SB_CHECK(b.row_tokens() <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} "
            "positions", cfg_.preset, b.row_tokens(), cfg_.max_pos);
-  const auto opt = b.input_ids.options().dtype(torch::kLong);
-  torch::Tensor x = pp_.cut.first(chunk)
-      ? embed(p, b.input_ids, torch::arange(b.seq_begin, b.seq_begin + T, opt))
-      : input;
+  torch::Tensor x = pp_.cut.first(chunk) ? embed(p, b.input_ids, b.positions()) : input;
   AttentionMask mask;
   mask.causal = true;
   x = blocks(p, x, B, T, {}, mask, pp_.cut.first_layer[s], pp_.cut.first_layer[s + 1]);
@@ -262,24 +259,41 @@ torch::Tensor Gpt2::blocks(ParamProvider& p, torch::Tensor x, std::int64_t B, st
   return x;
 }
 
+std::int64_t Gpt2::sequence_stripe(std::int64_t seq) const {
+  if (!ac_.chunked() || !sp_.on()) return 0;
+  // Each rank's slice in seq_chunks stripes (fewer, of one token, when shorter: in_chunks);
+  // one stripe is the contiguous slice (0).
+  const std::int64_t local = seq / sp_.size, chunks = std::min(cfg_.seq_chunks, local);
+  return chunks > 1 ? local / chunks : 0;
+}
+
 ChunkedBlock Gpt2::in_chunks(ParamProvider& p, std::int64_t l, std::int64_t B, std::int64_t T,
                              const AttentionMask& m, const DropoutRows& rows) {
-  SB_CHECK(!sp_.on() && !tp_.rows_split() && !cfg_.moe.on(),
+  SB_CHECK(!tp_.rows_split() && !cfg_.moe.on(),
            "model '{}': activation_checkpoint = \"chunked\" runs whole blocks of a dense model on whole "
-           "sequences; set mesh.sp to 1 and tp_sequence_parallel = false (or use \"full\")", cfg_.preset);
-  SB_CHECK(m.causal && m.q_offset == 0 && !m.segment_ids.defined(), "model '{}': activation_checkpoint = "
-           "\"chunked\" needs causal attention over unpacked rows", cfg_.preset);
+           "rows; set tp_sequence_parallel = false (or use \"full\")", cfg_.preset);
+  SB_CHECK(m.causal && m.q_offset == 0 && !m.segment_ids.defined() && (!sp_.on() || !m.key_keep.defined()),
+           "model '{}': activation_checkpoint = \"chunked\" needs causal attention over unpacked, unpadded rows",
+           cfg_.preset);
+  // Inside Ulysses (sequence_parallel.h) this rank's T tokens are its stripes of the chunks
+  // (sequence_stripe): chunk i's all-to-all gathers the sp stripes i, tokens [i sp n, (i + 1)
+  // sp n) of the row, so a chunk's sp n queries attend to keys 0 .. (i + 1) sp n.
+  const std::int64_t chunks = std::min(cfg_.seq_chunks, T);
+  SB_CHECK(!sp_.on() || T % chunks == 0, "model '{}': under mesh.sp = {} each rank's {} tokens split into "
+           "seq_chunks = {} equal stripes; make seq / sp a multiple of seq_chunks", cfg_.preset, sp_.size, T,
+           chunks);
   // A chunk's probabilities would be keyed by their place in the chunk (dropout.h), not the token's.
   SB_CHECK(!m.dropout.on(), "model '{}': attention_dropout with activation_checkpoint = \"chunked\": the "
            "probabilities' masks would depend on the chunks; set attention_dropout = 0", cfg_.preset);
   ChunkedBlock c;
   // A sequence shorter than seq_chunks (a short evaluation or prompt) runs in chunks of one token.
-  c.B = B, c.T = T, c.chunks = std::min(cfg_.seq_chunks, T), c.kv_offload = cfg_.kv_offload;
+  c.B = B, c.T = T, c.chunks = chunks, c.kv_offload = cfg_.kv_offload;
   c.dir = cfg_.kv_offload_dir;
+  c.kv_scale = sp_.size;
   c.f = [this, &p, l, B, T, m, rows](const torch::Tensor& x, std::int64_t s, std::int64_t n,
                                      const ChunkedBlock::Kv& kv) {
-    AttentionMask mc = m;  // queries s.. see keys 0 .. s + their index
-    mc.q_offset = s;
+    AttentionMask mc = m;  // queries s.. see keys 0 .. s + their index (x sp: every rank's)
+    mc.q_offset = s * sp_.size;
     if (m.key_keep.defined()) mc.key_keep = m.key_keep.narrow(1, 0, s + n);
     DropoutRows rc = rows;  // the chunk's tokens keep their numbers, so their masks
     if (rows.token.defined()) rc.token = rows.token.view({B, T}).narrow(1, s, n).reshape({-1});
@@ -452,19 +466,19 @@ torch::Tensor Gpt2::forward(ParamProvider& p, const torch::Tensor& ids, KVCache*
 }
 
 torch::Tensor Gpt2::trunk(ParamProvider& p, const torch::Tensor& ids, KVCache* cache,
-                          std::int64_t first_pos) {
+                          const torch::Tensor& positions) {
   SB_CHECK(ids.dim() == 2, "GPT-2 input_ids must be (B, T), got {} dims", ids.dim());
   const std::int64_t B = ids.size(0), T = ids.size(1);
   const std::int64_t past = cache ? cache->length : 0;
   // A sequence slice (Ulysses) has its own positions; its attention sees the whole sequence
   // from position 0 (sequence_parallel.h), so the mask has no offset.
-  const std::int64_t pos0 = cache ? past : first_pos;
-  const std::int64_t end = sp_.on() && !cache ? T * sp_.size : pos0 + T;
+  const std::int64_t end = sp_.on() && !cache ? T * sp_.size : past + T;
   SB_CHECK(end <= cfg_.max_pos, "model '{}': sequence of {} tokens exceeds its {} positions",
            cfg_.preset, end, cfg_.max_pos);
   if (cache) SB_CHECK(past + T <= cache->max_len, "KV cache holds {} tokens, {} needed", cache->max_len, past + T);
 
-  auto x = embed(p, ids, torch::arange(pos0, pos0 + T, ids.options().dtype(torch::kLong)));
+  auto x = embed(p, ids, positions.defined() && !cache ? positions
+                                                       : torch::arange(past, past + T, ids.options().dtype(torch::kLong)));
   AttentionMask mask;
   mask.causal = true;
   mask.q_offset = past;
@@ -557,9 +571,15 @@ torch::Tensor Gpt2::loss_with(ParamProvider& p, const Batch& b, const LossCombin
   SB_CHECK(!sp_.on() || b.row_tokens() == b.input_ids.size(1) * sp_.size, "model '{}': under "
            "mesh.sp = {} a batch holds one of sp equal slices of each row (data::sequence_slice); "
            "got {} of {} tokens", cfg_.preset, sp_.size, b.input_ids.size(1), b.row_tokens());
+  // Chunked blocks inside Ulysses gather each chunk from the ranks' stripes: a slice cut
+  // otherwise would attend across the wrong tokens without any other error.
+  SB_CHECK(!sp_.on() || b.seq_stripe == sequence_stripe(b.row_tokens()), "model '{}': under mesh.sp = {} "
+           "this model takes sequence slices in stripes of {} tokens (0: contiguous; Model::sequence_stripe), "
+           "got {}: slice with data::sequence_slice(..., model.sequence_stripe(seq))", cfg_.preset, sp_.size,
+           sequence_stripe(b.row_tokens()), b.seq_stripe);
   moe_loss_ = torch::Tensor();  // this forward's MoE aux and z losses (moe.h)
   const auto with_moe = [this](torch::Tensor l) { return moe_loss_.defined() ? l + moe_loss_ : l; };
-  if (!c.combine) return with_moe(lm_loss(p, trunk(p, b.input_ids, nullptr, b.seq_begin), t));
+  if (!c.combine) return with_moe(lm_loss(p, trunk(p, b.input_ids, nullptr, b.positions()), t));
   LossParts parts;
   auto logits = forward(p, b.input_ids, nullptr, false, c.hidden ? &parts.hidden : nullptr);  // (B*T, V)
   parts.loss = cross_entropy(logits, t);  // fp32 whatever the compute dtype (loss.h)

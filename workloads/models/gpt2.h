@@ -42,6 +42,7 @@ class Gpt2 final : public Model, public KvDecoder, public EpInferer {
   // training's loss only, as tensor parallelism (and not with Megatron's tp_sequence_parallel).
   std::string sequence_parallel_problem(int size, std::int64_t seq, int tp_size = 1) const override;
   void set_sequence_parallel(SequenceParallel sp) override;
+  std::int64_t sequence_stripe(std::int64_t seq) const override;
   // Expert parallelism (moe.h): the gpt2-moe family alone, without tp, sp or pp.
   std::string expert_parallel_problem(int size) const override;
   void set_expert_parallel(ExpertParallel ep) override;
@@ -108,9 +109,10 @@ class Gpt2 final : public Model, public KvDecoder, public EpInferer {
   torch::Tensor lm_loss(ParamProvider& p, const torch::Tensor& x, const torch::Tensor& targets);
   torch::Tensor head(ParamProvider& p, torch::Tensor x, bool release_head_with_logits);
   // Embeddings and blocks (the KV cache's when given): (B*T, d) before the final LayerNorm.
-  // first_pos: the position of ids' first column without a cache (a sequence slice's).
+  // positions: ids' columns' positions without a cache (a sequence slice's, Batch::positions);
+  // undefined: 0..T-1.
   torch::Tensor trunk(ParamProvider& p, const torch::Tensor& ids, KVCache* cache,
-                      std::int64_t first_pos = 0);
+                      const torch::Tensor& positions = {});
   torch::Tensor final_norm(ParamProvider& p, const torch::Tensor& x);  // ln_f
   std::vector<UnitSpec> make_units(int tp_rank, int tp_size) const;
   void check_whole(const char* what) const;  // refuses a tensor- or sequence-parallel model

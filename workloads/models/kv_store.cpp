@@ -41,10 +41,14 @@ KvStore::KvStore(const std::string& mode, const std::string& dir) : mode_(mode) 
   SB_CHECK(mode_ == "none" || mode_ == "host" || mode_ == "disk",
            "kv_offload = \"{}\": use none, host or disk", mode_);
   if (mode_ == "disk") open_file(dir);
+  std::lock_guard<std::mutex> lock(g_stats_mu);
+  ++g_stats.live_stores;
 }
 
 KvStore::~KvStore() {
   if (pending_.valid()) pending_.wait();
+  std::lock_guard<std::mutex> lock(g_stats_mu);
+  --g_stats.live_stores;
 }
 
 void KvStore::put(const Tensor& k, const Tensor& v) {

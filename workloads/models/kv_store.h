@@ -57,8 +57,9 @@ class KvStore {
   std::future<void> pending_;  // the write in flight
 };
 
-// A store owned by a tensor, so that an autograd context's saved_data frees it with the node
-// (a graph dropped without backward closes its file too); held() is the store again.
+// A store owned by a tensor, so that an autograd context's saved_data frees it: its backward
+// erases it when done (its chunks, host memory or file, go block by block), and a graph
+// dropped without backward frees it with the node. held() is the store again.
 torch::Tensor hold(std::shared_ptr<KvStore> s);
 KvStore& held(const torch::Tensor& t);
 

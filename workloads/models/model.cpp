@@ -10,6 +10,17 @@
 #include "workloads/models/hf_config.h"
 
 namespace sb::models {
+
+torch::Tensor Batch::positions() const {
+  const std::int64_t T = input_ids.size(1);
+  const auto opt = input_ids.options().dtype(torch::kLong);
+  if (seq_stripe <= 0 || seq_stripe >= T) return torch::arange(seq_begin, seq_begin + T, opt);
+  SB_CHECK(T % seq_stripe == 0 && row_tokens() % T == 0, "batch: {} columns are not stripes of {} of rows of {}",
+           T, seq_stripe, row_tokens());
+  const auto j = torch::arange(T, opt);
+  return seq_begin + j.div(seq_stripe, "floor") * (seq_stripe * (row_tokens() / T)) + j.remainder(seq_stripe);
+}
+
 namespace {
 
 ModelConfig config(const char* family, double ln_eps, const std::string& preset,

@@ -127,9 +127,14 @@ struct Batch {
   // batch (slices keep it), and the step whose masks training draws (-1: no dropout).
   std::int64_t row0 = 0, dropout_step = -1;
   // Sequence parallelism (sequence_parallel.h): these T columns are tokens [seq_begin,
-  // seq_begin + T) of rows of seq_full tokens (0: the whole rows).
-  std::int64_t seq_begin = 0, seq_full = 0;
+  // seq_begin + T) of rows of seq_full tokens (0: the whole rows). With seq_stripe > 0 (FPDT's
+  // chunks inside Ulysses, data::sequence_slice) they are T / seq_stripe stripes of seq_stripe
+  // tokens, stripe i from seq_begin + i x seq_stripe x seq_full / T: every sp rank's i-th
+  // stripe together make one contiguous chunk of the row.
+  std::int64_t seq_begin = 0, seq_full = 0, seq_stripe = 0;
   std::int64_t row_tokens() const { return seq_full > 0 ? seq_full : input_ids.size(1); }
+  // (T) int64 on input_ids' device: each column's position in its row (the formula above).
+  torch::Tensor positions() const;
   std::int64_t tokens() const { return input_ids.numel(); }
 };
 
@@ -233,6 +238,10 @@ class Model {
   // tp_size: the mesh's tp (heads per tensor-parallel rank are what sp splits).
   virtual std::string sequence_parallel_problem(int size, std::int64_t seq, int tp_size = 1) const;
   virtual void set_sequence_parallel(SequenceParallel sp);
+  // The stripe (tokens) of the sequence slices its training forwards take of rows of `seq`
+  // tokens (data::sequence_slice): 0 for contiguous slices; FPDT's chunks inside Ulysses take
+  // stripes so that each chunk the all-to-all gathers is contiguous (Batch::seq_stripe).
+  virtual std::int64_t sequence_stripe(std::int64_t seq) const { (void)seq; return 0; }
   // Pipeline parallelism (pipeline.h): "" when the model can be cut into `stages` stages, else
   // why and the fix. set_pipeline cuts it (after set_tensor_parallel): units() become this
   // rank's stages' units, whose model-wide paths (loss_with, logits, classify, decoding) then

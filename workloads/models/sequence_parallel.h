@@ -1,10 +1,11 @@
 // DeepSpeed-Ulysses sequence parallelism as a model sees it (Jacobs et al. 2023; docs/FSDP.md
 // "Sequence parallelism (Ulysses)"). Over mesh.sp ranks each sequence is split into sp equal
 // contiguous slices: rank s holds tokens [s T/sp, (s+1) T/sp) of every row of its micro-batch
-// (data::sequence_slice) everywhere outside attention. Inside attention two all-to-alls trade
-// the sequence split for a head split: after the first, rank s holds heads [s H/sp, (s+1) H/sp)
-// of the whole sequence, so attention (causal or not, any variant) runs unchanged on the full
-// T; the second trades back. Parameters are the same on every sp rank: their gradients are
+// (data::sequence_slice) everywhere outside attention; FPDT's chunked blocks take it in stripes
+// (Model::sequence_stripe), each chunk's attention then seeing the chunks so far. Inside
+// attention two all-to-alls trade the sequence split for a head split: after the first, rank s
+// holds heads [s H/sp, (s+1) H/sp) of the whole sequence, so attention (causal or not, any
+// variant) runs unchanged on the full T; the second trades back. Parameters are the same on every sp rank: their gradients are
 // summed over dp_shard x sp (the Communicator's shard group; DeepSpeed's sequence-data-parallel
 // group, torchtitan's dp_shard_cp). As with TensorParallel, the model keeps no communicator:
 // the training workload hands it the all-to-all (workloads/parallel/sp_layers.h).

@@ -78,8 +78,9 @@ std::string offload_folder(const std::string& offload_dir) {
 namespace {
 
 // FPDT's pipeline over whole blocks (models/checkpoint.h, chunked_block): a dense causal model
-// on whole sequences (no Ulysses, no row split over tp), in seq_chunks chunks, no attention
-// dropout (its masks are keyed by a query's place among the rows it is computed with).
+// on whole rows (no row split over tp), in seq_chunks chunks (under Ulysses, of each rank's
+// slice, equal), no attention dropout (its masks are keyed by a query's place among the rows
+// it is computed with).
 void validate_chunked(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   if (c.activation_checkpoint != "chunked") return;
   const std::string& model = config<ModelKeys>(p).model;
@@ -94,14 +95,17 @@ void validate_chunked(const StepKeys& c, const Point& p, std::vector<Diagnostic>
                      "\"selective\"", model)});
   } catch (const sb::Error&) {  // an unknown model: the model key's check names it
   }
-  if (p.has("mesh.sp") && config<MeshConfig>(p).sp > 1)
-    out.push_back({"activation_checkpoint", fmt::format("activation_checkpoint = \"chunked\" runs "
-                   "whole blocks on whole sequences; mesh.sp = {} splits them: set mesh.sp = 1, or use "
-                   "\"full\" with attention = \"fpdt\" (FPDT's chunked attention inside Ulysses)",
-                   config<MeshConfig>(p).sp)});
+  // Inside Ulysses each rank's slice is its stripes of the chunks (models::Gpt2::in_chunks).
+  if (const int sp = p.has("mesh.sp") ? config<MeshConfig>(p).sp : 1; sp > 1 && c.seq_chunks >= 1) {
+    const std::int64_t local = config<ModelKeys>(p).seq / sp;
+    if (local > 0 && local % std::min(c.seq_chunks, local) != 0)
+      out.push_back({"seq_chunks", fmt::format("activation_checkpoint = \"chunked\" under mesh.sp = {} cuts "
+                     "each rank's {} tokens (seq / sp) into seq_chunks = {} equal stripes; use a seq_chunks "
+                     "that divides {}", sp, local, c.seq_chunks, local)});
+  }
   if (c.tp_sequence_parallel && p.has("mesh.tp") && config<MeshConfig>(p).tp > 1)
     out.push_back({"tp_sequence_parallel", "activation_checkpoint = \"chunked\" runs whole blocks on "
-                   "whole sequences; tp_sequence_parallel = true splits their rows over mesh.tp: set it "
+                   "whole rows; tp_sequence_parallel = true splits their rows over mesh.tp: set it "
                    "to false, or use \"full\""});
   if (const double pa = config<OptimKeys>(p).attention_dropout; pa > 0)
     out.push_back({"attention_dropout", fmt::format("attention_dropout = {} with activation_checkpoint "

@@ -271,11 +271,12 @@ class TrainWorkload final : public sb::Workload {
   void export_weights(RunContext& ctx);
   // This rank's part of a global batch: its rows by data-parallel coordinate (ranks that
   // differ only in tp, pp or sp read the same rows), and under Ulysses (mesh.sp) its slice of
-  // each row's tokens.
+  // each row's tokens (striped as the model asks: Model::sequence_stripe).
   models::Batch dp_rows(const models::Batch& global) const {
     const auto& m = comm_->mesh();
     return data::sequence_slice(data::rank_rows(global, m.dp_rank(comm_->rank()), m.dp_size()),
-                                comm_->rank(comm::Group::Sp), comm_->size(comm::Group::Sp));
+                                comm_->rank(comm::Group::Sp), comm_->size(comm::Group::Sp),
+                                model_->sequence_stripe(global.input_ids.size(1)));
   }
 
   // Owned by the workload, not by run()'s frame: when run() throws, `shardbench run` aborts
