@@ -4,7 +4,7 @@
 # verdict: the fastest within memory_budget chosen, the others rejected with why), and so is
 # the choice of an integer key, seq_chunks (data/fit/fit_chunks.expected), and of where the
 # master lives, offload_param (data/fit/fit_param.expected), and of FPDT's chunked blocks
-# (data/fit/fit_chunked.expected); a budget
+# (data/fit/fit_chunked.expected; inside Ulysses data/fit/fit_chunked_sp.expected); a budget
 # nothing meets is refused naming the smallest need; plan refuses "auto" before any costs are
 # measured, naming the command; then fit measures this machine's costs, and a sweep of the
 # fitted suite runs the chosen point, whose result records the choice (its config) and the
@@ -37,6 +37,11 @@ diff param.tables "$data/fit_param.expected" || fail "fit's offload_param tables
 "$sb" fit "$data/fit_chunked.toml" --costs "$data/costs.json" > chunked.out 2> chunked.err || { cat chunked.err; fail "fit chunked"; }
 sed -n '/^point /,/^$/p' chunked.out | sed "s|$HOME|~|g" > chunked.tables
 diff chunked.tables "$data/fit_chunked.expected" || fail "fit's chunked tables differ from fit_chunked.expected (above)"
+# ... and inside Ulysses (mesh.sp = 2): a seq_chunks that does not divide a rank's tokens refused.
+"$sb" fit "$data/fit_chunked_sp.toml" --costs "$data/costs.json" > chunked_sp.out 2> chunked_sp.err ||
+  { cat chunked_sp.err; fail "fit chunked sp"; }
+sed -n '/^point /,/^$/p' chunked_sp.out | sed "s|$HOME|~|g" > chunked_sp.tables
+diff chunked_sp.tables "$data/fit_chunked_sp.expected" || fail "fit's chunked sp tables differ from fit_chunked_sp.expected (above)"
 sed 's/^batch = .*/batch = "auto"/' "$data/fit_chunks.toml" > batch_auto.toml
 if "$sb" plan batch_auto.toml > ba.out 2> ba.err; then fail "plan accepted batch = \"auto\""; fi
 grep -qF 'batch_auto.toml:15:9: batch: wrong type: expected an integer, got the string "auto"' ba.err ||
