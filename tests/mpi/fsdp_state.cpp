@@ -316,7 +316,10 @@ TEST(ShardedInference, LogitsEqualTheOneProcessModel) {
 // A set written with one strategy and world is resharded on load (issue 31, torch.
 // distributed.checkpoint's resharding): zero1 over the same ranks and a world of one rank read
 // the full_shard set back to its full parameters bit for bit and train on from it as the
-// writer does; another param dtype is still refused, naming both.
+// writer does; the tp layout being the same, they stream their byte ranges (Loaded::streamed),
+// also into an offloaded optimizer and master (offload_optimizer = "disk", offload_master: the
+// same next steps as in memory); another param dtype is still refused, naming both; a corrupt file fails every
+// rank on either path.
 TEST(Checkpoint, ReshardsAcrossStrategyAndWorldSize) {
   const std::string dir = shared_tmpdir("reshard");
   auto model = sb::models::make_model("gpt2-tiny");
@@ -333,6 +336,7 @@ TEST(Checkpoint, ReshardsAcrossStrategyAndWorldSize) {
     EXPECT_NE(loaded.resharded_from.find(fmt::format("{} ranks, full_shard", world_size())),
               std::string::npos) << loaded.resharded_from;
     EXPECT_EQ(loaded.reset, "") << "no compression state to reset";
+    EXPECT_TRUE(loaded.streamed) << "the tp layout is the same: no whole parameters assembled";
     EXPECT_EQ(max_param_diff(z.full_params(), saved), 0.0);
     // The Adam moments came along: the next steps match the writer's.
     const auto ra = run_engine(*model, comm, config("full_shard"), kB, kT, 2, 1, 2, &a);
@@ -347,8 +351,23 @@ TEST(Checkpoint, ReshardsAcrossStrategyAndWorldSize) {
     // (the training above saved nothing: the set is still step 2's)
     Communicator self(MPI_COMM_SELF, 1);  // every rank alone reads all the files
     sb::fsdp::Engine one(*model, self, config("full_shard"), sb::models::init_params(model->units(), 99));
-    one.load(dir);
+    EXPECT_TRUE(one.load(dir).streamed);
     EXPECT_EQ(max_param_diff(one.full_params(), saved), 0.0);
+    // Into the optimizer's file, master included, on one rank: the same parameters, and the
+    // same next steps as the in-memory optimizer resumed the same way.
+    auto disk = config("full_shard");
+    disk.offload_optimizer = "disk", disk.offload_master = true;
+    disk.offload_dir = shared_tmpdir("reshard_offload");
+    {
+      sb::fsdp::Engine d(*model, self, disk, sb::models::init_params(model->units(), 99));
+      EXPECT_TRUE(d.load(dir).streamed);
+      EXPECT_EQ(max_param_diff(d.full_params(), saved), 0.0);
+      const auto rd = run_engine(*model, self, disk, kB, kT, 2, 1, 2, &d);
+      const auto ro = run_engine(*model, self, config("full_shard"), kB, kT, 2, 1, 2, &one);
+      for (int i = 0; i < 2; ++i)
+        EXPECT_EQ(rd.losses[i], ro.losses[i]) << "offloaded, one rank, step " << 2 + i;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
     auto bf16 = config("full_shard");
     bf16.param_dtype = torch::kBFloat16;
     sb::fsdp::Engine b(*model, comm, bf16, sb::models::init_params(model->units(), 5));
@@ -370,6 +389,10 @@ TEST(Checkpoint, ReshardsAcrossStrategyAndWorldSize) {
   const auto m2 = error_of([&] { again.load(dir); });
   EXPECT_NE(m2.find("rank 0: "), std::string::npos) << m2;
   EXPECT_NE(m2.find("rank0.sbck is corrupt: checksum"), std::string::npos) << m2;
+  // Resharded (streamed by byte ranges), the files are still checked whole.
+  sb::fsdp::Engine other(*model, comm, config("zero1"), sb::models::init_params(model->units(), 5));
+  const auto m3 = error_of([&] { other.load(dir); });
+  EXPECT_NE(m3.find("rank0.sbck is corrupt: checksum"), std::string::npos) << m3;
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) std::filesystem::remove_all(dir);
 }

@@ -19,6 +19,7 @@
 #include <fmt/ranges.h>  // fmt::join
 
 #include "harness/core/check.h"
+#include "harness/core/heartbeat.h"
 #include "workloads/data/safetensors.h"
 #include "workloads/fsdp/checkpoint_file.h"
 #include "workloads/fsdp/checkpoint_reshard.h"
@@ -285,7 +286,7 @@ Engine::Loaded Engine::load(const std::string& dir) {
       std::any_of(how.begin(), how.end(), [](const std::string& s) { return s.starts_with("other"); });
   Loaded loaded;
   if (reshard) {
-    loaded = load_resharded(set, m);
+    loaded = load_resharded(set, m, run);
   } else {  // a rank's unreadable file fails every rank
     exchange(comm_, fmt::format("resuming from {}", set), attempt([&] { load_same_layout(rf, state); }));
   }
@@ -312,12 +313,15 @@ void Engine::load_same_layout(const ckpt::RankFile& agreed, comm::StateDict& sta
   coll_->load_compression_state(state);
 }
 
-// Another mesh, strategy or world wrote the set: every rank assembles the whole parameters of
-// its units from all the files and takes its part (its tp blocks, its shard). What belongs to
-// the old shards is not carried over: the compression state (error-feedback residuals,
-// PowerSGD's Q, stochastic-rounding generators) starts fresh, and what the engine learned
-// about unit use is learned again on the first forward. Loss scaling's state carries over.
-Engine::Loaded Engine::load_resharded(const std::string& set, const ckpt::Marker& m) {
+// Another mesh, strategy or world wrote the set. With the tensor-parallel layout unchanged a
+// unit's flat buffer means the same elements in every file holding its block, so each rank
+// streams the byte ranges of its own shard (load_streamed): memory holds one 64 MiB piece.
+// Otherwise every rank assembles the whole parameters of its units from all the files and
+// takes its part (load_assembled). What belongs to the old shards is not carried over: the
+// compression state (error-feedback residuals, PowerSGD's Q, stochastic-rounding generators)
+// starts fresh, and what the engine learned about unit use is learned again on the first
+// forward. Loss scaling's state carries over.
+Engine::Loaded Engine::load_resharded(const std::string& set, const ckpt::Marker& m, const ckpt::Header& run) {
   Loaded loaded;
   comm::StateDict state;
   const auto& specs = model_.units();
@@ -327,28 +331,26 @@ Engine::Loaded Engine::load_resharded(const std::string& set, const ckpt::Marker
              "checkpoint {} was written by another mesh, strategy or world ({} ranks, {}); a mixture "
              "of experts' checkpoint is loaded only by the configuration that wrote it (resharding "
              "experts is not built): resume with that configuration", set, m.world, m.strategy);
-    std::set<int> wanted;
-    for (std::size_t u = 0; u < specs.size(); ++u)
-      wanted.insert(specs[u].whole(static_cast<int>(u)));
-    const ckpt::Logical lg = ckpt::assemble(set, m, wanted, /*moments=*/true, &state);
-    for (std::size_t u = 0; u < units_.size(); ++u) {
-      Unit& U = *units_[u];
-      const int whole = specs[u].whole(static_cast<int>(u));
-      const std::int64_t begin = layout_.params_sharded ? U.range.offset : 0;
-      const auto p = ckpt::unit_flat(lg, whole, specs[u], 0, U.range.padded, set).narrow(0, begin, U.master_n);
-      if (U.master.defined())
-        U.master.copy_(p);
-      else  // offload_master
-        store_->set_master(static_cast<int>(u), p);
-      auto m = ckpt::unit_flat(lg, whole, specs[u], 1, U.range.padded, set).narrow(0, begin + U.opt_off, U.opt_n);
-      auto v = ckpt::unit_flat(lg, whole, specs[u], 2, U.range.padded, set).narrow(0, begin + U.opt_off, U.opt_n);
-      if (store_) {
-        store_->set_moments(static_cast<int>(u), m, v);
-      } else {
-        U.exp_avg.copy_(m);
-        U.exp_avg_sq.copy_(v);
-      }
+    const std::string hint = fmt::format("the set was written by {} ranks; every rank file is needed to "
+                                         "read it on another mesh", m.world);
+    const auto src = ckpt::flat_sources(set, m, run.layouts, hint);
+    if (!src) {
+      load_assembled(set, m, state);
+      return;
     }
+    load_streamed(set, *src);
+    // The sources were read by byte range, unchecked: rank j checks the old files j, j + this
+    // world, ... whole (streamed through one piece, their checksums; a failure fails every
+    // rank), and every rank takes rank 0's state entries.
+    const ckpt::PayloadPart skip{0, [](std::uint64_t, std::uint64_t, char*) {}};
+    for (int r = comm_.rank(); r < m.world; r += comm_.size()) {
+      const std::string path = ckpt::rank_file(set, r);
+      ckpt::PayloadPart all = skip;
+      all.bytes = ckpt::tensor_bytes(ckpt::read_rank_head(path, hint).h);
+      ckpt::read_rank_file_streamed(path, hint, {all});
+    }
+    state = ckpt::decode_state(ckpt::read_rank_state(ckpt::rank_file(set, 0), hint));
+    loaded.streamed = true;
   });
   exchange(comm_, fmt::format("resuming from {} on another mesh", set), err);
   std::vector<std::string> reset;
@@ -366,6 +368,65 @@ Engine::Loaded Engine::load_resharded(const std::string& set, const ckpt::Marker
     std::fprintf(stderr, "warning: resuming %s on another mesh: %s\n", set.c_str(),
                  loaded.reset.c_str());
   return loaded;
+}
+
+// Each unit's master and moments, piece by piece, from the byte ranges of the files that hold
+// this rank's shard of them (ckpt::FlatReader) into the tensors or the offload file.
+void Engine::load_streamed(const std::string& set, const std::vector<ckpt::FlatSources>& src) {
+  const auto& specs = model_.units();
+  SB_CHECK(src.size() == units_.size(), "checkpoint {}: {} units' sources for {} units", set, src.size(),
+           units_.size());
+  const auto parts = payload_parts(units_, store_.get(), /*save=*/false);
+  const auto buf = std::shared_ptr<char>(static_cast<char*>(std::aligned_alloc(4096, ckpt::kStreamPiece)), std::free);
+  SB_CHECK(buf != nullptr, "cannot allocate the {}-byte buffer to resume from {}", ckpt::kStreamPiece, set);
+  ckpt::FlatReader reader;
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    const Unit& U = *units_[u];
+    const std::string what = fmt::format("checkpoint {}, unit {}", set, specs[u].name);
+    SB_CHECK(src[u].numel == U.flat.numel, "{}: it holds {} elements there, {} in this model: it was written "
+             "for another model", what, src[u].numel, U.flat.numel);
+    const std::int64_t begin = layout_.params_sharded ? U.range.offset : 0;
+    for (int k = 0; k < 3; ++k) {
+      const ckpt::PayloadPart& part = parts[3 * u + static_cast<std::size_t>(k)];
+      const std::int64_t first = k == 0 ? begin : begin + U.opt_off, n = k == 0 ? U.master_n : U.opt_n;
+      SB_CHECK(part.bytes == static_cast<std::uint64_t>(n) * 4, "{}: {} bytes where its shard has {} elements",
+               what, part.bytes, n);
+      for (std::uint64_t off = 0; off < part.bytes; off += ckpt::kStreamPiece) {
+        const auto bytes = std::min<std::uint64_t>(ckpt::kStreamPiece, part.bytes - off);
+        reader.read(src[u], k, first + static_cast<std::int64_t>(off / 4), static_cast<std::int64_t>(bytes / 4),
+                    buf.get(), what);
+        part.io(off, bytes, buf.get());
+        sb::heartbeat::tick();
+      }
+    }
+  }
+}
+
+// Every rank assembles the whole parameters of its units from all the files (ckpt::assemble)
+// and takes its part (its tp blocks, its shard).
+void Engine::load_assembled(const std::string& set, const ckpt::Marker& m, comm::StateDict& state) {
+  const auto& specs = model_.units();
+  std::set<int> wanted;
+  for (std::size_t u = 0; u < specs.size(); ++u) wanted.insert(specs[u].whole(static_cast<int>(u)));
+  const ckpt::Logical lg = ckpt::assemble(set, m, wanted, /*moments=*/true, &state);
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    Unit& U = *units_[u];
+    const int whole = specs[u].whole(static_cast<int>(u));
+    const std::int64_t begin = layout_.params_sharded ? U.range.offset : 0;
+    const auto p = ckpt::unit_flat(lg, whole, specs[u], 0, U.range.padded, set).narrow(0, begin, U.master_n);
+    if (U.master.defined())
+      U.master.copy_(p);
+    else  // offload_master
+      store_->set_master(static_cast<int>(u), p);
+    auto mo = ckpt::unit_flat(lg, whole, specs[u], 1, U.range.padded, set).narrow(0, begin + U.opt_off, U.opt_n);
+    auto v = ckpt::unit_flat(lg, whole, specs[u], 2, U.range.padded, set).narrow(0, begin + U.opt_off, U.opt_n);
+    if (store_) {
+      store_->set_moments(static_cast<int>(u), mo, v);
+    } else {
+      U.exp_avg.copy_(mo);
+      U.exp_avg_sq.copy_(v);
+    }
+  }
 }
 
 // Loss scaling's state (engine/loss_scale), when this run scales (else ignored; absent when

@@ -287,8 +287,10 @@ Head read_head(const std::string& path, const std::string& missing_hint) {
   }
 }
 
-// n bytes at offset `at` of fd into p, whole (EINTR and short reads retried).
-void read_at(int fd, char* p, std::size_t n, std::uint64_t at, const std::string& path) {
+}  // namespace
+
+// EINTR and short reads retried.
+void read_file_at(int fd, char* p, std::size_t n, std::uint64_t at, const std::string& path) {
   std::size_t done = 0;
   while (done < n) {
     const ssize_t k = ::pread(fd, p + done, n - done, static_cast<off_t>(at + done));
@@ -298,6 +300,8 @@ void read_at(int fd, char* p, std::size_t n, std::uint64_t at, const std::string
     done += static_cast<std::size_t>(k);
   }
 }
+
+namespace {
 // A RankFile of the header alone (its bytes taken from head).
 RankFile header_only(const std::string& path, Head& head) {
   RankFile rf;
@@ -317,6 +321,28 @@ Header read_rank_header(const std::string& path, const std::string& missing_hint
 RankFile read_rank_head(const std::string& path, const std::string& missing_hint) {
   Head head = read_head(path, missing_hint);
   return header_only(path, head);
+}
+
+std::uint64_t tensor_bytes(const Header& h) {
+  std::uint64_t n = 0;
+  for (std::size_t u = 0; u < h.units.size() && u < h.layouts.size(); ++u)
+    n += static_cast<std::uint64_t>(h.layouts[u].master_n + 2 * h.units[u].opt_n) * 4;
+  return n;
+}
+
+RankFile read_rank_state(const std::string& path, const std::string& missing_hint) {
+  Head head = read_head(path, missing_hint);
+  RankFile rf = header_only(path, head);
+  const std::uint64_t tensors = tensor_bytes(rf.h);
+  SB_CHECK(tensors <= rf.h.payload_bytes, "checkpoint {}: {} payload bytes, its units' tensors take {}", path,
+           rf.h.payload_bytes, tensors);
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  SB_CHECK(fd >= 0, "cannot open checkpoint {}: {}", path, std::strerror(errno));
+  const std::shared_ptr<int> closer(new int(fd), [](int* f) { ::close(*f); delete f; });
+  std::string tail(rf.h.payload_bytes - tensors, '\0');
+  read_file_at(fd, tail.data(), tail.size(), rf.payload_pos + tensors, path);
+  rf.buf += tail;
+  return rf;
 }
 
 RankFile read_rank_file_streamed(const std::string& path, const std::string& missing_hint,
@@ -340,7 +366,7 @@ RankFile read_rank_file_streamed(const std::string& path, const std::string& mis
   for (const auto& p : parts)
     for (std::uint64_t off = 0; off < p.bytes; off += kStreamPiece) {
       const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kStreamPiece, p.bytes - off));
-      read_at(fd, buf.get(), n, at, path);
+      read_file_at(fd, buf.get(), n, at, path);
       ::posix_fadvise(fd, static_cast<off_t>(at), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
       sum = fnv1a(buf.get(), n, sum);
       p.io(off, n, buf.get());
@@ -348,7 +374,7 @@ RankFile read_rank_file_streamed(const std::string& path, const std::string& mis
       sb::heartbeat::tick();
     }
   std::string tail(rf.h.payload_bytes - tensors, '\0');
-  read_at(fd, tail.data(), tail.size(), at, path);
+  read_file_at(fd, tail.data(), tail.size(), at, path);
   sum = fnv1a(tail.data(), tail.size(), sum);
   SB_CHECK(sum == rf.h.checksum, "checkpoint {} is corrupt: checksum {:016x}, header says {:016x}",
            path, sum, rf.h.checksum);

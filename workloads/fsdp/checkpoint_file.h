@@ -119,6 +119,15 @@ RankFile read_rank_file_streamed(const std::string& path, const std::string& mis
 // Its header only, as a RankFile with nothing of the payload (tensors_elided; check_in_set
 // works on it, decode_state does not): nothing past the header is read or checked.
 RankFile read_rank_head(const std::string& path, const std::string& missing_hint);
+// The header and the state entries (decode_state works on it), read past the units' tensors:
+// nothing is checked beyond the size (no checksum; a reader that uses the file's tensors
+// checks it with read_rank_file_streamed).
+RankFile read_rank_state(const std::string& path, const std::string& missing_hint);
+// The bytes of every unit's master and moments in a file of header h (the payload before its
+// state entries).
+std::uint64_t tensor_bytes(const Header& h);
+// n bytes at offset `at` of the open file fd (of `path`, for messages) into p, whole.
+void read_file_at(int fd, char* p, std::size_t n, std::uint64_t at, const std::string& path);
 // Only the header (layouts included) of a rank file, from the file's first bytes: what a
 // loader reads to skip files that hold none of its units. Nothing beyond the header is
 // checked (no checksum): a file that is then used is read with read_rank_file.

@@ -2,7 +2,11 @@
 // (checkpoint_reshard.h).
 #include "workloads/fsdp/checkpoint_reshard.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -152,6 +156,88 @@ torch::Tensor unit_flat(const Logical& lg, int whole, const models::UnitSpec& sp
   SB_CHECK(n <= padded, "unit {}: {} parameters do not fit {} padded elements", spec.name, n, padded);
   parts.push_back(torch::zeros({padded - n}));
   return torch::cat(parts);
+}
+
+namespace {
+
+// The same parameters in the same blocks but perhaps of another tp rank (false: another
+// block layout, which makes element indices mean other things).
+bool same_blocks(const std::vector<ParamLayout>& a, const std::vector<ParamLayout>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ParamLayout x = a[i];
+    x.tp_rank = b[i].tp_rank;
+    if (!(x == b[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::vector<FlatSources>> flat_sources(const std::string& set, const Marker& m,
+                                                     const std::vector<UnitLayout>& mine,
+                                                     const std::string& hint) {
+  std::vector<FlatSources> orig(mine.size()), copy(mine.size());
+  std::map<int, std::vector<std::size_t>> by_whole;
+  for (std::size_t i = 0; i < mine.size(); ++i) by_whole[mine[i].whole].push_back(i);
+  for (int r = 0; r < m.world; ++r) {
+    const RankFile rf = read_rank_head(rank_file(set, r), hint);
+    check_in_set(rf, m, r, set);
+    std::uint64_t pos = rf.payload_pos;
+    for (std::size_t u = 0; u < rf.h.units.size(); ++u) {
+      const UnitHeader& uh = rf.h.units[u];
+      const UnitLayout& L = rf.h.layouts[u];
+      // As collect: kind k's elements [begin, begin + n) of the padded flat buffer at byte src.
+      const std::int64_t begin[3] = {L.master_begin, L.master_begin + uh.opt_off, L.master_begin + uh.opt_off};
+      const std::int64_t n[3] = {L.master_n, uh.opt_n, uh.opt_n};
+      const std::uint64_t src[3] = {pos, pos + L.master_n * 4, pos + (L.master_n + uh.opt_n) * 4};
+      pos += (L.master_n + 2 * uh.opt_n) * 4;
+      const auto it = by_whole.find(L.whole);
+      if (it == by_whole.end()) continue;
+      for (const std::size_t i : it->second) {
+        if (!same_blocks(L.params, mine[i].params)) return std::nullopt;
+        if (L.params != mine[i].params) continue;  // another tp rank's block
+        FlatSources& s = (L.pp_copy ? copy : orig)[i];
+        s.numel = uh.numel;
+        for (int k = 0; k < 3; ++k)
+          if (n[k] > 0) s.kind[k].push_back({rf.path, begin[k], begin[k] + n[k], src[k]});
+      }
+    }
+  }
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    if (orig[i].kind[0].empty()) orig[i] = std::move(copy[i]);
+  return orig;
+}
+
+FlatReader::~FlatReader() {
+  for (const auto& [path, fd] : fds_) ::close(fd);
+}
+
+void FlatReader::read(const FlatSources& s, int k, std::int64_t e0, std::int64_t n, char* buf,
+                      const std::string& what) {
+  std::memset(buf, 0, static_cast<std::size_t>(n) * 4);
+  const std::int64_t end = std::min(e0 + n, s.numel);
+  for (std::int64_t pos = e0; pos < end;) {
+    const FlatSpan* best = nullptr;  // of the spans holding pos, the one reaching furthest
+    for (const FlatSpan& sp : s.kind[static_cast<std::size_t>(k)])
+      if (sp.begin <= pos && pos < sp.end && (!best || sp.end > best->end)) best = &sp;
+    SB_CHECK(best != nullptr, "{}: no rank file holds element {} of its {} (kind {}): the set is "
+             "incomplete; delete it to resume from an older one, or rerun from the start", what, pos,
+             k == 0 ? "master" : k == 1 ? "exp_avg" : "exp_avg_sq", k);
+    auto [it, fresh] = fds_.try_emplace(best->path, -1);
+    if (fresh) {
+      it->second = ::open(best->path.c_str(), O_RDONLY);
+      if (it->second < 0) {
+        const int e = errno;
+        fds_.erase(it);
+        SB_FAIL("cannot open checkpoint {}: {}", best->path, std::strerror(e));
+      }
+    }
+    const std::int64_t stop = std::min(best->end, end);
+    read_file_at(it->second, buf + (pos - e0) * 4, static_cast<std::size_t>(stop - pos) * 4,
+                 best->byte + static_cast<std::uint64_t>(pos - best->begin) * 4, best->path);
+    pos = stop;
+  }
 }
 
 }  // namespace sb::fsdp::ckpt

@@ -6,6 +6,8 @@
 #pragma once
 #include <array>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -46,5 +48,43 @@ torch::Tensor param_of(const Logical& lg, int whole, const std::string& unit_nam
 // 2 exp_avg_sq. Throws when the set has no such parameter or another shape (another model).
 torch::Tensor unit_flat(const Logical& lg, int whole, const models::UnitSpec& spec, int kind,
                         std::int64_t padded, const std::string& set);
+
+// Streaming instead of assembling, when the tensor-parallel layout is unchanged (any other
+// change of dp, strategy, world or pp): a unit's flat buffer then means the same elements in
+// every file that holds its tp block, so a rank reads the byte ranges of its own shard.
+//
+// A file's elements [begin, end) of one kind of a unit's flat buffer, from byte `byte` on.
+struct FlatSpan {
+  std::string path;
+  std::int64_t begin = 0, end = 0;
+  std::uint64_t byte = 0;
+};
+// Kind 0 master, 1 exp_avg, 2 exp_avg_sq of one unit: the spans that hold it (replicas may
+// overlap) and its unpadded element count.
+struct FlatSources {
+  std::array<std::vector<FlatSpan>, 3> kind;
+  std::int64_t numel = 0;
+};
+struct UnitLayout;
+// For each of `mine` (this rank's units' layouts) the spans of the set's files that hold its
+// tp block, from their headers alone (originals before a pipeline stage's copy of a tied
+// unit); std::nullopt when a file holds one of them with other blocks (another tp size or
+// shape): the set must be assembled.
+std::optional<std::vector<FlatSources>> flat_sources(const std::string& set, const Marker& m,
+                                                     const std::vector<UnitLayout>& mine,
+                                                     const std::string& hint);
+// Reads elements [e0, e0 + n) of kind k into buf (4 n bytes), zeros from numel on (the
+// padding); throws naming `what` and the element when no file holds one. Keeps the files open.
+class FlatReader {
+ public:
+  FlatReader() = default;
+  ~FlatReader();
+  FlatReader(const FlatReader&) = delete;
+  FlatReader& operator=(const FlatReader&) = delete;
+  void read(const FlatSources& s, int k, std::int64_t e0, std::int64_t n, char* buf, const std::string& what);
+
+ private:
+  std::map<std::string, int> fds_;
+};
 
 }  // namespace sb::fsdp::ckpt

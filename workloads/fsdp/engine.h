@@ -27,6 +27,8 @@
 
 namespace sb::fsdp {
 namespace ckpt {
+struct FlatSources;
+struct Header;
 struct Marker;
 struct RankFile;
 }  // namespace ckpt
@@ -217,6 +219,9 @@ class Engine final : public models::ParamProvider {
   struct Loaded {
     std::string resharded_from;  // "" when the set was this mesh's, else what wrote it
     std::string reset;           // what could not be resharded and was reset ("" none)
+    // Resharded by reading this rank's byte ranges of the files (the tp layout unchanged),
+    // not by assembling whole parameters.
+    bool streamed = false;
   };
   void save(const std::string& dir) const;
   Loaded load(const std::string& dir);
@@ -262,7 +267,9 @@ class Engine final : public models::ParamProvider {
   void refresh_replicas();
   void make_offload_store();
   void load_same_layout(const ckpt::RankFile& agreed, comm::StateDict& state);  // checkpoint.cpp
-  Loaded load_resharded(const std::string& set, const ckpt::Marker& m);
+  Loaded load_resharded(const std::string& set, const ckpt::Marker& m, const ckpt::Header& run);
+  void load_streamed(const std::string& set, const std::vector<ckpt::FlatSources>& src);
+  void load_assembled(const std::string& set, const ckpt::Marker& m, comm::StateDict& state);
   void restore_loss_scale(comm::StateDict& state, const std::string& path);
 
   models::Model& model_;
