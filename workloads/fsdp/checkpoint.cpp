@@ -333,7 +333,11 @@ Engine::Loaded Engine::load_resharded(const std::string& set, const ckpt::Marker
              "experts is not built): resume with that configuration", set, m.world, m.strategy);
     const std::string hint = fmt::format("the set was written by {} ranks; every rank file is needed to "
                                          "read it on another mesh", m.world);
-    const auto src = ckpt::flat_sources(set, m, run.layouts, hint);
+    // memcpy into the tensors (payload_parts): host tensors, or the offload file.
+    const bool host = std::all_of(units_.begin(), units_.end(), [&](const std::unique_ptr<Unit>& U) {
+      return (!U->master.defined() || U->master.is_cpu()) && (store_ || U->exp_avg.is_cpu());
+    });
+    const auto src = host ? ckpt::flat_sources(set, m, run.layouts, hint) : std::nullopt;
     if (!src) {
       load_assembled(set, m, state);
       return;
@@ -347,9 +351,11 @@ Engine::Loaded Engine::load_resharded(const std::string& set, const ckpt::Marker
       const std::string path = ckpt::rank_file(set, r);
       ckpt::PayloadPart all = skip;
       all.bytes = ckpt::tensor_bytes(ckpt::read_rank_head(path, hint).h);
-      ckpt::read_rank_file_streamed(path, hint, {all});
+      ckpt::check_in_set(ckpt::read_rank_file_streamed(path, hint, {all}), m, r, set);  // not replaced since
     }
-    state = ckpt::decode_state(ckpt::read_rank_state(ckpt::rank_file(set, 0), hint));
+    const ckpt::RankFile rf0 = ckpt::read_rank_state(ckpt::rank_file(set, 0), hint);
+    ckpt::check_in_set(rf0, m, 0, set);
+    state = ckpt::decode_state(rf0);
     loaded.streamed = true;
   });
   exchange(comm_, fmt::format("resuming from {} on another mesh", set), err);
@@ -383,6 +389,8 @@ void Engine::load_streamed(const std::string& set, const std::vector<ckpt::FlatS
   for (std::size_t u = 0; u < units_.size(); ++u) {
     const Unit& U = *units_[u];
     const std::string what = fmt::format("checkpoint {}, unit {}", set, specs[u].name);
+    SB_CHECK(!src[u].kind[0].empty(), "{}: no rank file of the set holds it: it was written for another model, "
+             "or the set is incomplete", what);
     SB_CHECK(src[u].numel == U.flat.numel, "{}: it holds {} elements there, {} in this model: it was written "
              "for another model", what, src[u].numel, U.flat.numel);
     const std::int64_t begin = layout_.params_sharded ? U.range.offset : 0;
