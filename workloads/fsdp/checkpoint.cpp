@@ -346,13 +346,8 @@ Engine::Loaded Engine::load_resharded(const std::string& set, const ckpt::Marker
     // The sources were read by byte range, unchecked: rank j checks the old files j, j + this
     // world, ... whole (streamed through one piece, their checksums; a failure fails every
     // rank), and every rank takes rank 0's state entries.
-    const ckpt::PayloadPart skip{0, [](std::uint64_t, std::uint64_t, char*) {}};
-    for (int r = comm_.rank(); r < m.world; r += comm_.size()) {
-      const std::string path = ckpt::rank_file(set, r);
-      ckpt::PayloadPart all = skip;
-      all.bytes = ckpt::tensor_bytes(ckpt::read_rank_head(path, hint).h);
-      ckpt::check_in_set(ckpt::read_rank_file_streamed(path, hint, {all}), m, r, set);  // not replaced since
-    }
+    for (int r = comm_.rank(); r < m.world; r += comm_.size())
+      ckpt::check_in_set(ckpt::verify_rank_file(ckpt::rank_file(set, r), hint), m, r, set);  // not replaced since
     const ckpt::RankFile rf0 = ckpt::read_rank_state(ckpt::rank_file(set, 0), hint);
     ckpt::check_in_set(rf0, m, 0, set);
     state = ckpt::decode_state(rf0);

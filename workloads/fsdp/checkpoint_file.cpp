@@ -196,11 +196,7 @@ std::uint64_t write_rank_file(const std::string& path, Header& h, const std::vec
 }
 
 std::size_t RankFile::state_pos() const {
-  std::size_t pos = payload_pos;
-  if (tensors_elided) return pos;
-  for (std::size_t u = 0; u < h.units.size(); ++u)
-    pos += (h.layouts[u].master_n + 2 * h.units[u].opt_n) * sizeof(float);
-  return pos;
+  return payload_pos + (tensors_elided ? 0 : static_cast<std::size_t>(tensor_bytes(h)));
 }
 
 namespace {
@@ -345,6 +341,11 @@ RankFile read_rank_state(const std::string& path, const std::string& missing_hin
   return rf;
 }
 
+RankFile verify_rank_file(const std::string& path, const std::string& missing_hint) {
+  const std::uint64_t tensors = tensor_bytes(read_rank_header(path, missing_hint));
+  return read_rank_file_streamed(path, missing_hint, {{tensors, [](std::uint64_t, std::uint64_t, char*) {}}});
+}
+
 RankFile read_rank_file_streamed(const std::string& path, const std::string& missing_hint,
                                  const std::vector<PayloadPart>& parts) {
   Head head = read_head(path, missing_hint);
@@ -417,11 +418,7 @@ void check_in_set(const RankFile& rf, const Marker& m, int rank, const std::stri
   if (!listed && rf.tensors_elided) {
     // Only the header was read: an edited or damaged file says so (its checksum) before it is
     // called another save's. The units' tensors stream past without being kept.
-    std::uint64_t tensors = 0;
-    for (std::size_t u = 0; u < h.units.size(); ++u)
-      tensors += (h.layouts[u].master_n + 2 * h.units[u].opt_n) * sizeof(float);
-    read_rank_file_streamed(rf.path, "the commit marker lists it",
-                            {{tensors, [](std::uint64_t, std::uint64_t, char*) {}}});
+    verify_rank_file(rf.path, "the commit marker lists it");
   }
   if (!listed)
     SB_FAIL("{} is not the rank-{} file the commit marker of {} lists: the file is rank {} of "

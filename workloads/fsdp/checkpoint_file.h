@@ -116,6 +116,9 @@ RankFile read_rank_file(const std::string& path, const std::string& missing_hint
 // treats a failure as fatal to that state.
 RankFile read_rank_file_streamed(const std::string& path, const std::string& missing_hint,
                                  const std::vector<PayloadPart>& parts);
+// read_rank_file_streamed with the units' tensors read and dropped: the file checked (size,
+// checksum) through one piece, its header and state entries kept.
+RankFile verify_rank_file(const std::string& path, const std::string& missing_hint);
 // Its header only, as a RankFile with nothing of the payload (tensors_elided; check_in_set
 // works on it, decode_state does not): nothing past the header is read or checked.
 RankFile read_rank_head(const std::string& path, const std::string& missing_hint);

@@ -36,18 +36,27 @@ struct Block {
 };
 using Blocks = std::map<std::tuple<int, std::string, int>, Block>;  // (whole, name, tp rank)
 
+// Where a file's unit holds each kind k (0 master, 1 exp_avg, 2 exp_avg_sq): elements
+// [begin, begin + n) of the unit's padded flat buffer, from payload byte src. pos: the unit's
+// first payload byte, moved past it.
+struct KindRanges {
+  std::int64_t begin[3], n[3];
+  std::uint64_t src[3];
+};
+KindRanges kind_ranges(const UnitHeader& uh, const UnitLayout& L, std::uint64_t& pos) {
+  const std::int64_t mb = L.master_begin, mo = L.master_begin + uh.opt_off;
+  KindRanges r{{mb, mo, mo}, {L.master_n, uh.opt_n, uh.opt_n},
+               {pos, pos + L.master_n * 4, pos + (L.master_n + uh.opt_n) * 4}};
+  pos += (L.master_n + 2 * uh.opt_n) * 4;
+  return r;
+}
+
 // Copies what rank file rf holds of the wanted units into their blocks.
 void collect(const RankFile& rf, const std::set<int>& wanted, int kinds, Blocks& blocks) {
-  std::size_t pos = rf.payload_pos;
+  std::uint64_t pos = rf.payload_pos;
   for (std::size_t u = 0; u < rf.h.units.size(); ++u) {
-    const UnitHeader& uh = rf.h.units[u];
     const UnitLayout& L = rf.h.layouts[u];
-    // Where kind k's elements sit: [begin, begin + n) of the padded flat buffer, at byte src.
-    const std::int64_t begin[3] = {L.master_begin, L.master_begin + uh.opt_off,
-                                   L.master_begin + uh.opt_off};
-    const std::int64_t n[3] = {L.master_n, uh.opt_n, uh.opt_n};
-    const std::size_t src[3] = {pos, pos + L.master_n * 4, pos + (L.master_n + uh.opt_n) * 4};
-    pos += (L.master_n + 2 * uh.opt_n) * 4;
+    const auto [begin, n, src] = kind_ranges(rf.h.units[u], L, pos);
     if (!wanted.empty() && !wanted.count(L.whole)) continue;
     std::int64_t off = 0;  // the parameter's first element in the flat buffer
     for (const ParamLayout& p : L.params) {
@@ -187,11 +196,7 @@ std::optional<std::vector<FlatSources>> flat_sources(const std::string& set, con
     for (std::size_t u = 0; u < rf.h.units.size(); ++u) {
       const UnitHeader& uh = rf.h.units[u];
       const UnitLayout& L = rf.h.layouts[u];
-      // As collect: kind k's elements [begin, begin + n) of the padded flat buffer at byte src.
-      const std::int64_t begin[3] = {L.master_begin, L.master_begin + uh.opt_off, L.master_begin + uh.opt_off};
-      const std::int64_t n[3] = {L.master_n, uh.opt_n, uh.opt_n};
-      const std::uint64_t src[3] = {pos, pos + L.master_n * 4, pos + (L.master_n + uh.opt_n) * 4};
-      pos += (L.master_n + 2 * uh.opt_n) * 4;
+      const auto [begin, n, src] = kind_ranges(uh, L, pos);
       const auto it = by_whole.find(L.whole);
       if (it == by_whole.end()) continue;
       for (const std::size_t i : it->second) {
