@@ -13,18 +13,26 @@ MIB = 1024.0 * 1024.0
 # their sum less predicted_grad_unformed_bytes (gradients not alive at the peak's moment) is
 # the predicted peak, as `shardbench fit` takes it (MemoryPrediction::peak).
 TERMS = ["param", "grad", "optim", "compression", "gathered", "activation_layers",
-         "activation_attention", "activation_head", "offload"]
+         "activation_attention", "activation_head", "offload", "first_unit_grad"]
 LESS = "predicted_grad_unformed_bytes"
 KEYS = ["strategy", "attention", "activation_checkpoint", "seq_chunks", "offload_optimizer", "kv_offload"]
 COLUMNS = (["point_name", "rank"] + KEYS +
            ["state_mib", "state_predicted_mib", "step_tensors_mib", "activations_predicted_mib",
-            "total_mib", "total_predicted_mib", "total_ratio", "peak_rss_mib",
+            "total_mib", "total_predicted_mib", "total_ratio", "peak_at", "predicted_at",
+            "peak_rss_mib",
             "fit_peak_mib", "step_s", "fit_step_s"])
 
 
 def _num(row, col):
     v = row.get(col, np.nan)
     return float(v) if pd.notna(v) else np.nan
+
+
+def _text(row, col):
+    v = row.get(col, "")
+    if isinstance(v, bytes):
+        v = v.decode()
+    return v if isinstance(v, str) else ""
 
 
 def memory_table(res):
@@ -50,7 +58,8 @@ def memory_table(res):
         predicted = sum(_num(row, f"predicted_{t}_bytes") for t in TERMS if f"predicted_{t}_bytes" in r.columns)
         if LESS in r.columns and pd.notna(row.get(LESS)):  # files from before it: nothing less
             predicted -= _num(row, LESS)
-        acts = sum(_num(row, f"predicted_{t}_bytes") for t in TERMS[5:8] if f"predicted_{t}_bytes" in r.columns)
+        acts = sum(_num(row, f"predicted_{t}_bytes") for t in TERMS[5:8] + ["first_unit_grad"]
+                   if f"predicted_{t}_bytes" in r.columns)
         measured_step = _num(row, "peak_step_tensor_bytes")
         measured_step = measured_step if measured_step > 0 else np.nan
         measured_total = _num(row, "model_state_bytes") + measured_step
@@ -66,6 +75,10 @@ def memory_table(res):
             "total_mib": measured_total / MIB,
             "total_predicted_mib": predicted / MIB,
             "total_ratio": measured_total / predicted if predicted > 0 else np.nan,
+            # Where the measured step tensors peaked (the engine's phase) and the memory
+            # model's moment: files from before the columns give "".
+            "peak_at": _text(row, "peak_step_tensor_phase"),
+            "predicted_at": _text(row, "predicted_peak_moment"),
             "peak_rss_mib": _num(row, "peak_rss_bytes") / MIB,
             "fit_peak_mib": float(ref["fit_peak_bytes"]) / MIB if "fit_peak_bytes" in ref else np.nan,
             "step_s": float(np.median(s["wall_s"])) if len(s) else np.nan,
@@ -133,7 +146,11 @@ def section(res):
                   "activations; total = model state + step tensors against the sum of every "
                   "predicted term less the gradients not yet formed at its moment (the peak "
                   "`shardbench fit` compares with memory_budget); peak "
-                  "resident memory, which also holds the runtime. fit_*: what `shardbench fit` "
+                  "resident memory, which also holds the runtime. peak_at: where the step "
+                  "was when its tensors peaked (the engine's last event: \"loss\" is forward's "
+                  "end, \"backward of unit\" the last block's number is the top block's "
+                  "backward); predicted_at: the moment the memory model takes its activation "
+                  "terms at. fit_*: what `shardbench fit` "
                   "predicted for the point (its \"auto\" keys' choice, or its own settings when the "
                   "suite's costs were measured), beside the measured median "
                   "step (docs/METRICS.md \"Memory model\", \"Fit\")."),

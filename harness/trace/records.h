@@ -88,6 +88,11 @@ struct RankMemory {  // per rank
   // offload_param = "disk" (appended, as above): the gathers' reads of the master shards from disk.
   std::uint64_t offload_param_read_bytes = 0;
   double offload_param_read_s = 0;
+  // Where the step with peak_step_tensor_bytes was at its peak, and the memory model's moment
+  // (appended, as above).
+  std::string peak_step_tensor_phase, predicted_peak_moment;
+  // The memory model's third moment's term (appended, as above).
+  std::uint64_t predicted_first_unit_grad_bytes = 0;
 };
 
 template <>
@@ -191,7 +196,22 @@ struct Table<RankMemory> {
       field("offload_param_read_s", &R::offload_param_read_s, "s",
             "seconds the gathers' I/O threads spent reading master shards (bandwidth = "
             "offload_param_read_bytes / offload_param_read_s; a prefetched unit's read overlaps "
-            "the compute before it, and what was not hidden is in the gathers' waits)"));
+            "the compute before it, and what was not hidden is in the gathers' waits)"),
+      field("peak_step_tensor_phase", &R::peak_step_tensor_phase, "",
+            "where the step that set peak_step_tensor_bytes was when its tensors peaked: the "
+            "engine's last event before it, e.g. \"loss\" (forward's end), \"backward of a "
+            "later use of unit 0\" (the tied LM head's, first in backward), \"backward of unit "
+            "12\", \"gradient of unit 12\" (its reduction starting), \"finish gradients\", "
+            "\"optimizer\" (unit numbers as in the model's units); \"\": not measured"),
+      field("predicted_peak_moment", &R::predicted_peak_moment, "",
+            "the moment the memory model takes its activation terms at: \"forward's end\" "
+            "(the engine's phase there: \"loss\") or \"top block's backward\" (\"backward of "
+            "unit\" of the last block) or \"first unit's backward\" (\"backward of unit 0\", "
+            "after every block's); \"\": not predicted"),
+      field("predicted_first_unit_grad_bytes", &R::predicted_first_unit_grad_bytes, "bytes",
+            "memory model: at the first unit's backward (the embeddings'), when that moment is "
+            "the peak: its gradient parts and their join and the tied head weight's gradient "
+            "(estimate; 0 at the other moments)"));
 };
 
 // This rank's identity (rank, host, its coordinates in the point's resolved mesh) and its

@@ -18,6 +18,8 @@ MIB = 1 << 20
 
 def _rank(r, state, step, acts):
     return dict(rank=r, host="localhost", model_state_bytes=state, peak_step_tensor_bytes=step,
+                peak_step_tensor_phase=f"backward of unit {r + 2}",
+                predicted_peak_moment="top block's backward",
                 peak_rss_bytes=10 * MIB, predicted_param_bytes=state // 2,
                 predicted_grad_bytes=state // 4, predicted_optim_bytes=state // 4,
                 predicted_model_state_bytes=state, predicted_gathered_bytes=MIB,
@@ -54,6 +56,8 @@ def test_fullest_rank_against_the_prediction(results):
     assert row["total_mib"] == 15
     assert row["total_predicted_mib"] == 14  # 4 + 2 + 2 + 0 + 1 gathered + 4 + 0 + 1 + 0
     assert row["total_ratio"] == pytest.approx(15 / 14)
+    assert row["peak_at"] == "backward of unit 3"  # rank 1's
+    assert row["predicted_at"] == "top block's backward"
     assert row["fit_peak_mib"] == 20 and row["fit_step_s"] == 1.5
     assert row["step_s"] == 2.5  # the median of the timed steps, the warm-up left out
     assert row["strategy"] == "full_shard" and row["activation_checkpoint"] == "full"

@@ -334,6 +334,7 @@ TEST(MemoryModel, ChunkedBlocksInsideUlyssesCountAStripe) {
 // At the top block's backward the last step's gradients are dropped and this step's not yet
 // formed (Engine::drop_grads): when that moment is the peak, grad_unformed is the whole
 // reduce-dtype gradient and the peak is the terms' sum less it; at forward's end it is 0.
+// The prediction names its moment.
 TEST(MemoryModel, GradientsAreNotAliveAtTheTopBlocksBackward) {
   sb::fsdp::MemoryInputs in;
   in.model.family = "gpt2";
@@ -349,8 +350,45 @@ TEST(MemoryModel, GradientsAreNotAliveAtTheTopBlocksBackward) {
   EXPECT_EQ(p.grad_unformed, 4000u);
   EXPECT_EQ(p.peak(), p.param + p.grad + p.optim + p.compression + p.gathered + p.activation_layers +
                           p.activation_attention + p.activation_head + p.offload - 4000u);
+  EXPECT_STREQ(p.moment, "top block's backward");
   in.loss_rows = 4096;  // the loss's log-softmax: forward's end wins, every gradient alive
   EXPECT_EQ(sb::fsdp::predict_memory(in).grad_unformed, 0u);
+  EXPECT_STREQ(sb::fsdp::predict_memory(in).moment, "forward's end");
+  in.rows = 0;  // no activations: no moment
+  EXPECT_STREQ(sb::fsdp::predict_memory(in).moment, "");
+}
+
+// The third moment: the first unit's backward (the embeddings', the last to run) holds its
+// gradient parts and their join (2 x its compute-dtype bytes) and the tied head weight's
+// gradient; no activation; of this step's gradients only its own is not formed. It wins when a
+// large first unit meets short sequences, and is not taken for a pipeline.
+TEST(MemoryModel, TheFirstUnitsBackwardIsAMoment) {
+  sb::fsdp::MemoryInputs in;
+  in.model.family = "gpt2";
+  in.model.n_layer = 2, in.model.d_model = 64, in.model.n_head = 4, in.model.d_ff = 256;
+  in.model.vocab = 256;
+  in.rows = 1, in.seq = 8, in.loss_rows = 8, in.loss_classes = 256;
+  sb::models::UnitSpec emb, blk;
+  emb.name = "embeddings";
+  emb.params.push_back({"wte", {256, 64}});
+  emb.params.push_back({"wpe", {4096, 64}});  // long learned positions: a large first unit
+  blk.name = "block.0";
+  blk.params.push_back({"w", {1000}});
+  in.units = {emb, blk};  // no_shard on one rank, fp32
+  const auto p = sb::fsdp::predict_memory(in);
+  const std::uint64_t unit0 = (256 + 4096) * 64 * 4, head = 256u * 64 * 4;
+  EXPECT_STREQ(p.moment, "first unit's backward");
+  EXPECT_EQ(p.first_unit_grad, 2 * unit0 + head);
+  EXPECT_EQ(p.activation_layers + p.activation_attention + p.activation_head, 0u);
+  EXPECT_EQ(p.grad_unformed, unit0);  // fp32 reduce dtype, not sharded: the unit's own gradient
+  EXPECT_EQ(p.peak(), p.param + p.grad + p.optim + p.compression + p.gathered + 2 * unit0 + head - unit0);
+  in.seq = 2048, in.loss_rows = 2048;  // long sequences: the activations win again
+  const auto q = sb::fsdp::predict_memory(in);
+  EXPECT_STRNE(q.moment, "first unit's backward");
+  EXPECT_EQ(q.first_unit_grad, 0u);
+  in.seq = 8, in.loss_rows = 8;
+  in.pp = 2;  // a pipeline: not modelled
+  EXPECT_EQ(sb::fsdp::predict_memory(in).first_unit_grad, 0u);
 }
 
 }  // namespace

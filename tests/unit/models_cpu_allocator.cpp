@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/types.h>
 
+#include <string>
+
 #include "workloads/models/cpu_allocator.h"
 
 namespace {
@@ -57,4 +59,30 @@ TEST(CpuAllocator, ABlockLargerThanTheLimitIsNotCached) {
   block(3 * kMiB);
   EXPECT_EQ(cpu_cache_stats().cached_bytes, 0u);
   sb::models::set_cpu_cache_limit(std::uint64_t{1} << 40);
+}
+
+// A peak records the phase set when it rose (set_cpu_phase); a later, lower high leaves it;
+// reset_cpu_peak starts from the phase current then.
+TEST(CpuAllocator, APeakNamesThePhaseItRoseIn) {
+  using sb::models::cpu_peak_phase;
+  using sb::models::set_cpu_phase;
+  set_cpu_phase("idle");
+  sb::models::reset_cpu_peak();
+  EXPECT_EQ(cpu_peak_phase(cpu_cache_stats()), "idle");
+  {
+    set_cpu_phase("forward of unit", 1);
+    auto a = torch::empty({2 * kMiB}, torch::kUInt8);
+    EXPECT_EQ(cpu_peak_phase(cpu_cache_stats()), "forward of unit 1");
+    set_cpu_phase("backward of unit", 12);
+    auto b = torch::empty({4 * kMiB}, torch::kUInt8);
+    set_cpu_phase("optimizer");
+  }
+  auto c = torch::empty({3 * kMiB}, torch::kUInt8);  // below the peak of 6 MiB: not a new one
+  const auto s = cpu_cache_stats();
+  EXPECT_EQ(cpu_peak_phase(s), "backward of unit 12");
+  EXPECT_EQ(std::string(s.peak_what), "backward of unit");
+  EXPECT_EQ(s.peak_index, 12);
+  set_cpu_phase("");
+  sb::models::reset_cpu_peak();
+  EXPECT_EQ(cpu_peak_phase(cpu_cache_stats()), "");
 }

@@ -75,6 +75,7 @@ struct Staged {
     host = (t.device().is_cpu() || cuda_aware) ? t : t.to(torch::kCPU);
   }
   void* ptr() const { return host.data_ptr(); }
+  static constexpr std::int64_t kReducePiece = std::int64_t{1} << 20;
   void finish() {
     if (out && !host.is_same(orig)) orig.copy_(host);
   }
@@ -176,18 +177,27 @@ class MpiTransfer final : public Transfer {
 
   // After a non-blocking call: reduce-scatter's local reduction of the received blocks in
   // rank order, then the staged output copied back.
+  static constexpr std::int64_t kReducePiece = std::int64_t{1} << 20;
   void finish() {
     if (op_ == CollOp::ReduceScatter) {
       const auto ranks = blocks_.numel() / std::max<std::int64_t>(1, count_);
       auto blocks = blocks_.view({ranks, count_});  // row j: rank j's block for me
       const bool half = blocks.scalar_type() == torch::kBFloat16 ||
                         blocks.scalar_type() == torch::kFloat16;
-      torch::Tensor r;
-      if (red_ == ReduceOp::Sum)
-        r = half ? blocks.sum(0, false, torch::kFloat).to(blocks.scalar_type()) : blocks.sum(0);
-      else
-        r = red_ == ReduceOp::Max ? std::get<0>(blocks.max(0)) : std::get<0>(blocks.min(0));
-      out_.host.copy_(r);
+      // Column by column in pieces of kReducePiece elements: each column's sum over ranks is
+      // the same whatever the piece, and the temporaries (a half sum's fp32 one and its cast)
+      // stay a piece's, not the shard's (gpt2-long's tied embedding at 2 ranks: 183 MiB
+      // more at the step's peak, the last unit's reduction).
+      for (std::int64_t c = 0; c < count_; c += kReducePiece) {
+        const auto n = std::min<std::int64_t>(kReducePiece, count_ - c);
+        const auto b = blocks.narrow(1, c, n);
+        torch::Tensor r;
+        if (red_ == ReduceOp::Sum)
+          r = half ? b.sum(0, false, torch::kFloat) : b.sum(0);
+        else
+          r = red_ == ReduceOp::Max ? std::get<0>(b.max(0)) : std::get<0>(b.min(0));
+        out_.host.narrow(0, c, n).copy_(r);  // a half sum rounded once, as before
+      }
       blocks_ = torch::Tensor();
     }
     out_.finish();

@@ -380,7 +380,7 @@ void Engine::load_streamed(const std::string& set, const std::vector<ckpt::FlatS
   const auto parts = payload_parts(units_, store_.get(), /*save=*/false);
   const auto buf = std::shared_ptr<char>(static_cast<char*>(std::aligned_alloc(4096, ckpt::kStreamPiece)), std::free);
   SB_CHECK(buf != nullptr, "cannot allocate the {}-byte buffer to resume from {}", ckpt::kStreamPiece, set);
-  ckpt::FlatReader reader;
+  ckpt::FlatReader reader(comm_.rank());  // replicas: rank r reads the r-th (mod their number)
   for (std::size_t u = 0; u < units_.size(); ++u) {
     const Unit& U = *units_[u];
     const std::string what = fmt::format("checkpoint {}, unit {}", set, specs[u].name);

@@ -215,32 +215,47 @@ std::optional<std::vector<FlatSources>> flat_sources(const std::string& set, con
 }
 
 FlatReader::~FlatReader() {
-  for (const auto& [path, fd] : fds_) ::close(fd);
+  for (const auto& [path, f] : fds_) ::close(f.fd);
+}
+
+int FlatReader::fd_for(const std::string& path) {
+  auto it = fds_.find(path);
+  if (it == fds_.end()) {
+    if (fds_.size() >= max_open_) {  // close the least recently read
+      auto lru = std::min_element(fds_.begin(), fds_.end(),
+                                  [](const auto& a, const auto& b) { return a.second.last < b.second.last; });
+      ::close(lru->second.fd);
+      fds_.erase(lru);
+    }
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    SB_CHECK(fd >= 0, "cannot open checkpoint {}: {}", path, std::strerror(errno));
+    it = fds_.emplace(path, Open{fd, 0}).first;
+  }
+  it->second.last = ++uses_;
+  return it->second.fd;
 }
 
 void FlatReader::read(const FlatSources& s, int k, std::int64_t e0, std::int64_t n, char* buf,
                       const std::string& what) {
   std::memset(buf, 0, static_cast<std::size_t>(n) * 4);
   const std::int64_t end = std::min(e0 + n, s.numel);
+  std::vector<const FlatSpan*> best;  // of the spans holding pos, those reaching furthest
   for (std::int64_t pos = e0; pos < end;) {
-    const FlatSpan* best = nullptr;  // of the spans holding pos, the one reaching furthest
-    for (const FlatSpan& sp : s.kind[static_cast<std::size_t>(k)])
-      if (sp.begin <= pos && pos < sp.end && (!best || sp.end > best->end)) best = &sp;
-    SB_CHECK(best != nullptr, "{}: no rank file holds element {} of its {} (kind {}): the set is "
+    best.clear();
+    for (const FlatSpan& sp : s.kind[static_cast<std::size_t>(k)]) {
+      if (sp.begin > pos || pos >= sp.end) continue;
+      if (!best.empty() && sp.end > best.front()->end) best.clear();
+      if (best.empty() || sp.end == best.front()->end) best.push_back(&sp);
+    }
+    SB_CHECK(!best.empty(), "{}: no rank file holds element {} of its {} (kind {}): the set is "
              "incomplete; delete it to resume from an older one, or rerun from the start", what, pos,
              k == 0 ? "master" : k == 1 ? "exp_avg" : "exp_avg_sq", k);
-    auto [it, fresh] = fds_.try_emplace(best->path, -1);
-    if (fresh) {
-      it->second = ::open(best->path.c_str(), O_RDONLY);
-      if (it->second < 0) {
-        const int e = errno;
-        fds_.erase(it);
-        SB_FAIL("cannot open checkpoint {}: {}", best->path, std::strerror(e));
-      }
-    }
-    const std::int64_t stop = std::min(best->end, end);
-    read_file_at(it->second, buf + (pos - e0) * 4, static_cast<std::size_t>(stop - pos) * 4,
-                 best->byte + static_cast<std::uint64_t>(pos - best->begin) * 4, best->path);
+    const FlatSpan& sp = *best[static_cast<std::size_t>(spread_) % best.size()];
+    const std::int64_t stop = std::min(sp.end, end);
+    const auto bytes = static_cast<std::size_t>(stop - pos) * 4;
+    read_file_at(fd_for(sp.path), buf + (pos - e0) * 4, bytes,
+                 sp.byte + static_cast<std::uint64_t>(pos - sp.begin) * 4, sp.path);
+    bytes_read_[sp.path] += bytes;
     pos = stop;
   }
 }

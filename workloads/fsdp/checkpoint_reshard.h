@@ -4,6 +4,7 @@
 // strategy and world wrote it, then cut for the mesh that reads it: torch.distributed.
 // checkpoint's resharding, done at load. docs/FSDP.md "Checkpoints across meshes".
 #pragma once
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
@@ -74,17 +75,38 @@ std::optional<std::vector<FlatSources>> flat_sources(const std::string& set, con
                                                      const std::vector<UnitLayout>& mine,
                                                      const std::string& hint);
 // Reads elements [e0, e0 + n) of kind k into buf (4 n bytes), zeros from numel on (the
-// padding); throws naming `what` and the element when no file holds one. Keeps the files open.
+// padding); throws naming `what` and the element when no file holds one.
+//
+// Of the spans holding an element it reads the one reaching furthest; among equals (the
+// replicas of a no_shard or hybrid set, each file the whole buffer) the `spread`-th modulo
+// their number, so that the new ranks (spread = rank) read different old files instead of
+// all reading the first. At most `max_open` files stay open (the least recently read is
+// closed first): a set of thousands of old ranks would otherwise reach the process's limit
+// of open files (1024 by default).
 class FlatReader {
  public:
-  FlatReader() = default;
+  static constexpr std::size_t kMaxOpen = 64;
+  explicit FlatReader(int spread = 0, std::size_t max_open = kMaxOpen)
+      : spread_(spread), max_open_(std::max<std::size_t>(1, max_open)) {}
   ~FlatReader();
   FlatReader(const FlatReader&) = delete;
   FlatReader& operator=(const FlatReader&) = delete;
   void read(const FlatSources& s, int k, std::int64_t e0, std::int64_t n, char* buf, const std::string& what);
+  // Bytes read from each file so far, and the files open now (tests, provenance).
+  const std::map<std::string, std::uint64_t>& bytes_read() const { return bytes_read_; }
+  std::size_t open_files() const { return fds_.size(); }
 
  private:
-  std::map<std::string, int> fds_;
+  int fd_for(const std::string& path);
+  struct Open {
+    int fd = -1;
+    std::uint64_t last = 0;  // use counter when last read: the smallest is closed first
+  };
+  int spread_;
+  std::size_t max_open_;
+  std::uint64_t uses_ = 0;
+  std::map<std::string, Open> fds_;
+  std::map<std::string, std::uint64_t> bytes_read_;
 };
 
 }  // namespace sb::fsdp::ckpt

@@ -62,6 +62,11 @@ U64 gathered_bytes(const Layout& l, const std::vector<U64>& unit_bytes, bool fp3
   return total;
 }
 
+// The two moments the activation terms are taken at (MemoryPrediction::moment).
+constexpr const char* kForwardEnd = "forward's end";
+constexpr const char* kTopBackward = "top block's backward";
+constexpr const char* kFirstUnitBackward = "first unit's backward";
+
 // FPDT's pipeline (activation_checkpoint = "chunked", models/checkpoint.h chunked_block): with
 // kv_offload = "none" every block keeps its input (d a token) and its keys and values (2 a);
 // offloaded, both wait in the block's stores and no block keeps anything in memory. Forward's
@@ -105,8 +110,10 @@ void chunked_moments(const MemoryInputs& in, U64 elt, U64 flight, U64 tokens, U6
   if (back_layers + back_scores + back_head > kept + head + grads_formed) {
     p.activation_layers = back_layers, p.activation_attention = back_scores, p.activation_head = back_head;
     p.grad_unformed = grads_formed;
+    p.moment = kTopBackward;
   } else {
     p.activation_layers = kept, p.activation_head = head;
+    p.moment = kForwardEnd;
   }
 }
 
@@ -215,12 +222,38 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, std::uint64_t g
   if (back_layers + back_scores + back_head > kept_layers + kept_scores + head + grads_formed) {
     p.activation_layers = back_layers, p.activation_attention = back_scores, p.activation_head = back_head;
     p.grad_unformed = grads_formed;
+    p.moment = kTopBackward;
   } else {
     p.activation_layers = kept_layers, p.activation_attention = kept_scores, p.activation_head = head;
+    p.moment = kForwardEnd;
   }
 }
 
 }  // namespace
+
+// A third moment, after every block's backward: the first unit's (GPT-2's and BERT's
+// embeddings, whose word embedding the LM head shares), the last backward to run. Autograd
+// forms each of its parameters' gradients and the split node joins them into the unit's
+// padded gradient (Engine::views): both alive at once, 2 x the unit's compute-dtype bytes
+// (first_unit); the head weight's gradient (V x d) is held since the loss's backward. No
+// activation is left, and of this step's gradients only the unit's own (first_reduced) is not
+// yet formed. The gathered term stays: the unit is gathered. It wins at short sequences
+// (measured: gpt2-long bf16, full_shard over sp 2, T 512: the peak's phase "backward of unit
+// 0", 11% above the forward's-end prediction). Not for a pipeline: its stages' first units
+// differ (not measured).
+void first_unit_moment(const MemoryInputs& in, U64 elt, U64 first_unit, U64 first_reduced, MemoryPrediction& p) {
+  if (in.pp > 1 || in.rows <= 0 || in.seq <= 0) return;
+  const auto tp = static_cast<std::int64_t>(std::max(1, in.tp));
+  const U64 head = in.last_stage && in.loss_classes > 0
+                       ? static_cast<U64>((in.loss_classes + tp - 1) / tp) * static_cast<U64>(in.model.d_model) * elt
+                       : 0;
+  const U64 now = p.activation_layers + p.activation_attention + p.activation_head;
+  if (2 * first_unit + head + p.grad_unformed <= now + first_reduced) return;  // not the peak
+  p.activation_layers = p.activation_attention = p.activation_head = 0;
+  p.first_unit_grad = 2 * first_unit + head;
+  p.grad_unformed = first_reduced;
+  p.moment = kFirstUnitBackward;
+}
 
 MemoryPrediction predict_memory(const MemoryInputs& in) {
   const StrategyInfo& s = strategy_info(in.strategy);
@@ -231,6 +264,7 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
   MemoryPrediction p;
   std::vector<U64> unit_bytes;  // gathered, compute dtype
   U64 formed = 0;               // the reduce-dtype gradients each step forms anew
+  U64 first_reduced = 0;        // the first unit's share of them
   std::vector<U64> shards;      // each unit's shard, elements
   U64 block_part = 0;           // a block's (padded) gradient in fp32: a chunked block's parts' sum
   // Where the engine puts the master on disk (Engine::make_offload_store refuses the rest).
@@ -242,6 +276,7 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
     shards.push_back(S);
     const U64 reduced = c10::elementSize(in.reduce_dtype) * (l.grads_sharded ? S : padded);
     formed += reduced;
+    if (shards.size() == 1) first_reduced = reduced;
     p.grad += reduced + (in.grad_accum > 1 || in.pp > 1 ? 4 * padded : 0);
     if (in.offload_optimizer == "none") p.optim += 8 * (l.optim_sharded ? S : padded);
     p.disk_checkpoint += 4 * ((l.params_sharded ? S : padded) + 2 * (l.optim_sharded ? S : padded));
@@ -263,6 +298,7 @@ MemoryPrediction predict_memory(const MemoryInputs& in) {
     p.gathered += OffloadStore::master_read_bytes(static_cast<std::int64_t>(prefetched));
   }
   activation_bytes(in, elt, formed, block_part, p);
+  if (!unit_bytes.empty()) first_unit_moment(in, elt, unit_bytes.front(), first_reduced, p);
   if (in.offload_optimizer != "none") p.offload = OffloadStore::staging_bytes(in.offload_block, master_on_disk);
   p.model_state = p.param + p.grad + p.optim + p.compression + p.offload + (l.params_sharded ? 0 : p.gathered);
   return p;
@@ -277,6 +313,7 @@ std::vector<MemoryPrediction::Term> MemoryPrediction::terms() const {
           {"activation_layers", activation_layers},
           {"activation_attention", activation_attention},
           {"activation_head", activation_head},
+          {"first_unit_grad", first_unit_grad},
           {"offload", offload},
           {"model_state", model_state},
           {"grad_unformed", grad_unformed}};
@@ -284,7 +321,7 @@ std::vector<MemoryPrediction::Term> MemoryPrediction::terms() const {
 
 std::uint64_t MemoryPrediction::peak() const {
   return param + grad + optim + compression + gathered + activation_layers + activation_attention +
-         activation_head + offload - grad_unformed;
+         activation_head + first_unit_grad + offload - grad_unformed;
 }
 
 void add_predicted_memory(const MemoryPrediction& p, sb::RankMemory& m) {
@@ -296,9 +333,11 @@ void add_predicted_memory(const MemoryPrediction& p, sb::RankMemory& m) {
   m.predicted_activation_layers_bytes = p.activation_layers;
   m.predicted_activation_attention_bytes = p.activation_attention;
   m.predicted_activation_head_bytes = p.activation_head;
+  m.predicted_first_unit_grad_bytes = p.first_unit_grad;
   m.predicted_offload_bytes = p.offload;
   m.predicted_model_state_bytes = p.model_state;
   m.predicted_grad_unformed_bytes = p.grad_unformed;
+  m.predicted_peak_moment = p.moment;
 }
 
 namespace {

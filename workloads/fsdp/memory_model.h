@@ -73,11 +73,19 @@ struct MemoryPrediction {
   std::uint64_t activation_layers = 0;     // the blocks' saved inputs (LayerNorm, linear, GELU)
   std::uint64_t activation_attention = 0;  // attention probabilities (B, H, T, T) per block
   std::uint64_t activation_head = 0;       // the loss's fp32 log-probabilities
+  // At the first unit's backward, when that moment is the peak (every activation term then
+  // 0): the unit's gradient parts and their join, 2 x its compute-dtype bytes, and the tied
+  // head weight's gradient.
+  std::uint64_t first_unit_grad = 0;
   std::uint64_t offload = 0;  // staging of offloaded optimizer state (2 x 3 blocks, 2 x 4 with the master)
   // Of grad, what is not alive when the activation terms are the top block's backward (the
   // first: the last step's gradients dropped, Engine::drop_grads, this step's not yet formed;
-  // the fp32 accumulation buffer stays); 0 when they are forward's end.
+  // the fp32 accumulation buffer stays) or the first unit's (its own); 0 at forward's end.
   std::uint64_t grad_unformed = 0;
+  // The moment the activation terms are taken at: "forward's end" (the engine's phase there is
+  // "loss"), "top block's backward" ("backward of unit L") or "first unit's backward"
+  // ("backward of unit 0", first_unit_grad); "" without activation terms.
+  const char* moment = "";
   // Between steps: param + grad + optim + compression + offload (+ gathered for replicated
   // parameters): MemoryStats::model_state.
   std::uint64_t model_state = 0;
@@ -88,7 +96,7 @@ struct MemoryPrediction {
   };
   std::vector<Term> terms() const;  // every term, in the order above
   // The predicted peak a rank: param + grad + optim + compression + gathered + the activation
-  // terms + offload - grad_unformed.
+  // terms + first_unit_grad + offload - grad_unformed.
   std::uint64_t peak() const;
   // Disk, not memory (not in terms()): the bytes this rank's offload files reach. The
   // optimizer state's file (offload_optimizer = "disk": m, v, the decay mask and with

@@ -8,6 +8,7 @@
 #include "harness/core/mpi_context.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/fsdp/unit.h"
+#include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
 
 namespace sb::fsdp {
@@ -37,6 +38,7 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
              "use a larger batch", i, comm_.rank());
     const double t0 = MPI_Wtime();
     sb::heartbeat::set_phase("forward");
+    models::set_cpu_phase("forward");  // until the first unit's acquire
     begin_forward();
     auto loss = loss_fn_ ? loss_fn_(*this, micro[i]) : model_.loss(*this, micro[i]);
     end_forward();
@@ -53,6 +55,7 @@ StepStats Engine::step(const std::vector<models::Batch>& micro, std::int64_t glo
     const double t1 = MPI_Wtime();
     if (i == 0) s.comm_exposed_forward_s = comm_.exposed_s();
     sb::heartbeat::set_phase("backward");
+    models::set_cpu_phase("backward of the loss");  // until the first unit's hook
     scaled.backward();
     local += scaled.item<double>() / scale_;
     if (final_micro_) finish_grads();
@@ -76,6 +79,7 @@ void Engine::drop_grads() {
 StepStats Engine::finish_step(StepStats& s, double local_loss) {
   const double t3 = MPI_Wtime(), exposed_before_opt = comm_.exposed_s();
   sb::heartbeat::set_phase("optimizer");
+  models::set_cpu_phase("optimizer");
   // The ranks of a tp group computed the same loss (tensor_parallel.h), and every rank of a
   // pipeline holds the last stage's: counted once per data-parallel rank.
   s.loss = comm_.all_reduce_scalar(comm_.model_parallel_leader() ? local_loss : 0.0, comm::Group::World);

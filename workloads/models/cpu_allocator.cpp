@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,12 @@
 
 namespace sb::models {
 namespace {
+
+// The compute thread's phase (set_cpu_phase): read under the allocator's lock when a peak rises.
+// The two are stored apart, so a peak raised by another thread exactly while the phase changes
+// can pair one phase's name with the other's unit: an attribution, not an invariant.
+std::atomic<const char*> phase_what{""};
+std::atomic<int> phase_index{-1};
 
 constexpr std::size_t kMinCached = std::size_t{1} << 20;  // smaller: the default allocator
 constexpr std::size_t kClass = std::size_t{1} << 16;      // size classes of 64 KiB
@@ -118,7 +125,11 @@ class CachingCpuAllocator final : public c10::Allocator {
       std::lock_guard<std::mutex> lk(m_);
       live_[p] = size;
       stats_.live_bytes += size;
-      stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
+      if (stats_.live_bytes > stats_.peak_live_bytes) {
+        stats_.peak_live_bytes = stats_.live_bytes;
+        stats_.peak_what = phase_what.load(std::memory_order_relaxed);
+        stats_.peak_index = phase_index.load(std::memory_order_relaxed);
+      }
     }
     return {p, p, &CachingCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
   }
@@ -142,6 +153,8 @@ class CachingCpuAllocator final : public c10::Allocator {
   void reset_peak() {
     std::lock_guard<std::mutex> lk(m_);
     stats_.peak_live_bytes = stats_.live_bytes;
+    stats_.peak_what = phase_what.load(std::memory_order_relaxed);
+    stats_.peak_index = phase_index.load(std::memory_order_relaxed);
   }
   void set_limit(std::uint64_t bytes) {
     std::vector<Freed> out;
@@ -231,6 +244,17 @@ CpuCacheStats cpu_cache_stats() {
 void release_cpu_cache() { instance().clear(); }
 
 void reset_cpu_peak() { instance().reset_peak(); }
+
+void set_cpu_phase(const char* what, int index) {
+  phase_what.store(what, std::memory_order_relaxed);
+  phase_index.store(index, std::memory_order_relaxed);
+}
+
+std::string cpu_peak_phase(const CpuCacheStats& s) {
+  std::string out = s.peak_what ? s.peak_what : "";
+  if (!out.empty() && s.peak_index >= 0) out += " " + std::to_string(s.peak_index);
+  return out;
+}
 
 void set_cpu_cache_limit(std::uint64_t bytes) { instance().set_limit(bytes); }
 

@@ -15,6 +15,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 namespace sb::models {
 
@@ -26,6 +27,10 @@ struct CpuCacheStats {
   // (smaller ones are plain malloc and not counted): what a memory bound is tested against.
   std::uint64_t live_bytes = 0, peak_live_bytes = 0;
   bool installed = false;  // false when SB_CPU_ALLOCATOR=default or another took priority
+  // Where the step was when peak_live_bytes was last raised (set_cpu_phase); "" when no phase
+  // was set since reset_cpu_peak().
+  const char* peak_what = "";
+  int peak_index = -1;
 };
 CpuCacheStats cpu_cache_stats();
 // For every result's provenance: "caching" when installed, else "libtorch default".
@@ -36,6 +41,14 @@ inline const char* cpu_allocator_name() {
 void release_cpu_cache();
 // Starts a new peak_live_bytes window at the current live bytes.
 void reset_cpu_peak();
+// Names where the compute thread is (`what`: a string literal, e.g. "backward of unit";
+// `index`: its unit, -1 none), so that a peak can say when it happened: the allocator copies
+// the phase current when it raises peak_live_bytes (CpuCacheStats::peak_what/peak_index).
+// Why: a peak's size alone cannot tell which moment of the step the memory model missed
+// (FSDP's engine sets these at its hooks, engine.cpp). Cheap: two relaxed stores.
+void set_cpu_phase(const char* what, int index = -1);
+// "backward of unit 12", "optimizer", "" (no phase): the peak's phase as text.
+std::string cpu_peak_phase(const CpuCacheStats& s);
 // The most bytes live at once since construction above those live then (a step, a load):
 // starts a new peak window (reset_cpu_peak), so two of them must not overlap.
 class CpuPeakGrowth {

@@ -302,6 +302,7 @@ class TrainWorkload final : public sb::Workload {
   std::string flops_counted_;        // what the count covers (the first step's objective)
   std::string dtype_why_;            // how the `dtype` key became cfg_.param_dtype
   std::uint64_t step_tensor_peak_ = 0;  // the most tensor bytes a step added (RankMemory)
+  std::string step_tensor_peak_phase_;  // where that step was at its peak (set_cpu_phase)
   MoeLayers moe_layers_;             // expert parallelism's per-layer traffic over the steps
   data::TextCorpus corpus_;          // data = text: its cached token files
   mutable std::string mfu_invalid_;  // the first step's reason for a NaN MFU (mfu.h)
@@ -477,7 +478,10 @@ void TrainWorkload::step_loop(RunContext& ctx) {
     // last when there was no warm-up step (the first timed step paid none).
     const bool evaluates = eval_every > 0 && (s + 1) % eval_every == 0 && s + 1 < steps;
     if (evaluates || (s + 1 == steps && base_config(p).warmup == 0)) engine_->finish_updates();
-    if (window) step_tensor_peak_ = std::max<std::uint64_t>(step_tensor_peak_, window->bytes_above_ends());
+    if (window && window->bytes_above_ends() >= step_tensor_peak_) {  // ties: the later step's
+      step_tensor_peak_ = window->bytes_above_ends();
+      step_tensor_peak_phase_ = models::cpu_peak_phase(models::cpu_cache_stats());
+    }
     const double wall = MPI_Wtime() - t0;  // the teacher's forward included
     const double flops = step_flops(global);
     SB_REQUIRE(st.skipped || std::isfinite(st.loss), "step {}: the loss is {} (diverged); lower "
@@ -667,6 +671,7 @@ void TrainWorkload::record_results(RunContext& ctx) {
   fsdp::add_engine_memory(engine_->memory(), m);
   fsdp::add_predicted_memory(predicted, m);
   m.peak_step_tensor_bytes = step_tensor_peak_;
+  m.peak_step_tensor_phase = step_tensor_peak_phase_;
   if (const auto* store = engine_->offload_store()) {
     const auto& io = store->stats();
     m.offload_read_bytes = io.read_bytes, m.offload_written_bytes = io.written_bytes;
