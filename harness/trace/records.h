@@ -188,8 +188,9 @@ struct Table<RankMemory> {
             "forward (offload_overlap), over the run: what the forward did not hide"),
       field("predicted_grad_unformed_bytes", &R::predicted_grad_unformed_bytes, "bytes",
             "memory model: of predicted_grad_bytes, what is not alive at the predicted peak's "
-            "moment when that is the top block's backward (the last step's gradients dropped, "
-            "this step's not yet formed): the predicted peak is the other terms' sum less it"),
+            "moment: at the top block's backward every gradient (the last step's dropped, this "
+            "step's not yet formed), at the first unit's backward that unit's; 0 at forward's "
+            "end: the predicted peak is the other terms' sum less it"),
       field("offload_param_read_bytes", &R::offload_param_read_bytes, "bytes",
             "bytes the gathers read of the master shards from the offload file over the run "
             "(offload_param = \"disk\"; 0 without): each gather reads its unit's shard"),
@@ -202,7 +203,10 @@ struct Table<RankMemory> {
             "engine's last event before it, e.g. \"loss\" (forward's end), \"backward of a "
             "later use of unit 0\" (the tied LM head's, first in backward), \"backward of unit "
             "12\", \"gradient of unit 12\" (its reduction starting), \"finish gradients\", "
-            "\"optimizer\" (unit numbers as in the model's units); \"\": not measured"),
+            "\"optimizer\" (unit numbers as in the model's units). Under full checkpointing the "
+            "top block's backward reads \"recomputation of unit L\" (its recomputation's "
+            "acquire comes after its backward hook), and the loss's own backward is named for "
+            "the unit whose hook fires first (the final LayerNorm's); \"\": not measured"),
       field("predicted_peak_moment", &R::predicted_peak_moment, "",
             "the moment the memory model takes its activation terms at: \"forward's end\" "
             "(the engine's phase there: \"loss\") or \"top block's backward\" (\"backward of "

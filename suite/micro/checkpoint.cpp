@@ -102,7 +102,8 @@ int bench(int argc, char** argv) {
     in.loss_chunk_rows = sb::models::loss_chunk_rows(model->config().vocab);
     in.checkpoint = m.ac;
     const auto p = sb::fsdp::predict_memory(in);
-    m.predicted = p.activation_layers + p.activation_attention + p.activation_head;
+    // The activation terms at the model's moment (first_unit_grad when it is the first unit's).
+    m.predicted = p.activation_layers + p.activation_attention + p.activation_head + p.first_unit_grad;
   }
   const auto mach = sb::machine_now(sb::host_name());
   std::printf("# %s training B=%lld T=%lld, %s, attention %s, %d threads, %d interleaved rounds, one rank\n",

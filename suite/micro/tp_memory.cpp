@@ -73,8 +73,9 @@ Sample measure(const std::string& preset, const sb::models::Batch& batch, torch:
   Sample s;
   // The one-process loss is the chunked LM head: no whole logits, but the tied weight's
   // gradient formed in the forward (V x d), which the memory model does not count.
+  // At the memory model's moment: the first unit's backward's term too, when it is that one.
   s.predicted = static_cast<double>(pm.activation_layers + pm.activation_attention +
-                                    (c ? pm.activation_head : 0));
+                                    (c ? pm.activation_head : 0) + pm.first_unit_grad);
   MPI_Barrier(MPI_COMM_WORLD);
   const auto live0 = MemoryTracker::live_bytes();
   MemoryTracker::reset_peak();

@@ -1,6 +1,7 @@
 // The tensor communicator against values computed by hand: every collective on every group,
 // blocking and non-blocking, bf16/fp16 sums, trace events with exact byte counts, and the
 // shard/replica group layout.
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/types.h>
 
 #include "tests/mpi/mpi_main.h"
@@ -128,6 +129,33 @@ TEST(Communicator, ARequestReadsWhatAnEarlierOneWrote) {
     r1.wait();
     const float want = static_cast<float>(n * n) * n * (n + 1) / 2.0f;
     EXPECT_TRUE(torch::all(shard == want).item<bool>()) << shard[0].item<float>() << " vs " << want;
+  }
+}
+
+// The non-blocking reduce-scatter (an all-to-all, then the received blocks summed locally in
+// pieces of 1M elements) equals the one-shot sum over ranks bit for bit: bf16 summed in fp32 and
+// rounded once, fp32 summed in rank order, on a shard of 2^20 + 3 elements (two pieces, the
+// last of 3). Every rank regenerates every rank's input from its seed.
+TEST(Communicator, ReduceScatterSumsInPiecesAsInOne) {
+  const std::int64_t s = (std::int64_t{1} << 20) + 3;
+  for (auto mode : {sb::comm::ProgressMode::Poll, sb::comm::ProgressMode::Inline}) {
+    for (auto dt : {torch::kBFloat16, torch::kFloat32}) {
+      SCOPED_TRACE(std::string(sb::comm::progress_name(mode)) + (dt == torch::kFloat32 ? " fp32" : " bf16"));
+      Communicator c(MPI_COMM_WORLD, 0);
+      c.set_progress(mode);
+      const int n = c.size(), r = c.rank();
+      auto input = [&](int q) {
+        auto g = at::make_generator<at::CPUGeneratorImpl>(1000 + q);
+        return torch::randn({n * s}, g, torch::TensorOptions().dtype(torch::kFloat32)).to(dt);
+      };
+      auto shard = torch::empty({s}, dt);
+      c.reduce_scatter_async(input(r), shard, Group::World).wait();
+      std::vector<torch::Tensor> blocks;
+      for (int q = 0; q < n; ++q) blocks.push_back(input(q).narrow(0, r * s, s));
+      const auto b = torch::stack(blocks);  // row q: rank q's block for this rank
+      const auto want = dt == torch::kFloat32 ? b.sum(0) : b.sum(0, false, torch::kFloat).to(dt);
+      EXPECT_TRUE(torch::equal(shard, want));
+    }
   }
 }
 

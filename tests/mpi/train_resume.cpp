@@ -87,8 +87,10 @@ TEST(TrainResume, AtOrPastStepsIsRefusedAndAResumedRunMatchesTheStraightOne) {
   EXPECT_EQ(straight.size(), 3u);  // (no ASSERT: every rank must reach the collectives below)
   // Interrupted after its first step (same steps, so the same learning-rate schedule).
   EXPECT_EQ(run(point(3, dir, false), nullptr, /*stop_early=*/true).size(), 1u);
-  const auto resumed = run(point(3, dir, true));  // steps 1 and 2
+  std::map<std::string, std::string> texts;
+  const auto resumed = run(point(3, dir, true), nullptr, false, &texts);  // steps 1 and 2
   EXPECT_EQ(resumed.size(), 2u);
+  if (world_rank() == 0) EXPECT_EQ(texts["resume_path"], "same mesh");
   if (resumed.size() == 2 && straight.size() == 3)
     for (int i = 0; i < 2; ++i)
       EXPECT_EQ(resumed[i], straight[1 + i]) << "step " << 1 + i
@@ -213,9 +215,11 @@ TEST(TrainResume, ASetFromOneMeshResumesOnAnother) {
       EXPECT_NEAR((*resumed)[i], straight[1 + i], 1e-5 * std::abs(straight[1 + i]))
           << (resumed == &on_dp ? "dp" : "pp") << " step " << 1 + i;
   }
-  if (world_rank() == 0)
+  if (world_rank() == 0) {
     EXPECT_EQ(texts["resharded_from"], fmt::format("{} ranks, full_shard, sharding groups of {}",
                                                    world_size(), world_size() / 2));
+    EXPECT_EQ(texts["resume_path"], "assembled reshard");  // tp 2 -> tp 1
+  }
   // One step on each mesh, saved, exported offline: the same model (fp32 reduction order).
   std::vector<std::string> sets;
   for (const auto& [name, mesh] : std::vector<std::pair<std::string, std::function<sb::Point(sb::Point)>>>{
@@ -245,8 +249,9 @@ TEST(TrainResume, ASetFromOneMeshResumesOnAnother) {
   // hold its stage (and rank 0's), and trains on as the straight run.
   sb::Point again = pp(point(3, sets[1], true));
   again.set("strategy", std::string("zero1"));
-  const auto on_zero1 = run(again);
+  const auto on_zero1 = run(again, nullptr, false, &texts);
   EXPECT_EQ(on_zero1.size(), 2u);
+  if (world_rank() == 0) EXPECT_EQ(texts["resume_path"], "streamed reshard");  // the tp layout kept
   for (std::size_t i = 0; i < 2 && i < on_zero1.size(); ++i)
     EXPECT_NEAR(on_zero1[i], straight[1 + i], 1e-5 * std::abs(straight[1 + i])) << "pp zero1 step " << 1 + i;
   MPI_Barrier(MPI_COMM_WORLD);

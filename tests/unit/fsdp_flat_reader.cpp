@@ -75,8 +75,8 @@ TEST(FlatReader, SpreadsReplicasOverTheReaders) {
     EXPECT_EQ(r.bytes_read().begin()->first, s.kind[1][spread % 3].path) << "spread " << spread;
     EXPECT_EQ(r.bytes_read().begin()->second, 400u);
   }
-  // A replica reaching further wins over the ties: elements 0 .. 59 from r0 .. r2 (by
-  // spread), but a span ending at 100 beats one ending at 50.
+  // The span reaching furthest wins: one ending at 100 beats one ending at 50, whatever the
+  // spread (no ties here).
   FlatSources mixed;
   mixed.numel = 100;
   mixed.kind[1] = {FlatSpan{f.write("short", 0, 50, 0), 0, 50, 0}, s.kind[1][0]};
@@ -95,12 +95,18 @@ TEST(FlatReader, KeepsAtMostMaxOpenFiles) {
   FlatReader r(0, /*max_open=*/2);
   const auto v = read(r, s, 0, 50);
   for (int i = 0; i < 50; ++i) ASSERT_EQ(v[i], static_cast<float>(i) + 0.5f);
-  EXPECT_EQ(r.open_files(), 2u);
+  EXPECT_EQ(r.open_files(), 2u);  // s3 and s4
+  EXPECT_EQ(r.opens(), 5u);
   EXPECT_EQ(r.bytes_read().size(), 5u);
-  const auto again = read(r, s, 3, 4);  // file s0, closed since: opened again
+  const auto again = read(r, s, 3, 4);  // file s0, closed since: opened again, s3 closed
   for (int i = 0; i < 4; ++i) EXPECT_EQ(again[i], static_cast<float>(i + 3) + 0.5f);
   EXPECT_EQ(r.open_files(), 2u);
+  EXPECT_EQ(r.opens(), 6u);
   EXPECT_EQ(r.bytes_read().at(s.kind[1][0].path), 14u * 4);
+  read(r, s, 40, 2);  // s4, the more recently read of the two left open: still open
+  EXPECT_EQ(r.opens(), 6u);
+  read(r, s, 30, 2);  // s3, the least recently read: it was the one closed
+  EXPECT_EQ(r.opens(), 7u);
 }
 
 TEST(FlatReader, RefusesAnElementNoFileHolds) {

@@ -75,7 +75,6 @@ struct Staged {
     host = (t.device().is_cpu() || cuda_aware) ? t : t.to(torch::kCPU);
   }
   void* ptr() const { return host.data_ptr(); }
-  static constexpr std::int64_t kReducePiece = std::int64_t{1} << 20;
   void finish() {
     if (out && !host.is_same(orig)) orig.copy_(host);
   }

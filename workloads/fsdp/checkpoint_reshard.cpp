@@ -229,6 +229,7 @@ int FlatReader::fd_for(const std::string& path) {
     }
     const int fd = ::open(path.c_str(), O_RDONLY);
     SB_CHECK(fd >= 0, "cannot open checkpoint {}: {}", path, std::strerror(errno));
+    ++opens_;
     it = fds_.emplace(path, Open{fd, 0}).first;
   }
   it->second.last = ++uses_;

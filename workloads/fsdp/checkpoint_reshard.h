@@ -92,9 +92,10 @@ class FlatReader {
   FlatReader(const FlatReader&) = delete;
   FlatReader& operator=(const FlatReader&) = delete;
   void read(const FlatSources& s, int k, std::int64_t e0, std::int64_t n, char* buf, const std::string& what);
-  // Bytes read from each file so far, and the files open now (tests, provenance).
+  // Bytes read from each file so far, the files open now and the opens so far (tests).
   const std::map<std::string, std::uint64_t>& bytes_read() const { return bytes_read_; }
   std::size_t open_files() const { return fds_.size(); }
+  std::uint64_t opens() const { return opens_; }
 
  private:
   int fd_for(const std::string& path);
@@ -104,7 +105,7 @@ class FlatReader {
   };
   int spread_;
   std::size_t max_open_;
-  std::uint64_t uses_ = 0;
+  std::uint64_t uses_ = 0, opens_ = 0;
   std::map<std::string, Open> fds_;
   std::map<std::string, std::uint64_t> bytes_read_;
 };

@@ -326,9 +326,11 @@ void Engine::release(int u, const torch::Tensor& out) {
 // Fires when the gradient of the unit's output is complete, before the unit's own backward.
 void Engine::on_backward(int u, int k) {
   // A unit used again later in forward (the LM head on the tied embedding): its later use's
-  // backward runs first, and is named apart from the unit's own, the last.
+  // backward runs first, and is named apart from the unit's own, the last. (A pipeline's
+  // release_seq_ spans the step's micro-batches: there every release is the unit's.)
   const auto first = release_seq_.begin(), at = first + k;
-  models::set_cpu_phase(std::find(first, at, u) != at ? "backward of a later use of unit" : "backward of unit", u);
+  const bool later = !model_.pipeline().on() && std::find(first, at, u) != at;
+  models::set_cpu_phase(later ? "backward of a later use of unit" : "backward of unit", u);
   comm_.progress();
   ensure_gathered(u);
   if (k > 0) prefetch(release_seq_[k - 1]);

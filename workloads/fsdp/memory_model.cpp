@@ -62,7 +62,8 @@ U64 gathered_bytes(const Layout& l, const std::vector<U64>& unit_bytes, bool fp3
   return total;
 }
 
-// The two moments the activation terms are taken at (MemoryPrediction::moment).
+// The moments the activation terms are taken at (MemoryPrediction::moment); the third,
+// kFirstUnitBackward, is first_unit_moment's.
 constexpr const char* kForwardEnd = "forward's end";
 constexpr const char* kTopBackward = "top block's backward";
 constexpr const char* kFirstUnitBackward = "first unit's backward";
@@ -229,8 +230,6 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, std::uint64_t g
   }
 }
 
-}  // namespace
-
 // A third moment, after every block's backward: the first unit's (GPT-2's and BERT's
 // embeddings, whose word embedding the LM head shares), the last backward to run. Autograd
 // forms each of its parameters' gradients and the split node joins them into the unit's
@@ -240,7 +239,8 @@ void activation_bytes(const MemoryInputs& in, std::uint64_t elt, std::uint64_t g
 // yet formed. The gathered term stays: the unit is gathered. It wins at short sequences
 // (measured: gpt2-long bf16, full_shard over sp 2, T 512: the peak's phase "backward of unit
 // 0", 11% above the forward's-end prediction). Not for a pipeline: its stages' first units
-// differ (not measured).
+// differ (not measured). The head's gradient is counted as a tied head's (GPT-2's, BERT's):
+// an untied one's is freed earlier, so such a model is over-predicted here.
 void first_unit_moment(const MemoryInputs& in, U64 elt, U64 first_unit, U64 first_reduced, MemoryPrediction& p) {
   if (in.pp > 1 || in.rows <= 0 || in.seq <= 0) return;
   const auto tp = static_cast<std::int64_t>(std::max(1, in.tp));
@@ -254,6 +254,8 @@ void first_unit_moment(const MemoryInputs& in, U64 elt, U64 first_unit, U64 firs
   p.grad_unformed = first_reduced;
   p.moment = kFirstUnitBackward;
 }
+
+}  // namespace
 
 MemoryPrediction predict_memory(const MemoryInputs& in) {
   const StrategyInfo& s = strategy_info(in.strategy);

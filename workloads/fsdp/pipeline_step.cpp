@@ -8,6 +8,7 @@
 #include "harness/core/mpi_context.h"
 #include "workloads/fsdp/engine.h"
 #include "workloads/fsdp/unit.h"
+#include "workloads/models/cpu_allocator.h"
 #include "workloads/models/device.h"
 #include "workloads/parallel/pp_runner.h"
 
@@ -52,6 +53,7 @@ StepStats Engine::pipeline_step(const std::vector<models::Batch>& micro, std::in
   begin_forward();
   const double t0 = MPI_Wtime();
   sb::heartbeat::set_phase("pipeline");
+  models::set_cpu_phase("pipeline gathers");  // then the units' hooks name the schedule's work
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) ensure_gathered(u);
   s.comm_exposed_forward_s = comm_.exposed_s();
   auto st = stages_of(model_, *this, micro, global_terms, scale_, cfg_.loss_scaling, cfg_.param_dtype);
@@ -62,6 +64,7 @@ StepStats Engine::pipeline_step(const std::vector<models::Batch>& micro, std::in
   models::synchronize(cfg_.device);
   const double t1 = MPI_Wtime();
   sb::heartbeat::set_phase("backward");
+  models::set_cpu_phase("pipeline gradient reductions");
   sum_tied_grads();
   final_micro_ = true;
   for (auto& U : units_)

@@ -27,8 +27,8 @@ struct CpuCacheStats {
   // (smaller ones are plain malloc and not counted): what a memory bound is tested against.
   std::uint64_t live_bytes = 0, peak_live_bytes = 0;
   bool installed = false;  // false when SB_CPU_ALLOCATOR=default or another took priority
-  // Where the step was when peak_live_bytes was last raised (set_cpu_phase); "" when no phase
-  // was set since reset_cpu_peak().
+  // Where the step was when peak_live_bytes was last raised (set_cpu_phase); reset_cpu_peak()
+  // takes the phase current then ("" before any was set).
   const char* peak_what = "";
   int peak_index = -1;
 };

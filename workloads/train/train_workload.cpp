@@ -431,7 +431,19 @@ void TrainWorkload::resume(RunContext& ctx) {
     ctx.recorder.text("resumed_from", "none: no committed checkpoint, started at step 0");
     return;
   }
+  // The load's cost, rank 0's: its seconds and the most tensor bytes it held above what was
+  // live before and after it (the CPU allocator's, as peak_step_tensor_bytes; NaN when not
+  // measured), and which path it took (docs/FSDP.md "Resume on another mesh").
+  std::optional<models::CpuPeakGrowth> window;
+  if (device_.is_cpu() && models::cpu_cache_stats().installed) window.emplace();
+  const double t0 = MPI_Wtime();
   const auto loaded = engine_->load(ckpt);  // every rank the same step, or every rank throws
+  ctx.recorder.scalar("resume_load_s", MPI_Wtime() - t0);
+  ctx.recorder.scalar("resume_load_peak_bytes", window ? static_cast<double>(window->bytes_above_ends())
+                                                       : std::numeric_limits<double>::quiet_NaN());
+  ctx.recorder.text("resume_path", loaded.resharded_from.empty() ? "same mesh"
+                                   : loaded.streamed            ? "streamed reshard"
+                                                                : "assembled reshard");
   // Nothing left to train would record 0 steps and report the longer run's model as done.
   if (engine_->steps_done() >= steps)
     SB_FAIL("resume: the checkpoint in {} is at step {}, and this point asks for steps = {}, "
