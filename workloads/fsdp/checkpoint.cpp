@@ -73,6 +73,17 @@ Header run_header(comm::Communicator& c, comm::Group shard_group, const EngineCo
 std::vector<ckpt::PayloadPart> payload_parts(const Units& units, OffloadStore* store, bool save) {
   std::vector<ckpt::PayloadPart> out;
   const auto in_memory = [&](const torch::Tensor& t) {
+    if (!t.is_cpu()) {  // a device tensor: each piece copied through the host buffer (its bytes)
+      const torch::Tensor bytes = t.view({-1}).view(torch::kUInt8);
+      return ckpt::PayloadPart{t.nbytes(), [bytes, save](std::uint64_t off, std::uint64_t n, char* buf) {
+                                 const auto o = static_cast<std::int64_t>(off), k = static_cast<std::int64_t>(n);
+                                 const auto host = torch::from_blob(buf, {k}, torch::kUInt8);
+                                 if (save)
+                                   host.copy_(bytes.narrow(0, o, k));
+                                 else
+                                   bytes.narrow(0, o, k).copy_(host);  // synchronous: buf is reused
+                               }};
+    }
     char* p = static_cast<char*>(t.data_ptr());
     return ckpt::PayloadPart{t.nbytes(), [p, save](std::uint64_t off, std::uint64_t n, char* buf) {
                                if (save)
@@ -333,11 +344,8 @@ Engine::Loaded Engine::load_resharded(const std::string& set, const ckpt::Marker
              "experts is not built): resume with that configuration", set, m.world, m.strategy);
     const std::string hint = fmt::format("the set was written by {} ranks; every rank file is needed to "
                                          "read it on another mesh", m.world);
-    // memcpy into the tensors (payload_parts): host tensors, or the offload file.
-    const bool host = std::all_of(units_.begin(), units_.end(), [&](const std::unique_ptr<Unit>& U) {
-      return (!U->master.defined() || U->master.is_cpu()) && (store_ || U->exp_avg.is_cpu());
-    });
-    const auto src = host ? ckpt::flat_sources(set, m, run.layouts, hint) : std::nullopt;
+    // The pieces go into the tensors (payload_parts: host or device) or the offload file.
+    const auto src = ckpt::flat_sources(set, m, run.layouts, hint);
     if (!src) {
       load_assembled(set, m, state);
       return;
