@@ -419,10 +419,13 @@ void Engine::load_assembled(const std::string& set, const ckpt::Marker& m, comm:
   const auto& specs = model_.units();
   std::set<int> wanted;
   for (std::size_t u = 0; u < specs.size(); ++u) wanted.insert(specs[u].whole(static_cast<int>(u)));
-  const ckpt::Logical lg = ckpt::assemble(set, m, wanted, /*moments=*/true, &state);
+  const std::vector<ckpt::RankFile> files = ckpt::verified_files(set, m, wanted, &state);
+  // One unit whole at a time (12 bytes a parameter of the largest unit, not of all the rank's:
+  // under tp a rank's units are every unit of the model).
   for (std::size_t u = 0; u < units_.size(); ++u) {
     Unit& U = *units_[u];
     const int whole = specs[u].whole(static_cast<int>(u));
+    const ckpt::Logical lg = ckpt::assemble_from(files, {whole}, /*moments=*/true, set);
     const std::int64_t begin = layout_.params_sharded ? U.range.offset : 0;
     const auto p = ckpt::unit_flat(lg, whole, specs[u], 0, U.range.padded, set).narrow(0, begin, U.master_n);
     if (U.master.defined())

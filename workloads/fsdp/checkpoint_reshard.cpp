@@ -111,24 +111,30 @@ std::vector<bool> files_needed(const std::string& set, const Marker& m, const st
 
 }  // namespace
 
-Logical assemble(const std::string& set, const Marker& m, const std::set<int>& wanted,
-                 bool moments, comm::StateDict* state0) {
-  const int kinds = moments ? 3 : 1;
-  Blocks blocks;
+std::vector<RankFile> verified_files(const std::string& set, const Marker& m, const std::set<int>& wanted,
+                                     comm::StateDict* state0) {
   const auto hint = fmt::format("the set was written by {} ranks; every rank file is needed to "
                                 "read it on another mesh or offline", m.world);
   const std::vector<bool> needed = files_needed(set, m, wanted, hint);
+  std::vector<RankFile> out;
   for (int r = 0; r < m.world; ++r) {
     if (!needed[r] && !(r == 0 && state0)) continue;
-    const std::string path = rank_file(set, r);
-    // Checked whole through one piece (size, checksum), then its ranges read: memory holds the
-    // blocks, not the file (read whole, a one-rank set's 4.3 GB file of gpt2-medium beside the
-    // blocks ran two ranks out of 23.5 GiB).
-    const RankFile rf = verify_rank_file(path, hint);
+    // Checked whole through one piece (size, checksum), then only its ranges are read
+    // (collect): memory holds the blocks, not the file (read whole, a one-rank set's 4.3 GB
+    // file of gpt2-medium beside its blocks ran two ranks out of 23.5 GiB).
+    RankFile rf = verify_rank_file(rank_file(set, r), hint);
     check_in_set(rf, m, r, set);
-    collect(rf, wanted, kinds, blocks);
     if (r == 0 && state0) *state0 = decode_state(rf);
+    if (needed[r]) out.push_back(std::move(rf));
   }
+  return out;
+}
+
+Logical assemble_from(const std::vector<RankFile>& files, const std::set<int>& wanted, bool moments,
+                      const std::string& set) {
+  const int kinds = moments ? 3 : 1;
+  Blocks blocks;
+  for (const RankFile& rf : files) collect(rf, wanted, kinds, blocks);
   Logical out;
   // Each block is freed once placed: the blocks and the whole parameters (12 bytes a parameter
   // each) are never both whole.
@@ -146,6 +152,11 @@ Logical assemble(const std::string& set, const Marker& m, const std::set<int>& w
     for (int k = 0; k < kinds; ++k) models::tp_place(spec, L.t[k], B.t[k]);
   }
   return out;
+}
+
+Logical assemble(const std::string& set, const Marker& m, const std::set<int>& wanted,
+                 bool moments, comm::StateDict* state0) {
+  return assemble_from(verified_files(set, m, wanted, state0), wanted, moments, set);
 }
 
 torch::Tensor param_of(const Logical& lg, int whole, const std::string& unit_name,

@@ -17,6 +17,7 @@
 #include <torch/types.h>
 
 #include "workloads/comm/compressor.h"  // comm::StateDict
+#include "workloads/fsdp/checkpoint_file.h"  // RankFile
 #include "workloads/fsdp/checkpoint_set.h"
 #include "workloads/models/model.h"
 
@@ -37,6 +38,14 @@ using Logical = std::map<std::pair<int, std::string>, LogicalParam>;
 // its elements. state0: rank 0's state entries (compression and engine state), if not null.
 Logical assemble(const std::string& set, const Marker& m, const std::set<int>& wanted,
                  bool moments, comm::StateDict* state0 = nullptr);
+// assemble in two parts, so that a loader holds one unit whole at a time: the files of the set
+// that hold something of `wanted` (rank 0's too when state0 is asked for), each checked whole
+// through one piece (size, checksum, the commit marker) and kept as its header; then the whole
+// parameters of some of those units from those files' ranges.
+std::vector<RankFile> verified_files(const std::string& set, const Marker& m, const std::set<int>& wanted,
+                                     comm::StateDict* state0 = nullptr);
+Logical assemble_from(const std::vector<RankFile>& files, const std::set<int>& wanted, bool moments,
+                      const std::string& set);
 
 // Parameter p of unit `unit_name` (whole-model unit `whole`) as this model holds it (its tp
 // block, spec shape), kind 0 master, 1 exp_avg, 2 exp_avg_sq. Throws when the set has no such
