@@ -413,8 +413,9 @@ void Engine::load_streamed(const std::string& set, const std::vector<ckpt::FlatS
   }
 }
 
-// Every rank assembles the whole parameters of its units from all the files (ckpt::assemble)
-// and takes its part (its tp blocks, its shard).
+// Every rank assembles the whole parameters of its units from the files that hold them, one
+// unit at a time (ckpt::verified_files, then ckpt::assemble_from per unit), and takes its part
+// (its tp blocks, its shard).
 void Engine::load_assembled(const std::string& set, const ckpt::Marker& m, comm::StateDict& state) {
   const auto& specs = model_.units();
   std::set<int> wanted;

@@ -234,25 +234,6 @@ std::uint64_t parse_header(Reader& rd, Header& h) {
 
 }  // namespace
 
-RankFile read_rank_file(const std::string& path, const std::string& missing_hint) {
-  RankFile rf;
-  rf.path = path;
-  std::ifstream f(path, std::ios::binary);
-  SB_CHECK(f.good(), "no checkpoint file {} ({})", path, missing_hint);
-  rf.buf.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const std::string& buf = rf.buf;
-  Reader rd{buf, 0, path};
-  Header& h = rf.h;
-  const std::uint64_t head_sum = parse_header(rd, h);
-  SB_CHECK(rd.pos + h.payload_bytes == buf.size(), "checkpoint {} is truncated: {} payload bytes "
-           "expected, {} present", path, h.payload_bytes, buf.size() - rd.pos);
-  const std::uint64_t sum = fnv1a(buf.data() + rd.pos, h.payload_bytes, head_sum);
-  SB_CHECK(sum == h.checksum, "checkpoint {} is corrupt: checksum {:016x}, header says {:016x}",
-           path, sum, h.checksum);
-  rf.payload_pos = rd.pos;
-  return rf;
-}
-
 namespace {
 struct Head {
   Header h;

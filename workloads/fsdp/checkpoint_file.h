@@ -99,7 +99,8 @@ std::uint64_t write_rank_file(const std::string& path, Header& h, const std::vec
                               const comm::StateDict& state);
 
 // One rank's file, checked on its own (magic, version, size, checksum); payload_pos is where
-// the payload starts in buf.
+// the payload starts, in buf and in the file (the header's bytes are the file's first ones):
+// readers pread the payload's ranges at it.
 struct RankFile {
   std::string path, buf;
   Header h;
@@ -108,8 +109,9 @@ struct RankFile {
   // Where the state entries start in buf (after every unit's master and moments).
   std::size_t state_pos() const;
 };
-RankFile read_rank_file(const std::string& path, const std::string& missing_hint);
-// read_rank_file without the units' tensors in memory: the payload's first bytes go to parts
+// A rank file read and checked (magic, version, size, checksum) without its units' tensors in
+// memory (never the whole file: a one-rank set's file is 12 bytes a parameter of the model):
+// the payload's first bytes go to parts
 // (the file's master and moments, in order) piece by piece, and buf keeps the header and the
 // state entries only (decode_state reads them). The size and the checksum are checked at the
 // end, after the parts have taken their bytes: a caller that writes them into live state
@@ -133,7 +135,7 @@ std::uint64_t tensor_bytes(const Header& h);
 void read_file_at(int fd, char* p, std::size_t n, std::uint64_t at, const std::string& path);
 // Only the header (layouts included) of a rank file, from the file's first bytes: what a
 // loader reads to skip files that hold none of its units. Nothing beyond the header is
-// checked (no checksum): a file that is then used is read with read_rank_file.
+// checked (no checksum): a file that is then used is checked with verify_rank_file.
 Header read_rank_header(const std::string& path, const std::string& missing_hint);
 // The state entries (after the units' tensors).
 comm::StateDict decode_state(const RankFile& rf);

@@ -125,6 +125,10 @@ std::vector<RankFile> verified_files(const std::string& set, const Marker& m, co
     RankFile rf = verify_rank_file(rank_file(set, r), hint);
     check_in_set(rf, m, r, set);
     if (r == 0 && state0) *state0 = decode_state(rf);
+    // Kept as its header only: its state tail (error-feedback residuals, about 4 bytes a
+    // parameter of its units) is not read again, and W old files' tails kept at once would be.
+    rf.buf.resize(rf.payload_pos);
+    rf.buf.shrink_to_fit();
     if (needed[r]) out.push_back(std::move(rf));
   }
   return out;

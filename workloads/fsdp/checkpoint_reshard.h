@@ -32,16 +32,18 @@ struct LogicalParam {
 // (whole-model unit index, Hugging Face name) -> the parameter.
 using Logical = std::map<std::pair<int, std::string>, LogicalParam>;
 
-// Reads every rank file the marker of `set` lists (one at a time) and assembles the whole
-// parameters of the units in `wanted` (empty: all). Throws naming the file when one is
+// Reads the rank files of `set` that hold the units in `wanted` (empty: all), each checked
+// whole through one piece and then read by range, and assembles those units' whole
+// parameters. Throws naming the file when one is
 // missing, corrupt or not of this set, and naming the parameter when no file holds some of
 // its elements. state0: rank 0's state entries (compression and engine state), if not null.
 Logical assemble(const std::string& set, const Marker& m, const std::set<int>& wanted,
                  bool moments, comm::StateDict* state0 = nullptr);
 // assemble in two parts, so that a loader holds one unit whole at a time: the files of the set
 // that hold something of `wanted` (rank 0's too when state0 is asked for), each checked whole
-// through one piece (size, checksum, the commit marker) and kept as its header; then the whole
-// parameters of some of those units from those files' ranges.
+// through one piece (size, checksum, the commit marker) and kept as its header only
+// (decode_state does not work on them: state0 is decoded here); then the whole parameters of
+// some of those units from those files' ranges.
 std::vector<RankFile> verified_files(const std::string& set, const Marker& m, const std::set<int>& wanted,
                                      comm::StateDict* state0 = nullptr);
 Logical assemble_from(const std::vector<RankFile>& files, const std::set<int>& wanted, bool moments,
