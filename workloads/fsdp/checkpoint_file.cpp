@@ -266,6 +266,23 @@ Head read_head(const std::string& path, const std::string& missing_hint) {
 
 }  // namespace
 
+ReadFile::ReadFile(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY)) {
+  SB_CHECK(fd_ >= 0, "cannot open checkpoint {}: {}", path, std::strerror(errno));
+}
+
+ReadFile::~ReadFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+ReadFile& ReadFile::operator=(ReadFile&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
 // EINTR and short reads retried.
 void read_file_at(int fd, char* p, std::size_t n, std::uint64_t at, const std::string& path) {
   std::size_t done = 0;
@@ -313,9 +330,8 @@ RankFile read_rank_state(const std::string& path, const std::string& missing_hin
   const std::uint64_t tensors = tensor_bytes(rf.h);
   SB_CHECK(tensors <= rf.h.payload_bytes, "checkpoint {}: {} payload bytes, its units' tensors take {}", path,
            rf.h.payload_bytes, tensors);
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  SB_CHECK(fd >= 0, "cannot open checkpoint {}: {}", path, std::strerror(errno));
-  const std::shared_ptr<int> closer(new int(fd), [](int* f) { ::close(*f); delete f; });
+  const ReadFile file(path);
+  const int fd = file.fd();
   std::string tail(rf.h.payload_bytes - tensors, '\0');
   read_file_at(fd, tail.data(), tail.size(), rf.payload_pos + tensors, path);
   rf.buf += tail;
@@ -331,9 +347,8 @@ RankFile read_rank_file_streamed(const std::string& path, const std::string& mis
                                  const std::vector<PayloadPart>& parts) {
   Head head = read_head(path, missing_hint);
   RankFile rf = header_only(path, head);
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  SB_CHECK(fd >= 0, "cannot open checkpoint {}: {}", path, std::strerror(errno));
-  const std::shared_ptr<int> closer(new int(fd), [](int* f) { ::close(*f); delete f; });
+  const ReadFile file(path);
+  const int fd = file.fd();
   struct stat st{};
   SB_CHECK(::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) == rf.payload_pos + rf.h.payload_bytes,
            "checkpoint {} is truncated: {} payload bytes expected, {} present", path,

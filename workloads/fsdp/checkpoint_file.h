@@ -133,6 +133,21 @@ RankFile read_rank_state(const std::string& path, const std::string& missing_hin
 std::uint64_t tensor_bytes(const Header& h);
 // n bytes at offset `at` of the open file fd (of `path`, for messages) into p, whole.
 void read_file_at(int fd, char* p, std::size_t n, std::uint64_t at, const std::string& path);
+// A checkpoint file open for reading (pread it with read_file_at), closed with this object
+// (movable, not copyable); opening throws naming the file and the system's reason.
+class ReadFile {
+ public:
+  explicit ReadFile(const std::string& path);
+  ~ReadFile();
+  ReadFile(ReadFile&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  ReadFile& operator=(ReadFile&& o) noexcept;
+  ReadFile(const ReadFile&) = delete;
+  ReadFile& operator=(const ReadFile&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
 // Only the header (layouts included) of a rank file, from the file's first bytes: what a
 // loader reads to skip files that hold none of its units. Nothing beyond the header is
 // checked (no checksum): a file that is then used is checked with verify_rank_file.

@@ -2,15 +2,10 @@
 // (checkpoint_reshard.h).
 #include "workloads/fsdp/checkpoint_reshard.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <memory>
 #include <tuple>
 
 #include <fmt/ranges.h>  // fmt::join
@@ -54,11 +49,14 @@ KindRanges kind_ranges(const UnitHeader& uh, const UnitLayout& L, std::uint64_t&
 
 // Reads what rank file rf (its header: verified whole before, verify_rank_file) holds of the
 // wanted units into their blocks, range by range from the file (pread): never the whole file
-// in memory (a one-rank set's file is the model's 12 bytes a parameter).
+// in memory (a one-rank set's file is the model's 12 bytes a parameter). A file holding none of
+// them is not opened (a loader assembling unit by unit asks every file for each unit).
 void collect(const RankFile& rf, const std::set<int>& wanted, int kinds, Blocks& blocks) {
-  const int fd = ::open(rf.path.c_str(), O_RDONLY);
-  SB_CHECK(fd >= 0, "cannot open checkpoint {}: {}", rf.path, std::strerror(errno));
-  const std::shared_ptr<int> closer(new int(fd), [](int* f) { ::close(*f); delete f; });
+  if (!wanted.empty() && std::none_of(rf.h.layouts.begin(), rf.h.layouts.end(),
+                                      [&](const UnitLayout& L) { return wanted.count(L.whole) > 0; }))
+    return;
+  const ReadFile file(rf.path);
+  const int fd = file.fd();
   std::uint64_t pos = rf.payload_pos;
   for (std::size_t u = 0; u < rf.h.units.size(); ++u) {
     const UnitLayout& L = rf.h.layouts[u];
@@ -239,26 +237,17 @@ std::optional<std::vector<FlatSources>> flat_sources(const std::string& set, con
   return orig;
 }
 
-FlatReader::~FlatReader() {
-  for (const auto& [path, f] : fds_) ::close(f.fd);
-}
-
 int FlatReader::fd_for(const std::string& path) {
   auto it = fds_.find(path);
   if (it == fds_.end()) {
-    if (fds_.size() >= max_open_) {  // close the least recently read
-      auto lru = std::min_element(fds_.begin(), fds_.end(),
-                                  [](const auto& a, const auto& b) { return a.second.last < b.second.last; });
-      ::close(lru->second.fd);
-      fds_.erase(lru);
-    }
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    SB_CHECK(fd >= 0, "cannot open checkpoint {}: {}", path, std::strerror(errno));
+    if (fds_.size() >= max_open_)  // close the least recently read
+      fds_.erase(std::min_element(fds_.begin(), fds_.end(),
+                                  [](const auto& a, const auto& b) { return a.second.last < b.second.last; }));
+    it = fds_.emplace(path, Open{ReadFile(path), 0}).first;
     ++opens_;
-    it = fds_.emplace(path, Open{fd, 0}).first;
   }
   it->second.last = ++uses_;
-  return it->second.fd;
+  return it->second.file.fd();
 }
 
 void FlatReader::read(const FlatSources& s, int k, std::int64_t e0, std::int64_t n, char* buf,

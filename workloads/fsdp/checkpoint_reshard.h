@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <map>
-#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -77,7 +76,6 @@ struct FlatSources {
   std::array<std::vector<FlatSpan>, 3> kind;
   std::int64_t numel = 0;
 };
-struct UnitLayout;
 // For each of `mine` (this rank's units' layouts) the spans of the set's files that hold its
 // tp block, from their headers alone (originals before a pipeline stage's copy of a tied
 // unit); std::nullopt when a file holds one of them with other blocks (another tp size or
@@ -99,7 +97,6 @@ class FlatReader {
   static constexpr std::size_t kMaxOpen = 64;
   explicit FlatReader(int spread = 0, std::size_t max_open = kMaxOpen)
       : spread_(spread), max_open_(std::max<std::size_t>(1, max_open)) {}
-  ~FlatReader();
   FlatReader(const FlatReader&) = delete;
   FlatReader& operator=(const FlatReader&) = delete;
   void read(const FlatSources& s, int k, std::int64_t e0, std::int64_t n, char* buf, const std::string& what);
@@ -111,7 +108,7 @@ class FlatReader {
  private:
   int fd_for(const std::string& path);
   struct Open {
-    int fd = -1;
+    ReadFile file;
     std::uint64_t last = 0;  // use counter when last read: the smallest is closed first
   };
   int spread_;
