@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/command.h"
+#include "harness/core/check.h"
 #include "harness/core/format.h"
 #include "harness/core/machine.h"
 #include "harness/spec/base_config.h"
@@ -55,7 +56,9 @@ FitCosts costs_for(const Suite& collected, const std::string& path, bool remeasu
         costs[name] = t->measure(name, p);
         measured = true;
       } catch (const std::exception& e) {
-        if (chooses) throw;  // its choice needs it
+        if (chooses)  // its choice needs it
+          SB_FAIL("fit: point '{}' leaves keys \"auto\", and choosing them needs the cost {}, which "
+                  "could not be measured here: {}", p.name, name, e.what());
         // Only its own prediction does (a GPU point on a login node): left unpredicted.
         std::fprintf(stderr, "fit: %s not measured here (%s); point '%s' gets no prediction\n",
                      name.c_str(), e.what(), p.name.c_str());

@@ -171,6 +171,17 @@ void begin_point(const Suite& suite, const Point& p, const RunArgs& a, MpiContex
     SB_CHECK(want == mpi.size(), "point {} ({}) needs world={} ranks but was started on {}; "
              "launch it with -np {} (or let `shardbench sweep` launch it)",
              p.index, p.name, want, mpi.size(), want);
+    // Every rank expanded the suite itself, and a key left "auto" is chosen from the rank's own
+    // node (its memory, cgroup and disk): ranks that chose differently would not match in
+    // their collectives, so they stop here, saying where they differ.
+    const std::vector<std::string> configs = gather_strings(p.canonical(), mpi.world());
+    if (mpi.rank() == 0) {
+      const std::string differ = Point::disagreement(configs);
+      SB_CHECK(differ.empty(), "point {} ({}) is not the same on every rank ({}); a key left \"auto\" "
+               "is chosen by each rank from its own node's memory and disk: set it in the suite "
+               "(`shardbench fit {}` prints the choice), or run on nodes alike", p.index, p.name, differ,
+               suite.file.empty() ? "SUITE" : suite.file);
+    }
   } catch (const std::exception& e) {
     abort_all(describe(e));
   }

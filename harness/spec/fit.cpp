@@ -179,6 +179,10 @@ void write_fit_costs(const std::string& path, const FitCosts& c, const std::stri
 double fit_budget(const Point& p, std::string* why) {
   const FitTask* task = find_fit(base_config(p).task);
   const double set = task && task->memory_budget ? task->memory_budget(p) : 0.0;
+  if (set < 0) {  // the task's default does not apply (a GPU point): nothing fits until it is set
+    if (why) *why = "this point's memory is not the host's: set memory_budget to the bytes a rank may hold";
+    return 0;
+  }
   if (set > 0) {
     if (why) *why = "memory_budget";
     return set;
@@ -209,17 +213,26 @@ bool load_costs(const std::string& suite_name, std::optional<FitCosts>& costs) {
 // A point that leaves nothing "auto" still gets the prediction of its own settings, as
 // reference figures beside its measured peak and step time (the planner's accuracy, docs/
 // METRICS.md "Fit"), when the suite's costs were measured (`shardbench fit`); none else.
+// A memory_budget set on such a point is checked against the predicted peak (no costs needed):
+// a warning, since the point runs as it is set.
 void predict_only(const std::string& suite_name, Point& p, std::size_t index, const FitTask& task,
-                  std::optional<FitCosts>& costs) {
-  if (!load_costs(suite_name, costs)) return;
+                  std::optional<FitCosts>& costs, Diagnostics& diags) {
+  const bool measured = load_costs(suite_name, costs);
+  if (!measured && !(task.memory_budget && task.memory_budget(p) > 0)) return;
   FitResult r;
   try {
-    r = fit_point(p, index, task, {}, *costs);
+    r = fit_point(p, index, task, {}, measured ? *costs : FitCosts{});
   } catch (const std::exception&) {
     return;  // a prediction is provenance: plan's own checks report what is wrong with the point
   }
   const FitCandidate& c = r.candidates.at(0);
   const FitPrediction& f = c.prediction;
+  if (r.budget_why == "memory_budget" && f.peak_bytes > r.budget)
+    diags.warn(p.where("memory_budget"), "memory_budget",
+               fmt::format("point '{}' is predicted to need {} a rank, over its memory_budget of {} "
+                           "(`shardbench plan --memory` shows the parts)", p.name,
+                           format_bytes(f.peak_bytes), format_bytes(r.budget)));
+  if (!measured) return;
   // A cost this point needs was not measured, or the point is invalid (plan says why).
   if (!f.missing.empty() || (!c.rejected.empty() && f.peak_bytes <= 0)) return;
   p.reference["fit_peak_bytes"] = f.peak_bytes;
@@ -239,7 +252,7 @@ bool resolve_auto(const std::string& suite_name, std::vector<Point>& points, Dia
     if (!task) continue;
     const auto keys = auto_keys(p, *task);
     if (keys.empty()) {  // nothing to choose: its prediction only, where costs were measured
-      predict_only(suite_name, p, i, *task, costs);
+      predict_only(suite_name, p, i, *task, costs, diags);
       continue;
     }
     if (!load_costs(suite_name, costs)) {
@@ -257,11 +270,14 @@ bool resolve_auto(const std::string& suite_name, std::vector<Point>& points, Dia
         if (c.prediction.peak_bytes > 0 && c.rejected.rfind("needs", 0) == 0) least = std::min(least, c.prediction.peak_bytes);
       diags.add(p.where(keys[0]), keys[0],
                 fmt::format("no combination of the \"auto\" keys ({}) fits point '{}': {}; the "
-                            "budget is {} a rank ({}); `shardbench fit {}` lists every "
+                            "budget is {} a rank ({}){}; `shardbench fit {}` lists every "
                             "candidate and why it was rejected", fmt::join(keys, ", "), p.name,
                             std::isfinite(least) ? fmt::format("the smallest valid one needs {}", format_bytes(least))
                                                  : std::string("none is valid"),
-                            format_bytes(r.budget), r.budget_why, diags.file()));
+                            format_bytes(r.budget), r.budget_why,
+                            r.budget_why.find("memory_budget") != std::string::npos
+                                ? "" : " (memory_budget sets another, when the ranks will have more)",
+                            diags.file()));
     } else {
       const FitCandidate& c = r.candidates[static_cast<std::size_t>(r.chosen)];
       for (const auto& [k, v] : c.choice) p.set(k, fit_value(*task, k, v), p.where(k));

@@ -42,7 +42,7 @@ struct FitTask {
   std::function<double(const std::string& cost, const Point&)> measure;
   std::function<FitPrediction(const Point&, const FitCosts&)> predict;
   // The point's memory_budget key (bytes a rank; 0 = the default of fit_budget), declared by
-  // the task that reads it.
+  // the task that reads it; negative: the default does not apply (a GPU point) and it must be set.
   std::function<double(const Point&)> memory_budget;
   // Of `keys`, the integer ones and their candidate values (a name key's candidates are its
   // registered names); an integer key left "auto" reads as kAutoInt (config.h) until chosen.

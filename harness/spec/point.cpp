@@ -2,6 +2,8 @@
 // (the identity of a point: hashed into its id and parsed back on every rank).
 #include "harness/spec/point.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "harness/core/check.h"
@@ -101,6 +103,26 @@ std::string Point::canonical() const {
     std::visit([&](const auto& x) { j[k] = x; }, v);
   }
   return j.dump();
+}
+
+std::string Point::disagreement(const std::vector<std::string>& canonicals) {
+  for (std::size_t r = 1; r < canonicals.size(); ++r) {
+    if (canonicals[r] == canonicals[0]) continue;
+    const auto a = nlohmann::json::parse(canonicals[0]), b = nlohmann::json::parse(canonicals[r]);
+    const auto shown = [](const nlohmann::json& j, const std::string& k) {
+      return j.contains(k) ? j.at(k).dump() : std::string("unset");
+    };
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : a.items())
+      if (!b.contains(k) || b.at(k) != v) keys.push_back(k);
+    for (const auto& [k, v] : b.items())
+      if (!a.contains(k)) keys.push_back(k);
+    std::vector<std::string> out;
+    for (const auto& k : keys)
+      out.push_back(fmt::format("{}: {} on rank 0, {} on rank {}", k, shown(a, k), shown(b, k), r));
+    return fmt::format("{}", fmt::join(out, "; "));
+  }
+  return "";
 }
 
 Point Point::from_canonical(const std::string& json) {

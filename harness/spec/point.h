@@ -50,6 +50,10 @@ class Point {
   // stored as provenance, and parsed back by from_canonical() on the ranks.
   std::string canonical() const;
   static Point from_canonical(const std::string& json);
+  // "" when every rank's canonical() (canonicals[r]) is rank 0's; else the keys in which the
+  // first rank that differs does, with both values ("strategy: \"full_shard\" on rank 0,
+  // \"no_shard\" on rank 3").
+  static std::string disagreement(const std::vector<std::string>& canonicals);
 
   // The cache of typed sections parsed from the values (harness/spec/config.h: config<S>).
   const void* section(std::type_index t) const;

@@ -104,5 +104,21 @@ TEST(Point, SourcePositions) {
   EXPECT_EQ(value_to_string(Value{false}), "false");
 }
 
+// Ranks that expanded a point differently ("auto" chosen on unlike nodes) are named with the
+// keys that differ and both values; alike ranks give "".
+TEST(Point, DisagreementNamesTheKeysAndRanks) {
+  Point a, b;
+  a.set("strategy", std::string("full_shard"));
+  a.set("seq_chunks", std::int64_t{8});
+  b = a;
+  EXPECT_EQ(Point::disagreement({a.canonical(), a.canonical(), a.canonical()}), "");
+  b.set("strategy", std::string("no_shard"));
+  b.set("offload_optimizer", std::string("disk"));
+  EXPECT_EQ(Point::disagreement({a.canonical(), a.canonical(), b.canonical()}),
+            "strategy: \"full_shard\" on rank 0, \"no_shard\" on rank 2; "
+            "offload_optimizer: unset on rank 0, \"disk\" on rank 2");
+  EXPECT_EQ(Point::disagreement({a.canonical()}), "");
+}
+
 }  // namespace
 }  // namespace sb

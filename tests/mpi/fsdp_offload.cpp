@@ -8,6 +8,7 @@
 // A checkpoint saved from the offloaded optimizer resumes in an in-memory one (and back)
 // exactly as the uninterrupted run; the file is gone when the engine is.
 #include <filesystem>
+#include <optional>
 
 #include "tests/mpi/fsdp_testlib.h"
 #include "tests/mpi/mpi_main.h"
@@ -19,6 +20,18 @@ using sb::fsdp::Engine;
 using sb::fsdp::EngineConfig;
 
 namespace {
+
+// The size of `path` when this process holds it open after it was unlinked (/proc/self/fd's
+// links read "PATH (deleted)", and stat through them reaches the file); none otherwise.
+std::optional<std::uintmax_t> deleted_file_size(const std::string& path) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const auto target = std::filesystem::read_symlink(e.path(), ec);
+    if (!ec && target.string() == path + " (deleted)") return std::filesystem::file_size(e.path());
+  }
+  return std::nullopt;
+}
+bool open_deleted(const std::string& path) { return deleted_file_size(path).has_value(); }
 
 constexpr int kSteps = 5;
 constexpr std::int64_t kB = 12, kT = 16, kBlock = 1024;
@@ -106,10 +119,13 @@ TEST(Offload, DiskEqualsMemoryBitForBit) {
         const auto [read, written] = update_bytes(*model, comm.rank(), strategy != "no_shard", 3, 2);
         EXPECT_EQ(store->stats().read_bytes, read * kSteps) << what;
         EXPECT_EQ(store->stats().written_bytes, written * kSteps) << what;
+        // Unlinked as soon as created (a rank killed by MPI_Abort leaves no file behind), and
+        // held open by this process until the engine goes.
         path = store->path();
-        EXPECT_TRUE(std::filesystem::exists(path)) << path;
+        EXPECT_FALSE(std::filesystem::exists(path)) << path << " is still linked";
+        EXPECT_TRUE(open_deleted(path)) << path << " is not open";
       }
-      EXPECT_FALSE(std::filesystem::exists(path)) << what << ": " << path << " outlived its engine";
+      EXPECT_FALSE(open_deleted(path)) << what << ": " << path << " outlived its engine";
       if (world_rank() == 0)
         std::printf("[ offload ] %-22s loss %.6f -> %.6f, equal to the in-memory optimizer\n",
                     what.c_str(), want.losses.front(), want.losses.back());
@@ -196,7 +212,7 @@ TEST(Offload, MasterOnDiskEqualsMemoryBitForBit) {
         const auto* store = e.offload_store();
         ASSERT_NE(store, nullptr);
         EXPECT_TRUE(store->holds_master()) << what;
-        EXPECT_EQ(std::filesystem::file_size(store->path()), pm.disk_optim) << what;
+        EXPECT_EQ(deleted_file_size(store->path()).value_or(0), pm.disk_optim) << what;
         const auto [read, written] = update_bytes(*model, comm.rank(), true, 4, 3);
         std::uint64_t shards = 0;
         for (const auto& u : model->units())

@@ -420,7 +420,9 @@ void Engine::load_assembled(const std::string& set, const ckpt::Marker& m, comm:
   const auto& specs = model_.units();
   std::set<int> wanted;
   for (std::size_t u = 0; u < specs.size(); ++u) wanted.insert(specs[u].whole(static_cast<int>(u)));
-  const std::vector<ckpt::RankFile> files = ckpt::verified_files(set, m, wanted, &state);
+  // The files' checksums split over the ranks, as on the streamed path (a failure on one
+  // fails every rank: load_resharded's exchange).
+  const std::vector<ckpt::RankFile> files = ckpt::verified_files(set, m, wanted, &state, comm_.rank(), comm_.size());
   // One unit whole at a time (12 bytes a parameter of the largest unit, not of all the rank's:
   // under tp a rank's units are every unit of the model).
   for (std::size_t u = 0; u < units_.size(); ++u) {

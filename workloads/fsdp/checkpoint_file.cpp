@@ -338,14 +338,9 @@ RankFile read_rank_state(const std::string& path, const std::string& missing_hin
   return rf;
 }
 
-RankFile verify_rank_file(const std::string& path, const std::string& missing_hint) {
-  const std::uint64_t tensors = tensor_bytes(read_rank_header(path, missing_hint));
-  return read_rank_file_streamed(path, missing_hint, {{tensors, [](std::uint64_t, std::uint64_t, char*) {}}});
-}
-
-RankFile read_rank_file_streamed(const std::string& path, const std::string& missing_hint,
-                                 const std::vector<PayloadPart>& parts) {
-  Head head = read_head(path, missing_hint);
+namespace {
+// read_rank_file_streamed from a header already read (head).
+RankFile stream_payload(const std::string& path, Head& head, const std::vector<PayloadPart>& parts) {
   RankFile rf = header_only(path, head);
   const ReadFile file(path);
   const int fd = file.fd();
@@ -377,6 +372,19 @@ RankFile read_rank_file_streamed(const std::string& path, const std::string& mis
            path, sum, rf.h.checksum);
   rf.buf += tail;
   return rf;
+}
+}  // namespace
+
+RankFile verify_rank_file(const std::string& path, const std::string& missing_hint) {
+  Head head = read_head(path, missing_hint);  // once: its units' sizes say how much to stream
+  const std::uint64_t tensors = tensor_bytes(head.h);
+  return stream_payload(path, head, {{tensors, [](std::uint64_t, std::uint64_t, char*) {}}});
+}
+
+RankFile read_rank_file_streamed(const std::string& path, const std::string& missing_hint,
+                                 const std::vector<PayloadPart>& parts) {
+  Head head = read_head(path, missing_hint);
+  return stream_payload(path, head, parts);
 }
 
 comm::StateDict decode_state(const RankFile& rf) {

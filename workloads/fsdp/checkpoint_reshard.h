@@ -42,9 +42,11 @@ Logical assemble(const std::string& set, const Marker& m, const std::set<int>& w
 // that hold something of `wanted` (rank 0's too when state0 is asked for), each checked whole
 // through one piece (size, checksum, the commit marker) and kept as its header only
 // (decode_state does not work on them: state0 is decoded here); then the whole parameters of
-// some of those units from those files' ranges.
+// some of those units from those files' ranges. Processes that load together share the
+// checking: checker c of `checkers` checks files c, c + checkers, ... whole and the others'
+// headers only, so a caller with checkers > 1 must fail every process when one fails.
 std::vector<RankFile> verified_files(const std::string& set, const Marker& m, const std::set<int>& wanted,
-                                     comm::StateDict* state0 = nullptr);
+                                     comm::StateDict* state0 = nullptr, int checker = 0, int checkers = 1);
 Logical assemble_from(const std::vector<RankFile>& files, const std::set<int>& wanted, bool moments,
                       const std::string& set);
 

@@ -48,7 +48,8 @@ OffloadStore::OffloadStore(const std::string& dir, const std::string& tag, std::
   file_ = std::make_unique<DirectFile>(
       fmt::format("{}/shardbench-optim-{}-{}.bin", dir.empty() ? "." : dir, tag, ::getpid()),
       "offload_optimizer = \"disk\"",
-      "set offload_dir to a writable folder with room for the optimizer state", /*unlink_now=*/false);
+      "set offload_dir to a writable folder with room for the optimizer state",
+      /*unlink_now=*/true);  // a killed rank (MPI_Abort runs no destructor) leaves no file behind
   for (auto& slot : slots_)
     for (int i = 0; i < arrays(); ++i) {
       float*& a = slot[i];

@@ -126,6 +126,13 @@ void validate(const DeviceConfig& c, const sb::Point& p, std::vector<sb::Diagnos
         out.push_back({k, fmt::format("{} writes host buffers; on device = \"cuda\" leave it "
                                       "empty (sharded checkpoints of GPU runs are not "
                                       "implemented yet)", k)});
+    // The disk store streams AdamW through host staging buffers (fsdp/offload_store.h);
+    // refused here, so that fit never chooses it for a GPU point either.
+    for (const char* k : {"offload_optimizer", "offload_param"})
+      if (p.has(k) && p.get_string(k) == "disk")
+        out.push_back({k, fmt::format("{} = \"disk\" streams the update through host buffers on the "
+                                      "CPU; on device = \"cuda\" use \"none\" (a GPU run's optimizer state "
+                                      "in host memory, ZeRO-Offload's, is not built)", k)});
   }
   const std::string& q = sb::config<sb::InferChoice>(p).quantization;
   if (infer && q != "none" && q != "fp16" && q != "bf16")

@@ -219,7 +219,11 @@ const Registrar kRegister([] {
   register_fit("train", {{"strategy", "activation_checkpoint", "seq_chunks", "offload_optimizer", "offload_param",
                           "kv_offload"},
                          costs_needed, measure, predict,
-                         [](const Point& p) { return static_cast<double>(config<FitBudgetKeys>(p).memory_budget); },
+                         [](const Point& p) {
+                           // A GPU's memory is not the host's, which the default budget reads.
+                           const auto set = static_cast<double>(config<FitBudgetKeys>(p).memory_budget);
+                           return set == 0 && config<models::DeviceConfig>(p).device == "cuda" ? -1.0 : set;
+                         },
                          {{"seq_chunks", {2, 4, 8, 16, 32, 64, 0}}}});
 });
 

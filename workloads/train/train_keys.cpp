@@ -98,7 +98,11 @@ void validate_chunked(const StepKeys& c, const Point& p, std::vector<Diagnostic>
   // Inside Ulysses each rank's slice is its stripes of the chunks (models::Gpt2::in_chunks).
   if (const int sp = p.has("mesh.sp") ? config<MeshConfig>(p).sp : 1; sp > 1 && c.seq_chunks >= 1) {
     const std::int64_t local = config<ModelKeys>(p).seq / sp;
-    if (local > 0 && local % std::min(c.seq_chunks, local) != 0)
+    if (local > 0 && c.seq_chunks > local)
+      out.push_back({"seq_chunks", fmt::format("activation_checkpoint = \"chunked\" under mesh.sp = {} cuts "
+                     "each rank's {} tokens (seq / sp) into seq_chunks = {} stripes, more than its tokens; "
+                     "use a seq_chunks that divides {}", sp, local, c.seq_chunks, local)});
+    else if (local > 0 && local % c.seq_chunks != 0)
       out.push_back({"seq_chunks", fmt::format("activation_checkpoint = \"chunked\" under mesh.sp = {} cuts "
                      "each rank's {} tokens (seq / sp) into seq_chunks = {} equal stripes; use a seq_chunks "
                      "that divides {}", sp, local, c.seq_chunks, local)});
@@ -124,11 +128,11 @@ void validate_fpdt(const StepKeys& c, const Point& p, std::vector<Diagnostic>& o
   } catch (const std::exception&) {  // an unknown variant: the attention key's check names it
     return;
   }
-  const std::string key = c.seq_chunks != 0 ? "seq_chunks" : "kv_offload";
-  if (!streams)
-    out.push_back({key, fmt::format("{} streams a sequence's chunks, which attention = \"{}\" does "
-                   "not; set attention = \"fpdt\" or activation_checkpoint = \"chunked\", or "
-                   "drop {}", key, name, key)});
+  for (const char* key : {"seq_chunks", "kv_offload"})  // each one set, so one fix is not followed by another error
+    if (!streams && (std::string(key) == "seq_chunks" ? c.seq_chunks != 0 : c.kv_offload != "none"))
+      out.push_back({key, fmt::format("{} streams a sequence's chunks, which attention = \"{}\" does "
+                     "not; set attention = \"fpdt\" or activation_checkpoint = \"chunked\", or "
+                     "drop {}", key, name, key)});
   if (c.seq_chunks > config<ModelKeys>(p).seq)
     out.push_back({"seq_chunks", fmt::format("seq_chunks {} exceeds seq {}: a chunk needs a token; "
                    "use at most {}", c.seq_chunks, config<ModelKeys>(p).seq, config<ModelKeys>(p).seq)});
@@ -164,8 +168,26 @@ void validate_offload_param(const StepKeys& c, const Point& p, std::vector<Diagn
   if (!why.empty()) out.push_back({"offload_param", why});
 }
 
+// Keys that would have no effect: warned, not refused (the point still runs as asked).
+void warn_no_effect(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
+  if (c.activation_checkpoint == "full" && c.activation_checkpoint_every > 1) try {
+      const std::int64_t L = models::preset_config(config<ModelKeys>(p).model).n_layer;
+      if (L > 0 && c.activation_checkpoint_every >= L)
+        out.push_back({"activation_checkpoint_every", fmt::format("activation_checkpoint_every = {} recomputes "
+                       "block l when l % {} == 0: of the {} blocks of model '{}' only block 0; use at most {}",
+                       c.activation_checkpoint_every, c.activation_checkpoint_every, L,
+                       config<ModelKeys>(p).model, L - 1), true});
+    } catch (const std::exception&) {  // a folder or an unknown model: its block count is not known here
+    }
+  if (!c.offload_overlap && c.offload_optimizer == "none")
+    out.push_back({"offload_overlap", "offload_overlap = false finishes an offloaded update inside "
+                   "the step, and offload_optimizer = \"none\" offloads nothing: it has no effect; "
+                   "drop it", true});
+}
+
 void validate_step(const StepKeys& c, const Point& p, std::vector<Diagnostic>& out) {
   validate_moe(c, p, out);
+  warn_no_effect(c, p, out);
   const int world = base_config(p).world;
   if (c.activation_checkpoint_every != 1 && c.activation_checkpoint != "full")
     out.push_back({"activation_checkpoint_every",

@@ -255,6 +255,7 @@ class TrainWorkload final : public sb::Workload {
   void build(RunContext& ctx);
   void resume(RunContext& ctx);
   void step_loop(RunContext& ctx);
+  std::optional<models::CpuPeakGrowth> cpu_peak_window() const;
   double step_flops(const models::Batch& global);
   sb::StepRecord step_record(RunContext& ctx, I s, const fsdp::StepStats& st, double wall, double flops) const;
   void build_teacher(RunContext& ctx);
@@ -434,8 +435,7 @@ void TrainWorkload::resume(RunContext& ctx) {
   // The load's cost, rank 0's: its seconds and the most tensor bytes it held above what was
   // live before and after it (the CPU allocator's, as peak_step_tensor_bytes; NaN when not
   // measured), and which path it took (docs/FSDP.md "Resume on another mesh").
-  std::optional<models::CpuPeakGrowth> window;
-  if (device_.is_cpu() && models::cpu_cache_stats().installed) window.emplace();
+  const auto window = cpu_peak_window();
   const double t0 = MPI_Wtime();
   const auto loaded = engine_->load(ckpt);  // every rank the same step, or every rank throws
   ctx.recorder.scalar("resume_load_s", MPI_Wtime() - t0);
@@ -454,6 +454,14 @@ void TrainWorkload::resume(RunContext& ctx) {
   if (!loaded.resharded_from.empty())
     ctx.recorder.text("resharded_from", loaded.resharded_from);
   if (!loaded.reset.empty()) ctx.recorder.text("resume_warning", loaded.reset);
+}
+
+// The allocator's peak growth from now on, when it is measured (on the CPU, with the caching
+// allocator installed); none on a GPU.
+std::optional<models::CpuPeakGrowth> TrainWorkload::cpu_peak_window() const {
+  std::optional<models::CpuPeakGrowth> window;
+  if (device_.is_cpu() && models::cpu_cache_stats().installed) window.emplace();
+  return window;
 }
 
 void TrainWorkload::step_loop(RunContext& ctx) {
@@ -481,8 +489,7 @@ void TrainWorkload::step_loop(RunContext& ctx) {
       ctx.recorder.series("teacher_forward_s", MPI_Wtime() - t0);
     }
     // The step's own tensors: the allocator's peak above what was live when it began or ended.
-    std::optional<models::CpuPeakGrowth> window;
-    if (device_.is_cpu() && models::cpu_cache_stats().installed) window.emplace();
+    const auto window = cpu_peak_window();
     const auto st = engine_->step(micro, fsdp::loss_terms(global));
     // An overlapped update (offload_overlap) is paid by the next step's forward, so each timed
     // step pays for one: the previous step's, a warm-up step's for the first. A step that an
