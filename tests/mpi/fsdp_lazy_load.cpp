@@ -29,22 +29,30 @@ double peak_growth(const std::function<void()>& f) {
   return static_cast<double>(window.bytes());
 }
 
+// A gpt2 folder shared by the ranks (rank 0 writes it): config.json from `config` (its keys
+// after model_type), and with `weights` a checkpoint of seed-11 parameters.
+std::string gpt2_folder(const std::string& prefix, const std::string& config, bool weights) {
+  const std::string dir = shared_tmpdir(prefix, "model");
+  if (world_rank() == 0) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/config.json") << R"({"model_type": "gpt2", )" << config << "}";
+    if (weights) {
+      auto m = sb::models::make_model(dir);
+      sb::data::export_hf_folder(*m, sb::models::init_params(m->units(), 11), dir);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return dir;
+}
+
 }  // namespace
 
 TEST(LazyLoad, FullShardNeverHoldsTheWholeCheckpoint) {
   ASSERT_TRUE(sb::models::cpu_cache_stats().installed) << "the caching CPU allocator counts the "
                                                           "memory; unset SB_CPU_ALLOCATOR";
   // 12 blocks of d 512 (~39M parameters, 157 MB in fp32): each unit is a small part.
-  const std::string dir = shared_tmpdir("sb_lazy", "model");
-  if (world_rank() == 0) {
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir + "/config.json")
-        << R"({"model_type": "gpt2", "n_layer": 12, "n_head": 8, "n_embd": 512,)"
-        << R"( "vocab_size": 2048, "n_positions": 128})";
-    auto m = sb::models::make_model(dir);
-    sb::data::export_hf_folder(*m, sb::models::init_params(m->units(), 11), dir);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  const std::string dir = gpt2_folder(
+      "sb_lazy", R"("n_layer": 12, "n_head": 8, "n_embd": 512, "vocab_size": 2048, "n_positions": 128)", true);
   auto model = sb::models::make_model(dir);
   const double model_bytes = 4.0 * static_cast<double>(sb::models::count_params(model->units()));
   Communicator comm(MPI_COMM_WORLD, 0);
@@ -95,14 +103,8 @@ TEST(LazyLoad, FullShardNeverHoldsTheWholeCheckpoint) {
 // block's backward (its recomputed scores and their gradients).
 TEST(MemoryPhase, TheStepPeaksWhereTheModelSays) {
   ASSERT_TRUE(sb::models::cpu_cache_stats().installed);
-  const std::string dir = shared_tmpdir("sb_phase", "model");
-  if (world_rank() == 0) {
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir + "/config.json")
-        << R"({"model_type": "gpt2", "n_layer": 2, "n_head": 4, "n_embd": 128,)"
-        << R"( "vocab_size": 8192, "n_positions": 512})";
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  const std::string dir = gpt2_folder(
+      "sb_phase", R"("n_layer": 2, "n_head": 4, "n_embd": 128, "vocab_size": 8192, "n_positions": 512)", false);
   struct Case {
     std::string attention;
     std::int64_t B, T;

@@ -98,11 +98,7 @@ void validate_chunked(const StepKeys& c, const Point& p, std::vector<Diagnostic>
   // Inside Ulysses each rank's slice is its stripes of the chunks (models::Gpt2::in_chunks).
   if (const int sp = p.has("mesh.sp") ? config<MeshConfig>(p).sp : 1; sp > 1 && c.seq_chunks >= 1) {
     const std::int64_t local = config<ModelKeys>(p).seq / sp;
-    if (local > 0 && c.seq_chunks > local)
-      out.push_back({"seq_chunks", fmt::format("activation_checkpoint = \"chunked\" under mesh.sp = {} cuts "
-                     "each rank's {} tokens (seq / sp) into seq_chunks = {} stripes, more than its tokens; "
-                     "use a seq_chunks that divides {}", sp, local, c.seq_chunks, local)});
-    else if (local > 0 && local % c.seq_chunks != 0)
+    if (local > 0 && local % c.seq_chunks != 0)  // more stripes than tokens included
       out.push_back({"seq_chunks", fmt::format("activation_checkpoint = \"chunked\" under mesh.sp = {} cuts "
                      "each rank's {} tokens (seq / sp) into seq_chunks = {} equal stripes; use a seq_chunks "
                      "that divides {}", sp, local, c.seq_chunks, local)});
@@ -128,11 +124,14 @@ void validate_fpdt(const StepKeys& c, const Point& p, std::vector<Diagnostic>& o
   } catch (const std::exception&) {  // an unknown variant: the attention key's check names it
     return;
   }
-  for (const char* key : {"seq_chunks", "kv_offload"})  // each one set, so one fix is not followed by another error
-    if (!streams && (std::string(key) == "seq_chunks" ? c.seq_chunks != 0 : c.kv_offload != "none"))
-      out.push_back({key, fmt::format("{} streams a sequence's chunks, which attention = \"{}\" does "
-                     "not; set attention = \"fpdt\" or activation_checkpoint = \"chunked\", or "
-                     "drop {}", key, name, key)});
+  // Each key set is named, so that one fix is not followed by another error.
+  const auto refuse = [&](const char* key) {
+    out.push_back({key, fmt::format("{} streams a sequence's chunks, which attention = \"{}\" does "
+                   "not; set attention = \"fpdt\" or activation_checkpoint = \"chunked\", or "
+                   "drop {}", key, name, key)});
+  };
+  if (!streams && c.seq_chunks != 0) refuse("seq_chunks");
+  if (!streams && c.kv_offload != "none") refuse("kv_offload");
   if (c.seq_chunks > config<ModelKeys>(p).seq)
     out.push_back({"seq_chunks", fmt::format("seq_chunks {} exceeds seq {}: a chunk needs a token; "
                    "use at most {}", c.seq_chunks, config<ModelKeys>(p).seq, config<ModelKeys>(p).seq)});
